@@ -1,0 +1,4 @@
+"""Traces -> canonical JobTable -> feature frames and series. Imports neither sim nor pipelines."""
+from features.jobtable import JobTable, LoadReport, TraceError
+
+__all__ = ["JobTable", "LoadReport", "TraceError"]

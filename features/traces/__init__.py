@@ -1,0 +1,49 @@
+"""One loader per trace format, each returning the canonical JobTable with its load report."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+from features.jobtable import JobTable, TraceError
+from features.traces.alibaba import load_alibaba_v2023, load_pai
+from features.traces.helios import load_acme, load_helios
+from features.traces.philly import load_philly_csv, load_philly_json
+
+#: format name -> (loader, one-line description). The CLI and tests read this registry.
+FORMATS: dict[str, tuple[Callable[..., JobTable], str]] = {
+    "philly": (load_philly_csv, "Philly processed CSV (timestamp, duration, num_gpus, gpu_time, cluster)"),
+    "philly-json": (load_philly_json, "Philly raw cluster_job_log JSON (attempts, per-attempt GPUs)"),
+    "helios": (load_helios, "Helios / Lucid cluster_log.csv (job_id, user, vc, gpu_num, ... queue)"),
+    "acme": (load_acme, "Acme Seren / Kalos trace_*.csv"),
+    "pai": (load_pai, "Alibaba PAI-2020 headerless pai_job_table.csv (+ group_tag, task table)"),
+    "alibaba-v2023": (load_alibaba_v2023, "Alibaba GPU cluster v2023 pod list (qos -> job_class)"),
+}
+
+
+def guess_format(path: str | Path) -> str:
+    """Guess a format from the file name; raise with the list of formats if unsure."""
+    name = Path(path).name.lower()
+    if name.endswith(".json"):
+        return "philly-json"
+    if "philly" in name:
+        return "philly"
+    if "pai_job" in name:
+        return "pai"
+    if "openb_pod" in name:
+        return "alibaba-v2023"
+    if name.startswith("trace_"):
+        return "acme"
+    if "cluster_log" in name:
+        return "helios"
+    raise TraceError(path, f"cannot guess the trace format; pass one of: {', '.join(FORMATS)}")
+
+
+def load_trace(path: str | Path, format: str | None = None, **options) -> JobTable:
+    """Load any supported trace into a JobTable (format guessed from the name when not given)."""
+    fmt = format or guess_format(path)
+    if fmt not in FORMATS:
+        raise TraceError(path, f"unknown format {fmt!r}; known: {', '.join(FORMATS)}")
+    return FORMATS[fmt][0](path, **options)
+
+
+__all__ = ["FORMATS", "load_trace", "guess_format"]

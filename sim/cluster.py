@@ -1,0 +1,190 @@
+"""Cluster configs (YAML, validated) and the built cluster: partitions (VCs) of nodes with GPUs.
+
+A partition schedules independently (Helios / Lucid virtual clusters); a cluster without partitions is
+one pool. Node lists and VC sizes can be read from CSV files in the data directory instead of being
+copied into configs, so that the configs never hold subsets of the shared data.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from features.paths import configs_dir, resolve_data_path
+
+
+class NodesFromCsv(BaseModel):
+    """One node per CSV row; GPUs per node from a column. Rows with zero GPUs are skipped."""
+
+    model_config = ConfigDict(extra="forbid")
+    file: str
+    gpus_column: str
+    type_column: str | None = None
+
+
+class PartitionsFromCsv(BaseModel):
+    """One partition (VC) per CSV row with a node count; every node has gpus_per_node GPUs."""
+
+    model_config = ConfigDict(extra="forbid")
+    file: str
+    name_column: str | int = 0
+    nodes_column: str | int = 1
+
+
+class NodesFromSummary(BaseModel):
+    """Node count = ceil(GPUs / gpus_per_node) for one cluster row of a summary CSV."""
+
+    model_config = ConfigDict(extra="forbid")
+    file: str
+    cluster: str
+    id_column: str = "id"
+    gpus_column: str = "gpu_num"
+
+
+class PartitionConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    nodes: int = Field(ge=1)
+    gpus_per_node: int | None = Field(None, ge=1)
+
+
+class ClusterConfig(BaseModel):
+    """A modelled GPU cluster. Exactly one way of giving nodes must be used."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    description: str = ""
+    gpu_type: str = "unknown"
+    gpus_per_node: int = Field(8, ge=1)
+    nodes: int | None = Field(None, ge=1)
+    partitions: list[PartitionConfig] | None = None
+    partitions_from_csv: PartitionsFromCsv | None = None
+    nodes_from_csv: NodesFromCsv | None = None
+    nodes_from_summary: NodesFromSummary | None = None
+    intra_node_bandwidth_gbps: float = Field(300.0, gt=0, description="NVLink-class, GB/s")
+    inter_node_bandwidth_gbps: float = Field(12.5, gt=0, description="100 Gb/s Ethernet/IB, GB/s")
+    unknown_org: Literal["reject", "largest"] | str = Field(
+        "reject", description="jobs whose org names no partition: reject (counted), send to the largest "
+                              "partition, or name a partition")
+
+    @model_validator(mode="after")
+    def _one_source(self) -> "ClusterConfig":
+        given = [x for x in (self.nodes, self.partitions, self.partitions_from_csv, self.nodes_from_csv,
+                             self.nodes_from_summary) if x is not None]
+        if len(given) != 1:
+            raise ValueError("give exactly one of nodes, partitions, partitions_from_csv, nodes_from_csv, "
+                             "nodes_from_summary")
+        return self
+
+
+@dataclass
+class Partition:
+    name: str
+    capacities: list[int]  # GPUs per node
+    gpu_types: list[str]
+
+    @property
+    def gpus(self) -> int:
+        return sum(self.capacities)
+
+
+@dataclass
+class Cluster:
+    name: str
+    partitions: list[Partition]
+    gpu_type: str = "unknown"
+    intra_node_bandwidth_gbps: float = 300.0
+    inter_node_bandwidth_gbps: float = 12.5
+    unknown_org: str = "reject"
+    index: dict[str, int] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.index = {p.name: i for i, p in enumerate(self.partitions)}
+
+    @property
+    def partitioned(self) -> bool:
+        return len(self.partitions) > 1
+
+    @property
+    def gpus(self) -> int:
+        return sum(p.gpus for p in self.partitions)
+
+    @property
+    def nodes(self) -> int:
+        return sum(len(p.capacities) for p in self.partitions)
+
+    def describe(self) -> str:
+        kinds = ", ".join(sorted({t for p in self.partitions for t in p.gpu_types}))
+        return (f"{self.name}: {self.nodes} nodes, {self.gpus} GPUs ({kinds}), "
+                f"{len(self.partitions)} partition(s)")
+
+
+def _read_csv(path: Path):
+    import pandas as pd
+
+    if not path.exists():
+        raise FileNotFoundError(f"cluster config refers to {path}, which does not exist (set --data-dir)")
+    return pd.read_csv(path)
+
+
+def _column(frame, col: str | int):
+    return frame.iloc[:, col] if isinstance(col, int) else frame[col]
+
+
+def build_cluster(config: ClusterConfig, data: str | Path | None = None) -> Cluster:
+    """Turn a validated config into partitions of nodes, reading referenced CSVs from the data dir."""
+    per_node, gpu_type = config.gpus_per_node, config.gpu_type
+    parts: list[Partition]
+    if config.nodes is not None:
+        parts = [Partition("default", [per_node] * config.nodes, [gpu_type] * config.nodes)]
+    elif config.partitions is not None:
+        parts = [Partition(p.name, [p.gpus_per_node or per_node] * p.nodes, [gpu_type] * p.nodes)
+                 for p in config.partitions]
+    elif config.partitions_from_csv is not None:
+        src = config.partitions_from_csv
+        frame = _read_csv(resolve_data_path(src.file, data))
+        names, counts = _column(frame, src.name_column), _column(frame, src.nodes_column)
+        parts = [Partition(str(n), [per_node] * int(c), [gpu_type] * int(c)) for n, c in zip(names, counts)
+                 if int(c) > 0]
+    elif config.nodes_from_csv is not None:
+        src = config.nodes_from_csv
+        frame = _read_csv(resolve_data_path(src.file, data))
+        gpus = frame[src.gpus_column].fillna(0).astype(int)
+        types = frame[src.type_column].astype(str) if src.type_column else [gpu_type] * len(frame)
+        caps = [(int(g), str(t)) for g, t in zip(gpus, types) if int(g) > 0]
+        parts = [Partition("default", [c for c, _ in caps], [t for _, t in caps])]
+    else:
+        src = config.nodes_from_summary
+        frame = _read_csv(resolve_data_path(src.file, data))
+        row = frame[frame[src.id_column].astype(str) == src.cluster]
+        if row.empty:
+            raise ValueError(f"cluster {src.cluster!r} not found in {src.file}")
+        n = math.ceil(float(row[src.gpus_column].iloc[0]) / per_node)
+        parts = [Partition("default", [per_node] * n, [gpu_type] * n)]
+    if not parts or not any(p.capacities for p in parts):
+        raise ValueError(f"cluster {config.name!r} has no GPU nodes")
+    return Cluster(config.name, parts, gpu_type, config.intra_node_bandwidth_gbps,
+                   config.inter_node_bandwidth_gbps, config.unknown_org)
+
+
+def cluster_names() -> list[str]:
+    return sorted(p.stem for p in (configs_dir() / "clusters").glob("*.yaml"))
+
+
+def load_cluster_config(name_or_path: str | Path) -> ClusterConfig:
+    """A built-in name (configs/clusters/<name>.yaml) or a path to a YAML file."""
+    path = Path(name_or_path)
+    if not path.suffix:
+        path = configs_dir() / "clusters" / f"{name_or_path}.yaml"
+        if not path.exists():
+            raise ValueError(f"unknown cluster {name_or_path!r}; built-in: {', '.join(cluster_names())}")
+    data = yaml.safe_load(path.read_text()) or {}
+    return ClusterConfig(**data)
+
+
+def load_cluster(name_or_path: str | Path, data: str | Path | None = None) -> Cluster:
+    return build_cluster(load_cluster_config(name_or_path), data)

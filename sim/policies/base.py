@@ -1,0 +1,99 @@
+"""The policy plug-in protocol: react to events, decide through the Context, never advance time."""
+from __future__ import annotations
+
+import bisect
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sim.engine import Context
+
+
+class Policy:
+    """Base policy. One instance per partition; the engine calls the hooks, then ``schedule``.
+
+    Class attributes describe the policy for the registry and the CLI.
+    """
+
+    name = "base"
+    summary = ""
+    citation = ""
+    preemptive = False
+    uses_predictions = False
+
+    ctx: "Context"
+
+    def bind(self, ctx: "Context") -> None:
+        self.ctx = ctx
+
+    def on_start(self) -> None:
+        """Called once before the first event (set initial timers here)."""
+
+    def on_arrival(self, job: int) -> None:
+        raise NotImplementedError
+
+    def on_requeue(self, job: int) -> None:
+        """A preempted job is waiting again (after its save, or at once if it was loading)."""
+        self.on_arrival(job)
+
+    def on_finish(self, job: int) -> None:
+        """A job finished and its GPUs are free."""
+
+    def on_loaded(self, job: int) -> None:
+        """A job finished loading and started training."""
+
+    def on_timer(self, payload: Any) -> None:
+        """A timer this policy set has fired."""
+
+    def schedule(self) -> None:
+        """Make decisions after the events of one instant (start, preempt, pack, set timers)."""
+        raise NotImplementedError
+
+    def stats(self) -> dict[str, Any]:
+        return {}
+
+
+class SortedQueue:
+    """Waiting jobs ordered by a static key (ties by job index = arrival order)."""
+
+    __slots__ = ("items",)
+
+    def __init__(self) -> None:
+        self.items: list[tuple[Any, int]] = []
+
+    def add(self, key: Any, job: int) -> None:
+        bisect.insort(self.items, (key, job))
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __bool__(self) -> bool:
+        return bool(self.items)
+
+
+def start_in_order(ctx: "Context", queue: SortedQueue, *, work_conserving: bool) -> None:
+    """Start waiting jobs in key order. Strict: stop at the first job that does not fit (head-of-line
+    blocking, no backfilling). Work-conserving: skip it and keep starting any later job that fits."""
+    items = queue.items
+    if not items:
+        return
+    gpus = ctx.jobs.gpus
+    pool = ctx.pool
+    if not work_conserving:
+        started = 0
+        for _, job in items:
+            if gpus[job] > pool.total_free or not ctx.try_start(job):
+                break
+            started += 1
+        if started:
+            del items[:started]
+        return
+    keep = []
+    for i, entry in enumerate(items):
+        free = pool.total_free
+        if free == 0:
+            keep.extend(items[i:])
+            break
+        job = entry[1]
+        if gpus[job] > free or not ctx.try_start(job):
+            keep.append(entry)
+    queue.items = keep

@@ -1,0 +1,287 @@
+"""Preemptive policies: SRTF on arrival/completion, periodic SRTF (Pollux / Muri / Optimus intervals)
+and Tiresias' discretised 2D-LAS."""
+from __future__ import annotations
+
+import heapq
+import math
+from heapq import merge
+from typing import Any
+
+from sim.engine import LOADING, RUNNING, SAVING
+from sim.policies.base import Policy, SortedQueue
+
+
+class HeadPreemptive(Policy):
+    """Preemptive priority scheduling, decided on every event, in O(log n) per decision.
+
+    The best-ranked waiting job starts if it fits; otherwise running jobs ranked worse are preempted,
+    worst first, just enough for it to be placed (Lazer's orchestrator, Alg. 2, when ranks are
+    remaining times). If no such set exists the head waits; with ``backfill`` later waiting jobs may
+    still start in idle GPUs (without preempting). While preempted jobs are saving, the head waits
+    for their GPUs instead of preempting more.
+    """
+
+    preemptive = True
+    backfill = False
+
+    def __init__(self, backfill: bool | None = None) -> None:
+        if backfill is not None:
+            self.backfill = bool(backfill)
+        self.queue = SortedQueue()
+        self.run_heap: list[tuple[Any, int]] = []  # (negated rank, job): worst-ranked first, lazy
+        self.saving_gpus = 0
+        self._saving: set[int] = set()
+        self.preemptions = 0
+        self.version = 0  # bumped whenever the running set or a running rank changes
+        self._blocked: tuple[int, int] | None = None  # (job, version) of the last failed search
+
+    # Ranks: smaller is better. ``rank`` must be comparable across waiting and running jobs.
+    def rank(self, job: int) -> Any:
+        raise NotImplementedError
+
+    def heap_key(self, job: int) -> Any:
+        """Orders running jobs for preemption (largest first); changes only when ``rank`` order does."""
+        raise NotImplementedError
+
+    def on_arrival(self, job: int) -> None:
+        self.queue.add(self.rank(job), job)
+
+    def on_requeue(self, job: int) -> None:
+        if job in self._saving:
+            self._saving.discard(job)
+            self.saving_gpus -= self.ctx.jobs.gpus[job]
+        self.version += 1
+        self.on_arrival(job)
+
+    def on_finish(self, job: int) -> None:
+        self.version += 1
+
+    def track(self, job: int) -> None:
+        """(Re-)enter a running job in the preemption heap; call after its heap key changed."""
+        ctx = self.ctx
+        self.version += 1
+        heapq.heappush(self.run_heap, (_neg(self.heap_key(job)), job))
+        if len(self.run_heap) > 4 * len(ctx.running) + 64:
+            self.run_heap = [(_neg(self.heap_key(j)), j) for j in ctx.running
+                             if ctx.state(j) in (LOADING, RUNNING)]
+            heapq.heapify(self.run_heap)
+
+    def started(self, job: int) -> None:
+        self.track(job)
+
+    def _valid(self, entry: tuple[Any, int]) -> bool:
+        key, job = entry
+        return self.ctx.state(job) in (LOADING, RUNNING) and key == _neg(self.heap_key(job))
+
+    def candidates(self, job: int) -> list[int] | None:
+        """Running jobs to preempt (worst-ranked first, each ranked worse than ``job``) so that ``job``
+        can be placed; None if no such set exists. The pool is left unchanged."""
+        ctx = self.ctx
+        pool, engine = ctx.pool, ctx.engine
+        need = ctx.jobs.gpus[job]
+        mine = self.rank(job)
+        popped, victims, released = [], [], []
+        seen: set[int] = set()
+        found = False
+        while self.run_heap:
+            entry = heapq.heappop(self.run_heap)
+            victim = entry[1]
+            if victim in seen or not self._valid(entry):
+                continue  # stale, or a duplicate of an entry already seen
+            seen.add(victim)
+            popped.append(entry)
+            if not self.rank(victim) > mine:
+                break
+            placement = engine.alloc[victim][0]
+            pool.release(placement)
+            released.append(placement)
+            victims.append(victim)
+            if need <= pool.total_free and ctx.placement.place(pool, need) is not None:
+                found = True
+                break
+        for placement in released:
+            pool.allocate(placement)
+        for entry in popped:
+            heapq.heappush(self.run_heap, entry)
+        return victims if found else None
+
+    def preempt(self, victims: list[int]) -> None:
+        ctx = self.ctx
+        for v in victims:
+            ctx.preempt(v)
+            self.preemptions += 1
+            if ctx.state(v) == SAVING:
+                self._saving.add(v)
+                self.saving_gpus += ctx.jobs.gpus[v]
+
+    def _start(self, job: int) -> bool:
+        if self.ctx.jobs.gpus[job] <= self.ctx.free_gpus and self.ctx.try_start(job):
+            self.started(job)
+            return True
+        return False
+
+    def schedule(self) -> None:
+        ctx, items, gpus = self.ctx, self.queue.items, self.ctx.jobs.gpus
+        while items:
+            job = items[0][1]
+            if self._start(job):
+                items.pop(0)
+                continue
+            if self.saving_gpus and gpus[job] <= ctx.free_gpus + self.saving_gpus:
+                break  # GPUs are on their way back from saving jobs
+            if self._blocked == (job, self.version):
+                break  # nothing changed since the last search for this job failed
+            victims = self.candidates(job)
+            if not victims:
+                self._blocked = (job, self.version)
+                break
+            self.preempt(victims)
+            if self._start(job):
+                items.pop(0)
+            else:
+                break  # victims are saving; the job starts when their GPUs return
+        if self.backfill and len(items) > 1 and ctx.free_gpus:
+            keep = [items[0]]
+            for i in range(1, len(items)):
+                if not ctx.free_gpus:
+                    keep.extend(items[i:])
+                    break
+                if not self._start(items[i][1]):
+                    keep.append(items[i])
+            self.queue.items = keep
+
+    def stats(self) -> dict[str, Any]:
+        return {"policy_preemptions": self.preemptions}
+
+
+def _neg(key: Any) -> Any:
+    return tuple(-k for k in key) if isinstance(key, tuple) else -key
+
+
+class Srtf(HeadPreemptive):
+    """Shortest remaining time first, invoked on every arrival and completion; strict (no backfill,
+    as Lazer's SRTF baseline: if no running job has longer remaining time, the new job waits)."""
+
+    name = "srtf"
+    summary = "preemptive shortest-remaining-time-first on arrival and completion"
+    citation = "Schrage 1968; the preemptive baseline of Tiresias (NSDI'19) and Lazer (DAC'26)"
+
+    def rank(self, job: int) -> Any:
+        return self.ctx.remaining(job)
+
+    def heap_key(self, job: int) -> Any:
+        # Running jobs' remaining times fall at the same rate, so their expected end orders them
+        # and stays fixed while they run (loading jobs: load end + remaining work).
+        return self.ctx.expected_end(job)
+
+
+class PeriodicSrtf(Srtf):
+    """The same SRTF, decided only at interval boundaries (t = k x interval). Completions stay exact;
+    freed GPUs and new jobs wait for the next boundary. Boundaries with nothing new since the last
+    decision are skipped (the outcome could not differ: running jobs' remaining times fall at the
+    same rate, waiting jobs' stay fixed)."""
+
+    name = "periodic-srtf"
+    summary = "SRTF re-decided every `interval` seconds (param interval=, default 60)"
+    citation = "interval scheduling of Pollux (OSDI'21), Muri (SIGCOMM'22), Optimus (EuroSys'18)"
+
+    def __init__(self, interval: float = 60.0, backfill: bool | None = None) -> None:
+        super().__init__(backfill)
+        if interval <= 0:
+            raise ValueError("interval must be positive")
+        self.interval = float(interval)
+        self.timer_at = math.inf
+        self.round_due = False
+        self.dirty = False
+        self.last_round_at = -math.inf
+        self.rounds = 0
+
+    def on_arrival(self, job: int) -> None:
+        super().on_arrival(job)
+        self.dirty = True
+
+    def on_finish(self, job: int) -> None:
+        super().on_finish(job)
+        self.dirty = True
+
+    def on_timer(self, payload: Any) -> None:
+        self.timer_at = math.inf
+        self.round_due = True
+
+    def schedule(self) -> None:
+        now = self.ctx.now
+        if self.round_due:
+            self.round_due = False
+            self.rounds += 1
+            self.last_round_at = now
+            self.dirty = False
+            super().schedule()
+        if self.dirty and self.queue and self.timer_at == math.inf:
+            at = math.ceil(now / self.interval) * self.interval
+            if at <= self.last_round_at:
+                at += self.interval
+            self.timer_at = at
+            self.ctx.set_timer(at, None)
+
+    def stats(self) -> dict[str, Any]:
+        return {**super().stats(), "rounds": self.rounds}
+
+
+class Tiresias(HeadPreemptive):
+    """Discretised two-dimensional least-attained-service (2D-LAS): a job's queue is the number of
+    thresholds its attained GPU-seconds have passed; lower queues first, FIFO (submission) inside a
+    queue; preemptive; decided on arrival, completion and whenever a running job crosses a threshold
+    (a timer at the exact crossing time). Work-conserving: when the head cannot be placed even by
+    preemption, later jobs may start in idle GPUs. Starvation promotion is not modelled."""
+
+    name = "tiresias"
+    summary = "Tiresias discretised 2D-LAS (GPU-seconds queues; param thresholds=3600)"
+    citation = "Gu et al., Tiresias, NSDI'19"
+    backfill = True
+
+    def __init__(self, thresholds: float | list[float] = 3600.0, backfill: bool | None = None) -> None:
+        super().__init__(backfill)
+        self.thresholds = sorted([float(thresholds)] if isinstance(thresholds, (int, float)) else
+                                 [float(t) for t in thresholds])
+        self.level_of: dict[int, int] = {}
+
+    def level(self, job: int) -> int:
+        a = self.ctx.attained(job)
+        return sum(1 for t in self.thresholds if a >= t - 1e-6)
+
+    def rank(self, job: int) -> Any:
+        return (self.level_of.get(job, 0), job)
+
+    def heap_key(self, job: int) -> Any:
+        return self.rank(job)
+
+    def on_arrival(self, job: int) -> None:
+        self.level_of[job] = self.level(job)
+        super().on_arrival(job)
+
+    def on_finish(self, job: int) -> None:
+        self.level_of.pop(job, None)
+
+    def _demotion_timer(self, job: int) -> None:
+        ctx = self.ctx
+        a = ctx.attained(job)
+        nxt = next((t for t in self.thresholds if t > a + 1e-6), None)
+        if nxt is None:
+            return
+        engine = ctx.engine
+        lag = 0.0
+        if ctx.state(job) == LOADING:
+            lag = engine.since[job] + ctx.jobs.load_time[job] - ctx.now
+        ctx.set_timer(ctx.now + lag + (nxt - a) / (ctx.jobs.gpus[job] * engine.speed[job]), job)
+
+    def started(self, job: int) -> None:
+        super().started(job)
+        self._demotion_timer(job)
+
+    def on_timer(self, job: Any) -> None:
+        if self.ctx.state(job) in (LOADING, RUNNING):
+            new = self.level(job)
+            if new != self.level_of.get(job):
+                self.level_of[job] = new
+                self.track(job)
+            self._demotion_timer(job)
