@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from features.jobtable import JobTable, LoadReport, finalize
@@ -29,7 +30,8 @@ def load_pai(path: str | Path, *, group_tag: str | Path | None = None, task_tabl
 
     PAI records no submit time: ``start_time`` (s, trace clock) is used as submission, which hides
     queueing in the original cluster. The job table has no GPU count: with ``task_table`` the job's
-    GPUs are the sum over tasks of plan_gpu x inst_num / 100; without it num_gpus stays null unless
+    GPUs are the sum over tasks of plan_gpu x inst_num / 100, rounded up
+    to whole GPUs (the fraction is kept as gpu_fraction); without it num_gpus stays null unless
     ``default_gpus`` is given (recorded in the report). ``group_tag`` adds group_id and workload.
     """
     report = LoadReport(source=str(path), format="pai")
@@ -60,7 +62,9 @@ def load_pai(path: str | Path, *, group_tag: str | Path | None = None, task_tabl
         tasks = read_csv(task_table, header=False, names=PAI_TASK_COLUMNS)
         gpus = (numeric(tasks, "plan_gpu").fillna(0) * numeric(tasks, "inst_num").fillna(1) / 100.0)
         per_job = gpus.groupby(tasks["job_name"].astype(str)).sum()
-        out["num_gpus"] = out["job_id"].map(per_job).round()
+        requested = out["job_id"].map(per_job)
+        out["gpu_fraction"] = requested
+        out["num_gpus"] = np.ceil(requested - 1e-9)  # a 0.5-GPU job holds one whole GPU here
         gpu_type = tasks.groupby(tasks["job_name"].astype(str))["gpu_type"].first()
         out["gpu_type"] = out["job_id"].map(gpu_type).astype("string")
     elif default_gpus is not None:

@@ -1,0 +1,141 @@
+"""Event accumulators -> per-job table and summaries (JCT, queueing delay, futile preemption, ...).
+
+All times are seconds. Percentiles use numpy's linear interpolation. A measurement window keeps
+only the jobs submitted inside it (to exclude warm-up and drain) but never changes the replay.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from sim.engine import SimResult
+
+PERCENTILES = (50, 95, 99, 99.9)
+
+
+def job_table(result: SimResult) -> pd.DataFrame:
+    """One row per job: times in each state, JCT, preemptions, futile preemption time."""
+    w = result.workload
+    submit = np.asarray(w.submit)
+    end = np.asarray(result.end)
+    frame = pd.DataFrame({
+        "job_id": w.job_id,
+        "submit": submit,
+        "first_start": np.asarray(result.first_start),
+        "end": end,
+        "wait": np.asarray(result.wait),
+        "load": np.asarray(result.load),
+        "train": np.asarray(result.train),
+        "save": np.asarray(result.save),
+        "jct": end - submit,
+        "duration": np.asarray(w.duration),
+        "gpus": np.asarray(w.gpus),
+        "preemptions": np.asarray(result.preemptions),
+        "futile": np.asarray(result.futile),
+        "partition": w.frame["partition"].to_numpy(),
+        "job_class": w.frame["job_class"].astype(object).fillna("all").to_numpy(),
+        "model": w.frame["model"].astype(object).to_numpy(),
+    })
+    frame["size"] = np.where(frame["gpus"] > 8, ">8 GPUs", "<=8 GPUs")
+    frame["slowdown"] = frame["jct"] / np.maximum(frame["duration"], 1.0)
+    return frame
+
+
+def in_window(jobs: pd.DataFrame, window: tuple[float | None, float | None] | None) -> pd.DataFrame:
+    """Jobs submitted in [start, end) seconds; None leaves a side open."""
+    if window is None:
+        return jobs
+    start, stop = window
+    mask = np.ones(len(jobs), dtype=bool)
+    if start is not None:
+        mask &= jobs["submit"].to_numpy() >= start
+    if stop is not None:
+        mask &= jobs["submit"].to_numpy() < stop
+    return jobs[mask]
+
+
+def _pcts(values: np.ndarray, prefix: str, out: dict[str, Any]) -> None:
+    out[f"{prefix}_mean"] = float(values.mean()) if len(values) else float("nan")
+    for p in PERCENTILES:
+        out[f"{prefix}_p{p:g}"] = float(np.percentile(values, p)) if len(values) else float("nan")
+
+
+def summarize(jobs: pd.DataFrame) -> dict[str, Any]:
+    """Mean and P50/P95/P99/P99.9 of JCT and queueing delay, futile preemption P50/P95, makespan, flow."""
+    out: dict[str, Any] = {"jobs": int(len(jobs))}
+    _pcts(jobs["jct"].to_numpy(), "jct", out)
+    _pcts(jobs["wait"].to_numpy(), "wait", out)
+    futile = jobs["futile"].to_numpy()
+    out["futile_p50"] = float(np.percentile(futile, 50)) if len(futile) else float("nan")
+    out["futile_p95"] = float(np.percentile(futile, 95)) if len(futile) else float("nan")
+    out["futile_total"] = float(futile.sum())
+    out["preemptions"] = int(jobs["preemptions"].sum())
+    out["load_total"] = float(jobs["load"].sum())
+    out["makespan"] = float(jobs["end"].max() - jobs["submit"].min()) if len(jobs) else 0.0
+    out["total_flow_time"] = float(jobs["jct"].sum())
+    out["mean_slowdown"] = float(jobs["slowdown"].mean()) if len(jobs) else float("nan")
+    return out
+
+
+def allocation(result: SimResult) -> pd.DataFrame:
+    """GPUs in use over time (a step function: the value holds until the next row)."""
+    return pd.DataFrame({"time": np.frombuffer(result.alloc_times, dtype=float),
+                         "gpus_used": np.frombuffer(result.alloc_used, dtype=float)})
+
+
+def utilisation(result: SimResult) -> float:
+    """Time-weighted mean share of the cluster's GPUs in use, first submission to last completion."""
+    alloc = allocation(result)
+    if len(alloc) < 2:
+        return 0.0
+    t, used = alloc["time"].to_numpy(), alloc["gpus_used"].to_numpy()
+    area = float(np.sum(used[:-1] * np.diff(t)))
+    span = t[-1] - t[0]
+    return area / (span * result.workload.cluster.gpus) if span > 0 else 0.0
+
+
+def breakdown(jobs: pd.DataFrame, by: str) -> pd.DataFrame:
+    """Summary per group (by = 'partition', 'size', 'job_class' or any job-table column)."""
+    rows = []
+    for key, group in jobs.groupby(by, sort=True):
+        rows.append({by: key, **summarize(group)})
+    return pd.DataFrame(rows)
+
+
+def evaluate(result: SimResult, window: tuple[float | None, float | None] | None = None) -> dict[str, Any]:
+    """Everything a report needs for one run: summary, breakdowns, utilisation, run statistics."""
+    jobs = job_table(result)
+    sel = in_window(jobs, window)
+    summary = summarize(sel)
+    summary.update({
+        "policy": result.policy,
+        "gpu_utilisation": utilisation(result),
+        "events": result.events,
+        "sim_seconds": result.wall_seconds,
+        "events_per_second": result.events / result.wall_seconds if result.wall_seconds > 0 else float("nan"),
+        **{k: v for k, v in result.policy_stats.items() if isinstance(v, (int, float))},
+    })
+    if result.decision_seconds:
+        d = np.asarray(result.decision_seconds)
+        summary["decision_p50_ms"] = float(np.percentile(d, 50) * 1e3)
+        summary["decision_p99_ms"] = float(np.percentile(d, 99) * 1e3)
+    return {
+        "summary": summary,
+        "jobs": jobs,
+        "by_partition": breakdown(sel, "partition"),
+        "by_size": breakdown(sel, "size"),
+        "by_class": breakdown(sel, "job_class"),
+    }
+
+
+def check_identities(jobs: pd.DataFrame, tol: float = 1e-6) -> None:
+    """JCT = wait + load + train + save for every job (relative tolerance for float sums)."""
+    lhs = jobs["jct"].to_numpy()
+    rhs = (jobs["wait"] + jobs["load"] + jobs["train"] + jobs["save"]).to_numpy()
+    bad = np.abs(lhs - rhs) > tol * np.maximum(1.0, np.abs(lhs))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise AssertionError(f"JCT identity broken for job {jobs['job_id'].iloc[i]}: jct {lhs[i]} != "
+                             f"wait+load+train+save {rhs[i]}")

@@ -1,0 +1,22 @@
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("MPLBACKEND", "Agg")
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """The real public data; CI has ../shared/data beside the clone."""
+    if not SHARED.exists():
+        pytest.skip("../shared/data is not present")
+    return SHARED
+
+
+@pytest.fixture(scope="session")
+def philly_file(shared_data) -> Path:
+    return shared_data / "philly" / "philly_jobs_2017-09-04_2017-11-30.csv.gz"

@@ -1,0 +1,66 @@
+"""The CLI end to end, in-process (fast) and once as the installed console script."""
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from pipelines.cli import main
+from sim.policies import POLICIES
+
+
+def test_policies_lists_every_registered_policy(capsys):
+    assert main(["policies", "-v"]) == 0
+    out = capsys.readouterr().out
+    for name in POLICIES:
+        assert name in out
+
+
+def test_demo_writes_results(tmp_path, capsys):
+    assert main(["demo", "--jobs", "300", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "SYNTHETIC" in out and "tiresias" in out
+    summary = pd.read_csv(tmp_path / "summary.csv")
+    assert len(summary) == 5 and (tmp_path / "jct_cdf.png").stat().st_size > 1000
+
+
+def test_simulate_every_policy_on_real_philly(philly_file, tmp_path, capsys):
+    policies = sorted(POLICIES)
+    code = main(["simulate", "--trace", str(philly_file), "--cluster", "philly-pool", "--jobs", "3000",
+                 "--policy", *policies, "--out", str(tmp_path), "--no-progress"])
+    assert code == 0
+    summary = pd.read_csv(tmp_path / "summary.csv")
+    assert summary["policy"].tolist() == policies and (summary["jobs"] == 3000).all()
+
+
+def test_simulate_synthetic_preset_with_costs(tmp_path, capsys):
+    code = main(["simulate", "--synthetic", "earth", "--jobs", "1500", "--costs", "lazer", "--policy",
+                 "srtf", "pollux-60", "--out", str(tmp_path), "--no-progress"])
+    assert code == 0
+    jobs = pd.read_parquet(tmp_path / "jobs_srtf.parquet")
+    assert (jobs["load"] > 0).all() and jobs["model"].notna().all()
+
+
+def test_data_check_and_clear_errors(philly_file, tmp_path, capsys):
+    assert main(["data", "check", str(philly_file)]) == 0
+    assert "duplicates: 57" in capsys.readouterr().out
+    bad = tmp_path / "philly.csv"
+    bad.write_text("timestamp,duration,num_gpus\n")
+    assert main(["data", "check", str(bad)]) == 2
+    assert "missing column(s) ['cluster']" in capsys.readouterr().err
+    assert main(["simulate", "--synthetic", "demo", "--policy", "nope"]) == 2
+    assert "unknown policy 'nope'" in capsys.readouterr().err
+    assert main(["simulate", "--synthetic", "demo", "--policy", "tiresias:bogus=1"]) == 2
+    assert "bad parameters" in capsys.readouterr().err
+
+
+def test_console_script_runs_fast():
+    proc = subprocess.run([sys.executable, "-m", "pipelines.cli", "policies"], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0 and "srtf" in proc.stdout
+    # Heavy ML libraries are never imported by a heuristic run.
+    code = ("import sys; from pipelines.cli import main; main(['demo','--jobs','50','--out','/tmp/_sc_demo']);"
+            "print([m for m in ('torch','mlflow','botorch','gluonts','lightning') if m in sys.modules])")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == "[]"
