@@ -34,6 +34,8 @@ def job_table(result: SimResult) -> pd.DataFrame:
         "gpus": np.asarray(w.gpus),
         "preemptions": np.asarray(result.preemptions),
         "futile": np.asarray(result.futile),
+        "evictions": np.asarray(result.evictions or [0] * len(w)),
+        "lost": np.asarray(result.lost or [0.0] * len(w)),
         "partition": w.frame["partition"].to_numpy(),
         "job_class": w.frame["job_class"].astype(object).fillna("all").to_numpy(),
         "model": w.frame["model"].astype(object).to_numpy(),
@@ -127,6 +129,7 @@ def evaluate(result: SimResult, window: tuple[float | None, float | None] | None
         "by_partition": breakdown(sel, "partition"),
         "by_size": breakdown(sel, "size"),
         "by_class": breakdown(sel, "job_class"),
+        "allocation": allocation(result),
     }
 
 

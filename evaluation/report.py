@@ -51,6 +51,9 @@ def write_results(out_dir: str | Path, runs: dict[str, dict[str, Any]], meta: di
         p = out / f"jobs_{safe}.parquet"
         r["jobs"].to_parquet(p, index=False)
         written.append(p)
+        p = out / f"allocation_{safe}.parquet"
+        r["allocation"].to_parquet(p, index=False)
+        written.append(p)
         for key in ("by_partition", "by_size", "by_class"):
             p = out / f"{key}_{safe}.csv"
             r[key].to_csv(p, index=False)
@@ -59,7 +62,32 @@ def write_results(out_dir: str | Path, runs: dict[str, dict[str, Any]], meta: di
     p.write_text(json.dumps(meta, indent=2, default=str))
     written.append(p)
     written += plot_jct_cdf({n: r["jobs"] for n, r in runs.items()}, out / "jct_cdf.png")
+    written += plot_allocation({n: r["allocation"] for n, r in runs.items()}, meta.get("cluster_gpus"),
+                               out / "gpu_allocation.png")
     return written
+
+
+def plot_allocation(alloc_by_policy: dict[str, pd.DataFrame], capacity: int | None,
+                    path: str | Path) -> list[Path]:
+    """GPUs in use over time per policy (step plot, days on the x axis)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 4))
+    for name, alloc in alloc_by_policy.items():
+        ax.step(alloc["time"] / 86400.0, alloc["gpus_used"], where="post", label=name, lw=0.8, alpha=0.8)
+    if capacity:
+        ax.axhline(capacity, color="k", ls="--", lw=0.8, label="capacity")
+    ax.set_xlabel("time since first submission (days)")
+    ax.set_ylabel("GPUs allocated")
+    ax.set_title("GPU allocation over time")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return [Path(path)]
 
 
 def plot_jct_cdf(jobs_by_policy: dict[str, pd.DataFrame], path: str | Path) -> list[Path]:

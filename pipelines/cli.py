@@ -123,11 +123,12 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     print(render_table([r["summary"] for r in runs.values()], title))
     out = Path(args.out or f"results/simulate-{time.strftime('%Y%m%d-%H%M%S')}")
     meta = {"command": " ".join(sys.argv), "trace": table.report.as_dict(), "workload": rep,
-            "cluster": workload.cluster.describe(), "policies": args.policy, "placement": args.placement,
+            "cluster": workload.cluster.describe(), "cluster_gpus": workload.cluster.gpus, "policies": args.policy, "placement": args.placement,
             "predictor": args.predictor, "seed": args.seed, "window": window,
             "workload_fingerprint": workload.fingerprint}
     write_results(out, runs, meta)
-    print(f"\nresults in {out}/ (summary.csv, jobs_*.parquet, breakdowns, jct_cdf.png); "
+    print(f"\nresults in {out}/ "
+          "(summary.csv, jobs_*.parquet, allocation_*.parquet, breakdowns, jct_cdf.png, gpu_allocation.png); "
           f"total {time.perf_counter() - t0:.1f} s")
     return 0
 

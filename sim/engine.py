@@ -10,6 +10,8 @@ Semantics (documented because results are compared with other simulators):
   at once and its load time so far is futile (Lazer's futile preemption: preempted after its load
   began and before it trained); preempting a running job checkpoints its progress, holds the GPUs
   for the save time, then requeues it. JCT = wait + load + train + save, per job, exactly.
+- Evicting (spot) stops a job without saving: the training since it last started is lost and redone;
+  its wall time stays in ``train`` (so the JCT identity holds) and is reported as ``lost``.
 - Packed jobs share their host's GPUs at measured speeds; when one leaves, the other runs solo again.
 """
 from __future__ import annotations
@@ -59,6 +61,8 @@ class SimResult:
     events: int
     wall_seconds: float
     decision_seconds: list[float] = field(default_factory=list)
+    evictions: list[int] = field(default_factory=list)
+    lost: list[float] = field(default_factory=list)
     event_log: list[tuple] | None = None
     policy_stats: dict[str, Any] = field(default_factory=dict)
 
@@ -137,6 +141,11 @@ class Context:
         """Pause a loading or running job; it comes back through policy.on_requeue."""
         self.engine._preempt(self, job)
 
+    def evict(self, job: int) -> None:
+        """Stop a loading or running job at once, without saving: its GPUs free now and the work since
+        it last started training is lost (spot-job eviction). It comes back through on_requeue."""
+        self.engine._evict(self, job)
+
     def pack(self, job: int, host: int, speed_job: float, speed_host: float) -> None:
         """Run a queued job on the GPUs of a running host job; both run at the given speeds."""
         self.engine._pack(self, job, host, speed_job, speed_host)
@@ -184,6 +193,8 @@ class Engine:
         self.futile = [0.0] * n
         self.preemptions = [0] * n
         self.work_done = [0.0] * n
+        self.evictions = [0] * n
+        self.lost = [0.0] * n  # wall time of training lost to evictions
         self.predicted = predictions if predictions is not None else list(workload.duration)
         self.used_gpus = 0
         self.alloc_times = array("d")
@@ -313,6 +324,28 @@ class Engine:
         else:
             raise SimulationError(f"t={now}: job {job} cannot be preempted while "
                                   f"{STATE_NAMES[st]}")
+
+    def _evict(self, ctx: Context, job: int) -> None:
+        st, now = self.state[job], self.now
+        if st not in (LOADING, RUNNING):
+            raise SimulationError(f"t={now}: job {job} cannot be evicted while {STATE_NAMES[st]}")
+        self.preemptions[job] += 1
+        self.evictions[job] += 1
+        self.epoch[job] += 1
+        self.expected_end[job] = INF
+        if st == LOADING:
+            spent = now - self.since[job]
+            self.load[job] += spent
+            self.futile[job] += spent
+        else:
+            elapsed = now - self.seg_start[job]
+            self.train[job] += elapsed
+            self.lost[job] += elapsed
+        self._log("evict", job)
+        self._release(ctx, job)
+        self.state[job] = QUEUED
+        self.since[job] = now
+        self.policies[ctx.partition].on_requeue(job)
 
     def _pack(self, ctx: Context, job: int, host: int, speed_job: float, speed_host: float) -> None:
         if self.state[job] != QUEUED or self.state[host] not in (LOADING, RUNNING):
@@ -482,5 +515,6 @@ class Engine:
             wait=self.wait, load=self.load, train=self.train, save=self.save, futile=self.futile,
             preemptions=self.preemptions, work_done=self.work_done, alloc_times=alloc_times,
             alloc_used=alloc_used, events=events, wall_seconds=_time.perf_counter() - wall0,
-            decision_seconds=decision_seconds, event_log=self.event_log, policy_stats=stats,
+            decision_seconds=decision_seconds, evictions=self.evictions, lost=self.lost,
+            event_log=self.event_log, policy_stats=stats,
         )

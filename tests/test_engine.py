@@ -95,3 +95,31 @@ def test_same_seed_same_result():
         return job_table(simulate(w, "tiresias"))
 
     assert run().equals(run())
+
+
+class EvictSecond(Policy):
+    """Runs jobs in order; when job 1 arrives it evicts job 0 (spot) and starts job 1."""
+
+    def __init__(self):
+        self.q = []
+
+    def on_arrival(self, job):
+        self.q.append(job)
+        if job == 1:
+            self.ctx.evict(0)
+
+    def schedule(self):
+        while self.q and self.ctx.try_start(self.q[0]):
+            self.q.pop(0)
+
+
+def test_evict_loses_progress_and_frees_gpus_at_once():
+    # 1 GPU; j0 100 s from 0, evicted at 30 (30 s lost, no save even with a save time); j1 runs
+    # 30-40; j0 restarts at 40 from scratch and ends at 140.
+    w = workload([(0, 100, 1), (30, 10, 1)], nodes=1, gpus=1, save=[50, 50])
+    result = Engine(w, EvictSecond, check_invariants=True).run()
+    jobs = job_table(result)
+    check_identities(jobs)
+    assert jobs["end"].tolist() == pytest.approx([140, 40])
+    assert jobs["lost"].tolist() == pytest.approx([30, 0]) and jobs["evictions"].tolist() == [1, 0]
+    assert jobs["save"].tolist() == [0, 0]
