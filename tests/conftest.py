@@ -13,6 +13,8 @@ SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 def shared_data() -> Path:
     """The real public data; CI has ../shared/data beside the clone."""
     if not SHARED.exists():
+        if os.environ.get("CI"):
+            pytest.fail(f"CI must run with the shared data beside the clone; {SHARED} is missing")
         pytest.skip("../shared/data is not present")
     return SHARED
 

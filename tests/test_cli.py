@@ -33,7 +33,7 @@ def test_simulate_every_policy_on_real_philly(philly_file, tmp_path, capsys):
     assert summary["policy"].tolist() == policies and (summary["jobs"] == 3000).all()
 
 
-def test_simulate_synthetic_preset_with_costs(tmp_path, capsys):
+def test_simulate_synthetic_preset_with_costs(shared_data, tmp_path, capsys):
     code = main(["simulate", "--synthetic", "earth", "--jobs", "1500", "--costs", "lazer", "--policy",
                  "srtf", "pollux-60", "--out", str(tmp_path), "--no-progress"])
     assert code == 0
