@@ -498,6 +498,8 @@ class Engine:
                 next_progress = done_count + max(1, n // 200)
 
         self.events = events
+        for policy in policies:
+            policy.on_end()
         if done_count != n:
             stuck = [j for j in range(n) if state[j] != DONE][:5]
             raise SimulationError(

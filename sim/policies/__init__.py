@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from sim.policies.base import Policy
+from sim.policies.lazer import Lazer
 from sim.policies.preemptive import PeriodicSrtf, Srtf, Tiresias
 from sim.policies.queueing import (Fifo, FifoBackfill, Qssf, Sjf, Spjf, Spwf, WcsDuration, WcsSubTime,
                                    WcsWorkload)
@@ -46,7 +47,7 @@ def register(cls: type[Policy], name: str | None = None, summary: str | None = N
 
 
 for _cls in (Fifo, FifoBackfill, Sjf, Srtf, Tiresias, PeriodicSrtf, Qssf, Spjf, Spwf, WcsDuration,
-             WcsWorkload, WcsSubTime):
+             WcsWorkload, WcsSubTime, Lazer):
     register(_cls)
 register(PeriodicSrtf, "pollux-60", "SRTF decided every 60 s (Pollux's scheduling interval)", interval=60.0)
 register(PeriodicSrtf, "muri-360", "SRTF decided every 360 s (Muri's scheduling interval)", interval=360.0)

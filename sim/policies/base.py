@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import bisect
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:
     from sim.engine import Context
@@ -48,6 +48,9 @@ class Policy:
         """Make decisions after the events of one instant (start, preempt, pack, set timers)."""
         raise NotImplementedError
 
+    def on_end(self) -> None:
+        """Called once after the last event."""
+
     def stats(self) -> dict[str, Any]:
         return {}
 
@@ -70,7 +73,8 @@ class SortedQueue:
         return bool(self.items)
 
 
-def start_in_order(ctx: "Context", queue: SortedQueue, *, work_conserving: bool) -> None:
+def start_in_order(ctx: "Context", queue: SortedQueue, *, work_conserving: bool,
+                   on_start: "Callable[[int], None] | None" = None) -> None:
     """Start waiting jobs in key order. Strict: stop at the first job that does not fit (head-of-line
     blocking, no backfilling). Work-conserving: skip it and keep starting any later job that fits."""
     items = queue.items
@@ -96,4 +100,6 @@ def start_in_order(ctx: "Context", queue: SortedQueue, *, work_conserving: bool)
         job = entry[1]
         if gpus[job] > free or not ctx.try_start(job):
             keep.append(entry)
+        elif on_start is not None:
+            on_start(job)
     queue.items = keep

@@ -69,6 +69,10 @@ class HeadPreemptive(Policy):
     def started(self, job: int) -> None:
         self.track(job)
 
+    def excluded(self, job: int) -> bool:
+        """Running jobs that may not be chosen as victims now (Lazer's deferred running queue)."""
+        return False
+
     def _valid(self, entry: tuple[Any, int]) -> bool:
         key, job = entry
         return self.ctx.state(job) in (LOADING, RUNNING) and key == _neg(self.heap_key(job))
@@ -90,6 +94,8 @@ class HeadPreemptive(Policy):
                 continue  # stale, or a duplicate of an entry already seen
             seen.add(victim)
             popped.append(entry)
+            if self.excluded(victim):
+                continue
             if not self.rank(victim) > mine:
                 break
             placement = engine.alloc[victim][0]
