@@ -116,3 +116,16 @@ def test_lazer_with_bo_on_a_synthetic_preset(shared_data):
     check_identities(jobs)
     assert np.isfinite(jobs["end"]).all()
     assert result.policy_stats["bo_decisions"] >= 1
+
+
+def test_respect_wq_variant_does_not_jump_shorter_waiting_jobs():
+    # One node, 2 GPUs. R1 (1000 s) and R2 (20 s) run from 0. S (30 s, 2 GPUs) arrives at 1: only R1 is
+    # longer, which frees 1 GPU of the 2 it needs -> S waits in WQ. N (100 s, 1 GPU) arrives at 2.
+    # Paper (Alg. 1): N is compared with running jobs only and preempts R1 at once.
+    # respect_wq: S (shorter) already waits, so N joins WQ and starts when R2 frees a GPU at 20.
+    trace = [(0, 1000, 1), (0, 20, 1), (1, 30, 2), (2, 100, 1)]
+    paper = simulate(workload(trace, nodes=1, gpus=2), "lazer:deferral=0", check_invariants=True)
+    variant = simulate(workload(trace, nodes=1, gpus=2), "lazer:deferral=0,respect_wq=True",
+                       check_invariants=True)
+    assert paper.preemptions == [1, 0, 0, 0] and paper.first_start[3] == 2
+    assert variant.preemptions == [0, 0, 0, 0] and variant.first_start[3] == 20

@@ -10,6 +10,10 @@ Alg. 1 / Alg. 2 as implemented:
   waiting queue (DWQ), J_r enter the DRQ (they keep running and are excluded from other jobs'
   candidate sets), and a timer fires after X (the paper's deferral thread): J_r leave the DRQ and the
   orchestrator runs again for the job, preempting the new set J_r2 at once, or the job joins WQ.
+- ``respect_wq=True`` (schedcast's variant, not in the paper): a new job does not preempt while a job
+  with shorter (or equal) remaining time already waits in WQ; it joins WQ instead. The paper's Alg. 1
+  compares a new job with running jobs only, so a long multi-GPU arrival may preempt dozens of jobs
+  while shorter jobs wait; see the issue note for the measured effect.
 - Completion handler: freed GPUs go to WQ in ascending remaining duration. Two documented additions:
   a deferred job that fits GPUs freed during its deferral starts at once (its deferral is cancelled),
   and a job whose victims are still saving waits at the head of WQ for their GPUs.
@@ -48,8 +52,9 @@ class Lazer(Srtf):
     citation = "Making Sense of Job Preemption for Distributed Deep Learning Acceleration, DAC'26"
 
     def __init__(self, deferral: str | float = "bo", x_max: float = 100.0, seed: int = 0,
-                 **predictor_options: Any) -> None:
+                 respect_wq: bool = False, **predictor_options: Any) -> None:
         super().__init__(backfill=False)
+        self.respect_wq = bool(respect_wq)
         from models.deferral import make_deferral_predictor
 
         self.predictor = make_deferral_predictor(deferral, x_max=x_max, seed=seed, **predictor_options)
@@ -134,6 +139,9 @@ class Lazer(Srtf):
         ctx = self.ctx
         if self.saving_gpus and ctx.jobs.gpus[job] <= ctx.free_gpus + self.saving_gpus:
             self.queue.add(self.rank(job), job)  # GPUs are on their way back
+            return
+        if self.respect_wq and self.queue.items and self.queue.items[0][0] <= self.rank(job):
+            self.queue.add(self.rank(job), job)  # a shorter job already waits: no preemption for this one
             return
         victims = self.candidates(job)
         if not victims:
