@@ -511,7 +511,12 @@ class Engine:
         stats = {}
         for policy in policies:
             for k, v in policy.stats().items():
-                stats[k] = stats.get(k, 0) + v if isinstance(v, (int, float)) else v
+                if isinstance(v, (int, float)):
+                    stats[k] = stats.get(k, 0) + v
+                elif isinstance(v, list):
+                    stats[k] = stats.get(k, []) + v
+                else:
+                    stats[k] = v
         return SimResult(
             workload=w, policy=self.policy_name, first_start=self.first_start, end=self.end,
             wait=self.wait, load=self.load, train=self.train, save=self.save, futile=self.futile,

@@ -97,6 +97,18 @@ def _arrival_times(spec: SyntheticSpec, n: int, rng: np.random.Generator) -> np.
     return np.interp(operational, cumulative, edges)
 
 
+_ARCH = ["resnet", "bert", "gpt", "vit", "swin", "yolo", "unet", "lstm", "t5", "convnext", "mae", "clip",
+         "dino", "deeplab", "wav2vec", "conformer", "efficientnet", "mobilenet", "moco", "detr"]
+_TASK = ["pretrain", "finetune", "eval", "sweep", "distill", "ablation", "debug", "train"]
+
+
+def _names(ids: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Human-like job names: '<arch>_<task>_lr<k>_run<id>', so that normalised names recur."""
+    arch = rng.integers(0, len(_ARCH), size=len(ids))
+    task = rng.integers(0, len(_TASK), size=len(ids))
+    return np.array([f"{_ARCH[a]}_{_TASK[t]}_lr{i % 7}_run{i}" for a, t, i in zip(arch, task, ids)], dtype=object)
+
+
 def generate(spec: SyntheticSpec, seed: int = 0) -> JobTable:
     """Draw a synthetic job table; identical spec and seed give identical tables."""
     rng = np.random.default_rng(seed)
@@ -142,7 +154,7 @@ def generate(spec: SyntheticSpec, seed: int = 0) -> JobTable:
         "num_nodes": np.maximum(1, np.ceil(g_gpus[group_of_job] / 8)).astype(int),
         "user": [f"u{u:04d}" for u in user],
         "org": [f"vc{v:02d}" for v in user_vc[user]],
-        "job_name": [f"job-{g:07d}" for g in g_name[group_of_job]],
+        "job_name": _names(g_name, rng)[group_of_job],
         "group_id": [f"g{g}" for g in group_of_job],
         "status": "COMPLETED",
     })

@@ -27,6 +27,7 @@ or F = 0 if no threat arrives in that window; f(X|c) = |X - F|, observed when th
 from __future__ import annotations
 
 import heapq
+import time
 from collections import deque
 from dataclasses import dataclass
 from typing import Any
@@ -70,6 +71,7 @@ class Lazer(Srtf):
         self.immediate = 0
         self.threats = 0
         self.observations: list[tuple[tuple, float, float, float]] = []  # (context, X, F, f)
+        self.decision_seconds: list[float] = []  # wall time of each preemption decision (incl. the predictor)
 
     # -- context and observations ----------------------------------------------------------------
     def mean_interarrival(self) -> float:
@@ -172,7 +174,9 @@ class Lazer(Srtf):
         self._expire_windows()
         for job in self.new_jobs:
             if not self._start(job):
+                t0 = time.perf_counter()
                 self._orchestrate(job, decide=True)
+                self.decision_seconds.append(time.perf_counter() - t0)
         self.new_jobs.clear()
         if not ctx.free_gpus:
             return
@@ -186,7 +190,8 @@ class Lazer(Srtf):
 
     def stats(self) -> dict[str, Any]:
         out = {**super().stats(), "lazer_deferrals": self.deferrals, "lazer_immediate": self.immediate,
-               "lazer_threats": self.threats, "lazer_observations": len(self.observations)}
+               "lazer_threats": self.threats, "lazer_observations": len(self.observations),
+               "lazer_decision_times": list(self.decision_seconds)}
         if hasattr(self.predictor, "stats"):
             out.update(self.predictor.stats())
         return out

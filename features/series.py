@@ -1,0 +1,110 @@
+"""Cluster time series: Venus throughput (Lucid's Throughput Predict) and per-organisation GPU demand
+(GFS OrgLinear). Feature rows at time t use values up to and including t only; targets are values at
+t + horizon. Splits are by time, relative to the series' own end, never to fixed dates.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from features.jobtable import TraceError
+from features.paths import resolve_data_path
+
+VENUS_THROUGHPUT = "helios/venus_throughput_10min_2020-04_2020-08.csv.gz"
+EARTH_VC = "helios/earth_vc_1min_2020-05-01_2020-05-21.csv.gz"
+EARTH_VC_DAILY = "helios/earth_vc_gpu_daily.csv"
+
+
+def load_throughput(path: str | Path | None = None, data: str | Path | None = None) -> pd.DataFrame:
+    """The 10-minute Venus series indexed by time (tz-naive local clock), one column per counter."""
+    path = Path(path) if path else resolve_data_path(VENUS_THROUGHPUT, data)
+    if not path.exists():
+        raise TraceError(path, "file not found")
+    frame = pd.read_csv(path, parse_dates=["time"]).set_index("time").sort_index()
+    return frame.asfreq(pd.infer_freq(frame.index[:100]) or "10min").fillna(0.0)
+
+
+def throughput_features(series: pd.DataFrame, target: str = "submit_gpu_job", horizon: int = 1,
+                        windows: tuple[int, ...] = (6, 36, 144)) -> tuple[pd.DataFrame, pd.Series]:
+    """Features at each bin t and the target ``target`` at t + horizon bins.
+
+    Calendar: hour, weekday, minute of day (sin/cos), weekend flag. Lags of the target: 0..5 bins, one
+    day and one week back (from t). Rolling mean / median / exponentially weighted 'soft sum' over
+    ``windows`` bins (10 min bins: 1 h, 6 h, 1 day), trend = short minus long rolling mean, and the
+    other counters at t. Rows without a full week of history or without a target are dropped.
+    """
+    if target not in series:
+        raise ValueError(f"unknown target {target!r}; columns: {list(series.columns)}")
+    y = series[target].astype(float)
+    idx = series.index
+    X = pd.DataFrame(index=idx)
+    X["hour"] = idx.hour
+    X["weekday"] = idx.weekday
+    minute = idx.hour * 60 + idx.minute
+    X["tod_sin"] = np.sin(2 * np.pi * minute / 1440)
+    X["tod_cos"] = np.cos(2 * np.pi * minute / 1440)
+    X["weekend"] = (idx.weekday >= 5).astype(int)
+    for lag in range(6):
+        X[f"lag_{lag}"] = y.shift(lag)
+    per_day = int(round(pd.Timedelta("1D") / (idx[1] - idx[0])))
+    X["lag_1d"] = y.shift(per_day - horizon)
+    X["lag_1w"] = y.shift(7 * per_day - horizon)
+    for w in windows:
+        r = y.rolling(w, min_periods=1)
+        X[f"roll_mean_{w}"] = r.mean()
+        X[f"roll_median_{w}"] = r.median()
+        X[f"soft_sum_{w}"] = y.ewm(halflife=w / 2, adjust=False).mean() * w
+    X["trend"] = X[f"roll_mean_{windows[0]}"] - X[f"roll_mean_{windows[-1]}"]
+    for col in series.columns:
+        if col != target:
+            X[f"now_{col}"] = series[col].astype(float)
+    target_series = y.shift(-horizon).rename(f"{target}_t+{horizon}")
+    keep = X.notna().all(axis=1) & target_series.notna()
+    keep &= np.arange(len(X)) >= 7 * per_day
+    return X[keep], target_series[keep]
+
+
+def time_split(index: pd.Index, test_fraction: float | None = None, test_days: float | None = None):
+    """Boolean masks (train, test): the last test_days (or fraction) of the index is the test set."""
+    if test_days is not None:
+        cut = index.max() - pd.Timedelta(days=test_days)
+    else:
+        pos = int(len(index) * (1 - (test_fraction if test_fraction is not None else 0.2)))
+        cut = index[min(max(pos, 1), len(index) - 1)]
+    test = np.asarray(index > cut)
+    return ~test, test
+
+
+def load_demand(path: str | Path | None = None, data: str | Path | None = None, freq: str = "10min",
+                daily_path: str | Path | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per-organisation GPU demand and organisation attributes from the Earth per-VC series.
+
+    Demand of an organisation = GPUs of its running jobs + GPUs requested by its pending jobs
+    (running_gpu_num + pending_gpu_num): what it would use if nothing queued, the quantity a quota
+    must cover. Minute samples are averaged into ``freq`` bins. Returns (demand: time x org, attrs:
+    org x [quota_gpus]) where quota_gpus is the VC's allotted GPUs (daily file when it lists the VC,
+    else the median total_gpu_num of the series).
+    """
+    path = Path(path) if path else resolve_data_path(EARTH_VC, data)
+    if not path.exists():
+        raise TraceError(path, "file not found")
+    raw = pd.read_csv(path, parse_dates=["time"], usecols=["vc", "time", "running_gpu_num", "pending_gpu_num",
+                                                             "total_gpu_num"])
+    raw["demand"] = raw["running_gpu_num"] + raw["pending_gpu_num"]
+    demand = raw.pivot_table(index="time", columns="vc", values="demand", aggfunc="mean").sort_index()
+    demand = demand.resample(freq).mean().interpolate(limit_direction="both")
+    quota = raw.groupby("vc")["total_gpu_num"].median()
+    daily = Path(daily_path) if daily_path else resolve_data_path(EARTH_VC_DAILY, data)
+    if daily.exists():
+        d = pd.read_csv(daily)
+        last = d.drop(columns=["date", "total"], errors="ignore").iloc[-1]
+        quota = pd.Series({vc: float(last[vc]) if vc in last and last[vc] > 0 else float(q)
+                           for vc, q in quota.items()})
+    attrs = pd.DataFrame({"quota_gpus": quota.reindex(demand.columns).astype(float)})
+    return demand, attrs
+
+
+def seasonal_period(index: pd.DatetimeIndex, period: str = "1D") -> int:
+    return int(round(pd.Timedelta(period) / (index[1] - index[0])))

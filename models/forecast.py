@@ -1,0 +1,389 @@
+"""Per-organisation GPU demand forecasters: GFS's OrgLinear and the baselines it is compared with.
+
+All forecasters share one protocol on a demand matrix (time x organisation, a DataFrame with a
+DatetimeIndex) and organisation attributes (org x numeric columns):
+
+    fit(demand, attrs) -> self
+    forecast(demand, attrs, origins) -> Forecast   # for each origin t: steps t .. t + horizon - 1
+
+and forecasts are distributions: ``Forecast`` holds a mean and, for Gaussian models, a scale, or
+quantiles computed from training residuals for point models. Only values before an origin are used.
+
+OrgLinear (GFS, ASPLOS '26, §3.2): a moving-average decomposition with reflection padding splits the
+look-back window into trend and cyclical parts; two linear heads map them to the horizon (Eq. 5-6);
+hour / weekday / holiday embeddings of each forecast step and organisation-attribute embeddings
+combined by attention add context; a softplus head gives a heteroscedastic scale (Eq. 7); training
+minimises the Gaussian negative log-likelihood over all organisations and steps (Eq. 8). Quantiles
+come from the inverse normal CDF (what GFS's quota allocator, Eq. 9, consumes).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+
+@dataclass
+class Forecast:
+    """Forecasts for n = (#origins x #orgs) windows of ``horizon`` steps, in demand units."""
+
+    origins: list[pd.Timestamp]
+    orgs: list[str]
+    mean: np.ndarray  # (n_origins, n_orgs, horizon)
+    scale: np.ndarray | None = None  # Gaussian sigma, same shape
+    residual_quantiles: dict[float, np.ndarray] = field(default_factory=dict)  # p -> (horizon,) offsets
+    fixed_quantiles: dict[float, np.ndarray] = field(default_factory=dict)  # p -> full arrays
+    samples: np.ndarray | None = None  # (n_samples, n_origins, n_orgs, horizon)
+
+    def quantile(self, p: float) -> np.ndarray:
+        if p in self.fixed_quantiles:
+            return self.fixed_quantiles[p]
+        if self.scale is not None:
+            return self.mean + self.scale * stats.norm.ppf(p)
+        if self.samples is not None:
+            return np.quantile(self.samples, p, axis=0)
+        if p in self.residual_quantiles:
+            return self.mean + self.residual_quantiles[p][None, None, :]
+        raise ValueError(f"this forecast has no quantile {p}")
+
+
+def origins_for(index: pd.DatetimeIndex, start: pd.Timestamp, horizon: int, lookback: int) -> list[pd.Timestamp]:
+    """Forecast origins every ``horizon`` steps from ``start`` while a full horizon remains."""
+    pos = int(index.searchsorted(start))
+    pos = max(pos, lookback)
+    return [index[i] for i in range(pos, len(index) - horizon + 1, horizon)]
+
+
+def truth(demand: pd.DataFrame, origins: list[pd.Timestamp], horizon: int) -> np.ndarray:
+    idx = demand.index
+    return np.stack([demand.iloc[idx.get_loc(o): idx.get_loc(o) + horizon].to_numpy().T for o in origins])
+
+
+def _windows(values: np.ndarray, lookback: int, horizon: int, stride: int = 1):
+    """All (x, y, t) windows of a (T, O) array: x (N, O, L), y (N, O, H), t the origin positions."""
+    T = values.shape[0]
+    starts = np.arange(lookback, T - horizon + 1, stride)
+    x = np.stack([values[s - lookback: s].T for s in starts])
+    y = np.stack([values[s: s + horizon].T for s in starts])
+    return x, y, starts
+
+
+class _ResidualQuantiles:
+    levels = (0.5, 0.9, 0.95)
+
+    def _fit_residuals(self, demand: pd.DataFrame, attrs: pd.DataFrame) -> None:
+        """Per-step empirical quantiles of (truth - mean) over training origins."""
+        idx = demand.index
+        origins = [idx[i] for i in range(self.lookback, len(idx) - self.horizon + 1, max(1, self.horizon // 2))]
+        fc = self._point(demand, attrs, origins)
+        res = truth(demand, origins, self.horizon) - fc
+        self.res_q_ = {p: np.quantile(res.reshape(-1, self.horizon), p, axis=0) for p in self.levels}
+
+
+class SeasonalNaive(_ResidualQuantiles):
+    """Forecast = the value one season (default one day) before each step."""
+
+    def __init__(self, horizon: int, season: int, lookback: int | None = None):
+        self.horizon, self.season = horizon, season
+        self.lookback = lookback or season
+
+    def fit(self, demand: pd.DataFrame, attrs: pd.DataFrame | None = None) -> "SeasonalNaive":
+        t0 = time.perf_counter()
+        self._fit_residuals(demand, attrs)
+        self.fit_seconds_ = time.perf_counter() - t0
+        return self
+
+    def _point(self, demand, attrs, origins):
+        idx, v = demand.index, demand.to_numpy()
+        out = []
+        for o in origins:
+            p = idx.get_loc(o)
+            steps = [p + h - self.season * (1 + h // self.season) for h in range(self.horizon)]
+            out.append(v[steps].T)
+        return np.stack(out)
+
+    def forecast(self, demand, attrs, origins) -> Forecast:
+        return Forecast(origins, list(demand.columns), self._point(demand, attrs, origins),
+                        residual_quantiles=self.res_q_)
+
+
+class PreviousWeekPeak:
+    """GFS's production heuristic (GFS-e): the demand estimate for the coming hours is the peak of the
+    previous week. Used as the point forecast and as every quantile (it is an upper envelope)."""
+
+    def __init__(self, horizon: int, week: int):
+        self.horizon, self.week, self.lookback = horizon, week, week
+
+    def fit(self, demand: pd.DataFrame, attrs: pd.DataFrame | None = None) -> "PreviousWeekPeak":
+        self.fit_seconds_ = 0.0
+        return self
+
+    def forecast(self, demand, attrs, origins) -> Forecast:
+        idx, v = demand.index, demand.to_numpy()
+        peaks = np.stack([np.repeat(v[max(0, idx.get_loc(o) - self.week): idx.get_loc(o)].max(axis=0)[:, None],
+                                    self.horizon, axis=1) for o in origins])
+        return Forecast(origins, list(demand.columns), peaks, fixed_quantiles={0.9: peaks, 0.95: peaks, 0.5: peaks})
+
+
+def _scales(demand: pd.DataFrame, attrs: pd.DataFrame | None) -> np.ndarray:
+    """Per-org normalisation: the quota when known, else the training mean (at least 1 GPU)."""
+    if attrs is not None and "quota_gpus" in attrs:
+        s = attrs["quota_gpus"].reindex(demand.columns).to_numpy(dtype=float)
+    else:
+        s = demand.mean().to_numpy(dtype=float)
+    fallback = np.maximum(demand.mean().to_numpy(dtype=float), 1.0)
+    return np.where(np.isfinite(s) & (s > 0), s, fallback)
+
+
+def _calendar(index: pd.DatetimeIndex, holiday_country: str | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    hol = np.zeros(len(index), dtype=np.int64)
+    if holiday_country:
+        import holidays
+
+        days = holidays.country_holidays(holiday_country, years=sorted(set(index.year)))
+        hol = np.array([d in days for d in index.date], dtype=np.int64)
+    return index.hour.to_numpy(np.int64), index.weekday.to_numpy(np.int64), hol
+
+
+def build_orglinear_net(lookback: int, horizon: int, n_orgs: int, n_attrs: int, d: int = 16, kernel: int = 25):
+    import torch
+    from torch import nn
+    from torch.nn import functional as F
+
+    class OrgLinearNet(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.kernel = kernel
+            self.trend_head = nn.Linear(lookback, horizon)  # Eq. 5
+            self.cyc_head = nn.Linear(lookback, horizon)  # Eq. 6
+            self.hour, self.wday, self.hol = nn.Embedding(24, d), nn.Embedding(7, d), nn.Embedding(2, d)
+            self.org = nn.Embedding(n_orgs, d)
+            self.attr = nn.ModuleList([nn.Linear(1, d) for _ in range(n_attrs)])
+            self.attn = nn.MultiheadAttention(d, num_heads=1, batch_first=True)
+            self.ctx_mean = nn.Linear(d, 1)
+            self.scale_ctx = nn.Linear(d, 1)  # Eq. 7 (with the cyclical energy below)
+            self.scale_cyc = nn.Linear(lookback, horizon)
+
+        def decompose(self, x):
+            pad = (self.kernel - 1) // 2
+            padded = F.pad(x.unsqueeze(1), (pad, self.kernel - 1 - pad), mode="reflect")
+            trend = F.avg_pool1d(padded, self.kernel, stride=1).squeeze(1)
+            return trend, x - trend
+
+        def forward(self, x, hour, wday, hol, org, attrs):
+            trend, cyc = self.decompose(x)
+            step = self.hour(hour) + self.wday(wday) + self.hol(hol)  # (B, H, d)
+            tokens = [self.org(org).unsqueeze(1)] + [lin(attrs[:, i: i + 1]).unsqueeze(1)
+                                                     for i, lin in enumerate(self.attr)]
+            tokens = torch.cat(tokens, dim=1)  # (B, 1 + A, d)
+            ctx, _ = self.attn(step, tokens, tokens)  # each step attends over the organisation's attributes
+            z = step + ctx
+            mean = self.trend_head(trend) + self.cyc_head(cyc) + self.ctx_mean(z).squeeze(-1)
+            scale = F.softplus(self.scale_ctx(z).squeeze(-1) + self.scale_cyc(cyc.abs())) + 1e-3
+            return mean, scale
+
+    return OrgLinearNet()
+
+
+class OrgLinear:
+    """GFS OrgLinear forecaster, trained with Lightning on the CPU (see module docstring)."""
+
+    def __init__(self, lookback: int = 144, horizon: int = 36, d_model: int = 16, kernel: int = 13,
+                 max_epochs: int = 8, batch_size: int = 256, lr: float = 3e-3, stride: int = 1,
+                 holiday_country: str | None = "CN", seed: int = 0):
+        self.lookback, self.horizon, self.d_model, self.kernel = lookback, horizon, d_model, kernel
+        self.max_epochs, self.batch_size, self.lr, self.stride = max_epochs, batch_size, lr, stride
+        self.holiday_country, self.seed = holiday_country, seed
+
+    def _attr_matrix(self, attrs: pd.DataFrame | None, orgs: list[str]) -> np.ndarray:
+        if attrs is None or attrs.empty:
+            return np.zeros((len(orgs), 0), dtype=np.float32)
+        a = attrs.reindex(orgs).astype(float).fillna(0.0).to_numpy()
+        return (np.log1p(np.maximum(a, 0.0)) / np.log1p(np.maximum(self.attr_max_, 1.0))).astype(np.float32)
+
+    def _tensors(self, demand: pd.DataFrame, attrs, positions):
+        import torch
+
+        v = (demand.to_numpy(dtype=float) / self.scale_[None, :]).astype(np.float32)
+        hour, wday, hol = _calendar(demand.index, self.holiday_country)
+        O, H, L = v.shape[1], self.horizon, self.lookback
+        xs = np.stack([v[p - L: p].T for p in positions])  # (N, O, L)
+        ys = np.stack([v[p: p + H].T if p + H <= len(v) else np.zeros((O, H), np.float32) for p in positions])
+        steps = np.stack([np.arange(p, p + H) for p in positions]).clip(max=len(v) - 1)
+        n = len(positions)
+        A = self._attr_matrix(attrs, list(demand.columns))
+        x = torch.from_numpy(xs.reshape(n * O, L))
+        y = torch.from_numpy(ys.reshape(n * O, H))
+        rep = lambda a: torch.from_numpy(np.repeat(a[steps], O, axis=0))  # noqa: E731
+        org = torch.from_numpy(np.tile(np.arange(O), n))
+        attr = torch.from_numpy(np.tile(A, (n, 1)))
+        return x, y, rep(hour), rep(wday), rep(hol), org, attr
+
+    def fit(self, demand: pd.DataFrame, attrs: pd.DataFrame | None = None) -> "OrgLinear":
+        import lightning as L
+        import torch
+        from torch.utils.data import DataLoader, TensorDataset
+
+        t0 = time.perf_counter()
+        torch.manual_seed(self.seed)
+        self.orgs_ = list(demand.columns)
+        self.scale_ = _scales(demand, attrs)
+        self.attr_max_ = attrs.reindex(self.orgs_).astype(float).max().to_numpy() if attrs is not None and not \
+            attrs.empty else np.zeros(0)
+        positions = np.arange(self.lookback, len(demand) - self.horizon + 1, self.stride)
+        tensors = self._tensors(demand, attrs, positions)
+        n_attrs = tensors[-1].shape[1]
+        net = build_orglinear_net(self.lookback, self.horizon, len(self.orgs_), n_attrs, self.d_model, self.kernel)
+        lr = self.lr
+
+        class Module(L.LightningModule):
+            def __init__(self) -> None:
+                super().__init__()
+                self.net = net
+                self.loss = torch.nn.GaussianNLLLoss(full=True)  # Eq. 8 over all orgs and steps
+
+            def training_step(self, batch, _):
+                x, y, h, w, o, org, a = batch
+                mean, scale = self.net(x, h, w, o, org, a)
+                return self.loss(mean, y, scale ** 2)
+
+            def configure_optimizers(self):
+                return torch.optim.Adam(self.parameters(), lr=lr)
+
+        loader = DataLoader(TensorDataset(*tensors), batch_size=self.batch_size, shuffle=True,
+                            generator=torch.Generator().manual_seed(self.seed))
+        trainer = L.Trainer(max_epochs=self.max_epochs, accelerator="cpu", devices=1, logger=False,
+                            enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
+                            deterministic=True)
+        module = Module()
+        trainer.fit(module, loader)
+        self.net_ = module.net.eval()
+        self.fit_seconds_ = time.perf_counter() - t0
+        self.windows_ = int(len(positions) * len(self.orgs_))
+        return self
+
+    def forecast(self, demand: pd.DataFrame, attrs: pd.DataFrame | None, origins) -> Forecast:
+        import torch
+
+        if list(demand.columns) != self.orgs_:
+            raise ValueError("forecast needs the organisations the model was trained on, in the same order")
+        positions = [demand.index.get_loc(o) for o in origins]
+        x, _, h, w, hol, org, a = self._tensors(demand, attrs, positions)
+        with torch.no_grad():
+            mean, scale = self.net_(x, h, w, hol, org, a)
+        shape = (len(origins), len(self.orgs_), self.horizon)
+        s = self.scale_[None, :, None]
+        return Forecast(list(origins), self.orgs_, mean.numpy().reshape(shape) * s,
+                        scale=scale.numpy().reshape(shape) * s)
+
+
+class DLinear(_ResidualQuantiles):
+    """DLinear (Zeng et al., AAAI'23): decomposition + two linear heads, MSE loss, shared across orgs.
+    Quantiles from training residuals per horizon step."""
+
+    def __init__(self, lookback: int = 144, horizon: int = 36, kernel: int = 25, max_epochs: int = 8,
+                 batch_size: int = 256, lr: float = 3e-3, seed: int = 0):
+        self.lookback, self.horizon, self.kernel = lookback, horizon, kernel
+        self.max_epochs, self.batch_size, self.lr, self.seed = max_epochs, batch_size, lr, seed
+
+    def fit(self, demand: pd.DataFrame, attrs: pd.DataFrame | None = None) -> "DLinear":
+        import torch
+        from torch import nn
+        from torch.nn import functional as F
+
+        t0 = time.perf_counter()
+        torch.manual_seed(self.seed)
+        self.scale_ = _scales(demand, attrs)
+        v = (demand.to_numpy(dtype=float) / self.scale_[None, :]).astype(np.float32)
+        x, y, _ = _windows(v, self.lookback, self.horizon)
+        x = torch.from_numpy(x.reshape(-1, self.lookback))
+        y = torch.from_numpy(y.reshape(-1, self.horizon))
+        kernel = self.kernel
+
+        class Net(nn.Module):
+            def __init__(self, L, H):
+                super().__init__()
+                self.t, self.c = nn.Linear(L, H), nn.Linear(L, H)
+
+            def forward(self, x):
+                pad = (kernel - 1) // 2
+                trend = F.avg_pool1d(F.pad(x.unsqueeze(1), (pad, kernel - 1 - pad), mode="reflect"), kernel,
+                                     stride=1).squeeze(1)
+                return self.t(trend) + self.c(x - trend)
+
+        net = Net(self.lookback, self.horizon)
+        opt = torch.optim.Adam(net.parameters(), lr=self.lr)
+        gen = torch.Generator().manual_seed(self.seed)
+        for _ in range(self.max_epochs):
+            perm = torch.randperm(len(x), generator=gen)
+            for i in range(0, len(x), self.batch_size):
+                idx = perm[i: i + self.batch_size]
+                opt.zero_grad()
+                loss = F.mse_loss(net(x[idx]), y[idx])
+                loss.backward()
+                opt.step()
+        self.net_ = net.eval()
+        self._fit_residuals(demand, attrs)
+        self.fit_seconds_ = time.perf_counter() - t0
+        return self
+
+    def _point(self, demand, attrs, origins):
+        import torch
+
+        v = (demand.to_numpy(dtype=float) / self.scale_[None, :]).astype(np.float32)
+        pos = [demand.index.get_loc(o) for o in origins]
+        x = torch.from_numpy(np.stack([v[p - self.lookback: p].T for p in pos]).reshape(-1, self.lookback))
+        with torch.no_grad():
+            out = self.net_(x).numpy().reshape(len(origins), v.shape[1], self.horizon)
+        return out * self.scale_[None, :, None]
+
+    def forecast(self, demand, attrs, origins) -> Forecast:
+        return Forecast(list(origins), list(demand.columns), self._point(demand, attrs, origins),
+                        residual_quantiles=self.res_q_)
+
+
+class DeepARForecaster:
+    """GluonTS DeepAR (torch backend) with the organisation as a static categorical feature."""
+
+    def __init__(self, lookback: int = 144, horizon: int = 36, freq: str = "10min", max_epochs: int = 100,
+                 num_batches_per_epoch: int = 50, num_samples: int = 100, seed: int = 0):
+        self.lookback, self.horizon, self.freq = lookback, horizon, freq
+        self.max_epochs, self.num_batches_per_epoch, self.num_samples, self.seed = (
+            max_epochs, num_batches_per_epoch, num_samples, seed)
+
+    def _entries(self, demand: pd.DataFrame, end: int | None = None) -> list[dict]:
+        start = pd.Period(demand.index[0], freq=self.freq)
+        return [{"start": start, "target": demand[c].to_numpy(dtype=np.float32)[:end], "feat_static_cat": [i]}
+                for i, c in enumerate(demand.columns)]
+
+    def fit(self, demand: pd.DataFrame, attrs: pd.DataFrame | None = None) -> "DeepARForecaster":
+        import lightning as L
+        from gluonts.torch.model.deepar import DeepAREstimator
+
+        t0 = time.perf_counter()
+        L.seed_everything(self.seed, verbose=False)
+        est = DeepAREstimator(freq=self.freq, prediction_length=self.horizon, context_length=self.lookback,
+                              num_feat_static_cat=1, cardinality=[demand.shape[1]],
+                              num_batches_per_epoch=self.num_batches_per_epoch,
+                              trainer_kwargs={"max_epochs": self.max_epochs, "accelerator": "cpu",
+                                              "enable_progress_bar": False, "logger": False,
+                                              "enable_model_summary": False, "enable_checkpointing": False})
+        self.predictor_ = est.train(self._entries(demand))
+        self.fit_seconds_ = time.perf_counter() - t0
+        return self
+
+    def forecast(self, demand, attrs, origins) -> Forecast:
+        import lightning as L
+
+        L.seed_everything(self.seed, verbose=False)
+        entries = []
+        for o in origins:
+            entries += self._entries(demand, end=demand.index.get_loc(o))
+        samples = np.stack([f.samples[: self.num_samples] for f in self.predictor_.predict(entries,
+                                                                                            num_samples=self.num_samples)])
+        n, O = len(origins), demand.shape[1]
+        samples = samples.reshape(n, O, self.num_samples, self.horizon).transpose(2, 0, 1, 3)
+        return Forecast(list(origins), list(demand.columns), samples.mean(axis=0), samples=samples)

@@ -1,0 +1,214 @@
+"""Tabular regressors in scikit-learn's manner: GA2M (interpret's EBM), LightGBM and random forest.
+
+All take a feature DataFrame (numeric columns plus string categoricals listed in ``categorical``),
+learn on log1p(y) when ``log_target`` (durations are heavy-tailed: errors in log space are what a
+ranking policy feels) and predict on the original scale. Category levels are fixed at fit time;
+unseen levels become missing values (LightGBM, EBM) or -1 (random forest).
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+
+class _TabularBase:
+    log_target: bool
+    categorical: Sequence[str]
+
+    def _prepare_y(self, y) -> np.ndarray:
+        y = np.asarray(y, dtype=float)
+        return np.log1p(np.maximum(y, 0.0)) if self.log_target else y
+
+    def _finish(self, pred) -> np.ndarray:
+        pred = np.asarray(pred, dtype=float)
+        return np.maximum(np.expm1(pred), 0.0) if self.log_target else pred
+
+    def _cats(self, X: pd.DataFrame) -> list[str]:
+        return [c for c in self.categorical if c in X.columns]
+
+    def _fit_levels(self, X: pd.DataFrame) -> None:
+        self.columns_ = list(X.columns)
+        self.levels_ = {c: sorted(X[c].astype(str).unique().tolist()) for c in self._cats(X)}
+
+    def _check_columns(self, X: pd.DataFrame) -> pd.DataFrame:
+        missing = [c for c in self.columns_ if c not in X.columns]
+        if missing:
+            raise ValueError(f"missing feature columns {missing}")
+        return X[self.columns_]
+
+
+class GA2MRegressor(_TabularBase):
+    """Interpretable GA2M: interpret's ExplainableBoostingRegressor (Lucid §3.5).
+
+    ``monotone_increasing``: features whose shape function is made monotone after fitting with
+    interpret's ``monotonize`` (isotonic regression / PAV, as Lucid's System Tuner does on gpu_num).
+    Defaults are small enough for tests; pipelines pass full settings.
+    """
+
+    def __init__(self, interactions: int | float = 0, outer_bags: int = 2, max_rounds: int = 2000,
+                 learning_rate: float = 0.05, log_target: bool = True, categorical: Sequence[str] = (),
+                 monotone_increasing: Sequence[str] = (), random_state: int = 0, n_jobs: int = 1):
+        self.interactions, self.outer_bags, self.max_rounds = interactions, outer_bags, max_rounds
+        self.learning_rate, self.log_target, self.categorical = learning_rate, log_target, tuple(categorical)
+        self.monotone_increasing, self.random_state, self.n_jobs = tuple(monotone_increasing), random_state, n_jobs
+
+    def _frame(self, X: pd.DataFrame) -> pd.DataFrame:
+        X = X.copy()
+        for c in self._cats(X):
+            X[c] = X[c].astype(str)
+        return X
+
+    def fit(self, X: pd.DataFrame, y) -> "GA2MRegressor":
+        from interpret.glassbox import ExplainableBoostingRegressor
+
+        self._fit_levels(X)
+        types = ["nominal" if c in self.categorical else "continuous" for c in X.columns]
+        self.model_ = ExplainableBoostingRegressor(
+            feature_types=types, interactions=self.interactions, outer_bags=self.outer_bags,
+            max_rounds=self.max_rounds, learning_rate=self.learning_rate, random_state=self.random_state,
+            n_jobs=self.n_jobs)
+        self.model_.fit(self._frame(X), self._prepare_y(y))
+        self.monotonized_ = []
+        for name in self.monotone_increasing:
+            if name in self.columns_:
+                self.model_.monotonize(name, increasing=True)
+                self.monotonized_.append(name)
+        return self
+
+    def predict(self, X: pd.DataFrame) -> np.ndarray:
+        return self._finish(self.model_.predict(self._frame(self._check_columns(X))))
+
+    def shape_function(self, feature: str) -> pd.DataFrame:
+        """The learned shape function of one main-effect term (bin edges / levels and scores)."""
+        idx = self.model_.term_names_.index(feature)
+        scores = np.asarray(self.model_.term_scores_[idx])[1:-1]  # drop missing / unknown bins
+        bins = self.model_.bins_[self.model_.term_features_[idx][0]][0]
+        if isinstance(bins, dict):
+            return pd.DataFrame({"level": list(bins.keys()), "score": scores[: len(bins)]})
+        edges = np.asarray(bins, dtype=float)
+        lo = np.concatenate([[-np.inf], edges])
+        return pd.DataFrame({"from": lo[: len(scores)], "score": scores})
+
+    def importances(self) -> pd.Series:
+        return pd.Series(self.model_.term_importances(), index=self.model_.term_names_).sort_values(ascending=False)
+
+    def explain_local(self, X: pd.DataFrame) -> pd.DataFrame:
+        """Per-term contributions (in the model's target space) for each row of X."""
+        exp = self.model_.explain_local(self._frame(self._check_columns(X)))
+        rows = []
+        for i in range(len(X)):
+            d = exp.data(i)
+            rows.append(pd.Series(d["scores"], index=d["names"], name=X.index[i]))
+        return pd.DataFrame(rows)
+
+
+class LightGBMRegressorModel(_TabularBase):
+    """Gradient-boosted trees (LightGBM): Helios' QSSF duration baseline and a throughput baseline."""
+
+    def __init__(self, n_estimators: int = 300, learning_rate: float = 0.05, num_leaves: int = 63,
+                 min_child_samples: int = 20, log_target: bool = True, categorical: Sequence[str] = (),
+                 random_state: int = 0, n_jobs: int = 1):
+        self.n_estimators, self.learning_rate, self.num_leaves = n_estimators, learning_rate, num_leaves
+        self.min_child_samples, self.log_target, self.categorical = min_child_samples, log_target, tuple(categorical)
+        self.random_state, self.n_jobs = random_state, n_jobs
+
+    def _frame(self, X: pd.DataFrame) -> pd.DataFrame:
+        X = X.copy()
+        for c in self._cats(X):
+            X[c] = pd.Categorical(X[c].astype(str), categories=self.levels_[c])
+        return X
+
+    def fit(self, X: pd.DataFrame, y) -> "LightGBMRegressorModel":
+        import lightgbm as lgb
+
+        self._fit_levels(X)
+        self.model_ = lgb.LGBMRegressor(n_estimators=self.n_estimators, learning_rate=self.learning_rate,
+                                        num_leaves=self.num_leaves, min_child_samples=self.min_child_samples,
+                                        random_state=self.random_state, n_jobs=self.n_jobs, verbose=-1,
+                                        deterministic=True, force_row_wise=True)
+        self.model_.fit(self._frame(X), self._prepare_y(y))
+        return self
+
+    def predict(self, X: pd.DataFrame) -> np.ndarray:
+        return self._finish(self.model_.predict(self._frame(self._check_columns(X))))
+
+    def importances(self) -> pd.Series:
+        return pd.Series(self.model_.booster_.feature_importance("gain"), index=self.columns_).sort_values(
+            ascending=False)
+
+
+class RandomForestModel(_TabularBase):
+    """scikit-learn random forest with bounded trees (min_samples_leaf, max_samples) so that models stay
+    small enough to log (an unbounded 100-tree forest on 700k rows pickles to GBs)."""
+
+    def __init__(self, n_estimators: int = 100, min_samples_leaf: int = 20, max_samples: float | None = 0.5,
+                 max_features: float | str | None = 1.0, log_target: bool = True, categorical: Sequence[str] = (),
+                 random_state: int = 0, n_jobs: int = 1):
+        self.n_estimators, self.min_samples_leaf, self.max_samples = n_estimators, min_samples_leaf, max_samples
+        self.max_features, self.log_target, self.categorical = max_features, log_target, tuple(categorical)
+        self.random_state, self.n_jobs = random_state, n_jobs
+
+    def _frame(self, X: pd.DataFrame) -> pd.DataFrame:
+        X = X.copy()
+        for c in self._cats(X):
+            lookup = {v: i for i, v in enumerate(self.levels_[c])}
+            X[c] = X[c].astype(str).map(lookup).fillna(-1).astype(float)
+        return X.astype(float)
+
+    def fit(self, X: pd.DataFrame, y) -> "RandomForestModel":
+        from sklearn.ensemble import RandomForestRegressor
+
+        self._fit_levels(X)
+        self.model_ = RandomForestRegressor(n_estimators=self.n_estimators, criterion="squared_error",
+                                            min_samples_leaf=self.min_samples_leaf, max_samples=self.max_samples,
+                                            max_features=self.max_features, random_state=self.random_state,
+                                            n_jobs=self.n_jobs)
+        self.model_.fit(self._frame(X), self._prepare_y(y))
+        return self
+
+    def predict(self, X: pd.DataFrame) -> np.ndarray:
+        return self._finish(self.model_.predict(self._frame(self._check_columns(X))))
+
+    def importances(self) -> pd.Series:
+        return pd.Series(self.model_.feature_importances_, index=self.columns_).sort_values(ascending=False)
+
+
+class IterationForest(RandomForestModel):
+    """A-SRPT's iteration / duration predictor (§IV-C3): a 100-tree random forest with MSE splits on
+    the recurring-group id and the user. Jobs whose group was never seen in training are predicted 0
+    (treated as immediately complete), exactly as the paper says, unless ``unseen='fallback'``: then
+    they get the mean duration, in training, of jobs with the same user, else the same GPU count,
+    else the training median (schedcast's documented better fallback)."""
+
+    def __init__(self, unseen: str = "zero", n_estimators: int = 100, min_samples_leaf: int = 5,
+                 max_samples: float | None = 0.5, random_state: int = 0, n_jobs: int = 1):
+        if unseen not in ("zero", "fallback"):
+            raise ValueError("unseen must be 'zero' or 'fallback'")
+        super().__init__(n_estimators=n_estimators, min_samples_leaf=min_samples_leaf, max_samples=max_samples,
+                         log_target=False, categorical=("group_id", "user"), random_state=random_state,
+                         n_jobs=n_jobs)
+        self.unseen = unseen
+
+    FEATURES = ("group_id", "user")
+
+    def fit(self, X: pd.DataFrame, y) -> "IterationForest":
+        X = X[[c for c in self.FEATURES if c in X]]
+        super().fit(X, y)
+        y = np.asarray(y, dtype=float)
+        self.groups_ = set(X["group_id"].astype(str))
+        self.user_mean_ = pd.Series(y).groupby(X["user"].astype(str).to_numpy()).mean().to_dict() \
+            if "user" in X else {}
+        self.median_ = float(np.median(y)) if len(y) else 0.0
+        return self
+
+    def predict(self, X: pd.DataFrame) -> np.ndarray:
+        pred = super().predict(X[[c for c in self.FEATURES if c in X]])
+        unseen = ~X["group_id"].astype(str).isin(self.groups_).to_numpy()
+        if self.unseen == "zero":
+            pred[unseen] = 0.0
+        else:
+            users = X["user"].astype(str).to_numpy() if "user" in X else np.array(["<unknown>"] * len(X))
+            pred[unseen] = [self.user_mean_.get(u, self.median_) for u in users[unseen]]
+        return pred
