@@ -44,7 +44,8 @@ def duration_scores(y, pred) -> dict[str, float]:
     """Regression scores plus what ranking policies consume: Spearman correlation, and MAE of log1p."""
     y, pred = _arr(y), _arr(pred)
     out = regression_scores(y, pred)
-    out["spearman"] = float(stats.spearmanr(y, pred).statistic) if len(y) > 1 else float("nan")
+    varied = len(y) > 1 and np.ptp(y) > 0 and np.ptp(pred) > 0
+    out["spearman"] = float(stats.spearmanr(y, pred).statistic) if varied else float("nan")
     out["log_mae"] = float(np.mean(np.abs(np.log1p(np.maximum(pred, 0)) - np.log1p(np.maximum(y, 0)))))
     return out
 

@@ -149,7 +149,7 @@ def duration_features(table: JobTable | pd.DataFrame, *, name_bucketer=None) -> 
     feats["num_nodes"] = frame["num_nodes"].astype(float) if "num_nodes" in frame else np.nan
     for col in ("org", "user", "group_id", "name_bucket"):
         feats[col] = frame[col].astype("string").fillna("<unknown>").astype(str) if col in frame else "<unknown>"
-    feats = feats.join(calendar_features(frame))
+    feats = feats.join(calendar_features(frame).astype(float))  # floats: MLflow schemas allow missing values
     feats = feats.join(history_features(frame))
     return feats
 

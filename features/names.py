@@ -16,8 +16,12 @@ from features.duration import normalise_name
 class NameBucketer:
     """fit(names) learns exemplars; transform(names) -> bucket labels ('b<k>'; '<unknown>' for nulls)."""
 
-    def __init__(self, max_names: int = 1000, damping: float = 0.9, random_state: int = 0):
+    def __init__(self, max_names: int = 1000, damping: float = 0.9, preference: float | str = "min",
+                 random_state: int = 0):
+        """``preference``: affinity propagation's self-similarity; 'min' (the smallest similarity, few and
+        broad buckets), 'median' (scikit-learn's default, more buckets) or a number."""
         self.max_names, self.damping, self.random_state = max_names, damping, random_state
+        self.preference = preference
 
     def fit(self, names: pd.Series) -> "NameBucketer":
         from rapidfuzz.distance import Levenshtein
@@ -33,8 +37,10 @@ class NameBucketer:
             self.exemplars_ = top
             return self
         sim = cdist(top, top, scorer=Levenshtein.normalized_similarity, dtype=np.float32)
+        pref = {"min": float(sim.min()), "median": None}.get(self.preference, self.preference) \
+            if isinstance(self.preference, str) else float(self.preference)
         ap = AffinityPropagation(affinity="precomputed", damping=self.damping, random_state=self.random_state,
-                                 max_iter=500)
+                                 max_iter=500, preference=pref)
         ap.fit(sim.astype(float))
         idx = ap.cluster_centers_indices_
         self.exemplars_ = [top[i] for i in idx] if idx is not None and len(idx) else top

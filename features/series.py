@@ -40,12 +40,12 @@ def throughput_features(series: pd.DataFrame, target: str = "submit_gpu_job", ho
     y = series[target].astype(float)
     idx = series.index
     X = pd.DataFrame(index=idx)
-    X["hour"] = idx.hour
-    X["weekday"] = idx.weekday
+    X["hour"] = idx.hour.astype(float)
+    X["weekday"] = idx.weekday.astype(float)
     minute = idx.hour * 60 + idx.minute
     X["tod_sin"] = np.sin(2 * np.pi * minute / 1440)
     X["tod_cos"] = np.cos(2 * np.pi * minute / 1440)
-    X["weekend"] = (idx.weekday >= 5).astype(int)
+    X["weekend"] = (idx.weekday >= 5).astype(float)
     for lag in range(6):
         X[f"lag_{lag}"] = y.shift(lag)
     per_day = int(round(pd.Timedelta("1D") / (idx[1] - idx[0])))

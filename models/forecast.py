@@ -363,15 +363,23 @@ class DeepARForecaster:
         import lightning as L
         from gluonts.torch.model.deepar import DeepAREstimator
 
+        import tempfile
+
         t0 = time.perf_counter()
         L.seed_everything(self.seed, verbose=False)
+        self._tmp = tempfile.mkdtemp(prefix="schedcast-deepar-")  # GluonTS keeps a best-model checkpoint
         est = DeepAREstimator(freq=self.freq, prediction_length=self.horizon, context_length=self.lookback,
                               num_feat_static_cat=1, cardinality=[demand.shape[1]],
                               num_batches_per_epoch=self.num_batches_per_epoch,
                               trainer_kwargs={"max_epochs": self.max_epochs, "accelerator": "cpu",
                                               "enable_progress_bar": False, "logger": False,
-                                              "enable_model_summary": False, "enable_checkpointing": False})
-        self.predictor_ = est.train(self._entries(demand))
+                                              "enable_model_summary": False, "default_root_dir": self._tmp})
+        try:
+            self.predictor_ = est.train(self._entries(demand))
+        finally:
+            import shutil
+
+            shutil.rmtree(self._tmp, ignore_errors=True)
         self.fit_seconds_ = time.perf_counter() - t0
         return self
 

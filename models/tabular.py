@@ -69,7 +69,12 @@ class GA2MRegressor(_TabularBase):
             feature_types=types, interactions=self.interactions, outer_bags=self.outer_bags,
             max_rounds=self.max_rounds, learning_rate=self.learning_rate, random_state=self.random_state,
             n_jobs=self.n_jobs)
-        self.model_.fit(self._frame(X), self._prepare_y(y))
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Missing values detected")
+            warnings.filterwarnings("ignore", message="All-NaN slice")
+            self.model_.fit(self._frame(X), self._prepare_y(y))
         self.monotonized_ = []
         for name in self.monotone_increasing:
             if name in self.columns_:

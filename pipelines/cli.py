@@ -110,7 +110,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         update, stop = make_progress(f"{policy:>14}")
         try:
             result = simulate(workload, policy, placement=args.placement, predictor=args.predictor,
-                              seed=args.seed, check_invariants=args.check_invariants, progress=update)
+                              seed=args.seed, check_invariants=args.check_invariants, progress=update,
+                              tracking_uri=getattr(args, "tracking_uri", None))
         finally:
             stop()
         ev = evaluate(result, window)
@@ -194,10 +195,216 @@ def cmd_demo(args: argparse.Namespace) -> int:
         trace=None, synthetic="demo", format=None, jobs=args.jobs, cluster=None, costs="none",
         default_gpus=None, data_dir=None, seed=args.seed, policy=DEFAULT_POLICIES, placement="consolidate",
         predictor="oracle", window=None, out=args.out or "results/demo", no_progress=True,
-        check_invariants=False)
+        check_invariants=False, tracking_uri=None)
     print("schedcast demo: a seeded SYNTHETIC Helios-like workload on a 16x8-GPU cluster "
           "(no external data needed)\n")
     return cmd_simulate(ns)
+
+
+TASK_DEFAULT_ALGO = {"duration": "lightgbm", "iterations": "zero", "throughput": "ebm", "demand": "orglinear",
+                     "packing": "solo"}
+
+
+def _params(items: list[str] | None) -> dict[str, Any]:
+    from sim.policies import parse_policy_spec
+
+    return parse_policy_spec("x:" + ",".join(items))[1] if items else {}
+
+
+def _task_trainer(args: argparse.Namespace):
+    """A zero-argument function that trains the task's model on the data the arguments name."""
+    from features.paths import data_dir
+    from pipelines import train as T
+
+    params = _params(args.param)
+    data = data_dir(args.data_dir)
+    task, algo = args.task, args.algo or TASK_DEFAULT_ALGO[args.task]
+    fast = not args.full
+    if task in ("duration", "iterations"):
+        from features.traces import load_trace
+        from features.traces.synthetic import generate_preset
+
+        if args.synthetic:
+            table, source = generate_preset(args.synthetic, seed=args.seed, jobs=args.jobs), None
+        else:
+            source = args.trace or data / "philly" / "philly_jobs_2017-09-04_2017-11-30.csv.gz"
+            table = load_trace(source, args.format)
+        test_days = args.test_days if args.test_days is not None else 30.0
+        if task == "duration":
+            return lambda: T.train_duration(table, algo=algo, test_days=test_days, fast=fast, source=source, **params)
+        return lambda: T.train_iterations(table, unseen=algo, test_days=test_days, source=source, **params)
+    if task == "throughput":
+        from features.series import load_throughput
+
+        series = load_throughput(args.series, args.data_dir)
+        test_days = args.test_days if args.test_days is not None else 31.0
+        return lambda: T.train_throughput(series, algo=algo, horizon=args.horizon or 1, test_days=test_days,
+                                          fast=fast, source=args.series, **params)
+    if task == "demand":
+        from features.series import load_demand
+
+        demand, attrs = load_demand(args.series, args.data_dir, freq=args.freq)
+        test_days = args.test_days if args.test_days is not None else 7.0
+        return lambda: T.train_demand(demand, attrs, algo=algo, freq=args.freq, horizon=args.horizon,
+                                      test_days=test_days, source=args.series, **params)
+    if task == "packing":
+        return lambda: T.train_packing(args.data_dir, labels=algo, **params)
+    raise ValueError(f"unknown task {task!r}")
+
+
+def _print_metrics(title: str, metrics: dict[str, float]) -> None:
+    print(title)
+    for k, v in metrics.items():
+        if isinstance(v, (int, float)):
+            print(f"  {k:<28} {v:,.4f}")
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from models.registry import CHAMPION, alias_version, configure, set_alias
+    from pipelines.train import log_result
+
+    uri = configure(args.tracking_uri)
+    result = _task_trainer(args)()
+    _print_metrics(f"{args.task} ({result.algo}) on the holdout, trained in {result.train_seconds:.1f} s:",
+                   result.metrics)
+    for name, base in result.baselines.items():
+        _print_metrics(f"baseline {name}:", {k: v for k, v in base.items() if k in ("mae", "rmse", "log_mae",
+                                                                                    "spearman", "r2")})
+    if args.no_register:
+        logged = log_result(result, register=False)
+        print(f"logged run {logged.run_id} (not registered) to {uri}")
+        return 0
+    alias = None if args.alias == "none" else args.alias
+    logged = log_result(result, register=True, alias=alias)
+    if alias_version(args.task, CHAMPION) is None:
+        set_alias(args.task, CHAMPION, logged.version)
+        print(f"no champion existed: version {logged.version} is now {args.task}@champion")
+    print(f"registered {args.task} version {logged.version} (alias {alias}); run {logged.run_id}; store {uri}")
+    return 0
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    from models.registry import configure, load, unwrap
+    from pipelines.train import evaluate_on_holdout
+
+    configure(args.tracking_uri)
+    uri = args.model or f"models:/{args.task}@champion"
+    result_holdout = _task_trainer_holdout(args)
+    model = load(uri)
+    predictor = unwrap(model) if args.task == "demand" else model
+    metrics = evaluate_on_holdout(args.task, predictor, result_holdout)
+    _print_metrics(f"{uri} on the {args.task} holdout:", metrics)
+    return 0
+
+
+def _task_trainer_holdout(args: argparse.Namespace):
+    """The holdout a training run on these arguments would score on (without training a model)."""
+    import numpy as np
+
+    from features.paths import data_dir
+    from pipelines import train as T
+
+    task = args.task
+    if task in ("duration", "iterations"):
+        from features.duration import duration_features
+        from features.traces import load_trace
+        from features.traces.synthetic import generate_preset
+
+        table = generate_preset(args.synthetic, seed=args.seed, jobs=args.jobs) if args.synthetic else load_trace(
+            args.trace or data_dir(args.data_dir) / "philly" / "philly_jobs_2017-09-04_2017-11-30.csv.gz",
+            args.format)
+        _, test = T.duration_split(table.frame, args.test_days if args.test_days is not None else 30.0)
+        X = duration_features(table)
+        return X[test], table.frame["duration"].to_numpy(dtype=float)[test]
+    if task == "throughput":
+        from features.series import load_throughput, throughput_features, time_split
+
+        X, y = throughput_features(load_throughput(args.series, args.data_dir), horizon=args.horizon or 1)
+        _, test = time_split(X.index, test_days=args.test_days if args.test_days is not None else 31.0)
+        return X[test], y[test].to_numpy()
+    if task == "demand":
+        import pandas as pd
+
+        from features.series import load_demand
+        from models.forecast import origins_for
+
+        demand, attrs = load_demand(args.series, args.data_dir, freq=args.freq)
+        cut = demand.index.max() - pd.Timedelta(days=args.test_days if args.test_days is not None else 7.0)
+        per_day = int(round(pd.Timedelta("1D") / pd.Timedelta(args.freq)))
+        horizon = args.horizon or max(1, per_day // 4)
+        return demand, attrs, origins_for(demand.index, cut + pd.Timedelta(args.freq), horizon, 7 * per_day)
+    if task == "packing":
+        from features.packing import packing_dataset
+
+        return packing_dataset(args.data_dir, labels=args.algo or "solo"), None
+    del np
+    raise ValueError(task)
+
+
+def cmd_retrain(args: argparse.Namespace) -> int:
+    from models.registry import configure
+    from pipelines.retrain import FAILED, retrain
+
+    try:
+        configure(args.tracking_uri)
+        decision = retrain(args.task, _task_trainer(args), margin=args.margin)
+    except Exception as exc:  # noqa: BLE001 - any failure leaves the champion untouched; say so and exit 1
+        print(f"schedcast retrain: FAILED, champion untouched: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return FAILED
+    verdict = "PROMOTED" if decision.promoted else "KEPT CHAMPION"
+    print(f"{verdict}: {decision.reason}")
+    print(f"  challenger version {decision.challenger_version}; champion before {decision.champion_version_before}, "
+          f"after {decision.champion_version_after}")
+    return decision.exit_code
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    from models.registry import configure, list_models
+
+    uri = configure(args.tracking_uri)
+    rows = list_models()
+    if not rows:
+        print(f"no registered models in {uri}")
+    for r in rows:
+        print(f"{r['name']:<12} latest v{r['latest']}  aliases {r['aliases']}")
+    return 0
+
+
+def cmd_server(args: argparse.Namespace) -> int:
+    import os
+    import subprocess
+    from pathlib import Path as P
+
+    from models.registry import default_tracking_uri
+
+    backend = args.backend_store_uri or default_tracking_uri()
+    root = P(os.getcwd()) / "mlruns" / "artifacts"
+    cmd = ["mlflow", "server", "--host", args.host, "--port", str(args.port), "--backend-store-uri", backend,
+           "--default-artifact-root", args.artifact_root or root.as_uri()]
+    if backend.startswith("sqlite:///"):
+        P(backend[len("sqlite:///"):]).parent.mkdir(parents=True, exist_ok=True)
+    print("starting:", " ".join(cmd), f"\nUI at http://{args.host}:{args.port}", flush=True)
+    return subprocess.call(cmd)
+
+
+def _add_task_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("task", choices=["duration", "iterations", "throughput", "demand", "packing"])
+    p.add_argument("--algo", help="duration: lightgbm|ebm|rf; iterations: zero|fallback (unseen groups); "
+                   "throughput: ebm|lightgbm|rf; demand: orglinear|dlinear|deepar|seasonal-naive|gfs-e; "
+                   "packing: solo|pairs (labels)")
+    p.add_argument("--trace", help="duration/iterations: job trace (default: the Philly file)")
+    p.add_argument("--format")
+    p.add_argument("--synthetic", metavar="PRESET")
+    p.add_argument("--jobs", type=int)
+    p.add_argument("--series", help="throughput/demand: series file (default: Venus / Earth in the data dir)")
+    p.add_argument("--freq", default="10min", help="demand: bin size")
+    p.add_argument("--horizon", type=int, help="throughput/demand: steps ahead")
+    p.add_argument("--test-days", type=float, help="holdout at the end of the data (default 30/31/7 days)")
+    p.add_argument("--full", action="store_true", help="full model settings (EBM interactions, 8 bags)")
+    p.add_argument("--param", nargs="*", metavar="KEY=VALUE", help="estimator hyper-parameters")
+    p.add_argument("--data-dir")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--tracking-uri", help="MLflow tracking URI (default: sqlite:///mlruns/mlflow.db here)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -211,8 +418,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "policies`), optionally name:key=value,...")
     p.add_argument("--placement", default="consolidate", help="first-fit, consolidate (strict, Lucid) or "
                    "best-fit")
-    p.add_argument("--predictor", default="oracle", help="for prediction-based policies: oracle or "
-                   "noisy:SIGMA")
+    p.add_argument("--predictor", default="oracle", help="for prediction-based policies: oracle, "
+                   "noisy:SIGMA, models:/duration@champion (MLflow registry) or an `mlflow models serve` URL")
+    p.add_argument("--tracking-uri", help="MLflow tracking URI for models:/ predictors (default: local sqlite)")
     p.add_argument("--window", nargs=2, metavar=("START", "END"), help="measure only jobs submitted in "
                    "[START, END) (e.g. 1d 20d)")
     p.add_argument("--out", help="output folder (default results/simulate-<time>)")
@@ -237,6 +445,35 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_data_check)
     p = data.add_parser("formats", help="list trace formats")
     p.set_defaults(func=cmd_data_formats)
+
+    p = sub.add_parser("train", help="train a model, log it to MLflow and register it")
+    _add_task_args(p)
+    p.add_argument("--alias", default="challenger", help="alias for the new version: challenger, champion or "
+                   "none (the first version of a model always becomes champion)")
+    p.add_argument("--no-register", action="store_true")
+    p.set_defaults(func=cmd_train)
+
+    p = sub.add_parser("evaluate", help="score a registered model on the task's holdout")
+    _add_task_args(p)
+    p.add_argument("--model", help="model URI (default models:/TASK@champion)")
+    p.set_defaults(func=cmd_evaluate)
+
+    p = sub.add_parser("retrain", help="scheduled retraining: challenger vs champion on a recent holdout; "
+                       "exit 0 promoted, 3 kept, 1 failed")
+    _add_task_args(p)
+    p.add_argument("--margin", type=float, default=0.02, help="relative improvement needed to promote")
+    p.set_defaults(func=cmd_retrain)
+
+    p = sub.add_parser("models", help="registered models and their aliases")
+    p.add_argument("--tracking-uri")
+    p.set_defaults(func=cmd_models)
+
+    p = sub.add_parser("server", help="start an MLflow tracking server and UI (127.0.0.1 by default)")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=5000)
+    p.add_argument("--backend-store-uri")
+    p.add_argument("--artifact-root")
+    p.set_defaults(func=cmd_server)
 
     p = sub.add_parser("demo", help="a first run on a seeded synthetic workload (no data needed)")
     p.add_argument("--jobs", type=int, default=None)

@@ -44,15 +44,77 @@ class NoisyOraclePredictor:
         return jobs["duration"].to_numpy(dtype=float) * np.exp(noise)
 
 
-def make_predictor(spec: str | Predictor | None, seed: int = 0) -> Predictor:
-    """'oracle', 'noisy:SIGMA' (e.g. noisy:0.5), or a Predictor instance."""
+class ModelPredictor:
+    """A duration model from the MLflow registry ('models:/duration@champion', 'models:/NAME/3',
+    'runs:/ID/model'), fed the same job features it was trained on (features.duration), computed from
+    the replayed trace's own past."""
+
+    def __init__(self, uri: str, tracking_uri: str | None = None):
+        self.uri, self.tracking_uri, self.name = uri, tracking_uri, uri
+        self._model = None
+
+    def predict(self, jobs: pd.DataFrame) -> np.ndarray:
+        from features.duration import duration_features
+        from models.registry import configure, load
+
+        from mlflow.exceptions import MlflowException
+
+        try:
+            if self._model is None:
+                configure(self.tracking_uri)
+                self._model = load(self.uri)
+            X = duration_features(jobs)
+            schema = self._model.metadata.get_input_schema()
+            if schema is not None:
+                X = X[[c for c in schema.input_names() if c in X.columns]]
+            out = self._model.predict(X)
+        except MlflowException as exc:
+            reason = str(exc).rsplit("Error:", 1)[-1].strip()[:500]
+            raise ValueError(f"model {self.uri} cannot predict these jobs: {reason}") from None
+        return np.maximum(np.asarray(out, dtype=float), 0.0)
+
+
+class RestPredictor:
+    """A duration model behind an `mlflow models serve` endpoint (POST .../invocations)."""
+
+    def __init__(self, url: str, batch: int = 5000, timeout: float = 120.0):
+        self.url = url if url.rstrip("/").endswith("invocations") else url.rstrip("/") + "/invocations"
+        self.batch, self.timeout, self.name = batch, timeout, url
+
+    def predict(self, jobs: pd.DataFrame) -> np.ndarray:
+        import json
+        import urllib.request
+
+        from features.duration import duration_features
+
+        X = duration_features(jobs)
+        out = []
+        for i in range(0, len(X), self.batch):
+            part = X.iloc[i: i + self.batch]
+            body = {"dataframe_split": json.loads(part.to_json(orient="split", index=False))}
+            req = urllib.request.Request(self.url, data=json.dumps(body).encode(),
+                                         headers={"Content-Type": "application/json"})
+            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+                payload = json.loads(resp.read())
+            preds = payload["predictions"] if isinstance(payload, dict) else payload
+            out.extend(float(p) for p in preds)
+        return np.maximum(np.asarray(out, dtype=float), 0.0)
+
+
+def make_predictor(spec: str | Predictor | None, seed: int = 0, tracking_uri: str | None = None) -> Predictor:
+    """'oracle', 'noisy:SIGMA' (e.g. noisy:0.5), 'models:/NAME@ALIAS' (or runs:/...), an http(s)
+    serving URL, or a Predictor instance."""
     if spec is None or spec == "oracle":
         return OraclePredictor()
     if isinstance(spec, str):
         if spec.startswith("noisy"):
             _, _, sigma = spec.partition(":")
             return NoisyOraclePredictor(float(sigma or 0.5), seed=seed)
-        raise ValueError(f"unknown predictor {spec!r}; use 'oracle' or 'noisy:SIGMA'")
+        if spec.startswith(("models:/", "runs:/")):
+            return ModelPredictor(spec, tracking_uri)
+        if spec.startswith(("http://", "https://")):
+            return RestPredictor(spec)
+        raise ValueError(f"unknown predictor {spec!r}; use oracle, noisy:SIGMA, models:/NAME@ALIAS or a URL")
     if not isinstance(spec, Predictor):
         raise TypeError("a predictor needs predict(jobs) -> array")
     return spec

@@ -22,3 +22,13 @@ def shared_data() -> Path:
 @pytest.fixture(scope="session")
 def philly_file(shared_data) -> Path:
     return shared_data / "philly" / "philly_jobs_2017-09-04_2017-11-30.csv.gz"
+
+
+@pytest.fixture(autouse=True)
+def _isolate_mlflow_env():
+    """mlflow.set_tracking_uri / set_registry_uri write os.environ; keep tests from leaking into each other."""
+    saved = {k: v for k, v in os.environ.items() if k.startswith("MLFLOW_")}
+    yield
+    for k in [k for k in os.environ if k.startswith("MLFLOW_")]:
+        del os.environ[k]
+    os.environ.update(saved)

@@ -1,0 +1,113 @@
+"""MLflow: logging and registry on a local sqlite store; retraining decisions; model-backed predictors."""
+import numpy as np
+import pytest
+
+from pipelines.cli import main
+
+
+@pytest.fixture()
+def store(tmp_path, monkeypatch):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    monkeypatch.chdir(tmp_path)
+    return uri
+
+
+def _train(philly_file, *extra):
+    return main(["train", "duration", "--trace", str(philly_file), "--algo", "lightgbm", *extra])
+
+
+def test_train_registers_and_simulator_uses_champion(store, philly_file, tmp_path, capsys):
+    from features.traces import load_trace
+    from models.registry import alias_version, configure, load, unwrap
+    from sim import simulate
+    from sim.cluster import load_cluster
+    from sim.predictors import ModelPredictor
+    from sim.workload import build_workload
+
+    assert _train(philly_file, "--param", "n_estimators=30") == 0
+    configure(store)
+    assert alias_version("duration", "champion") == "1" and alias_version("duration", "challenger") == "1"
+    import mlflow
+
+    run = mlflow.get_run(mlflow.MlflowClient().get_model_version("duration", "1").tags["run_id"])
+    assert run.data.params["fingerprint.data_rows"] == "74110" and "fingerprint.data_file_sha256" in run.data.params
+    assert "log_mae" in run.data.metrics and run.data.tags["schedcast.code_version"]
+    arts = [a.path for a in mlflow.MlflowClient().list_artifacts(run.info.run_id, "plots")]
+    assert "plots/importances.png" in arts
+    model = load("models:/duration@champion")
+    assert model.metadata.get_input_schema() is not None
+
+    w = build_workload(load_trace(philly_file), load_cluster("philly-pool"), limit=3000)
+    pred = ModelPredictor("models:/duration@champion").predict(w.frame)
+    from features.duration import duration_features
+    direct = unwrap(model).predict(duration_features(w.frame))
+    assert np.allclose(pred, direct)
+    result = simulate(w, "spjf", predictor="models:/duration@champion")
+    assert np.isfinite(result.end).all()
+
+
+def test_retrain_promotes_refuses_and_survives_a_crash(store, philly_file, monkeypatch, capsys):
+    from models.registry import alias_version, configure
+
+    # A deliberately weak first champion (one tiny boosting round).
+    assert _train(philly_file, "--param", "n_estimators=1", "learning_rate=0.001") == 0
+    configure(store)
+    assert alias_version("duration", "champion") == "1"
+    # A real model beats it by far more than 2 %: promoted (exit 0).
+    assert main(["retrain", "duration", "--trace", str(philly_file), "--margin", "0.02"]) == 0
+    assert alias_version("duration", "champion") == "2"
+    assert "PROMOTED" in capsys.readouterr().out
+    # The same model again cannot be 50 % better: refused (exit 3), champion unchanged.
+    assert main(["retrain", "duration", "--trace", str(philly_file), "--margin", "0.5"]) == 3
+    assert alias_version("duration", "champion") == "2"
+    assert "KEPT CHAMPION" in capsys.readouterr().out
+
+    # A crash after the challenger is registered but before the comparison ends: exit 1, champion intact.
+    import pipelines.retrain as R
+
+    calls = {"n": 0}
+    real = R.evaluate_on_holdout
+
+    def crash_on_champion(task, predictor, holdout):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise RuntimeError("disk full while scoring the champion")
+        return real(task, predictor, holdout)
+
+    monkeypatch.setattr(R, "evaluate_on_holdout", crash_on_champion)
+    assert main(["retrain", "duration", "--trace", str(philly_file), "--margin", "0.0"]) == 1
+    err = capsys.readouterr().err
+    assert "FAILED, champion untouched" in err and "disk full" in err
+    assert alias_version("duration", "champion") == "2"
+    assert alias_version("duration", "challenger") == "4"
+
+
+def test_other_tasks_train_and_register(store, shared_data, capsys):
+    from models.registry import alias_version, configure, load
+
+    assert main(["train", "packing", "--data-dir", str(shared_data)]) == 0
+    assert main(["train", "throughput", "--algo", "lightgbm", "--data-dir", str(shared_data),
+                 "--param", "n_estimators=50"]) == 0
+    assert main(["train", "iterations", "--trace", str(shared_data / "philly/philly_jobs_2017-09-04_2017-11-30.csv.gz"),
+                 "--algo", "fallback"]) == 0
+    assert main(["train", "demand", "--algo", "seasonal-naive", "--data-dir", str(shared_data), "--freq", "1h"]) == 0
+    out = capsys.readouterr().out
+    assert "baseline last_value" in out
+    configure(store)
+    for task in ("packing", "throughput", "iterations", "demand"):
+        assert alias_version(task, "champion") == "1"
+    demand = load("models:/demand@champion")
+    import pandas as pd
+
+    from features.series import load_demand
+
+    d, _ = load_demand(data=shared_data, freq="1h")
+    history = d.iloc[-48:].rename_axis("time").reset_index().melt(id_vars="time", var_name="org",
+                                                                  value_name="demand")
+    fc = demand.predict(history)
+    assert set(fc.columns) == {"org", "time", "mean", "q0.9", "q0.95"} and len(fc) == 16 * 6
+    assert main(["evaluate", "packing", "--data-dir", str(shared_data)]) == 0
+    assert main(["models"]) == 0
+    assert "packing" in capsys.readouterr().out
+    del pd

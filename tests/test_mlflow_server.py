@@ -1,0 +1,86 @@
+"""Integration: a real MLflow tracking server and a real `mlflow models serve` endpoint on free loopback
+ports; the simulator's REST predictor against the endpoint. Both processes are stopped at the end."""
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import numpy as np
+import pytest
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_http(url: str, timeout: float, proc: subprocess.Popen) -> None:
+    t0 = time.time()
+    while time.time() - t0 < timeout:
+        if proc.poll() is not None:
+            raise RuntimeError(f"process exited with {proc.returncode}: {proc.stdout.read()[-2000:]}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.5)
+    raise TimeoutError(url)
+
+
+def start(cmd, env) -> subprocess.Popen:
+    return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+
+
+def stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+def test_tracking_server_registry_and_serving_endpoint(tmp_path, philly_file, monkeypatch):
+    from features.duration import duration_features
+    from features.traces import load_trace
+    from models.registry import configure, load
+    from pipelines.cli import main
+    from sim.predictors import ModelPredictor, RestPredictor
+
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
+    env["OMP_NUM_THREADS"] = "1"
+    mlflow_bin = os.path.join(os.path.dirname(sys.executable), "mlflow")
+    server = start([mlflow_bin, "server", "--host", "127.0.0.1", "--port", str(port), "--backend-store-uri",
+                    f"sqlite:///{tmp_path / 'server.db'}", "--default-artifact-root", (tmp_path / "art").as_uri(),
+                    "--workers", "1"], env)
+    serve = None
+    try:
+        wait_http(f"http://127.0.0.1:{port}/health", 90, server)
+        uri = f"http://127.0.0.1:{port}"
+        monkeypatch.chdir(tmp_path)
+        assert main(["train", "duration", "--trace", str(philly_file), "--tracking-uri", uri,
+                     "--param", "n_estimators=20"]) == 0
+        configure(uri)
+        model = load("models:/duration@champion")
+        jobs = load_trace(philly_file).frame.iloc[:400]
+        local = ModelPredictor("models:/duration@champion", tracking_uri=uri).predict(jobs)
+
+        serve_port = free_port()
+        serve = start([mlflow_bin, "models", "serve", "-m", "models:/duration@champion", "--env-manager", "local",
+                       "-h", "127.0.0.1", "-p", str(serve_port)], {**env, "MLFLOW_TRACKING_URI": uri, "MLFLOW_REGISTRY_URI": uri})
+        wait_http(f"http://127.0.0.1:{serve_port}/ping", 120, serve)
+        remote = RestPredictor(f"http://127.0.0.1:{serve_port}", batch=150).predict(jobs)
+        assert np.allclose(local, remote, rtol=1e-6)
+        assert model.metadata.get_input_schema().input_names()[0] in duration_features(jobs).columns
+    finally:
+        if serve is not None:
+            stop(serve)
+        stop(server)
+    assert server.poll() is not None and (serve is None or serve.poll() is not None)
