@@ -150,6 +150,26 @@ class Context:
         """Run a queued job on the GPUs of a running host job; both run at the given speeds."""
         self.engine._pack(self, job, host, speed_job, speed_host)
 
+    @property
+    def partition_name(self) -> str:
+        return self.engine.workload.cluster.partitions[self.partition].name
+
+    def transfer(self, job: int, partition: int | str) -> None:
+        """Hand a waiting job to another partition's policy (e.g. from a profiling cluster to its VC).
+        The caller must already have removed it from its own queue."""
+        e = self.engine
+        if e.state[job] != QUEUED:
+            raise SimulationError(f"t={e.now}: only a waiting job can move, job {job} is "
+                                  f"{STATE_NAMES[e.state[job]]}")
+        p = partition if isinstance(partition, int) else e.workload.cluster.index[partition]
+        if e.workload.gpus[job] > e.contexts[p].capacity:
+            raise SimulationError(f"job {job} needs {e.workload.gpus[job]} GPUs; partition {p} has "
+                                  f"{e.contexts[p].capacity}")
+        e.partition_of[job] = p
+        e._log("transfer", job, p)
+        e.policies[p].on_transfer(job)
+        e.mark_dirty(p)
+
     def set_timer(self, at: float, payload: Any = None) -> None:
         """Call policy.on_timer(payload) at time ``at`` (>= now)."""
         e = self.engine
@@ -173,6 +193,7 @@ class Engine:
         if any(sub[i] > sub[i + 1] for i in range(n - 1)):
             raise SimulationError("workload is not sorted by submission time")
         self.policy_name = policy_name
+        self.partition_of = list(workload.partition)  # transfers change it; the workload stays as given
         self.now = 0.0
         self.heap: list[tuple] = []
         self._seq = 0
@@ -374,6 +395,11 @@ class Engine:
         else:
             self._begin_training(job)
 
+    def mark_dirty(self, p: int) -> None:
+        if not self._dirty[p]:
+            self._dirty[p] = True
+            self._dirty_list.append(p)
+
     # -- invariants ------------------------------------------------------------------------------
     def check(self) -> None:
         for ctx in self.contexts:
@@ -392,12 +418,12 @@ class Engine:
         wall0 = _time.perf_counter()
         w = self.workload
         n = len(w)
-        submit, part_of = w.submit, w.partition
+        submit, part_of = w.submit, self.partition_of
         heap, heappop = self.heap, heapq.heappop
         policies, contexts = self.policies, self.contexts
         state, since, epoch = self.state, self.since, self.epoch
-        dirty = [False] * len(contexts)
-        dirty_list: list[int] = []
+        dirty = self._dirty = [False] * len(contexts)
+        dirty_list = self._dirty_list = []
         ai = 0
         done_count = 0
         events = 0
@@ -477,8 +503,11 @@ class Engine:
             # Events pushed at `now` by the handlers above (zero-length loads, say) run next round.
             if heap and heap[0][0] == now and heap[0][1] < EV_ARRIVAL:
                 continue
-            # 4. Schedule every partition that saw an event.
-            for p in dirty_list:
+            # 4. Schedule every partition that saw an event (transfers may add partitions meanwhile).
+            i = 0
+            while i < len(dirty_list):
+                p = dirty_list[i]
+                i += 1
                 dirty[p] = False
                 if time_decisions:
                     t0 = perf()

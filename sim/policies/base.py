@@ -35,6 +35,10 @@ class Policy:
         """A preempted job is waiting again (after its save, or at once if it was loading)."""
         self.on_arrival(job)
 
+    def on_transfer(self, job: int) -> None:
+        """A waiting job was handed over from another partition."""
+        self.on_arrival(job)
+
     def on_finish(self, job: int) -> None:
         """A job finished and its GPUs are free."""
 

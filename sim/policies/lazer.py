@@ -32,6 +32,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
+from sim.engine import LOADING
 from sim.policies.base import start_in_order
 from sim.policies.preemptive import Srtf
 
@@ -67,6 +68,7 @@ class Lazer(Srtf):
         self.open: list[tuple[float, int, Decision]] = []  # (window end, seq, decision)
         self.by_job: dict[int, list[Decision]] = {}
         self._seq = 0
+        self.loading_victims = {"arrival": 0, "timer": 0}  # preempted while loading, by decision path
         self.deferrals = 0
         self.immediate = 0
         self.threats = 0
@@ -165,6 +167,8 @@ class Lazer(Srtf):
             ctx.set_timer(ctx.now + x, job)
             return
         self.immediate += 1
+        path = "arrival" if decide else "timer"
+        self.loading_victims[path] += sum(1 for v in victims if ctx.state(v) == LOADING)
         self.preempt(victims)
         if not self._start(job):
             self.queue.add(self.rank(job), job)  # victims are saving
@@ -191,6 +195,8 @@ class Lazer(Srtf):
     def stats(self) -> dict[str, Any]:
         out = {**super().stats(), "lazer_deferrals": self.deferrals, "lazer_immediate": self.immediate,
                "lazer_threats": self.threats, "lazer_observations": len(self.observations),
+               "lazer_loading_victims_arrival": self.loading_victims["arrival"],
+               "lazer_loading_victims_timer": self.loading_victims["timer"],
                "lazer_decision_times": list(self.decision_seconds)}
         if hasattr(self.predictor, "stats"):
             out.update(self.predictor.stats())
