@@ -17,6 +17,9 @@ def simulate(workload: Workload, policy: str = "fifo", *, placement: str | Place
     from sim.policies import get_policy
 
     info, factory, params = get_policy(policy)
+    prepare = getattr(info.cls, "prepare_workload", None)
+    if prepare is not None:  # e.g. Lucid: job profiles and a profiling partition
+        workload = prepare(workload, {**info.defaults, **params})
     predictions = None
     if info.uses_predictions or params.get("history") is False:
         predictions = predict_durations(make_predictor(predictor, seed=seed, tracking_uri=tracking_uri), workload.frame)

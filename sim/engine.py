@@ -151,6 +151,11 @@ class Context:
         self.engine._pack(self, job, host, speed_job, speed_host)
 
     @property
+    def unfinished(self) -> int:
+        """Jobs of the whole replay not yet done (periodic timers stop re-arming at 0)."""
+        return self.engine.unfinished
+
+    @property
     def partition_name(self) -> str:
         return self.engine.workload.cluster.partitions[self.partition].name
 
@@ -226,6 +231,7 @@ class Engine:
         self.decision_seconds: list[float] = []
         self.progress = progress
         self.events = 0
+        self.unfinished = n
         place = placement if isinstance(placement, Placement) else None
         self.contexts = [Context(self, p, place or make_placement(placement))
                          for p in range(len(workload.cluster.partitions))]
@@ -461,6 +467,7 @@ class Engine:
                     epoch[job] += 1
                     self._release(ctx, job)
                     done_count += 1
+                    self.unfinished -= 1
                     self._log("finish", job)
                     policies[p].on_finish(job)
                 elif kind == EV_SAVED:

@@ -7,6 +7,7 @@ from typing import Any, Callable
 
 from sim.policies.base import Policy
 from sim.policies.lazer import Lazer
+from sim.policies.lucid import Horus, Lucid
 from sim.policies.preemptive import PeriodicSrtf, Srtf, Tiresias
 from sim.policies.queueing import (Fifo, FifoBackfill, Qssf, Sjf, Spjf, Spwf, WcsDuration, WcsSubTime,
                                    WcsWorkload)
@@ -47,11 +48,15 @@ def register(cls: type[Policy], name: str | None = None, summary: str | None = N
 
 
 for _cls in (Fifo, FifoBackfill, Sjf, Srtf, Tiresias, PeriodicSrtf, Qssf, Spjf, Spwf, WcsDuration,
-             WcsWorkload, WcsSubTime, Lazer):
+             WcsWorkload, WcsSubTime, Lazer, Lucid, Horus):
     register(_cls)
 register(PeriodicSrtf, "pollux-60", "SRTF decided every 60 s (Pollux's scheduling interval)", interval=60.0)
 register(PeriodicSrtf, "muri-360", "SRTF decided every 360 s (Muri's scheduling interval)", interval=360.0)
 register(PeriodicSrtf, "optimus-600", "SRTF decided every 600 s (Optimus' scheduling interval)", interval=600.0)
+register(Lucid, "lucid-nobinder", "Lucid ablation: naive bin-packing instead of the binder", binder=False)
+register(Lucid, "lucid-noshare", "Lucid ablation: no GPU sharing", sharing=False)
+register(Lucid, "lucid-noestimator", "Lucid ablation: no duration estimator (FIFO order)", estimator=False)
+register(Lucid, "lucid-nospace", "Lucid ablation: profiler without space-aware order", space_aware=False)
 
 
 def parse_policy_spec(spec: str) -> tuple[str, dict[str, Any]]:

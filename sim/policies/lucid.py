@@ -1,0 +1,430 @@
+"""Lucid (ASPLOS '23): non-intrusive profiling, interference-aware packing, interpretable estimates,
+as plug-ins on the shared engine (Lucid's own simulator steps time by one second per policy file).
+
+One policy class plays two roles, by partition:
+- in the profiling partition (named PROFILER, added by :func:`with_profiler`): the Non-intrusive Job
+  Profiler (§3.2). Jobs with at most N_prof GPUs run here first, exclusively and consolidated, least
+  GPUs first (space-aware, Alg. 1), for up to T_prof seconds; jobs that finish within T_prof are done
+  here (the debugging-job filter); the others are paused (progress kept) and handed to their VC with
+  their measured profile. Time-aware scaling: when the throughput forecast predicts a burst, T_prof
+  is halved and N_prof lowered to 1 GPU, and restored when the burst has passed. (Borrowing idle VC
+  nodes for the profiler is not modelled: partitions own their nodes; see the issue note.)
+- in a VC partition: the Resource Orchestrator (Alg. 2) and the Affine-jobpair Binder (§3.3). Waiting
+  jobs are ordered by GPUs x predicted duration, ascending (the Workload Estimate; without a profile
+  or prediction, the mean duration of past jobs with the same GPU demand). Each job starts on an
+  exclusive consolidated placement when one is free; otherwise, when sharing is on, it is packed on
+  a running job if every binder rule holds: both profiled, same GPU demand, single node, the host runs
+  alone, the sum of sharing scores (0 tiny, 1 medium, 2 jumbo, predicted by the packing classifier
+  from the profiled features) is below G_SS, their GPU memory fits, and both have at least
+  ``min_remaining`` seconds of work left. Among eligible hosts the pair with the highest slower speed
+  wins. A packed pair whose slower speed is below ``unstable_speed`` is treated as unstable: the guest
+  is evicted after ``check_after`` seconds and never packed again. Preemption-free otherwise.
+- Dynamic sharing: every ``tick`` seconds the throughput forecast (mean submissions of the past hour,
+  and its trend over the hour before) sets G_SS: 2 (Default) when busy, 1 (Apathetic) when moderate,
+  0 (off) when quiet and not rising; busy / quiet are the 75th / 25th percentiles of hourly
+  submissions seen so far.
+- Update Engine (§3.6): every ``update_interval`` seconds (weekly) the duration model is retrained on
+  the jobs completed so far (past only) and its predictions replace the old ones for jobs not yet
+  started; the System Tuner makes the gpu_num shape monotone (GA2M) and records the effect.
+Ablations: ``binder=False`` (naive bin-packing: pack with any same-size job, no scores, no memory
+rule), ``sharing=False``, ``estimator=False`` (FIFO order), ``space_aware=False`` (profiler FIFO).
+"""
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from sim.engine import LOADING, RUNNING
+from sim.policies.base import Policy, SortedQueue
+
+PROFILER = "profiler"
+HOUR = 3600.0
+
+
+def with_profiler(workload, nodes: int = 2, gpus_per_node: int = 8):
+    """The same workload on the same cluster plus a profiling partition of ``nodes`` nodes."""
+    from dataclasses import replace
+
+    from sim.cluster import Cluster, Partition
+
+    c = workload.cluster
+    parts = list(c.partitions) + [Partition(PROFILER, [gpus_per_node] * nodes, ["profiler"] * nodes)]
+    cluster = Cluster(c.name + f"+profiler{nodes}", parts, c.gpu_type, c.intra_node_bandwidth_gbps,
+                      c.inter_node_bandwidth_gbps, c.unknown_org)
+    return replace(workload, cluster=cluster, partition=list(workload.partition))
+
+
+def attach_profiles(workload, interference, seed: int = 0, strength: float = 1.0):
+    """A copy of the workload whose jobs carry a Lucid workload profile (hierarchical sampling; see
+    sim.interference)."""
+    from dataclasses import replace
+
+    workload = replace(workload, partition=list(workload.partition))
+    work = np.asarray(workload.duration) * np.asarray(workload.gpus)
+    keys = interference.assign(work, seed=seed, strength=strength)
+    solo = interference.solo
+    frame = workload.frame.copy()
+    frame["profile_key"] = keys
+    for col in ("gpu_util", "gmem_util", "gmem", "amp", "label"):
+        frame[f"profile_{col}"] = solo.loc[keys, col].to_numpy()
+    workload.frame = frame
+    return workload
+
+
+@dataclass
+class Shared:
+    """State the profiler and the VC schedulers of one replay share."""
+
+    interference: Any
+    home: list[int]
+    scores: np.ndarray  # predicted sharing score per job (profile-based)
+    keys: list[str]
+    gmem: np.ndarray
+    profiled: set[int] = field(default_factory=set)
+    finished_in_profiler: int = 0
+    profiled_then_moved: int = 0
+    never_pack: set[int] = field(default_factory=set)
+    arrivals: deque = field(default_factory=deque)
+    hourly: list[float] = field(default_factory=list)
+    g_ss: int = 2
+    t_prof: float = 200.0
+    n_prof: int = 8
+    burst: bool = False
+    predictions: np.ndarray | None = None
+    updates: list[dict] = field(default_factory=list)
+    packs: int = 0
+    evictions: int = 0
+    mode_seconds: dict[int, float] = field(default_factory=lambda: {0: 0.0, 1: 0.0, 2: 0.0})
+    by_gpus: dict[int, tuple[float, int]] = field(default_factory=dict)  # finished durations by GPU demand
+    last_mode_change: float = 0.0
+
+
+class Lucid(Policy):
+    name = "lucid"
+    summary = "Lucid: profiler + interference-aware packing + GA2M/LightGBM duration priorities (ablations by params)"
+    citation = "Hu et al., Lucid, ASPLOS'23"
+    uses_predictions = True
+
+    def __init__(self, profiler: bool = True, space_aware: bool = True, binder: bool = True, sharing: bool = True,
+                 estimator: bool = True, n_prof: int = 8, t_prof: float = 200.0, g_ss: int = 2,
+                 dynamic: bool = True, min_remaining: float = 600.0, unstable_speed: float = 0.5,
+                 check_after: float = 300.0, tick: float = 600.0, update_interval: float = 7 * 86400.0,
+                 update_model: str = "lightgbm", monotone: bool = True, packing_labels: str = "solo",
+                 gpu_memory_mb: float | None = None, profiler_nodes: int = 2, initial: str = "given",
+                 seed: int = 0):
+        self.profiler_on, self.space_aware, self.binder, self.sharing = profiler, space_aware, binder, sharing
+        self.estimator, self.n_prof0, self.t_prof0, self.g_ss0 = estimator, int(n_prof), float(t_prof), int(g_ss)
+        self.dynamic, self.min_remaining, self.unstable_speed = dynamic, float(min_remaining), float(unstable_speed)
+        self.check_after, self.tick, self.update_interval = float(check_after), float(tick), float(update_interval)
+        self.update_model, self.monotone, self.packing_labels = update_model, monotone, packing_labels
+        self.gpu_memory_mb, self.seed, self.profiler_nodes = gpu_memory_mb, seed, int(profiler_nodes)
+        if initial not in ("given", "history"):
+            raise ValueError("initial must be 'given' (the --predictor) or 'history'")
+        self.initial = initial
+        self.queue = SortedQueue()
+
+    @classmethod
+    def prepare_workload(cls, workload, params: dict[str, Any]):
+        """Profiles for every job, and a profiling partition of ``profiler_nodes`` nodes when profiling."""
+        from sim.interference import InterferenceModel
+
+        w = attach_profiles(workload, InterferenceModel.load(), seed=int(params.get("seed", 0)))
+        if params.get("profiler", cls is Lucid or cls.__name__ == "Lucid") and cls is not Horus:
+            w = with_profiler(w, nodes=int(params.get("profiler_nodes", 2)))
+        return w
+
+    # -- set-up ----------------------------------------------------------------------------------
+    def bind(self, ctx) -> None:
+        super().bind(ctx)
+        engine = ctx.engine
+        self.is_profiler = ctx.partition_name == PROFILER
+        self.profiler_index = engine.workload.cluster.index.get(PROFILER)
+        shared = getattr(engine, "lucid_shared", None)
+        if shared is None:
+            shared = engine.lucid_shared = self._make_shared(ctx)
+        self.s = shared
+
+    def _make_shared(self, ctx) -> Shared:
+        from features.packing import FEATURES, packing_dataset
+        from models.packing import PackingClassifier
+        from sim.interference import InterferenceModel
+
+        w = ctx.jobs
+        if "profile_key" not in w.frame:
+            raise ValueError("lucid needs job profiles: build the workload with sim.policies.lucid.attach_profiles "
+                             "(the CLI does this for --policy lucid)")
+        interference = InterferenceModel.load()
+        if self.gpu_memory_mb:
+            interference.gpu_memory_mb = self.gpu_memory_mb
+        clf = PackingClassifier().fit(packing_dataset(labels=self.packing_labels),
+                                      packing_dataset(labels=self.packing_labels)["target"])
+        feats = w.frame[[f"profile_{c}" for c in FEATURES]].set_axis(list(FEATURES), axis=1).astype(float)
+        scores = clf.predict(feats)
+        preds = np.asarray(ctx.engine.predicted, dtype=float) if self.estimator else None
+        if preds is not None and self.initial == "history":
+            preds[:] = np.nan  # no model yet: the mean duration of finished jobs of the same GPU demand
+        return Shared(interference, list(w.partition), np.asarray(scores), w.frame["profile_key"].tolist(),
+                      w.frame["profile_gmem"].to_numpy(dtype=float), g_ss=self.g_ss0 if self.sharing else 0,
+                      t_prof=self.t_prof0, n_prof=self.n_prof0, predictions=preds)
+
+    def on_start(self) -> None:
+        if self.ctx.partition == 0:
+            self.ctx.set_timer(self.tick, ("tick",))
+            if self.estimator and self.update_interval > 0:
+                self.ctx.set_timer(self.update_interval, ("update",))
+
+    # -- priorities ------------------------------------------------------------------------------
+    def priority(self, job: int) -> Any:
+        if not self.estimator:
+            return (0.0, job)  # FIFO
+        pred = self.s.predictions[job]
+        if np.isnan(pred):
+            g = self.ctx.jobs.gpus[job]
+            total, count = self.s.by_gpus.get(g, self.s.by_gpus.get(0, (3600.0, 1)))
+            pred = total / count
+        if job in self.s.profiled:
+            pred = max(pred - self.s.t_prof, 1.0)
+        return (self.ctx.jobs.gpus[job] * pred, job)
+
+    # -- events ----------------------------------------------------------------------------------
+    def on_arrival(self, job: int) -> None:
+        s, ctx = self.s, self.ctx
+        if self.is_profiler:
+            key = (ctx.jobs.gpus[job], job) if self.space_aware else (0, job)
+            self.queue.add(key, job)
+            return
+        s.arrivals.append(ctx.now)
+        if (self.profiler_on and self.profiler_index is not None and job not in s.profiled
+                and ctx.jobs.gpus[job] <= s.n_prof):
+            ctx.transfer(job, self.profiler_index)
+            return
+        self.queue.add(self.priority(job), job)
+
+    def on_transfer(self, job: int) -> None:
+        if self.is_profiler:
+            self.on_arrival(job)
+        else:
+            self.queue.add(self.priority(job), job)
+
+    def on_requeue(self, job: int) -> None:
+        s, ctx = self.s, self.ctx
+        if self.is_profiler:  # profiling time is over: carry the profile to the job's VC
+            s.profiled.add(job)
+            s.profiled_then_moved += 1
+            ctx.transfer(job, s.home[job])
+            return
+        self.queue.add(self.priority(job), job)
+
+    def on_finish(self, job: int) -> None:
+        s, w = self.s, self.ctx.jobs
+        for key in (w.gpus[job], 0):  # 0: all jobs
+            total, count = s.by_gpus.get(key, (0.0, 0))
+            s.by_gpus[key] = (total + w.duration[job], count + 1)
+        if self.is_profiler:
+            s.finished_in_profiler += 1
+
+    def on_timer(self, payload: Any) -> None:
+        kind = payload[0]
+        if kind == "profile_end":
+            job = payload[1]
+            if self.ctx.state(job) in (LOADING, RUNNING):
+                self.ctx.preempt(job)
+        elif kind == "check_pair":
+            self._check_pair(payload[1], payload[2])
+        elif kind == "tick":
+            self._tick()
+            if self.ctx.unfinished:
+                self.ctx.set_timer(self.ctx.now + self.tick, ("tick",))
+        elif kind == "update":
+            self._update()
+            if self.ctx.unfinished:
+                self.ctx.set_timer(self.ctx.now + self.update_interval, ("update",))
+
+    # -- profiler ---------------------------------------------------------------------------------
+    def _schedule_profiler(self) -> None:
+        ctx, s = self.ctx, self.s
+        keep = []
+        for entry in self.queue.items:
+            job = entry[1]
+            if ctx.jobs.gpus[job] <= ctx.free_gpus and ctx.try_start(job):
+                s.profiled.add(job)
+                ctx.set_timer(ctx.now + s.t_prof + ctx.jobs.load_time[job], ("profile_end", job))
+            else:
+                keep.append(entry)
+        self.queue.items = keep
+
+    # -- binder -----------------------------------------------------------------------------------
+    def _job_can_share(self, job: int) -> bool:
+        """Binder rules on the guest alone."""
+        s = self.s
+        if job in s.never_pack or self.ctx.jobs.gpus[job] > self.ctx.pool.max_capacity:
+            return False
+        if not self.binder:
+            return True
+        if job not in s.profiled or s.scores[job] >= s.g_ss:
+            return False
+        return s.predictions is None or s.predictions[job] >= self.min_remaining
+
+    def _can_share(self, job: int, host: int) -> float | None:
+        """The pair's slower speed if the binder allows packing ``job`` onto ``host`` (a host from
+        :meth:`_hosts`, so solo, running, profiled, with enough work left), else None."""
+        s = self.s
+        if self.binder:
+            if s.scores[job] + s.scores[host] >= s.g_ss:
+                return None
+            if s.gmem[job] + s.gmem[host] > s.interference.gpu_memory_mb:
+                return None
+        a, b = s.interference.speeds(s.keys[job], s.keys[host])
+        return min(a, b)
+
+    MAX_HOSTS = 64  # hosts examined per packing attempt (the best pair among them wins)
+    MAX_FAILED_PACKS = 16  # failed packing attempts per scheduling pass before the rest wait
+
+    def _hosts(self) -> dict[int, list[int]]:
+        """Running solo jobs that could host a guest, by GPU count (built once per scheduling pass)."""
+        ctx, s = self.ctx, self.s
+        alloc, out = ctx.engine.alloc, {}
+        for host in ctx.running:
+            if ctx.state(host) != RUNNING or len(alloc[host][1]) != 1 or host in s.never_pack:
+                continue
+            if self.binder and (host not in s.profiled or ctx.remaining(host) < self.min_remaining):
+                continue
+            out.setdefault(ctx.jobs.gpus[host], []).append(host)
+        return out
+
+    def _try_pack(self, job: int, hosts: dict[int, list[int]]) -> bool:
+        ctx, s = self.ctx, self.s
+        if not self._job_can_share(job):
+            return False
+        best, best_speed = None, -1.0
+        for host in hosts.get(ctx.jobs.gpus[job], [])[: self.MAX_HOSTS]:
+            sp = self._can_share(job, host)
+            if sp is not None and sp > best_speed:
+                best, best_speed = host, sp
+        if best is None:
+            return False
+        hosts[ctx.jobs.gpus[job]].remove(best)
+        a, b = s.interference.speeds(s.keys[job], s.keys[best])
+        ctx.pack(job, best, a, b)
+        s.packs += 1
+        if min(a, b) < self.unstable_speed:
+            ctx.set_timer(ctx.now + self.check_after, ("check_pair", job, best))
+        return True
+
+    def _check_pair(self, job: int, host: int) -> None:
+        ctx, s = self.ctx, self.s
+        alloc = ctx.engine.alloc[job]
+        if alloc is None or host not in alloc[1] or ctx.state(job) not in (LOADING, RUNNING):
+            return
+        ctx.evict(job)
+        s.evictions += 1
+        s.never_pack.add(job)
+
+    # -- orchestrator ----------------------------------------------------------------------------
+    def schedule(self) -> None:
+        if self.is_profiler:
+            self._schedule_profiler()
+            return
+        ctx, s = self.ctx, self.s
+        if not self.queue:
+            return
+        keep = []
+        hosts = None
+        failed = 0
+        for entry in self.queue.items:
+            job = entry[1]
+            g = ctx.jobs.gpus[job]
+            if g <= ctx.free_gpus and ctx.try_start(job):
+                continue
+            if s.g_ss > 0 and failed < self.MAX_FAILED_PACKS:
+                if hosts is None:
+                    hosts = self._hosts()
+                if self._try_pack(job, hosts):
+                    continue
+                failed += 1
+            keep.append(entry)
+        self.queue.items = keep
+
+    # -- dynamic strategy and time-aware scaling ----------------------------------------------------
+    def _tick(self) -> None:
+        s, now = self.s, self.ctx.now
+        while s.arrivals and s.arrivals[0] < now - 2 * HOUR:
+            s.arrivals.popleft()
+        last = sum(1 for t in s.arrivals if t >= now - HOUR)
+        before = len(s.arrivals) - last
+        s.hourly.append(float(last))
+        if len(s.hourly) < 6:
+            return
+        hist = np.asarray(s.hourly[-24 * 7 * 6:])
+        busy, quiet = np.percentile(hist, 75), np.percentile(hist, 25)
+        forecast = last + 0.5 * (last - before)  # the past hour plus half its trend
+        if self.sharing and self.dynamic:
+            mode = 2 if forecast >= busy else (1 if forecast > quiet or last > before else 0)
+            if mode != s.g_ss:
+                s.mode_seconds[s.g_ss] += now - s.last_mode_change
+                s.last_mode_change = now
+                s.g_ss = mode
+        s.burst = forecast >= np.percentile(hist, 90)
+        s.t_prof = self.t_prof0 / 2 if s.burst else self.t_prof0
+        s.n_prof = 1 if s.burst else self.n_prof0
+
+    # -- update engine ------------------------------------------------------------------------------
+    def _update(self) -> None:
+        """Retrain the duration model on jobs completed so far; new predictions for jobs not started."""
+        from features.duration import duration_features
+        from pipelines.train import make_duration_model
+
+        ctx, s = self.ctx, self.s
+        engine, w = ctx.engine, ctx.jobs
+        done = np.asarray([e <= ctx.now for e in engine.end])
+        waiting = np.asarray([st in (0, 1) for st in engine.state])  # not arrived yet, or queued
+        if done.sum() < 50 or not waiting.any() or done.sum() == getattr(self, "_last_trained", -1):
+            return
+        self._last_trained = int(done.sum())
+        if not hasattr(self, "_features"):
+            X = duration_features(w.frame)
+            self._features = X.loc[:, X.notna().any()]
+        X = self._features
+        y = np.asarray(w.duration)
+        model = make_duration_model(self.update_model, fast=True)
+        model.fit(X[done], y[done])
+        s.predictions[waiting] = model.predict(X[waiting])
+        s.updates.append({"time": ctx.now, "trained_on": int(done.sum()), "repredicted": int(waiting.sum())})
+        for policy in engine.policies:
+            if isinstance(policy, Lucid) and not policy.is_profiler and policy.queue:
+                policy.queue.items = sorted((policy.priority(j), j) for _, j in policy.queue.items)
+
+    def stats(self) -> dict[str, Any]:
+        if not (self.ctx.partition == 0):
+            return {}
+        s = self.s
+        return {"lucid_finished_in_profiler": s.finished_in_profiler, "lucid_profiled_then_moved": s.profiled_then_moved,
+                "lucid_packs": s.packs, "lucid_evictions": s.evictions, "lucid_updates": len(s.updates)}
+
+
+class Horus(Lucid):
+    """Horus (Yeung et al., TPDS'21) approximated without ONNX graphs: the job's GPU utilisation is
+    'predicted' from its workload profile (standing in for Horus' graph-based estimate); jobs are
+    served first-come first-served, work-conserving, and packed onto a running job of the same GPU
+    demand when the predicted utilisations sum to at most 100 % and memory fits. No profiler."""
+
+    name = "horus"
+    summary = "Horus-like: FIFO + packing when predicted GPU utilisation sums to <= 100% (no ONNX graphs)"
+    citation = "Yeung et al., Horus, TPDS'21 (approximation)"
+    uses_predictions = False
+
+    def __init__(self, **kw):
+        super().__init__(profiler=False, estimator=False, dynamic=False, binder=False, **kw)
+
+    def _can_share(self, job: int, host: int):
+        ctx, s = self.ctx, self.s
+        w = ctx.jobs
+        util = w.frame["profile_gpu_util"].to_numpy()
+        if util[job] + util[host] > 100.0 or s.gmem[job] + s.gmem[host] > s.interference.gpu_memory_mb:
+            return None
+        a, b = s.interference.speeds(s.keys[job], s.keys[host])
+        return min(a, b)

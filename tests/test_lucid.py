@@ -1,0 +1,175 @@
+"""Lucid (ASPLOS'23) mechanics on small hand-made workloads."""
+import numpy as np
+import pytest
+
+from evaluation.metrics import check_identities, job_table
+from sim import simulate
+from sim.engine import Engine
+from sim.interference import InterferenceModel
+from sim.policies import get_policy
+from sim.policies.lucid import PROFILER, Lucid, attach_profiles, with_profiler
+from tests.helpers import workload
+
+
+@pytest.fixture(scope="module")
+def interference(shared_data):
+    return InterferenceModel.load(shared_data)
+
+
+def lucid_engine(w, spec="lucid", profiler_nodes=1, keys=None, interference=None):
+    info, factory, params = get_policy(spec)
+    w = attach_profiles(w, interference)
+    if keys is not None:
+        solo = interference.solo
+        w.frame["profile_key"] = keys
+        for col in ("gpu_util", "gmem_util", "gmem", "amp", "label"):
+            w.frame[f"profile_{col}"] = solo.loc[keys, col].to_numpy()
+    if params.get("profiler", True) and profiler_nodes:
+        w = with_profiler(w, nodes=profiler_nodes, gpus_per_node=w.cluster.partitions[0].capacities[0])
+    return Engine(w, factory, predictions=list(w.duration), check_invariants=True)
+
+
+def test_interference_measured_and_fitted(interference):
+    a, b = "ResNet18|32|0", "MobileNetV3|32|0"
+    assert interference.measured(b, a)
+    s1, s2 = interference.speeds(b, a)
+    assert 0 < s1 <= 1.2 and 0 < s2 <= 1.2
+    assert interference.coef[1] < 0  # more summed utilisation -> slower
+    # An unmeasured pair falls back on the fitted line.
+    keys = list(interference.solo.index)
+    unmeasured = next((x, y) for x in keys for y in keys if not interference.measured(x, y))
+    s = interference.speeds(*unmeasured)[0]
+    util = (interference.solo.at[unmeasured[0], "gpu_util"] + interference.solo.at[unmeasured[1], "gpu_util"]) / 100
+    assert s == pytest.approx(float(np.clip(interference.coef[0] + interference.coef[1] * util, 0.2, 1.0)))
+
+
+def test_profiler_filters_short_jobs_and_carries_long_ones(interference):
+    # 1 VC node of 4 GPUs + a 1-node profiler. j0 (100 s) ends inside T_prof=200: done in profiling.
+    # j1 (1000 s) is profiled for 200 s, then moves to its VC with 800 s left.
+    w = workload([(0, 100, 1), (0, 1000, 1)], nodes=1, gpus=4)
+    engine = lucid_engine(w, "lucid:update_interval=0,dynamic=False", interference=interference)
+    result = engine.run()
+    jobs = job_table(result)
+    check_identities(jobs)
+    assert jobs["end"].tolist() == pytest.approx([100, 1000])
+    shared = engine.lucid_shared
+    assert shared.finished_in_profiler == 1 and shared.profiled_then_moved == 1
+    assert result.preemptions == [0, 1]  # the pause that ends profiling
+    assert engine.partition_of[1] == 0 and w.cluster.index.get(PROFILER) is None
+
+
+def test_space_aware_profiling_takes_least_gpus_first(interference):
+    # Profiler: one 4-GPU node, busy with j0 (4 GPUs) until 200. Then j1 (4 GPUs) and j2 (1 GPU) wait;
+    # space-aware order starts j2 first; FIFO order starts j1 first.
+    rows = [(0, 1000, 4), (1, 1000, 4), (2, 1000, 1)]
+    starts = {}
+    for spec in ("lucid:update_interval=0,dynamic=False", "lucid-nospace:update_interval=0,dynamic=False"):
+        w = workload(rows, nodes=2, gpus=4)
+        engine = lucid_engine(w, spec, interference=interference)
+        starts[spec.split(":")[0]] = engine.run().first_start
+    assert starts["lucid"][2] < starts["lucid"][1]
+    assert starts["lucid-nospace"][1] < starts["lucid-nospace"][2]
+
+
+def test_binder_rules_one_by_one(interference):
+    solo = interference.solo
+    tiny = solo.index[(solo["label"] == 0) & (solo["gmem"] < 4000)][:2].tolist()
+    big = solo.index[solo["gmem"] > interference.gpu_memory_mb / 2][:1].tolist()  # two do not fit one GPU
+    # Build the engine, then mark both jobs profiled before running.
+    def run(keys, **kw):
+        w = workload([(0, kw.get("host", 5000), 1), (10, kw.get("guest", 3000), 1)] +
+                     ([] if not kw.get("gpus2") else []), nodes=1, gpus=1)
+        info, factory, params = get_policy(kw.get("spec", "lucid:profiler=False,dynamic=False,update_interval=0"))
+        w = attach_profiles(w, interference)
+        w.frame["profile_key"] = keys
+        for col in ("gpu_util", "gmem_util", "gmem", "amp", "label"):
+            w.frame[f"profile_{col}"] = solo.loc[keys, col].to_numpy()
+        engine = Engine(w, factory, predictions=list(w.duration), check_invariants=True)
+        engine.policies[0].s.profiled.update({0, 1})
+        if "scores" in kw:
+            engine.policies[0].s.scores[:] = kw["scores"]
+        result = engine.run()
+        check_identities(job_table(result))
+        return result.first_start[1] < 100, engine.policies[0].s
+
+    ok, shared = run(tiny, scores=[0, 0])
+    assert ok and shared.packs == 1                       # two tiny jobs share
+    assert not run(tiny, scores=[1, 1])[0]                # 1 + 1 >= G_SS = 2
+    assert not run(tiny, scores=[0, 2])[0]                # a jumbo never shares
+    assert big and not run([big[0], big[0]], scores=[0, 0])[0]  # GPU memory hard limit
+    assert not run(tiny, scores=[0, 0], host=400)[0]      # host has < min_remaining left
+    assert not run(tiny, scores=[0, 0], spec="lucid-noshare:profiler=False,dynamic=False,update_interval=0")[0]
+    assert run(tiny, scores=[1, 1], spec="lucid-nobinder:profiler=False,dynamic=False,update_interval=0")[0]
+
+
+def test_packing_stretches_both_jobs_by_the_pair_speed(interference):
+    solo = interference.solo
+    keys = ["ResNet18|32|0", "MobileNetV3|32|0"]
+    w = workload([(0, 5000, 1), (10, 3000, 1)], nodes=1, gpus=1)
+    info, factory, params = get_policy("lucid:profiler=False,dynamic=False,update_interval=0,unstable_speed=0")
+    w = attach_profiles(w, interference)
+    w.frame["profile_key"] = keys
+    for col in ("gpu_util", "gmem_util", "gmem", "amp", "label"):
+        w.frame[f"profile_{col}"] = solo.loc[keys, col].to_numpy()
+    engine = Engine(w, factory, predictions=list(w.duration), check_invariants=True)
+    engine.policies[0].s.profiled.update({0, 1})
+    engine.policies[0].s.scores[:] = [0, 0]
+    result = engine.run()
+    s_guest, s_host = interference.speeds(keys[1], keys[0])
+    guest_end = 10 + 3000 / s_guest
+    assert result.end[1] == pytest.approx(guest_end)
+    # Host: 10 s alone, then at s_host until the guest leaves, then alone again.
+    done = 10 + (guest_end - 10) * s_host
+    assert result.end[0] == pytest.approx(guest_end + (5000 - done))
+    assert result.work_done == pytest.approx([5000, 3000])
+
+
+def test_time_aware_scaling_on_a_burst(interference):
+    # Quiet hours, then a burst: the tick halves T_prof and profiles only 1-GPU jobs during it.
+    rows = [(h * 3600.0, 50, 1) for h in range(12)] + [(12 * 3600 + i, 50, 1) for i in range(60)]
+    w = workload(rows, nodes=2, gpus=4)
+    engine = lucid_engine(w, "lucid:update_interval=0", interference=interference)
+    seen = []
+    original = Lucid._tick
+
+    def spy(self):
+        original(self)
+        seen.append((self.ctx.now, self.s.burst, self.s.t_prof, self.s.n_prof))
+
+    Lucid._tick = spy
+    try:
+        engine.run()
+    finally:
+        Lucid._tick = original
+    burst = [x for x in seen if x[1]]
+    assert burst and burst[0][2] == 100.0 and burst[0][3] == 1
+    assert any(not b and t == 200.0 for _, b, t, _ in seen)
+
+
+def test_update_engine_trains_on_the_past_only(interference):
+    from features.traces.synthetic import generate_preset
+    from sim.cluster import load_cluster
+    from sim.workload import build_workload
+
+    w = build_workload(generate_preset("demo", seed=1, jobs=600), load_cluster("demo"))
+    engine = lucid_engine(w, "lucid:update_interval=20000,initial=history", interference=interference,
+                          profiler_nodes=1)
+    result = engine.run()
+    updates = engine.lucid_shared.updates
+    assert updates, "no update happened"
+    for u in updates:
+        finished_by_then = sum(1 for e in result.end if e <= u["time"])
+        assert u["trained_on"] == finished_by_then
+    check_identities(job_table(result))
+
+
+def test_every_lucid_variant_and_horus_run_on_philly(philly_file):
+    from features.traces import load_trace
+    from sim.cluster import load_cluster
+    from sim.workload import build_workload
+
+    w = build_workload(load_trace(philly_file), load_cluster("philly-vc"), limit=1500)
+    for spec in ("lucid", "lucid-nobinder", "lucid-noshare", "lucid-noestimator", "lucid-nospace", "horus"):
+        r = simulate(w, spec, check_invariants=True)
+        check_identities(job_table(r))
+        assert np.isfinite(r.end).all()
