@@ -40,9 +40,11 @@ from sim.policies import get_policy  # noqa: E402
 from sim.profiles import CostModel, ProfileCatalog  # noqa: E402
 from sim.workload import build_workload  # noqa: E402
 
-POLICIES = ["sjf", "srtf", "pollux-60", "muri-360", "optimus-600", "lazer", "lazer:respect_wq=True"]
+POLICIES = ["sjf", "srtf", "pollux-60", "muri-360", "optimus-600", "lazer", "lazer:protect_loading=True",
+            "lazer:respect_wq=True", "lazer:protect_loading=True,respect_wq=True"]
 _LABELS = {"sjf": "SJF", "srtf": "SRTF", "pollux-60": "Pollux", "muri-360": "Muri", "optimus-600": "Optimus",
-           "lazer": "Lazer", "lazer:respect_wq=True": "Lazer+WQ"}
+           "lazer": "Lazer", "lazer:respect_wq=True": "Lazer+WQ", "lazer:protect_loading=True": "Lazer+PL",
+           "lazer:protect_loading=True,respect_wq=True": "Lazer+PL+WQ"}
 
 
 def label(policy: str) -> str:

@@ -129,3 +129,21 @@ def test_respect_wq_variant_does_not_jump_shorter_waiting_jobs():
                        check_invariants=True)
     assert paper.preemptions == [1, 0, 0, 0] and paper.first_start[3] == 2
     assert variant.preemptions == [0, 0, 0, 0] and variant.first_start[3] == 20
+
+
+def test_protect_loading_keeps_loading_jobs_out_of_the_retry_set():
+    # 2 GPUs on one node; load 10 s and save 5 s for every job. j0 (300 s) loads 0-10 and trains;
+    # j1 (1000 s) arrives at 5 and loads 5-15; j2 (100 s) arrives at 8 and has no idle GPU: the
+    # longest-remaining victim is j1, so J_r = {j1}, deferred by 3 s (j1 in the DRQ). At 11 the
+    # orchestrator runs again. Paper: J_r2 = {j1}, still loading -> futile preemption of 11 - 5 = 6 s.
+    # protect_loading: j1 is left alone and j0 (running, 299 s left) is preempted instead.
+    trace = [(0, 300, 1), (5, 1000, 1), (8, 100, 1)]
+    costs = dict(nodes=1, gpus=2, load=[10] * 3, save=[5] * 3)
+    paper = job_table(simulate(workload(trace, **costs), "lazer:deferral=3", check_invariants=True))
+    guarded = job_table(simulate(workload(trace, **costs), "lazer:deferral=3,protect_loading=True",
+                                 check_invariants=True))
+    assert paper["futile"].tolist() == pytest.approx([0, 6, 0])
+    assert guarded["futile"].tolist() == [0, 0, 0]
+    assert guarded["preemptions"].tolist() == [1, 0, 0]
+    check_identities(paper)
+    check_identities(guarded)

@@ -14,6 +14,9 @@ Alg. 1 / Alg. 2 as implemented:
   with shorter (or equal) remaining time already waits in WQ; it joins WQ instead. The paper's Alg. 1
   compares a new job with running jobs only, so a long multi-GPU arrival may preempt dozens of jobs
   while shorter jobs wait; see the issue note for the measured effect.
+- ``protect_loading=True`` (schedcast's variant): when a deferral expires, jobs still loading are not
+  candidates for J_r2. Measured: most of the paper-faithful Lazer's futile preemptions come from J_r2
+  picking jobs that started loading during the deferral.
 - Completion handler: freed GPUs go to WQ in ascending remaining duration. Two documented additions:
   a deferred job that fits GPUs freed during its deferral starts at once (its deferral is cancelled),
   and a job whose victims are still saving waits at the head of WQ for their GPUs.
@@ -54,9 +57,11 @@ class Lazer(Srtf):
     citation = "Making Sense of Job Preemption for Distributed Deep Learning Acceleration, DAC'26"
 
     def __init__(self, deferral: str | float = "bo", x_max: float = 100.0, seed: int = 0,
-                 respect_wq: bool = False, **predictor_options: Any) -> None:
+                 respect_wq: bool = False, protect_loading: bool = False, **predictor_options: Any) -> None:
         super().__init__(backfill=False)
         self.respect_wq = bool(respect_wq)
+        self.protect_loading = bool(protect_loading)
+        self._retry = False
         from models.deferral import make_deferral_predictor
 
         self.predictor = make_deferral_predictor(deferral, x_max=x_max, seed=seed, **predictor_options)
@@ -132,10 +137,16 @@ class Lazer(Srtf):
         self.drq.difference_update(victims)
         self._expire_windows()
         if not self._start(job):
-            self._orchestrate(job, decide=False)
+            self._retry = True
+            try:
+                self._orchestrate(job, decide=False)
+            finally:
+                self._retry = False
 
     def excluded(self, job: int) -> bool:
-        return job in self.drq
+        if job in self.drq:
+            return True
+        return self._retry and self.protect_loading and self.ctx.state(job) == LOADING
 
     # -- decisions -------------------------------------------------------------------------------
     def _orchestrate(self, job: int, decide: bool) -> None:

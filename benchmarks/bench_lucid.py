@@ -1,0 +1,169 @@
+"""Lucid evaluation (ASPLOS '23): Table 4, Fig. 9 (per-VC queueing), Table 5 (large vs small jobs),
+Fig. 11 ablations, GPU utilisation with / without packing, share of jobs finished while profiling,
+scheduling latency, and the interpretability figures (Figs. 6-7).
+
+    python benchmarks/bench_lucid.py                  # ~10 minutes on 2 cores
+    python benchmarks/bench_lucid.py --jobs 5000      # smaller synthetic traces
+
+Traces: Philly on one pool (108 x 8) and per VC; a Venus-shaped setting (Venus VC sizes, synthetic jobs
+spread over the VCs by size); Earth and Saturn presets scaled down (same arrival rate and cluster).
+Lucid runs with its own estimator (initial=history: mean duration of finished jobs of the same GPU
+demand, then weekly retrained LightGBM), a profiler of ``--profiler-nodes`` nodes added to the cluster.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import time
+import warnings
+from pathlib import Path
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+warnings.filterwarnings("ignore")
+logging.disable(logging.WARNING)
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from evaluation.metrics import check_identities, evaluate  # noqa: E402
+from features.paths import data_dir  # noqa: E402
+from features.traces import load_trace  # noqa: E402
+from features.traces.synthetic import generate, load_preset  # noqa: E402
+from sim import simulate  # noqa: E402
+from sim.cluster import load_cluster  # noqa: E402
+from sim.workload import build_workload  # noqa: E402
+
+BASELINES = ["fifo", "sjf", "qssf", "horus", "tiresias"]
+ABLATIONS = ["lucid-nobinder", "lucid-noshare", "lucid-noestimator", "lucid-nospace"]
+
+
+def venus_shaped(jobs: int, seed: int, data):
+    """Synthetic Helios-like jobs on Venus' real VC sizes: each job's VC drawn in proportion to size."""
+    cluster = load_cluster("venus", data)
+    spec = load_preset("earth", jobs=jobs, num_vcs=len(cluster.partitions))
+    table = generate(spec, seed=seed)
+    sizes = np.array([p.gpus for p in cluster.partitions], dtype=float)
+    rng = np.random.default_rng(seed)
+    vc_of_org = {f"vc{i:02d}": cluster.partitions[k].name
+                 for i, k in enumerate(rng.choice(len(sizes), size=spec.num_vcs, p=sizes / sizes.sum()))}
+    table.frame["org"] = table.frame["org"].map(vc_of_org).astype("string")
+    # Jobs larger than their VC are rejected (and counted) by the workload layer.
+    return table, cluster
+
+
+def workloads(args) -> dict:
+    data = data_dir(args.data_dir)
+    philly = load_trace(data / "philly" / "philly_jobs_2017-09-04_2017-11-30.csv.gz")
+    out = {"philly-pool": build_workload(philly, load_cluster("philly-pool", data)),
+           "philly-vc": build_workload(philly, load_cluster("philly-vc", data))}
+    table, cluster = venus_shaped(args.jobs, args.seed, data)
+    out["venus-shaped"] = build_workload(table, cluster)
+    for preset in ("earth", "saturn"):
+        spec = load_preset(preset, jobs=args.jobs)
+        out[preset] = build_workload(generate(spec, seed=args.seed), load_cluster(spec.cluster, data))
+    return out
+
+
+def run(w, spec):
+    r = simulate(w, spec, time_decisions=True)
+    ev = evaluate(r)
+    check_identities(ev["jobs"])
+    d = np.asarray(r.decision_seconds) * 1e3
+    ev["summary"]["decision_p99_ms"] = float(np.percentile(d, 99)) if len(d) else float("nan")
+    ev["stats"] = r.policy_stats
+    return ev
+
+
+def interpretability(out: Path, data) -> list[str]:
+    """Figs. 6-7: the packing tree, the throughput GA2M's `hour` shape, one local duration explanation."""
+    from features.series import load_throughput
+    from pipelines import train as T
+
+    written = []
+    pk = T.train_packing(data)
+    pk.figures["tree"].savefig(out / "packing_tree.png", dpi=120)
+    written.append("packing_tree.png")
+    th = T.train_throughput(load_throughput(data=data), algo="ebm")
+    th.figures["shape_hour"].savefig(out / "throughput_hour_shape.png", dpi=120)
+    written.append("throughput_hour_shape.png")
+    du = T.train_duration(load_trace(data / "philly" / "philly_jobs_2017-09-04_2017-11-30.csv.gz"), algo="ebm")
+    du.figures["local_explanation"].savefig(out / "duration_local_explanation.png", dpi=120)
+    du.figures["shape_num_gpus"].savefig(out / "duration_gpu_shape.png", dpi=120)
+    written += ["duration_local_explanation.png", "duration_gpu_shape.png"]
+    return written
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--jobs", type=int, default=20_000)
+    ap.add_argument("--profiler-nodes", type=int, default=8)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--data-dir")
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "lucid"))
+    args = ap.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    lucid = f"lucid:initial=history,profiler_nodes={args.profiler_nodes}"
+    rows, per_vc, sizes, extra = [], [], [], []
+    wls = workloads(args)
+    for trace, w in wls.items():
+        specs = BASELINES + [lucid] + ([f"{a}:initial=history,profiler_nodes={args.profiler_nodes}"
+                                        if a != "lucid-noestimator" else f"{a}:profiler_nodes={args.profiler_nodes}"
+                                        for a in ABLATIONS] if trace in ("philly-vc", "venus-shaped") else [])
+        print(f"\n{trace}: {len(w):,} jobs, {w.cluster.describe()}", flush=True)
+        for spec in specs:
+            ts = time.perf_counter()
+            ev = run(w, spec)
+            s, name = ev["summary"], spec.split(":")[0]
+            rows.append({"trace": trace, "policy": name, "avg JCT h": s["jct_mean"] / 3600,
+                         "avg queue h": s["wait_mean"] / 3600, "P99.9 queue h": s["wait_p99.9"] / 3600,
+                         "GPU util %": 100 * s["gpu_utilisation"], "decision P99 ms": s["decision_p99_ms"],
+                         "packs": ev["stats"].get("lucid_packs", 0),
+                         "done while profiling %": 100 * ev["stats"].get("lucid_finished_in_profiler", 0) / len(w),
+                         "sim s": time.perf_counter() - ts})
+            for _, r in ev["by_partition"].iterrows():
+                per_vc.append({"trace": trace, "policy": name, "vc": r["partition"], "jobs": r["jobs"],
+                               "avg queue h": r["wait_mean"] / 3600})
+            for _, r in ev["by_size"].iterrows():
+                sizes.append({"trace": trace, "policy": name, "size": r["size"], "jobs": r["jobs"],
+                              "avg JCT h": r["jct_mean"] / 3600, "avg queue h": r["wait_mean"] / 3600})
+            print(f"  {name:<18} {rows[-1]['sim s']:6.1f} s  avg JCT {rows[-1]['avg JCT h']:.3f} h  "
+                  f"avg queue {rows[-1]['avg queue h']:.4f} h", flush=True)
+    table4, vc, size = pd.DataFrame(rows), pd.DataFrame(per_vc), pd.DataFrame(sizes)
+    table4.to_csv(out / "table4.csv", index=False)
+    vc.to_csv(out / "per_vc_queue.csv", index=False)
+    size.to_csv(out / "large_small.csv", index=False)
+    figs = interpretability(out, data_dir(args.data_dir))
+    ratio = []
+    for trace in table4["trace"].unique():
+        t = table4[table4["trace"] == trace].set_index("policy")
+        if "lucid" in t.index and "tiresias" in t.index:
+            ratio.append({"trace": trace, "JCT Tiresias/Lucid": t.at["tiresias", "avg JCT h"] / t.at["lucid", "avg JCT h"],
+                          "queue Tiresias/Lucid": t.at["tiresias", "avg queue h"] / max(t.at["lucid", "avg queue h"], 1e-9),
+                          "P99.9 queue Tiresias/Lucid": t.at["tiresias", "P99.9 queue h"] /
+                          max(t.at["lucid", "P99.9 queue h"], 1e-9)})
+    ratio = pd.DataFrame(ratio)
+    fmt = lambda v: f"{v:,.4g}"  # noqa: E731
+    report = ["# Lucid evaluation", "", f"Command: `{' '.join(sys.argv)}`; total {time.perf_counter() - t0:.0f} s.",
+              "", "## Table 4 (and ablations, utilisation, profiling share, decision latency)", "", "```",
+              table4.to_string(index=False, float_format=fmt), "```", "", "## Tiresias / Lucid ratios", "", "```",
+              ratio.to_string(index=False, float_format=fmt), "```", "", "## Large (>8 GPUs) vs small jobs (Table 5)",
+              "", "```", size[size["policy"].isin(["tiresias", "lucid"])].to_string(index=False, float_format=fmt),
+              "```", "", "## Per-VC average queueing (Fig. 9), philly-vc", "", "```",
+              vc[(vc["trace"] == "philly-vc") & vc["policy"].isin(["tiresias", "lucid"])].pivot_table(
+                  index="vc", columns="policy", values="avg queue h").to_string(float_format=fmt), "```", "",
+              "Figures: " + ", ".join(figs)]
+    (out / "report.md").write_text("\n".join(report))
+    print("\n" + table4.to_string(index=False, float_format=fmt))
+    print("\n" + ratio.to_string(index=False, float_format=fmt))
+    print(f"\ntotal {time.perf_counter() - t0:.0f} s; wrote {out}/")
+
+
+if __name__ == "__main__":
+    main()
