@@ -6,7 +6,8 @@ scheduling latency, and the interpretability figures (Figs. 6-7).
     python benchmarks/bench_lucid.py --jobs 5000      # smaller synthetic traces
 
 Traces: Philly on one pool (108 x 8) and per VC; a Venus-shaped setting (Venus VC sizes, synthetic jobs
-spread over the VCs by size); Earth and Saturn presets scaled down (same arrival rate and cluster).
+spread over the VCs by size); Earth and Saturn presets scaled down (same arrival rate) on one pool sized
+to --offered-load (at their real sizes they are almost idle and every policy ties).
 Lucid runs with its own estimator (initial=history: mean duration of finished jobs of the same GPU
 demand, then weekly retrained LightGBM), a profiler of ``--profiler-nodes`` nodes added to the cluster.
 """
@@ -29,6 +30,7 @@ import pandas as pd  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from evaluation.metrics import check_identities, evaluate  # noqa: E402
 from features.paths import data_dir  # noqa: E402
@@ -63,9 +65,15 @@ def workloads(args) -> dict:
            "philly-vc": build_workload(philly, load_cluster("philly-vc", data))}
     table, cluster = venus_shaped(args.jobs, args.seed, data)
     out["venus-shaped"] = build_workload(table, cluster)
+    from bench_lazer import sized_for_load
+
     for preset in ("earth", "saturn"):
         spec = load_preset(preset, jobs=args.jobs)
-        out[preset] = build_workload(generate(spec, seed=args.seed), load_cluster(spec.cluster, data))
+        table = generate(spec, seed=args.seed)
+        cluster = load_cluster(spec.cluster, data)
+        if args.offered_load:
+            cluster = sized_for_load(table.frame, cluster, args.offered_load)
+        out[f"{preset}@load{args.offered_load:g}" if args.offered_load else preset] = build_workload(table, cluster)
     return out
 
 
@@ -102,6 +110,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--jobs", type=int, default=20_000)
     ap.add_argument("--profiler-nodes", type=int, default=8)
+    ap.add_argument("--offered-load", type=float, default=0.9, help="Earth / Saturn presets: cluster sized to this "
+                    "offered load (0 = the sizes in cluster_summary.csv, which leave them almost idle)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--data-dir")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "lucid"))

@@ -114,7 +114,10 @@ class LightGBMRegressorModel(_TabularBase):
 
     def __init__(self, n_estimators: int = 300, learning_rate: float = 0.05, num_leaves: int = 63,
                  min_child_samples: int = 20, log_target: bool = True, categorical: Sequence[str] = (),
-                 random_state: int = 0, n_jobs: int = 1):
+                 monotone: Sequence[str] = (), random_state: int = 0, n_jobs: int = 1):
+        """``monotone``: features whose effect is constrained to be non-decreasing (LightGBM's
+        monotone_constraints), e.g. num_gpus for Lucid's System Tuner."""
+        self.monotone = tuple(monotone)
         self.n_estimators, self.learning_rate, self.num_leaves = n_estimators, learning_rate, num_leaves
         self.min_child_samples, self.log_target, self.categorical = min_child_samples, log_target, tuple(categorical)
         self.random_state, self.n_jobs = random_state, n_jobs
@@ -132,7 +135,8 @@ class LightGBMRegressorModel(_TabularBase):
         self.model_ = lgb.LGBMRegressor(n_estimators=self.n_estimators, learning_rate=self.learning_rate,
                                         num_leaves=self.num_leaves, min_child_samples=self.min_child_samples,
                                         random_state=self.random_state, n_jobs=self.n_jobs, verbose=-1,
-                                        deterministic=True, force_row_wise=True)
+                                        deterministic=True, force_row_wise=True,
+                                        monotone_constraints=[1 if c in self.monotone else 0 for c in X.columns])
         self.model_.fit(self._frame(X), self._prepare_y(y))
         return self
 

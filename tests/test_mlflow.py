@@ -111,3 +111,25 @@ def test_other_tasks_train_and_register(store, shared_data, capsys):
     assert main(["models"]) == 0
     assert "packing" in capsys.readouterr().out
     del pd
+
+
+def test_lucid_runs_with_registry_models(store, shared_data, philly_file, capsys):
+    from features.traces import load_trace
+    from models.registry import alias_version, configure
+    from sim import simulate
+    from sim.cluster import load_cluster
+    from sim.workload import build_workload
+
+    assert main(["train", "packing", "--data-dir", str(shared_data)]) == 0
+    assert _train(philly_file, "--param", "n_estimators=20") == 0
+    configure(store)
+    w = build_workload(load_trace(philly_file), load_cluster("philly-vc"), limit=2500)
+    spec = (f"lucid:packing_model=models:/packing@champion,tracking_uri={store},update_interval=200000,"
+            "profiler_nodes=1")
+    r = simulate(w, spec, predictor="models:/duration@champion", check_invariants=True)
+    assert np.isfinite(r.end).all()
+    assert r.policy_stats["lucid_updates"] >= 1
+    assert "lucid_tuner_log_mae_monotone" in r.policy_stats
+    # Update-engine models are logged as challengers; the champion stays where it was.
+    assert alias_version("duration", "champion") == "1"
+    assert int(alias_version("duration", "challenger")) >= 2

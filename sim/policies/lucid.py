@@ -115,7 +115,7 @@ class Lucid(Policy):
                  check_after: float = 300.0, tick: float = 600.0, update_interval: float = 7 * 86400.0,
                  update_model: str = "lightgbm", monotone: bool = True, packing_labels: str = "solo",
                  gpu_memory_mb: float | None = None, profiler_nodes: int = 2, initial: str = "given",
-                 seed: int = 0):
+                 packing_model: str | None = None, tracking_uri: str | None = None, seed: int = 0):
         self.profiler_on, self.space_aware, self.binder, self.sharing = profiler, space_aware, binder, sharing
         self.estimator, self.n_prof0, self.t_prof0, self.g_ss0 = estimator, int(n_prof), float(t_prof), int(g_ss)
         self.dynamic, self.min_remaining, self.unstable_speed = dynamic, float(min_remaining), float(unstable_speed)
@@ -125,6 +125,7 @@ class Lucid(Policy):
         if initial not in ("given", "history"):
             raise ValueError("initial must be 'given' (the --predictor) or 'history'")
         self.initial = initial
+        self.packing_model, self.tracking_uri = packing_model, tracking_uri
         self.queue = SortedQueue()
 
     @classmethod
@@ -160,8 +161,14 @@ class Lucid(Policy):
         interference = InterferenceModel.load()
         if self.gpu_memory_mb:
             interference.gpu_memory_mb = self.gpu_memory_mb
-        clf = PackingClassifier().fit(packing_dataset(labels=self.packing_labels),
-                                      packing_dataset(labels=self.packing_labels)["target"])
+        if self.packing_model:  # e.g. models:/packing@champion
+            from models.registry import configure, load, unwrap
+
+            configure(self.tracking_uri)
+            clf = unwrap(load(self.packing_model))
+        else:
+            data = packing_dataset(labels=self.packing_labels)
+            clf = PackingClassifier().fit(data, data["target"])
         feats = w.frame[[f"profile_{c}" for c in FEATURES]].set_axis(list(FEATURES), axis=1).astype(float)
         scores = clf.predict(feats)
         preds = np.asarray(ctx.engine.predicted, dtype=float) if self.estimator else None
@@ -376,7 +383,6 @@ class Lucid(Policy):
     def _update(self) -> None:
         """Retrain the duration model on jobs completed so far; new predictions for jobs not started."""
         from features.duration import duration_features
-        from pipelines.train import make_duration_model
 
         ctx, s = self.ctx, self.s
         engine, w = ctx.engine, ctx.jobs
@@ -390,20 +396,73 @@ class Lucid(Policy):
             self._features = X.loc[:, X.notna().any()]
         X = self._features
         y = np.asarray(w.duration)
-        model = make_duration_model(self.update_model, fast=True)
-        model.fit(X[done], y[done])
+        record = {"time": ctx.now, "trained_on": int(done.sum()), "repredicted": int(waiting.sum())}
+        if self.monotone:
+            model, record["tuner"] = self._system_tuner(X, y, done)
+        else:
+            model = self._duration_model(False).fit(X[done], y[done])
         s.predictions[waiting] = model.predict(X[waiting])
-        s.updates.append({"time": ctx.now, "trained_on": int(done.sum()), "repredicted": int(waiting.sum())})
+        if self.tracking_uri:
+            self._log_update(model, X, y, done, record)
+        s.updates.append(record)
         for policy in engine.policies:
             if isinstance(policy, Lucid) and not policy.is_profiler and policy.queue:
                 policy.queue.items = sorted((policy.priority(j), j) for _, j in policy.queue.items)
+
+    def _system_tuner(self, X, y, done):
+        """System Tuner (§3.6): a monotone (non-decreasing) gpu_num effect. Both models are trained on the
+        earlier 80 % of finished jobs (by end time) and scored on the latest 20 % (log MAE); the
+        monotone one is then refitted on all finished jobs and used. Returns (model, measured effect)."""
+        from evaluation.scores import duration_scores
+
+        end = np.asarray(self.ctx.engine.end)
+        cut = np.quantile(end[done], 0.8) if done.any() else np.inf
+        recent = done & (end > cut)
+        older = done & ~recent
+        effect = {}
+        if older.sum() >= 50 and recent.sum() >= 10:
+            for name, mono in (("plain", False), ("monotone", True)):
+                m = self._duration_model(mono).fit(X[older], y[older])
+                effect[f"log_mae_{name}"] = duration_scores(y[recent], m.predict(X[recent]))["log_mae"]
+        model = self._duration_model(True).fit(X[done], y[done])
+        return model, effect
+
+    def _duration_model(self, monotone: bool):
+        from pipelines.train import make_duration_model
+
+        if self.update_model == "ebm":
+            return make_duration_model("ebm", fast=True) if monotone else make_duration_model(
+                "ebm", fast=True, monotone_increasing=())
+        model = make_duration_model(self.update_model, fast=True)
+        if monotone and self.update_model == "lightgbm":
+            model.monotone = ("num_gpus",)
+        return model
+
+    def _log_update(self, model, X, y, done, record) -> None:
+        """Log the retrained model as a challenger version of `duration` (the champion is not moved)."""
+        from evaluation.scores import duration_scores
+        from models.registry import configure, data_fingerprint, log_estimator
+
+        configure(self.tracking_uri)
+        metrics = {k: v for k, v in record.get("tuner", {}).items()}
+        metrics["train_log_mae"] = duration_scores(y[done], model.predict(X[done]))["log_mae"]
+        logged = log_estimator(model, kind="duration", X_example=X[done].head(5), params={
+            "source": "lucid-update-engine", "sim_time": record["time"]}, metrics=metrics,
+            fingerprint=data_fingerprint(None, X[done]), register_as="duration", alias="challenger",
+            columns=list(X.columns), tags={"schedcast.update_engine": "lucid"})
+        record["registered_version"] = logged.version
 
     def stats(self) -> dict[str, Any]:
         if not (self.ctx.partition == 0):
             return {}
         s = self.s
-        return {"lucid_finished_in_profiler": s.finished_in_profiler, "lucid_profiled_then_moved": s.profiled_then_moved,
-                "lucid_packs": s.packs, "lucid_evictions": s.evictions, "lucid_updates": len(s.updates)}
+        out = {"lucid_finished_in_profiler": s.finished_in_profiler, "lucid_profiled_then_moved": s.profiled_then_moved,
+               "lucid_packs": s.packs, "lucid_evictions": s.evictions, "lucid_updates": len(s.updates)}
+        tuned = [u["tuner"] for u in s.updates if u.get("tuner")]
+        if tuned:
+            out["lucid_tuner_log_mae_plain"] = float(np.mean([t["log_mae_plain"] for t in tuned]))
+            out["lucid_tuner_log_mae_monotone"] = float(np.mean([t["log_mae_monotone"] for t in tuned]))
+        return out
 
 
 class Horus(Lucid):
