@@ -320,59 +320,52 @@ class Engine:
             if self.state[job] == LOADING:
                 self.expected_end[job] = self.since[job] + self.workload.load_time[job] + self.remaining[job] / speed
 
-    def _preempt(self, ctx: Context, job: int) -> None:
-        st, now = self.state[job], self.now
-        policy = self.policies[ctx.partition]
+    def _stop(self, job: int, verb: str) -> int:
+        """Common bookkeeping of a preemption or eviction; returns the state the job was in."""
+        st = self.state[job]
+        if st not in (LOADING, RUNNING):
+            raise SimulationError(f"t={self.now}: job {job} cannot be {verb} while {STATE_NAMES[st]}")
         self.preemptions[job] += 1
         self.epoch[job] += 1
         self.expected_end[job] = INF
-        if st == LOADING:
-            spent = now - self.since[job]
+        if st == LOADING:  # its load so far is wasted: futile preemption (Lazer's definition)
+            spent = self.now - self.since[job]
             self.load[job] += spent
             self.futile[job] += spent
-            self._log("preempt-loading", job, spent)
-            self._release(ctx, job)
-            self.state[job] = QUEUED
-            self.since[job] = now
-            policy.on_requeue(job)
-        elif st == RUNNING:
-            self._checkpoint(job)
-            self._log("preempt", job)
-            st_save = self.workload.save_time[job]
-            if st_save > 0:
-                self.state[job] = SAVING
-                self.since[job] = now
-                self._push(now + st_save, EV_SAVED, job)
-            else:
-                self._release(ctx, job)
-                self.state[job] = QUEUED
-                self.since[job] = now
-                policy.on_requeue(job)
+        return st
+
+    def _requeue(self, ctx: Context, job: int) -> None:
+        """Free the job's GPUs now and hand it back to its policy as waiting."""
+        self._release(ctx, job)
+        self.state[job] = QUEUED
+        self.since[job] = self.now
+        self.policies[ctx.partition].on_requeue(job)
+
+    def _preempt(self, ctx: Context, job: int) -> None:
+        st = self._stop(job, "preempted")
+        if st == LOADING:
+            self._log("preempt-loading", job)
+            self._requeue(ctx, job)
+            return
+        self._checkpoint(job)
+        self._log("preempt", job)
+        save = self.workload.save_time[job]
+        if save > 0:  # holds its GPUs while writing the checkpoint
+            self.state[job] = SAVING
+            self.since[job] = self.now
+            self._push(self.now + save, EV_SAVED, job)
         else:
-            raise SimulationError(f"t={now}: job {job} cannot be preempted while "
-                                  f"{STATE_NAMES[st]}")
+            self._requeue(ctx, job)
 
     def _evict(self, ctx: Context, job: int) -> None:
-        st, now = self.state[job], self.now
-        if st not in (LOADING, RUNNING):
-            raise SimulationError(f"t={now}: job {job} cannot be evicted while {STATE_NAMES[st]}")
-        self.preemptions[job] += 1
+        st = self._stop(job, "evicted")
         self.evictions[job] += 1
-        self.epoch[job] += 1
-        self.expected_end[job] = INF
-        if st == LOADING:
-            spent = now - self.since[job]
-            self.load[job] += spent
-            self.futile[job] += spent
-        else:
-            elapsed = now - self.seg_start[job]
+        if st == RUNNING:  # progress since the last start is lost and will be redone
+            elapsed = self.now - self.seg_start[job]
             self.train[job] += elapsed
             self.lost[job] += elapsed
         self._log("evict", job)
-        self._release(ctx, job)
-        self.state[job] = QUEUED
-        self.since[job] = now
-        self.policies[ctx.partition].on_requeue(job)
+        self._requeue(ctx, job)
 
     def _pack(self, ctx: Context, job: int, host: int, speed_job: float, speed_host: float) -> None:
         if self.state[job] != QUEUED or self.state[host] not in (LOADING, RUNNING):

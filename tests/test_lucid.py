@@ -71,23 +71,24 @@ def test_space_aware_profiling_takes_least_gpus_first(interference):
     assert starts["lucid-nospace"][1] < starts["lucid-nospace"][2]
 
 
+def packed_pair(interference, keys, scores, host=5000, spec="lucid:profiler=False,dynamic=False,update_interval=0"):
+    """One 1-GPU node: j0 (host) runs from 0; j1 (3000 s) arrives at 10 and can only be packed. Both
+    count as profiled; their sharing scores are forced to ``scores``."""
+    w = workload([(0, host, 1), (10, 3000, 1)], nodes=1, gpus=1)
+    engine = lucid_engine(w, spec, keys=keys, interference=interference, profiler_nodes=0)
+    engine.policies[0].s.profiled.update({0, 1})
+    engine.policies[0].s.scores[:] = scores
+    return engine
+
+
 def test_binder_rules_one_by_one(interference):
     solo = interference.solo
     tiny = solo.index[(solo["label"] == 0) & (solo["gmem"] < 4000)][:2].tolist()
     big = solo.index[solo["gmem"] > interference.gpu_memory_mb / 2][:1].tolist()  # two do not fit one GPU
     # Build the engine, then mark both jobs profiled before running.
     def run(keys, **kw):
-        w = workload([(0, kw.get("host", 5000), 1), (10, kw.get("guest", 3000), 1)] +
-                     ([] if not kw.get("gpus2") else []), nodes=1, gpus=1)
-        info, factory, params = get_policy(kw.get("spec", "lucid:profiler=False,dynamic=False,update_interval=0"))
-        w = attach_profiles(w, interference)
-        w.frame["profile_key"] = keys
-        for col in ("gpu_util", "gmem_util", "gmem", "amp", "label"):
-            w.frame[f"profile_{col}"] = solo.loc[keys, col].to_numpy()
-        engine = Engine(w, factory, predictions=list(w.duration), check_invariants=True)
-        engine.policies[0].s.profiled.update({0, 1})
-        if "scores" in kw:
-            engine.policies[0].s.scores[:] = kw["scores"]
+        engine = packed_pair(interference, keys, kw.get("scores", [0, 0]), host=kw.get("host", 5000),
+                             spec=kw.get("spec", "lucid:profiler=False,dynamic=False,update_interval=0"))
         result = engine.run()
         check_identities(job_table(result))
         return result.first_start[1] < 100, engine.policies[0].s
@@ -103,18 +104,9 @@ def test_binder_rules_one_by_one(interference):
 
 
 def test_packing_stretches_both_jobs_by_the_pair_speed(interference):
-    solo = interference.solo
     keys = ["ResNet18|32|0", "MobileNetV3|32|0"]
-    w = workload([(0, 5000, 1), (10, 3000, 1)], nodes=1, gpus=1)
-    info, factory, params = get_policy("lucid:profiler=False,dynamic=False,update_interval=0,unstable_speed=0")
-    w = attach_profiles(w, interference)
-    w.frame["profile_key"] = keys
-    for col in ("gpu_util", "gmem_util", "gmem", "amp", "label"):
-        w.frame[f"profile_{col}"] = solo.loc[keys, col].to_numpy()
-    engine = Engine(w, factory, predictions=list(w.duration), check_invariants=True)
-    engine.policies[0].s.profiled.update({0, 1})
-    engine.policies[0].s.scores[:] = [0, 0]
-    result = engine.run()
+    result = packed_pair(interference, keys, [0, 0],
+                         spec="lucid:profiler=False,dynamic=False,update_interval=0,unstable_speed=0").run()
     s_guest, s_host = interference.speeds(keys[1], keys[0])
     guest_end = 10 + 3000 / s_guest
     assert result.end[1] == pytest.approx(guest_end)
