@@ -106,10 +106,14 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         window = (_duration(args.window[0]), _duration(args.window[1]))
     runs: dict[str, dict[str, Any]] = {}
     make_progress = _progress_factory(not args.no_progress and sys.stderr.isatty())
+    from sim.predictors import make_predictor
+
+    # One predictor for all policies: a registry or REST model is loaded and asked once per job frame.
+    predictor = make_predictor(args.predictor, seed=args.seed, tracking_uri=getattr(args, "tracking_uri", None))
     for policy in args.policy:
         update, stop = make_progress(f"{policy:>14}")
         try:
-            result = simulate(workload, policy, placement=args.placement, predictor=args.predictor,
+            result = simulate(workload, policy, placement=args.placement, predictor=predictor,
                               seed=args.seed, check_invariants=args.check_invariants, progress=update,
                               tracking_uri=getattr(args, "tracking_uri", None))
         finally:
