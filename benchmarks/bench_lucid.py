@@ -120,7 +120,7 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     lucid = f"lucid:initial=history,profiler_nodes={args.profiler_nodes}"
-    rows, per_vc, sizes, extra = [], [], [], []
+    rows, per_vc, sizes = [], [], []
     wls = workloads(args)
     for trace, w in wls.items():
         specs = BASELINES + [lucid] + ([f"{a}:initial=history,profiler_nodes={args.profiler_nodes}"

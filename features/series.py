@@ -105,6 +105,3 @@ def load_demand(path: str | Path | None = None, data: str | Path | None = None, 
     attrs = pd.DataFrame({"quota_gpus": quota.reindex(demand.columns).astype(float)})
     return demand, attrs
 
-
-def seasonal_period(index: pd.DatetimeIndex, period: str = "1D") -> int:
-    return int(round(pd.Timedelta(period) / (index[1] - index[0])))

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import tempfile
-import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -97,6 +96,3 @@ def _rows(holdout) -> int:
     except (TypeError, IndexError):
         return 0
 
-
-def now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%S")

@@ -1,7 +1,7 @@
 """The event-driven replay simulator: cluster, workload, engine, policies and placement plug-ins."""
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Callable
 
 from sim.engine import Engine, SimResult, SimulationError
 from sim.placement import Placement

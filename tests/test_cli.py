@@ -3,7 +3,6 @@ import subprocess
 import sys
 
 import pandas as pd
-import pytest
 
 from pipelines.cli import main
 from sim.policies import POLICIES

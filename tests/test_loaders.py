@@ -1,8 +1,6 @@
 """Loaders on hand-written fixtures (documented schemas) and on the real files in ../shared/data."""
-import gzip
 import json
 
-import pandas as pd
 import pytest
 
 from features.jobtable import REQUIRED_COLUMNS, TraceError

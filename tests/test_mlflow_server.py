@@ -9,7 +9,6 @@ import time
 import urllib.request
 
 import numpy as np
-import pytest
 
 
 def free_port() -> int:

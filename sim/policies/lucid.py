@@ -31,7 +31,6 @@ rule), ``sharing=False``, ``estimator=False`` (FIFO order), ``space_aware=False`
 """
 from __future__ import annotations
 
-import math
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import heapq
 import math
-from heapq import merge
 from typing import Any
 
 from sim.engine import LOADING, RUNNING, SAVING
