@@ -215,45 +215,53 @@ def _params(items: list[str] | None) -> dict[str, Any]:
     return parse_policy_spec("x:" + ",".join(items))[1] if items else {}
 
 
-def _task_trainer(args: argparse.Namespace):
-    """A zero-argument function that trains the task's model on the data the arguments name."""
+def _task_data(args: argparse.Namespace) -> dict[str, Any]:
+    """Load the data the task's arguments name, once: the inputs of pipelines.train's functions."""
     from features.paths import data_dir
-    from pipelines import train as T
 
-    params = _params(args.param)
-    data = data_dir(args.data_dir)
-    task, algo = args.task, args.algo or TASK_DEFAULT_ALGO[args.task]
-    fast = not args.full
+    task = args.task
     if task in ("duration", "iterations"):
         from features.traces import load_trace
         from features.traces.synthetic import generate_preset
 
         if args.synthetic:
-            table, source = generate_preset(args.synthetic, seed=args.seed, jobs=args.jobs), None
-        else:
-            source = args.trace or data / "philly" / "philly_jobs_2017-09-04_2017-11-30.csv.gz"
-            table = load_trace(source, args.format)
-        test_days = args.test_days if args.test_days is not None else 30.0
-        if task == "duration":
-            return lambda: T.train_duration(table, algo=algo, test_days=test_days, fast=fast, source=source, **params)
-        return lambda: T.train_iterations(table, unseen=algo, test_days=test_days, source=source, **params)
+            return {"table": generate_preset(args.synthetic, seed=args.seed, jobs=args.jobs), "source": None}
+        source = args.trace or data_dir(args.data_dir) / "philly" / "philly_jobs_2017-09-04_2017-11-30.csv.gz"
+        return {"table": load_trace(source, args.format), "source": source}
     if task == "throughput":
         from features.series import load_throughput
 
-        series = load_throughput(args.series, args.data_dir)
-        test_days = args.test_days if args.test_days is not None else 31.0
-        return lambda: T.train_throughput(series, algo=algo, horizon=args.horizon or 1, test_days=test_days,
-                                          fast=fast, source=args.series, **params)
+        return {"series": load_throughput(args.series, args.data_dir), "source": args.series}
     if task == "demand":
         from features.series import load_demand
 
         demand, attrs = load_demand(args.series, args.data_dir, freq=args.freq)
-        test_days = args.test_days if args.test_days is not None else 7.0
-        return lambda: T.train_demand(demand, attrs, algo=algo, freq=args.freq, horizon=args.horizon,
-                                      test_days=test_days, source=args.series, **params)
+        return {"demand": demand, "attrs": attrs, "source": args.series}
     if task == "packing":
-        return lambda: T.train_packing(args.data_dir, labels=algo, **params)
+        return {"data_dir": args.data_dir}
     raise ValueError(f"unknown task {task!r}")
+
+
+def _task_trainer(args: argparse.Namespace):
+    """A zero-argument function that trains the task's model on the data the arguments name."""
+    from pipelines import train as T
+
+    params = _params(args.param)
+    task, algo = args.task, args.algo or TASK_DEFAULT_ALGO[args.task]
+    d = _task_data(args)
+    days = args.test_days if args.test_days is not None else T.HOLDOUT_DAYS.get(task)
+    if task == "duration":
+        return lambda: T.train_duration(d["table"], algo=algo, test_days=days, fast=not args.full,
+                                        source=d["source"], **params)
+    if task == "iterations":
+        return lambda: T.train_iterations(d["table"], unseen=algo, test_days=days, source=d["source"], **params)
+    if task == "throughput":
+        return lambda: T.train_throughput(d["series"], algo=algo, horizon=args.horizon or 1, test_days=days,
+                                          fast=not args.full, source=d["source"], **params)
+    if task == "demand":
+        return lambda: T.train_demand(d["demand"], d["attrs"], algo=algo, freq=args.freq, horizon=args.horizon,
+                                      test_days=days, source=d["source"], **params)
+    return lambda: T.train_packing(d["data_dir"], labels=algo, **params)
 
 
 def _print_metrics(title: str, metrics: dict[str, float]) -> None:
@@ -289,60 +297,17 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from models.registry import configure, load, unwrap
-    from pipelines.train import evaluate_on_holdout
+    from pipelines.train import evaluate_on_holdout, holdout
 
     configure(args.tracking_uri)
     uri = args.model or f"models:/{args.task}@champion"
-    result_holdout = _task_trainer_holdout(args)
+    result_holdout = holdout(args.task, _task_data(args), args.test_days, args.horizon, args.freq,
+                             labels=args.algo or "solo")
     model = load(uri)
     predictor = unwrap(model) if args.task == "demand" else model
     metrics = evaluate_on_holdout(args.task, predictor, result_holdout)
     _print_metrics(f"{uri} on the {args.task} holdout:", metrics)
     return 0
-
-
-def _task_trainer_holdout(args: argparse.Namespace):
-    """The holdout a training run on these arguments would score on (without training a model)."""
-    import numpy as np
-
-    from features.paths import data_dir
-    from pipelines import train as T
-
-    task = args.task
-    if task in ("duration", "iterations"):
-        from features.duration import duration_features
-        from features.traces import load_trace
-        from features.traces.synthetic import generate_preset
-
-        table = generate_preset(args.synthetic, seed=args.seed, jobs=args.jobs) if args.synthetic else load_trace(
-            args.trace or data_dir(args.data_dir) / "philly" / "philly_jobs_2017-09-04_2017-11-30.csv.gz",
-            args.format)
-        _, test = T.duration_split(table.frame, args.test_days if args.test_days is not None else 30.0)
-        X = duration_features(table)
-        return X[test], table.frame["duration"].to_numpy(dtype=float)[test]
-    if task == "throughput":
-        from features.series import load_throughput, throughput_features, time_split
-
-        X, y = throughput_features(load_throughput(args.series, args.data_dir), horizon=args.horizon or 1)
-        _, test = time_split(X.index, test_days=args.test_days if args.test_days is not None else 31.0)
-        return X[test], y[test].to_numpy()
-    if task == "demand":
-        import pandas as pd
-
-        from features.series import load_demand
-        from models.forecast import origins_for
-
-        demand, attrs = load_demand(args.series, args.data_dir, freq=args.freq)
-        cut = demand.index.max() - pd.Timedelta(days=args.test_days if args.test_days is not None else 7.0)
-        per_day = int(round(pd.Timedelta("1D") / pd.Timedelta(args.freq)))
-        horizon = args.horizon or max(1, per_day // 4)
-        return demand, attrs, origins_for(demand.index, cut + pd.Timedelta(args.freq), horizon, 7 * per_day)
-    if task == "packing":
-        from features.packing import packing_dataset
-
-        return packing_dataset(args.data_dir, labels=args.algo or "solo"), None
-    del np
-    raise ValueError(task)
 
 
 def cmd_retrain(args: argparse.Namespace) -> int:

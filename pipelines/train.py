@@ -93,6 +93,49 @@ def local_explanation_figure(model, row: pd.DataFrame, title: str):
 
 
 # -- durations ---------------------------------------------------------------------------------------
+#: Default holdout at the end of each task's data, in days.
+HOLDOUT_DAYS = {"duration": 30.0, "iterations": 30.0, "throughput": 31.0, "demand": 7.0}
+
+
+def demand_windows(demand: pd.DataFrame, freq: str, horizon: int | None, test_days: float,
+                   lookback: int | None = None) -> tuple[pd.Timestamp, list[pd.Timestamp], int, int]:
+    """(cut, forecast origins over the holdout, horizon, lookback) with the defaults of train_demand:
+    one day of look-back and a quarter-day horizon."""
+    from models.forecast import origins_for
+
+    per_day = int(round(pd.Timedelta("1D") / pd.Timedelta(freq)))
+    lookback = lookback or per_day
+    horizon = horizon or max(1, per_day // 4)
+    cut = demand.index.max() - pd.Timedelta(days=test_days)
+    return cut, origins_for(demand.index, cut + pd.Timedelta(freq), horizon, lookback), horizon, lookback
+
+
+def holdout(task: str, data: dict[str, Any], test_days: float | None = None, horizon: int | None = None,
+            freq: str = "10min", labels: str = "solo"):
+    """The holdout a training run of ``task`` on ``data`` scores on, built without training a model (what
+    `schedcast evaluate` scores a registered model on). ``data`` holds what the train_* function takes:
+    table / series / demand + attrs / data_dir."""
+    days = test_days if test_days is not None else HOLDOUT_DAYS.get(task)
+    if task in ("duration", "iterations"):
+        table = data["table"]
+        _, test = duration_split(table.frame, days)
+        return duration_features(table)[test], table.frame["duration"].to_numpy(dtype=float)[test]
+    if task == "throughput":
+        from features.series import throughput_features, time_split
+
+        X, y = throughput_features(data["series"], horizon=horizon or 1)
+        _, test = time_split(X.index, test_days=days)
+        return X[test], y[test].to_numpy()
+    if task == "demand":
+        _, origins, _, _ = demand_windows(data["demand"], freq, horizon, days)
+        return data["demand"], data["attrs"], origins
+    if task == "packing":
+        from features.packing import packing_dataset
+
+        return packing_dataset(data.get("data_dir"), labels=labels), labels
+    raise ValueError(f"unknown task {task!r}")
+
+
 def duration_split(frame: pd.DataFrame, test_days: float) -> tuple[np.ndarray, np.ndarray]:
     t = frame["submit_time"].to_numpy(dtype=float)
     test = t > t.max() - test_days * DAY
@@ -266,10 +309,7 @@ def train_demand(demand: pd.DataFrame, attrs: pd.DataFrame, *, algo: str = "orgl
     from models.forecast import origins_for
     from models.registry import data_fingerprint
 
-    per_day = int(round(pd.Timedelta("1D") / pd.Timedelta(freq)))
-    lookback = lookback or per_day
-    horizon = horizon or max(1, per_day // 4)
-    cut = demand.index.max() - pd.Timedelta(days=test_days)
+    cut, _, horizon, lookback = demand_windows(demand, freq, horizon, test_days, lookback)
     train = demand[demand.index <= cut]
     model = make_forecaster(algo, lookback, horizon, freq, **params)
     if algo in ("orglinear", "deepar"):
