@@ -64,11 +64,6 @@ def packing_dataset(data: str | Path | None = None, labels: str = "solo") -> pd.
     raise ValueError("labels must be 'solo' or 'pairs'")
 
 
-def load_pairs(data: str | Path | None = None) -> pd.DataFrame:
-    """The measured Lucid pairs (speeds relative to solo, summed utilisation)."""
-    return _read(PAIRS, data)
-
-
 def load_gavel_pairs(data: str | Path | None = None) -> pd.DataFrame:
     """Gavel pairs with normalised speeds (pair throughput / solo throughput, same GPU type)."""
     g = _read(GAVEL, data)

@@ -33,65 +33,60 @@ import numpy as np
 CONTEXT_SCALES = np.array([3600.0, 1e7, 1e4, 1e4])
 
 
-class FixedDeferral:
+class _Searcher:
+    """Non-learning deferral choices: they ignore observations."""
+
+    name = "searcher"
+    decisions = 0
+
+    def suggest(self, context: Sequence[float]) -> float:
+        self.decisions += 1
+        return self._next()
+
+    def _next(self) -> float:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def observe(self, context: Sequence[float], x: float, f: float) -> None:
+        pass
+
+    @property
+    def stage(self) -> str:
+        return self.name
+
+
+class FixedDeferral(_Searcher):
     """Always defer by the same X (X = 0 is plain SRTF-style immediate preemption)."""
 
     def __init__(self, x: float = 0.0):
         self.x = float(x)
         self.name = f"fixed({self.x:g})"
-        self.decisions = 0
 
-    def suggest(self, context: Sequence[float]) -> float:
-        self.decisions += 1
+    def _next(self) -> float:
         return self.x
 
-    def observe(self, context: Sequence[float], x: float, f: float) -> None:
-        pass
 
-    @property
-    def stage(self) -> str:
-        return "fixed"
-
-
-class RandomDeferral:
+class RandomDeferral(_Searcher):
     """X uniform on [0, x_max], seeded."""
+
+    name = "random"
 
     def __init__(self, x_max: float = 100.0, seed: int = 0):
         self.x_max, self.rng = float(x_max), np.random.default_rng(seed)
-        self.name = "random"
-        self.decisions = 0
 
-    def suggest(self, context: Sequence[float]) -> float:
-        self.decisions += 1
+    def _next(self) -> float:
         return float(self.rng.uniform(0.0, self.x_max))
 
-    def observe(self, context: Sequence[float], x: float, f: float) -> None:
-        pass
 
-    @property
-    def stage(self) -> str:
-        return "random"
-
-
-class GridDeferral:
+class GridDeferral(_Searcher):
     """X cycles through the integers 0, 1, ..., x_max - 1 (grid search with step 1)."""
+
+    name = "grid"
 
     def __init__(self, x_max: float = 100.0):
         self.x_max = int(x_max)
-        self.name = "grid"
-        self.decisions = 0
 
-    def suggest(self, context: Sequence[float]) -> float:
-        x = float(self.decisions % self.x_max)
-        self.decisions += 1
-        return x
-
-    def observe(self, context: Sequence[float], x: float, f: float) -> None:
-        pass
-
-    @property
-    def stage(self) -> str:
-        return "grid"
+    def _next(self) -> float:
+        return float(self.decisions - 1) % self.x_max
 
 
 class BODeferralPredictor:

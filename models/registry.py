@@ -19,8 +19,6 @@ import numpy as np
 import pandas as pd
 
 EXPERIMENT = "schedcast"
-#: Registered model names, one per task.
-MODEL_NAMES = ("duration", "iterations", "throughput", "demand", "packing")
 CHAMPION, CHALLENGER = "champion", "challenger"
 #: What a logged model needs at serving time (explicit: faster logging, no environment inference).
 PIP_REQUIREMENTS = ["schedcast", "mlflow", "pandas", "numpy", "scikit-learn", "lightgbm", "interpret-core",

@@ -14,6 +14,7 @@ measured rows. Seeded.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +33,14 @@ class InterferenceModel:
 
     @classmethod
     def load(cls, data: str | Path | None = None) -> "InterferenceModel":
+        """Read and fit once per data directory (a Lucid replay asks for it when preparing the workload
+        and again when the policy starts); callers get their own copy, so they may change it."""
+        from copy import copy
+
+        return copy(_load_cached(str(resolve_data_path("profiles/lucid", data))))
+
+    @classmethod
+    def _read(cls, data: str | Path | None = None) -> "InterferenceModel":
         solo_path = resolve_data_path("profiles/lucid/single_data.csv", data)
         pair_path = resolve_data_path("profiles/lucid/colocate_info.csv", data)
         for p in (solo_path, pair_path):
@@ -82,3 +91,8 @@ class InterferenceModel:
         pick = rng.random(n)
         names = models.index.to_numpy()
         return [rows[names[c]][int(p * len(rows[names[c]]))] for c, p in zip(choice, pick)]
+
+
+@lru_cache(maxsize=4)
+def _load_cached(profiles_dir: str) -> InterferenceModel:
+    return InterferenceModel._read(Path(profiles_dir).parents[1])

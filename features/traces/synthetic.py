@@ -7,7 +7,6 @@ Uranus as Lazer (DAC '26, Table 1) reports them. Every table it returns says it 
 """
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -171,6 +170,3 @@ def generate(spec: SyntheticSpec, seed: int = 0) -> JobTable:
 def generate_preset(name: str, seed: int = 0, **overrides) -> JobTable:
     return generate(load_preset(name, **overrides), seed=seed)
 
-
-def spec_from_yaml(path: str | Path) -> SyntheticSpec:
-    return SyntheticSpec(**(yaml.safe_load(Path(path).read_text()) or {}))

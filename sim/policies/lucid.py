@@ -370,10 +370,7 @@ class Lucid(Policy):
         forecast = last + 0.5 * (last - before)  # the past hour plus half its trend
         if self.sharing and self.dynamic:
             mode = 2 if forecast >= busy else (1 if forecast > quiet or last > before else 0)
-            if mode != s.g_ss:
-                s.mode_seconds[s.g_ss] += now - s.last_mode_change
-                s.last_mode_change = now
-                s.g_ss = mode
+            s.g_ss = mode
         s.burst = forecast >= np.percentile(hist, 90)
         s.t_prof = self.t_prof0 / 2 if s.burst else self.t_prof0
         s.n_prof = 1 if s.burst else self.n_prof0
