@@ -13,6 +13,9 @@ Semantics (documented because results are compared with other simulators):
 - Evicting (spot) stops a job without saving: the training since it last started is lost and redone;
   its wall time stays in ``train`` (so the JCT identity holds) and is reported as ``lost``.
 - Packed jobs share their host's GPUs at measured speeds; when one leaves, the other runs solo again.
+- An idle node can move between partitions (``Context.move_node``; Lucid's profiler borrows idle VC
+  nodes on a burst). The cluster's GPU total never changes, so cluster-wide utilisation stays exact;
+  per-partition figures use the nominal partition sizes.
 """
 from __future__ import annotations
 
@@ -167,13 +170,32 @@ class Context:
             raise SimulationError(f"t={e.now}: only a waiting job can move, job {job} is "
                                   f"{STATE_NAMES[e.state[job]]}")
         p = partition if isinstance(partition, int) else e.workload.cluster.index[partition]
-        if e.workload.gpus[job] > e.contexts[p].capacity:
-            raise SimulationError(f"job {job} needs {e.workload.gpus[job]} GPUs; partition {p} has "
-                                  f"{e.contexts[p].capacity}")
+        nominal = sum(e.workload.cluster.partitions[p].capacities)  # nodes lent out come back
+        if e.workload.gpus[job] > nominal:
+            raise SimulationError(f"job {job} needs {e.workload.gpus[job]} GPUs; partition {p} has {nominal}")
         e.partition_of[job] = p
         e._log("transfer", job, p)
         e.policies[p].on_transfer(job)
         e.mark_dirty(p)
+
+    def move_node(self, node: int, partition: int | str) -> int:
+        """Move an idle node of this partition to another one (Lucid's profiler borrowing idle VC nodes
+        on a burst, and giving them back). Returns the node's number in the receiving partition; both
+        partitions are scheduled again. Jobs that can no longer fit the smaller partition wait."""
+        e = self.engine
+        p = partition if isinstance(partition, int) else e.workload.cluster.index[partition]
+        if p == self.partition:
+            raise SimulationError(f"t={e.now}: node {node} is already in partition {p}")
+        if not 0 <= node < len(self.pool.capacity) or not self.pool.capacity[node] \
+                or self.pool.free[node] != self.pool.capacity[node]:
+            raise SimulationError(f"t={e.now}: partition {self.partition_name!r} can move only an idle node; "
+                                  f"node {node} is not")
+        gpus = self.pool.take_offline(node)
+        there = e.contexts[p].pool.bring_online(gpus)
+        e._log("move-node", -1, (self.partition, node, p, there))
+        e.mark_dirty(self.partition)
+        e.mark_dirty(p)
+        return there
 
     def set_timer(self, at: float, payload: Any = None) -> None:
         """Call policy.on_timer(payload) at time ``at`` (>= now)."""

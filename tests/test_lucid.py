@@ -138,6 +138,39 @@ def test_time_aware_scaling_on_a_burst(interference):
     assert any(not b and t == 200.0 for _, b, t, _ in seen)
 
 
+def test_time_aware_scaling_borrows_idle_vc_nodes_and_gives_them_back(interference):
+    # Quiet hours, then a burst of short 1-GPU jobs (every 10 s, 90 s each) that a 1-node profiler
+    # cannot keep up with. The profiler borrows the VC's second idle node during the burst; an 8-GPU
+    # job arriving in the burst makes the VC reclaim it (the node drains within T_prof and goes back).
+    quiet = [(h * 3600.0, 50, 1) for h in range(12)]
+    burst = [(12 * 3600.0 + 10 * i, 90, 1) for i in range(300)]
+    big_at = 12 * 3600.0 + 1500.5
+    rows = sorted(quiet + burst + [(big_at, 400, 8)])
+    w = workload(rows, nodes=2, gpus=4)
+
+    def run(spec):
+        engine = lucid_engine(w, spec, interference=interference)
+        engine.event_log = []
+        result = engine.run()
+        return engine, result
+
+    engine, result = run("lucid:update_interval=0")
+    s = engine.lucid_shared
+    moves = [e for e in engine.event_log if e[1] == "move-node"]
+    assert s.borrowed >= 1 and s.returned == s.borrowed and not s.loans
+    assert len(moves) == 2 * s.borrowed
+    for ctx, part in zip(engine.contexts, w.cluster.partitions):  # every node is home again
+        assert ctx.pool.total_capacity == sum(part.capacities)
+    big = rows.index((big_at, 400, 8))
+    lent_at = moves[0][0]
+    assert lent_at < big_at and result.first_start[big] - big_at <= 100.0 + 1e-6  # reclaimed within T_prof
+    check_identities(job_table(result))
+    # Borrowing shortens the burst's queue at the profiler.
+    _, alone = run("lucid:update_interval=0,borrow_nodes=0")
+    burst_jobs = [i for i, r in enumerate(rows) if r[0] >= 12 * 3600 and r[2] == 1]
+    assert np.mean([result.wait[i] for i in burst_jobs]) < np.mean([alone.wait[i] for i in burst_jobs])
+
+
 def test_update_engine_trains_on_the_past_only(interference):
     from features.traces.synthetic import generate_preset
     from sim.cluster import load_cluster

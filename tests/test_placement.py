@@ -47,3 +47,21 @@ def test_registry():
     assert make_placement("first-fit").name == "first-fit"
     with pytest.raises(ValueError, match="unknown placement"):
         make_placement("random")
+
+
+def test_cordoned_node_takes_no_new_work_and_moves_only_when_idle():
+    pool = pool_with([8, 6, 8])
+    pool.cordon(0)
+    pool.check()
+    assert Consolidate().place(pool, 8) == [(2, 8)]
+    assert FirstFit().place(pool, 10) == [(1, 6), (2, 4)]   # spreading skips the cordoned node too
+    with pytest.raises(RuntimeError):
+        pool.take_offline(1)                                 # busy: cannot leave
+    assert pool.take_offline(0) == 8
+    pool.check()
+    assert (pool.total_capacity, pool.total_free, pool.idle_nodes()) == (16, 14, [2])
+    assert pool.bring_online(8) == 0                         # the freed slot is reused
+    assert pool.bring_online(4) == 3 and pool.total_capacity == 28
+    pool.check()
+    pool.uncordon(1)                                         # no-op for a node never cordoned
+    assert Consolidate().place(pool, 4) == [(3, 4)]

@@ -14,7 +14,8 @@ Placement_t = list[tuple[int, int]]
 class NodePool:
     """Free GPUs per node of one partition, bucketed by free count for O(max GPUs per node) lookups."""
 
-    __slots__ = ("capacity", "free", "total_capacity", "total_free", "max_capacity", "buckets")
+    __slots__ = ("capacity", "free", "total_capacity", "total_free", "max_capacity", "buckets", "offline",
+                 "cordoned")
 
     def __init__(self, capacities: list[int]):
         if not capacities or min(capacities) < 1:
@@ -27,6 +28,58 @@ class NodePool:
         self.buckets: list[set[int]] = [set() for _ in range(self.max_capacity + 1)]
         for node, cap in enumerate(capacities):
             self.buckets[cap].add(node)
+        self.offline: list[int] = []  # slots of nodes moved to another partition (capacity 0 here)
+        self.cordoned: set[int] = set()  # nodes that take no new placements (being drained)
+
+    def cordon(self, node: int) -> None:
+        """Stop placing new work on ``node`` (its running jobs stay); used to drain a node before it
+        moves to another partition."""
+        self.cordoned.add(node)
+        self.buckets[self.free[node]].discard(node)
+
+    def uncordon(self, node: int) -> None:
+        if node in self.cordoned:
+            self.cordoned.discard(node)
+            self.buckets[self.free[node]].add(node)
+
+    def take_offline(self, node: int) -> int:
+        """Remove an idle node (it moves to another partition); returns its GPU count. Its slot stays,
+        with capacity 0, so that node numbers and placements of running jobs do not change."""
+        cap = self.capacity[node]
+        if cap == 0 or self.free[node] != cap:
+            raise RuntimeError(f"node {node} is not idle ({self.free[node]} of {cap} GPUs free)")
+        self.buckets[cap].discard(node)
+        self.cordoned.discard(node)
+        self.buckets[0].add(node)
+        self.capacity[node] = self.free[node] = 0
+        self.total_capacity -= cap
+        self.total_free -= cap
+        self.offline.append(node)
+        return cap
+
+    def bring_online(self, gpus: int) -> int:
+        """Add an idle node of ``gpus`` GPUs (reusing an offline slot first); returns its number."""
+        if gpus < 1:
+            raise ValueError("a node needs at least one GPU")
+        if self.offline:
+            node = self.offline.pop()
+            self.buckets[0].discard(node)
+            self.capacity[node] = self.free[node] = gpus
+        else:
+            node = len(self.capacity)
+            self.capacity.append(gpus)
+            self.free.append(gpus)
+        if gpus > self.max_capacity:
+            self.buckets.extend(set() for _ in range(gpus - self.max_capacity))
+            self.max_capacity = gpus
+        self.buckets[gpus].add(node)
+        self.total_capacity += gpus
+        self.total_free += gpus
+        return node
+
+    def idle_nodes(self) -> list[int]:
+        """Nodes with every GPU free (candidates to lend)."""
+        return [n for n, (f, c) in enumerate(zip(self.free, self.capacity)) if c and f == c]
 
     def allocate(self, placement: Placement_t) -> None:
         free, buckets = self.free, self.buckets
@@ -36,7 +89,8 @@ class NodePool:
                 raise RuntimeError(f"over-allocation: node {node} has {f} free GPUs, asked for {count}")
             buckets[f].discard(node)
             free[node] = f - count
-            buckets[f - count].add(node)
+            if node not in self.cordoned:
+                buckets[f - count].add(node)
             self.total_free -= count
 
     def release(self, placement: Placement_t) -> None:
@@ -47,7 +101,8 @@ class NodePool:
                 raise RuntimeError(f"release of {count} GPUs on node {node} exceeds its capacity {cap[node]}")
             buckets[f].discard(node)
             free[node] = f + count
-            buckets[f + count].add(node)
+            if node not in self.cordoned:
+                buckets[f + count].add(node)
             self.total_free += count
 
     def first_node_with(self, gpus: int) -> int | None:
@@ -75,6 +130,9 @@ class NodePool:
         assert self.total_free == sum(self.free), "free GPU total out of sync"
         for f, bucket in enumerate(self.buckets):
             assert all(self.free[n] == f for n in bucket), "bucket out of sync"
+            assert not bucket & self.cordoned, "a cordoned node is offered for placement"
+        listed = set().union(*self.buckets) | self.cordoned
+        assert listed == set(range(len(self.free))), "a node is missing from the buckets"
 
 
 class Placement:
@@ -103,9 +161,9 @@ class FirstFit(Placement):
                 return [(node, gpus)]
             if not self.spread:
                 return None
-        out, need = [], gpus
+        out, need, cordoned = [], gpus, pool.cordoned
         for node, f in enumerate(pool.free):
-            if f:
+            if f and node not in cordoned:
                 take = min(f, need)
                 out.append((node, take))
                 need -= take
@@ -134,7 +192,7 @@ class Consolidate(Placement):
             if self.strict:
                 return None
         minimum = -(-gpus // pool.max_capacity)
-        order = sorted((n for n, f in enumerate(pool.free) if f), key=lambda n: (-pool.free[n], n))
+        order = sorted((n for n, f in enumerate(pool.free) if f and n not in pool.cordoned), key=lambda n: (-pool.free[n], n))
         out, need = [], gpus
         for node in order:
             f = pool.free[node]

@@ -7,8 +7,10 @@ One policy class plays two roles, by partition:
   GPUs first (space-aware, Alg. 1), for up to T_prof seconds; jobs that finish within T_prof are done
   here (the debugging-job filter); the others are paused (progress kept) and handed to their VC with
   their measured profile. Time-aware scaling: when the throughput forecast predicts a burst, T_prof
-  is halved and N_prof lowered to 1 GPU, and restored when the burst has passed. (Borrowing idle VC
-  nodes for the profiler is not modelled: partitions own their nodes; see the issue note.)
+  is halved, N_prof lowered to 1 GPU and the profiler borrows up to ``borrow_nodes`` idle nodes from
+  VCs with nothing waiting (each lender keeps at least one idle node). When the burst has passed, or
+  as soon as a lender has a job waiting, the borrowed node is cordoned (no new profiling on it) and
+  handed back the moment it is idle (at most T_prof later).
 - in a VC partition: the Resource Orchestrator (Alg. 2) and the Affine-jobpair Binder (§3.3). Waiting
   jobs are ordered by GPUs x predicted duration, ascending (the Workload Estimate; without a profile
   or prediction, the mean duration of past jobs with the same GPU demand). Each job starts on an
@@ -100,6 +102,9 @@ class Shared:
     mode_seconds: dict[int, float] = field(default_factory=lambda: {0: 0.0, 1: 0.0, 2: 0.0})
     by_gpus: dict[int, tuple[float, int]] = field(default_factory=dict)  # finished durations by GPU demand
     last_mode_change: float = 0.0
+    loans: list[list] = field(default_factory=list)  # [lender partition, profiler node, returning]
+    borrowed: int = 0
+    returned: int = 0
 
 
 class Lucid(Policy):
@@ -114,13 +119,15 @@ class Lucid(Policy):
                  check_after: float = 300.0, tick: float = 600.0, update_interval: float = 7 * 86400.0,
                  update_model: str = "lightgbm", monotone: bool = True, packing_labels: str = "solo",
                  gpu_memory_mb: float | None = None, profiler_nodes: int = 2, initial: str = "given",
-                 packing_model: str | None = None, tracking_uri: str | None = None, seed: int = 0):
+                 packing_model: str | None = None, tracking_uri: str | None = None, borrow_nodes: int = 2,
+                 seed: int = 0):
         self.profiler_on, self.space_aware, self.binder, self.sharing = profiler, space_aware, binder, sharing
         self.estimator, self.n_prof0, self.t_prof0, self.g_ss0 = estimator, int(n_prof), float(t_prof), int(g_ss)
         self.dynamic, self.min_remaining, self.unstable_speed = dynamic, float(min_remaining), float(unstable_speed)
         self.check_after, self.tick, self.update_interval = float(check_after), float(tick), float(update_interval)
         self.update_model, self.monotone, self.packing_labels = update_model, monotone, packing_labels
         self.gpu_memory_mb, self.seed, self.profiler_nodes = gpu_memory_mb, seed, int(profiler_nodes)
+        self.borrow_nodes = int(borrow_nodes)
         if initial not in ("given", "history"):
             raise ValueError("initial must be 'given' (the --predictor) or 'history'")
         self.initial = initial
@@ -253,6 +260,8 @@ class Lucid(Policy):
     # -- profiler ---------------------------------------------------------------------------------
     def _schedule_profiler(self) -> None:
         ctx, s = self.ctx, self.s
+        if s.loans:
+            self._return_nodes()
         keep = []
         for entry in self.queue.items:
             job = entry[1]
@@ -262,6 +271,59 @@ class Lucid(Policy):
             else:
                 keep.append(entry)
         self.queue.items = keep
+
+    def _borrow_nodes(self) -> None:
+        """On a burst: move idle nodes of VCs with an empty queue to the profiler (partition 0 decides
+        for the cluster, as Lucid's time-aware scaling does)."""
+        s, engine = self.s, self.ctx.engine
+        want = self.borrow_nodes - sum(1 for loan in s.loans if not loan[2])
+        if want <= 0 or self.profiler_index is None:
+            return
+        lenders = []
+        for p, policy in enumerate(engine.policies):
+            if p == self.profiler_index or policy.queue:
+                continue
+            idle = engine.contexts[p].pool.idle_nodes()
+            if len(idle) > 1:  # the lender keeps one idle node
+                lenders.append((-len(idle), p, idle))
+        for _, p, idle in sorted(lenders):
+            for node in idle[1:]:
+                if want == 0:
+                    return
+                there = engine.contexts[p].move_node(node, self.profiler_index)
+                s.loans.append([p, there, False])
+                s.borrowed += 1
+                want -= 1
+
+    def _start_returning(self, lender: int | None = None) -> None:
+        """Cordon borrowed nodes (all, or those of one lender) so that they drain and go back."""
+        s, engine = self.s, self.ctx.engine
+        pool = engine.contexts[self.profiler_index].pool
+        for loan in s.loans:
+            if not loan[2] and (lender is None or loan[0] == lender):
+                loan[2] = True
+                pool.cordon(loan[1])
+        engine.mark_dirty(self.profiler_index)
+
+    def on_end(self) -> None:
+        if self.is_profiler and self.s.loans:  # the replay is over: every borrowed node goes home
+            for loan in self.s.loans:
+                loan[2] = True
+            self._return_nodes()
+
+    def _return_nodes(self) -> None:
+        """(Profiler) hand back every cordoned borrowed node that is idle now."""
+        s, ctx = self.s, self.ctx
+        pool = ctx.pool
+        keep = []
+        for loan in s.loans:
+            lender, node, returning = loan
+            if returning and pool.free[node] == pool.capacity[node]:
+                ctx.move_node(node, lender)
+                s.returned += 1
+            else:
+                keep.append(loan)
+        s.loans = keep
 
     # -- binder -----------------------------------------------------------------------------------
     def _job_can_share(self, job: int) -> bool:
@@ -354,13 +416,15 @@ class Lucid(Policy):
                 failed += 1
             keep.append(entry)
         self.queue.items = keep
+        if keep and s.loans and any(loan[0] == ctx.partition and not loan[2] for loan in s.loans):
+            self._start_returning(ctx.partition)  # a lender with waiting jobs takes its nodes back
 
     # -- dynamic strategy and time-aware scaling ----------------------------------------------------
     def _tick(self) -> None:
         s, now = self.s, self.ctx.now
-        while s.arrivals and s.arrivals[0] < now - 2 * HOUR:
+        while s.arrivals and s.arrivals[0] <= now - 2 * HOUR:  # windows (now-2h, now-1h], (now-1h, now]
             s.arrivals.popleft()
-        last = sum(1 for t in s.arrivals if t >= now - HOUR)
+        last = sum(1 for t in s.arrivals if t > now - HOUR)
         before = len(s.arrivals) - last
         s.hourly.append(float(last))
         if len(s.hourly) < 6:
@@ -371,9 +435,16 @@ class Lucid(Policy):
         if self.sharing and self.dynamic:
             mode = 2 if forecast >= busy else (1 if forecast > quiet or last > before else 0)
             s.g_ss = mode
-        s.burst = forecast >= np.percentile(hist, 90)
+        was = s.burst
+        # A burst: the forecast is in the top decile of hours seen so far and at least twice the median.
+        s.burst = forecast > 0 and forecast >= max(np.percentile(hist, 90), 2 * np.median(hist))
         s.t_prof = self.t_prof0 / 2 if s.burst else self.t_prof0
         s.n_prof = 1 if s.burst else self.n_prof0
+        if self.profiler_on and self.profiler_index is not None:
+            if s.burst:
+                self._borrow_nodes()
+            elif was and s.loans:
+                self._start_returning()
 
     # -- update engine ------------------------------------------------------------------------------
     def _update(self) -> None:
@@ -453,6 +524,7 @@ class Lucid(Policy):
             return {}
         s = self.s
         out = {"lucid_finished_in_profiler": s.finished_in_profiler, "lucid_profiled_then_moved": s.profiled_then_moved,
+               "lucid_nodes_borrowed": s.borrowed, "lucid_nodes_returned": s.returned,
                "lucid_packs": s.packs, "lucid_evictions": s.evictions, "lucid_updates": len(s.updates)}
         tuned = [u["tuner"] for u in s.updates if u.get("tuner")]
         if tuned:
