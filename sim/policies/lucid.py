@@ -430,14 +430,14 @@ class Lucid(Policy):
         if len(s.hourly) < 6:
             return
         hist = np.asarray(s.hourly[-24 * 7 * 6:])
-        busy, quiet = np.percentile(hist, 75), np.percentile(hist, 25)
+        quiet, median, busy, top = np.percentile(hist, (25, 50, 75, 90))
         forecast = last + 0.5 * (last - before)  # the past hour plus half its trend
         if self.sharing and self.dynamic:
             mode = 2 if forecast >= busy else (1 if forecast > quiet or last > before else 0)
             s.g_ss = mode
         was = s.burst
         # A burst: the forecast is in the top decile of hours seen so far and at least twice the median.
-        s.burst = forecast > 0 and forecast >= max(np.percentile(hist, 90), 2 * np.median(hist))
+        s.burst = forecast > 0 and forecast >= max(top, 2 * median)
         s.t_prof = self.t_prof0 / 2 if s.burst else self.t_prof0
         s.n_prof = 1 if s.burst else self.n_prof0
         if self.profiler_on and self.profiler_index is not None:
@@ -500,7 +500,10 @@ class Lucid(Policy):
         if self.update_model == "ebm":
             return make_duration_model("ebm", fast=True) if monotone else make_duration_model(
                 "ebm", fast=True, monotone_increasing=())
-        model = make_duration_model(self.update_model, fast=True)
+        # In-replay retraining is kept light (100 rounds at rate 0.1 instead of 300 at 0.05): it runs
+        # weekly inside every replay, three fits per update with the System Tuner.
+        extra = dict(n_estimators=100, learning_rate=0.1) if self.update_model == "lightgbm" else {}
+        model = make_duration_model(self.update_model, fast=True, **extra)
         if monotone and self.update_model == "lightgbm":
             model.monotone = ("num_gpus",)
         return model
