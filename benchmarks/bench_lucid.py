@@ -9,7 +9,8 @@ Traces: Philly on one pool (108 x 8) and per VC; a Venus-shaped setting (Venus V
 spread over the VCs by size); Earth and Saturn presets scaled down (same arrival rate) on one pool sized
 to --offered-load (at their real sizes they are almost idle and every policy ties).
 Lucid runs with its own estimator (initial=history: mean duration of finished jobs of the same GPU
-demand, then weekly retrained LightGBM), a profiler of ``--profiler-nodes`` nodes added to the cluster.
+demand, then weekly retrained LightGBM) and a profiler of ``--profiler-nodes`` nodes (default 5 % of the
+cluster) carved out of the cluster, so that every policy has the same GPUs.
 """
 from __future__ import annotations
 
@@ -118,7 +119,7 @@ def latency_with_queue(queued: int = 2048, nodes: int = 64, seed: int = 0) -> di
     Lucid.schedule = timed
     try:
         # A profiler as large as the VC profiles the whole queue quickly, so the binder sees profiled jobs.
-        r = simulate(w, f"lucid:profiler_nodes={nodes},update_interval=0,dynamic=False")
+        r = simulate(w, f"lucid:profiler_nodes={nodes},profiler_from=extra,update_interval=0,dynamic=False")
     finally:
         Lucid.schedule = original
     at = np.array([sec for size, sec in seen if size >= queued]) * 1e3
@@ -148,9 +149,15 @@ def interpretability(out: Path, data) -> list[str]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--jobs", type=int, default=20_000)
-    ap.add_argument("--profiler-nodes", type=int, default=8)
+    ap.add_argument("--profiler-nodes", default="auto", help="profiler size: nodes, or auto (5%% of the "
+                    "cluster's nodes); carved out of the cluster unless --profiler-extra")
+    ap.add_argument("--profiler-extra", action="store_true", help="add the profiler nodes to the cluster instead "
+                    "(Lucid then has more GPUs than the baselines)")
     ap.add_argument("--offered-load", type=float, default=0.9, help="Earth / Saturn presets: cluster sized to this "
                     "offered load (0 = the sizes in cluster_summary.csv, which leave them almost idle)")
+    ap.add_argument("--traces", help="comma-separated subset of: philly-pool, philly-vc, venus-shaped, "
+                    "earth@load0.9, saturn@load0.9 (default: all)")
+    ap.add_argument("--skip-figures", action="store_true", help="no interpretability figures (quicker)")
     ap.add_argument("--queued", type=int, default=2048, help="queue length for the decision-latency test")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--data-dir")
@@ -159,12 +166,14 @@ def main() -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    lucid = f"lucid:initial=history,profiler_nodes={args.profiler_nodes}"
+    prof = f"profiler_nodes={args.profiler_nodes}" + (",profiler_from=extra" if args.profiler_extra else "")
+    lucid = f"lucid:initial=history,{prof}"
     rows, per_vc, sizes = [], [], []
     wls = workloads(args)
     for trace, w in wls.items():
-        specs = BASELINES + [lucid] + ([f"{a}:initial=history,profiler_nodes={args.profiler_nodes}"
-                                        if a != "lucid-noestimator" else f"{a}:profiler_nodes={args.profiler_nodes}"
+        if args.traces and trace not in args.traces.split(","):
+            continue
+        specs = BASELINES + [lucid] + ([f"{a}:initial=history,{prof}" if a != "lucid-noestimator" else f"{a}:{prof}"
                                         for a in ABLATIONS] if trace in ("philly-vc", "venus-shaped") else [])
         print(f"\n{trace}: {len(w):,} jobs, {w.cluster.describe()}", flush=True)
         for spec in specs:
@@ -191,7 +200,7 @@ def main() -> None:
     size.to_csv(out / "large_small.csv", index=False)
     latency = pd.DataFrame([latency_with_queue(args.queued)])
     latency.to_csv(out / "latency.csv", index=False)
-    figs = interpretability(out, data_dir(args.data_dir))
+    figs = [] if args.skip_figures else interpretability(out, data_dir(args.data_dir))
     ratio = []
     for trace in table4["trace"].unique():
         t = table4[table4["trace"] == trace].set_index("policy")

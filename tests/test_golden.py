@@ -21,6 +21,10 @@ EXPECTED_JCT = {
     # Threshold 8 GPU-s: j0 demoted at 2 -> preempted by j1 (2-7) and j2 (2-3); j3 3-5; j1 demoted at
     # 6 -> j0 (same queue, earlier) preempts it, runs 6-14; j1 finishes 14-15.
     "tiresias:thresholds=8": [14, 14, 1, 2],
+    # The same, decided every 4 s: 0: j0. 2: j0 demoted. 4: j1 preempts j0 (j1 4-9, j2 4-5); j3 cannot
+    # preempt the better-ranked j1/j2. 8: j1 demoted (same queue as j0, later); j3 8-10; j0 cannot fit
+    # even by preempting j1 (j3 ranks higher), so it waits until the round at 12: 12-18 (6 s left).
+    "tiresias-rounds:thresholds=8,interval=4": [18, 8, 3, 7],
     # Work-conserving by submission: same as FIFO here (j3 cannot fit before 11 either).
     "wcs-subtime": [10, 14, 9, 10],
 }

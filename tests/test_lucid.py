@@ -95,12 +95,31 @@ def test_binder_rules_one_by_one(interference):
 
     ok, shared = run(tiny, scores=[0, 0])
     assert ok and shared.packs == 1                       # two tiny jobs share
-    assert not run(tiny, scores=[1, 1])[0]                # 1 + 1 >= G_SS = 2
-    assert not run(tiny, scores=[0, 2])[0]                # a jumbo never shares
+    assert run(tiny, scores=[1, 1])[0]                    # 1 + 1 <= G_SS = 2
+    assert run(tiny, scores=[0, 2])[0]                    # a jumbo shares with a tiny job only
+    assert not run(tiny, scores=[1, 2])[0]                # 1 + 2 > G_SS
+    assert not run(tiny, scores=[1, 1], spec="lucid:profiler=False,dynamic=False,update_interval=0,g_ss=1")[0]
+    assert not run(tiny, scores=[0, 0], host=1410)[0]     # guest (3000 s) > 2 x the host's 1400 s left
     assert big and not run([big[0], big[0]], scores=[0, 0])[0]  # GPU memory hard limit
     assert not run(tiny, scores=[0, 0], host=400)[0]      # host has < min_remaining left
     assert not run(tiny, scores=[0, 0], spec="lucid-noshare:profiler=False,dynamic=False,update_interval=0")[0]
     assert run(tiny, scores=[1, 1], spec="lucid-nobinder:profiler=False,dynamic=False,update_interval=0")[0]
+
+
+def test_binder_shares_before_exclusive_placement(interference):
+    # Alg. 2: with sharing on, a job is packed on an affine running job even when a GPU is free.
+    solo = interference.solo
+    tiny = solo.index[(solo["label"] == 0) & (solo["gmem"] < 4000)][:2].tolist()
+    for spec, packed in (("lucid", True), ("lucid-noshare", False)):
+        w = workload([(0, 5000, 1), (10, 3000, 1)], nodes=2, gpus=1)
+        engine = lucid_engine(w, spec + ":profiler=False,dynamic=False,update_interval=0", keys=tiny,
+                              interference=interference, profiler_nodes=0)
+        engine.policies[0].s.profiled.update({0, 1})
+        engine.policies[0].s.scores[:] = 0
+        engine.event_log = []
+        result = engine.run()
+        assert any(e[1] == "pack" for e in engine.event_log) is packed
+        assert result.first_start[1] == 10
 
 
 def test_packing_stretches_both_jobs_by_the_pair_speed(interference):

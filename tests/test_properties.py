@@ -12,7 +12,10 @@ jobs_strategy = st.lists(
     st.tuples(st.integers(0, 200), st.integers(0, 120), st.sampled_from([1, 1, 1, 2, 4, 8, 12])),
     min_size=1, max_size=25,
 )
-PARAMS = {"periodic-srtf": ":interval=17", "tiresias": ":thresholds=[30,200]"}
+PARAMS = {"periodic-srtf": ":interval=17", "tiresias": ":thresholds=[30,200]",
+          "tiresias-rounds": ":thresholds=[30,200],interval=17"}
+# Random clusters are too small to carve a profiler out of: Lucid variants get an added one.
+PARAMS.update({name: ":profiler_from=extra" for name in POLICIES if name.startswith("lucid")})
 ALL = sorted(POLICIES)
 
 

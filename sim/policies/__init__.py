@@ -8,7 +8,7 @@ from typing import Any, Callable
 from sim.policies.base import Policy
 from sim.policies.lazer import Lazer
 from sim.policies.lucid import Horus, Lucid
-from sim.policies.preemptive import PeriodicSrtf, Srtf, Tiresias
+from sim.policies.preemptive import PeriodicSrtf, Srtf, Tiresias, TiresiasRounds
 from sim.policies.queueing import (Fifo, FifoBackfill, Qssf, Sjf, Spjf, Spwf, WcsDuration, WcsSubTime,
                                    WcsWorkload)
 
@@ -47,7 +47,7 @@ def register(cls: type[Policy], name: str | None = None, summary: str | None = N
     return cls
 
 
-for _cls in (Fifo, FifoBackfill, Sjf, Srtf, Tiresias, PeriodicSrtf, Qssf, Spjf, Spwf, WcsDuration,
+for _cls in (Fifo, FifoBackfill, Sjf, Srtf, Tiresias, TiresiasRounds, PeriodicSrtf, Qssf, Spjf, Spwf, WcsDuration,
              WcsWorkload, WcsSubTime, Lazer, Lucid, Horus):
     register(_cls)
 register(PeriodicSrtf, "pollux-60", "SRTF decided every 60 s (Pollux's scheduling interval)", interval=60.0)

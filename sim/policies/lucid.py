@@ -13,14 +13,17 @@ One policy class plays two roles, by partition:
   handed back the moment it is idle (at most T_prof later).
 - in a VC partition: the Resource Orchestrator (Alg. 2) and the Affine-jobpair Binder (§3.3). Waiting
   jobs are ordered by GPUs x predicted duration, ascending (the Workload Estimate; without a profile
-  or prediction, the mean duration of past jobs with the same GPU demand). Each job starts on an
-  exclusive consolidated placement when one is free; otherwise, when sharing is on, it is packed on
-  a running job if every binder rule holds: both profiled, same GPU demand, single node, the host runs
-  alone, the sum of sharing scores (0 tiny, 1 medium, 2 jumbo, predicted by the packing classifier
-  from the profiled features) is below G_SS, their GPU memory fits, and both have at least
-  ``min_remaining`` seconds of work left. Among eligible hosts the pair with the highest slower speed
-  wins. A packed pair whose slower speed is below ``unstable_speed`` is treated as unstable: the guest
-  is evicted after ``check_after`` seconds and never packed again. Preemption-free otherwise.
+  or prediction, the mean duration of past jobs with the same GPU demand). As in Alg. 2, each job is
+  first offered to the binder when sharing is on, and otherwise (or when no pair qualifies) starts on
+  an exclusive consolidated placement. The binder packs it on a running job if every rule holds:
+  both profiled, same GPU demand, single node, the host runs alone, the sum of sharing scores (0 tiny,
+  1 medium, 2 jumbo, predicted by the packing classifier from the profiled features) does not exceed
+  G_SS, their GPU memory fits, both have at least ``min_remaining`` seconds of work left, and the
+  guest's estimate is at most ``pair_ratio`` times the host's (Lucid's released simulator uses 2, so
+  that a long job does not slow a short one for most of its life). Among eligible hosts the pair with
+  the highest slower speed wins. A packed pair whose slower speed is below ``unstable_speed`` is
+  treated as unstable: the guest is evicted after ``check_after`` seconds and never packed again.
+  Preemption-free otherwise.
 - Dynamic sharing: every ``tick`` seconds the throughput forecast (mean submissions of the past hour,
   and its trend over the hour before) sets G_SS: 2 (Default) when busy, 1 (Apathetic) when moderate,
   0 (off) when quiet and not rising; busy / quiet are the 75th / 25th percentiles of hourly
@@ -28,8 +31,8 @@ One policy class plays two roles, by partition:
 - Update Engine (§3.6): every ``update_interval`` seconds (weekly) the duration model is retrained on
   the jobs completed so far (past only) and its predictions replace the old ones for jobs not yet
   started; the System Tuner makes the gpu_num shape monotone (GA2M) and records the effect.
-Ablations: ``binder=False`` (naive bin-packing: pack with any same-size job, no scores, no memory
-rule), ``sharing=False``, ``estimator=False`` (FIFO order), ``space_aware=False`` (profiler FIFO).
+Ablations: ``binder=False`` (naive bin-packing: pack with any same-size job that fits in GPU memory,
+no scores or time rules, as Lucid's ablation does), ``sharing=False``, ``estimator=False`` (FIFO order), ``space_aware=False`` (profiler FIFO).
 """
 from __future__ import annotations
 
@@ -46,15 +49,43 @@ PROFILER = "profiler"
 HOUR = 3600.0
 
 
-def with_profiler(workload, nodes: int = 2, gpus_per_node: int = 8):
-    """The same workload on the same cluster plus a profiling partition of ``nodes`` nodes."""
+def profiler_size(cluster, nodes: int | str = "auto") -> int:
+    """Profiler nodes: a number, or ``auto`` = 5 % of the cluster's nodes (at least 1)."""
+    if nodes == "auto":
+        return max(1, round(0.05 * sum(len(p.capacities) for p in cluster.partitions)))
+    return int(nodes)
+
+
+def with_profiler(workload, nodes: int | str = 2, gpus_per_node: int | None = None, carve: bool = False):
+    """The same workload with a profiling partition of ``nodes`` nodes (``auto``: 5 % of the cluster).
+
+    ``carve=False`` adds the nodes to the cluster (Lucid's separate profiling cluster); ``carve=True``
+    takes them from the cluster, one at a time from the partition with the most nodes (never below what
+    that partition's largest job needs), so that Lucid and the baselines have the same GPUs."""
     from dataclasses import replace
 
     from sim.cluster import Cluster, Partition
 
     c = workload.cluster
-    parts = list(c.partitions) + [Partition(PROFILER, [gpus_per_node] * nodes, ["profiler"] * nodes)]
-    cluster = Cluster(c.name + f"+profiler{nodes}", parts, c.gpu_type, c.intra_node_bandwidth_gbps,
+    nodes = profiler_size(c, nodes)
+    caps = [list(p.capacities) for p in c.partitions]
+    taken: list[int] = []
+    if carve:
+        need = [0] * len(caps)
+        for p, g in zip(workload.partition, workload.gpus):
+            need[p] = max(need[p], g)
+        for _ in range(nodes):
+            options = [(len(cap), -i) for i, cap in enumerate(caps) if sum(cap) - cap[-1] >= max(need[i], 1)]
+            if not options:
+                raise ValueError(f"cannot carve {nodes} profiler nodes out of cluster {c.name!r}: every "
+                                 "partition needs its nodes for its largest job")
+            i = -max(options)[1]
+            taken.append(caps[i].pop())
+    gpus = gpus_per_node or (taken[0] if taken else max(max(cap) for cap in caps))
+    parts = [Partition(p.name, cap, list(p.gpu_types[: len(cap)])) for p, cap in zip(c.partitions, caps)]
+    parts.append(Partition(PROFILER, taken or [gpus] * nodes, ["profiler"] * nodes))
+    how = "carved" if carve else "added"
+    cluster = Cluster(c.name + f"+profiler{nodes}({how})", parts, c.gpu_type, c.intra_node_bandwidth_gbps,
                       c.inter_node_bandwidth_gbps, c.unknown_org)
     return replace(workload, cluster=cluster, partition=list(workload.partition))
 
@@ -118,16 +149,20 @@ class Lucid(Policy):
                  dynamic: bool = True, min_remaining: float = 600.0, unstable_speed: float = 0.5,
                  check_after: float = 300.0, tick: float = 600.0, update_interval: float = 7 * 86400.0,
                  update_model: str = "lightgbm", monotone: bool = True, packing_labels: str = "solo",
-                 gpu_memory_mb: float | None = None, profiler_nodes: int = 2, initial: str = "given",
+                 gpu_memory_mb: float | None = None, profiler_nodes: int | str = "auto",
+                 profiler_from: str = "cluster", initial: str = "given",
                  packing_model: str | None = None, tracking_uri: str | None = None, borrow_nodes: int = 2,
-                 seed: int = 0):
+                 pair_ratio: float = 2.0, seed: int = 0):
         self.profiler_on, self.space_aware, self.binder, self.sharing = profiler, space_aware, binder, sharing
         self.estimator, self.n_prof0, self.t_prof0, self.g_ss0 = estimator, int(n_prof), float(t_prof), int(g_ss)
         self.dynamic, self.min_remaining, self.unstable_speed = dynamic, float(min_remaining), float(unstable_speed)
         self.check_after, self.tick, self.update_interval = float(check_after), float(tick), float(update_interval)
         self.update_model, self.monotone, self.packing_labels = update_model, monotone, packing_labels
-        self.gpu_memory_mb, self.seed, self.profiler_nodes = gpu_memory_mb, seed, int(profiler_nodes)
-        self.borrow_nodes = int(borrow_nodes)
+        self.gpu_memory_mb, self.seed, self.profiler_nodes = gpu_memory_mb, seed, profiler_nodes
+        if profiler_from not in ("cluster", "extra"):
+            raise ValueError("profiler_from must be 'cluster' (carved out of the cluster) or 'extra' (added)")
+        self.profiler_from = profiler_from
+        self.borrow_nodes, self.pair_ratio = int(borrow_nodes), float(pair_ratio)
         if initial not in ("given", "history"):
             raise ValueError("initial must be 'given' (the --predictor) or 'history'")
         self.initial = initial
@@ -136,12 +171,14 @@ class Lucid(Policy):
 
     @classmethod
     def prepare_workload(cls, workload, params: dict[str, Any]):
-        """Profiles for every job, and a profiling partition of ``profiler_nodes`` nodes when profiling."""
+        """Profiles for every job, and a profiling partition of ``profiler_nodes`` nodes when profiling
+        (carved out of the cluster by default, so that every policy has the same GPUs)."""
         from sim.interference import InterferenceModel
 
         w = attach_profiles(workload, InterferenceModel.load(), seed=int(params.get("seed", 0)))
         if params.get("profiler", cls is Lucid or cls.__name__ == "Lucid") and cls is not Horus:
-            w = with_profiler(w, nodes=int(params.get("profiler_nodes", 2)))
+            w = with_profiler(w, nodes=params.get("profiler_nodes", "auto"),
+                              carve=params.get("profiler_from", "cluster") == "cluster")
         return w
 
     # -- set-up ----------------------------------------------------------------------------------
@@ -150,6 +187,8 @@ class Lucid(Policy):
         engine = ctx.engine
         self.is_profiler = ctx.partition_name == PROFILER
         self.profiler_index = engine.workload.cluster.index.get(PROFILER)
+        self.profiler_node_gpus = 0 if self.profiler_index is None else max(
+            engine.workload.cluster.partitions[self.profiler_index].capacities)
         shared = getattr(engine, "lucid_shared", None)
         if shared is None:
             shared = engine.lucid_shared = self._make_shared(ctx)
@@ -191,17 +230,23 @@ class Lucid(Policy):
                 self.ctx.set_timer(self.update_interval, ("update",))
 
     # -- priorities ------------------------------------------------------------------------------
-    def priority(self, job: int) -> Any:
-        if not self.estimator:
-            return (0.0, job)  # FIFO
-        pred = self.s.predictions[job]
+    def estimate(self, job: int) -> float:
+        """Predicted duration (s) still to run: the model's prediction (or without one the mean duration
+        of finished jobs of the same GPU demand) less the work the job has done (profiling, running),
+        but at least that work again; the scheduler knows how long a job has run, not how long it will."""
+        pred = self.s.predictions[job] if self.s.predictions is not None else np.nan
         if np.isnan(pred):
             g = self.ctx.jobs.gpus[job]
             total, count = self.s.by_gpus.get(g, self.s.by_gpus.get(0, (3600.0, 1)))
             pred = total / count
-        if job in self.s.profiled:
-            pred = max(pred - self.s.t_prof, 1.0)
-        return (self.ctx.jobs.gpus[job] * pred, job)
+        done = self.ctx.jobs.duration[job] - self.ctx.remaining(job)
+        # Past half its prediction, a job is expected to run about as long again (heavy-tailed durations).
+        return max(pred - done, done) if done > 0 else pred
+
+    def priority(self, job: int) -> Any:
+        if not self.estimator:
+            return (0.0, job)  # FIFO
+        return (self.ctx.jobs.gpus[job] * self.estimate(job), job)
 
     # -- events ----------------------------------------------------------------------------------
     def on_arrival(self, job: int) -> None:
@@ -212,7 +257,7 @@ class Lucid(Policy):
             return
         s.arrivals.append(ctx.now)
         if (self.profiler_on and self.profiler_index is not None and job not in s.profiled
-                and ctx.jobs.gpus[job] <= s.n_prof):
+                and ctx.jobs.gpus[job] <= min(s.n_prof, self.profiler_node_gpus)):
             ctx.transfer(job, self.profiler_index)
             return
         self.queue.add(self.priority(job), job)
@@ -333,21 +378,25 @@ class Lucid(Policy):
             return False
         if not self.binder:
             return True
-        if job not in s.profiled or s.scores[job] >= s.g_ss:
+        if job not in s.profiled or s.scores[job] > s.g_ss:
             return False
-        return s.predictions is None or s.predictions[job] >= self.min_remaining
+        return self.estimate(job) >= self.min_remaining
 
-    def _can_share(self, job: int, host: int) -> float | None:
-        """The pair's slower speed if the binder allows packing ``job`` onto ``host`` (a host from
-        :meth:`_hosts`, so solo, running, profiled, with enough work left), else None."""
+    def _can_share(self, job: int, host: int) -> tuple | None:
+        """If the binder allows packing ``job`` onto ``host`` (a host from :meth:`_hosts`, so solo,
+        running, profiled, with enough work left), the host's rank (lower is better): the pair's summed
+        sharing score, then its GPU memory. The scheduler does not know a pair's speed before packing
+        it, so speeds play no part in the choice. None if not allowed."""
         s = self.s
+        if s.gmem[job] + s.gmem[host] > s.interference.gpu_memory_mb:
+            return None  # a hard limit even for naive packing: the pair would not fit in memory
+        score = s.scores[job] + s.scores[host]
         if self.binder:
-            if s.scores[job] + s.scores[host] >= s.g_ss:
+            if score > s.g_ss:
                 return None
-            if s.gmem[job] + s.gmem[host] > s.interference.gpu_memory_mb:
+            if self.estimate(job) > self.pair_ratio * self.estimate(host):
                 return None
-        a, b = s.interference.speeds(s.keys[job], s.keys[host])
-        return min(a, b)
+        return (score, s.gmem[job] + s.gmem[host]) if self.binder else (0, 0)
 
     MAX_HOSTS = 64  # hosts examined per packing attempt (the best pair among them wins)
     MAX_FAILED_PACKS = 16  # failed packing attempts per scheduling pass before the rest wait
@@ -359,7 +408,7 @@ class Lucid(Policy):
         for host in ctx.running:
             if ctx.state(host) != RUNNING or len(alloc[host][1]) != 1 or host in s.never_pack:
                 continue
-            if self.binder and (host not in s.profiled or ctx.remaining(host) < self.min_remaining):
+            if self.binder and (host not in s.profiled or self.estimate(host) < self.min_remaining):
                 continue
             out.setdefault(ctx.jobs.gpus[host], []).append(host)
         return out
@@ -368,11 +417,11 @@ class Lucid(Policy):
         ctx, s = self.ctx, self.s
         if not self._job_can_share(job):
             return False
-        best, best_speed = None, -1.0
+        best, best_key = None, None
         for host in hosts.get(ctx.jobs.gpus[job], [])[: self.MAX_HOSTS]:
-            sp = self._can_share(job, host)
-            if sp is not None and sp > best_speed:
-                best, best_speed = host, sp
+            key = self._can_share(job, host)
+            if key is not None and (best_key is None or key < best_key):
+                best, best_key = host, key
         if best is None:
             return False
         hosts[ctx.jobs.gpus[job]].remove(best)
@@ -405,15 +454,14 @@ class Lucid(Policy):
         failed = 0
         for entry in self.queue.items:
             job = entry[1]
-            g = ctx.jobs.gpus[job]
-            if g <= ctx.free_gpus and ctx.try_start(job):
-                continue
-            if s.g_ss > 0 and failed < self.MAX_FAILED_PACKS:
+            if s.g_ss > 0 and failed < self.MAX_FAILED_PACKS and ctx.running:  # Alg. 2: share first
                 if hosts is None:
                     hosts = self._hosts()
                 if self._try_pack(job, hosts):
                     continue
                 failed += 1
+            if ctx.jobs.gpus[job] <= ctx.free_gpus and ctx.try_start(job):
+                continue
             keep.append(entry)
         self.queue.items = keep
         if keep and s.loans and any(loan[0] == ctx.partition and not loan[2] for loan in s.loans):
@@ -551,10 +599,13 @@ class Horus(Lucid):
         super().__init__(profiler=False, estimator=False, dynamic=False, binder=False, **kw)
 
     def _can_share(self, job: int, host: int):
-        ctx, s = self.ctx, self.s
-        w = ctx.jobs
-        util = w.frame["profile_gpu_util"].to_numpy()
-        if util[job] + util[host] > 100.0 or s.gmem[job] + s.gmem[host] > s.interference.gpu_memory_mb:
+        """Packable when the predicted utilisations sum to at most 100 % and memory fits; the host with
+        the lowest summed utilisation wins."""
+        s = self.s
+        util = getattr(self, "_util", None)
+        if util is None:
+            util = self._util = self.ctx.jobs.frame["profile_gpu_util"].to_numpy(dtype=float)
+        total = util[job] + util[host]
+        if total > 100.0 or s.gmem[job] + s.gmem[host] > s.interference.gpu_memory_mb:
             return None
-        a, b = s.interference.speeds(s.keys[job], s.keys[host])
-        return min(a, b)
+        return (total, host)
