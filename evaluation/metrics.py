@@ -82,20 +82,38 @@ def summarize(jobs: pd.DataFrame) -> dict[str, Any]:
 
 
 def allocation(result: SimResult) -> pd.DataFrame:
-    """GPUs in use over time (a step function: the value holds until the next row)."""
-    return pd.DataFrame({"time": np.frombuffer(result.alloc_times, dtype=float),
-                         "gpus_used": np.frombuffer(result.alloc_used, dtype=float)})
+    """GPUs in use over time (a step function: the value holds until the next row): ``gpus_used``
+    counts job-GPUs (a GPU shared by two packed jobs twice), ``gpus_held`` physical GPUs."""
+    used = np.frombuffer(result.alloc_used, dtype=float)
+    held = np.frombuffer(result.alloc_held, dtype=float) if len(result.alloc_held) == len(used) else used
+    return pd.DataFrame({"time": np.frombuffer(result.alloc_times, dtype=float), "gpus_used": used,
+                         "gpus_held": held})
+
+
+def _area(alloc: pd.DataFrame, column: str) -> tuple[float, float]:
+    t, v = alloc["time"].to_numpy(), alloc[column].to_numpy()
+    return float(np.sum(v[:-1] * np.diff(t))), float(t[-1] - t[0])
 
 
 def utilisation(result: SimResult) -> float:
-    """Time-weighted mean share of the cluster's GPUs in use, first submission to last completion."""
+    """Time-weighted mean share of the cluster's physical GPUs held by jobs, first submission to last
+    completion (packed jobs share their GPUs, so packing lowers it for the same work)."""
     alloc = allocation(result)
     if len(alloc) < 2:
         return 0.0
-    t, used = alloc["time"].to_numpy(), alloc["gpus_used"].to_numpy()
-    area = float(np.sum(used[:-1] * np.diff(t)))
-    span = t[-1] - t[0]
+    area, span = _area(alloc, "gpus_held")
     return area / (span * result.workload.cluster.gpus) if span > 0 else 0.0
+
+
+def sharing_factor(result: SimResult) -> float:
+    """Job-GPUs served per physical GPU held, time-weighted: 1.0 without packing, up to 2.0 when every
+    held GPU runs a packed pair."""
+    alloc = allocation(result)
+    if len(alloc) < 2:
+        return 1.0
+    held, _ = _area(alloc, "gpus_held")
+    used, _ = _area(alloc, "gpus_used")
+    return used / held if held > 0 else 1.0
 
 
 def breakdown(jobs: pd.DataFrame, by: str) -> pd.DataFrame:
@@ -114,6 +132,7 @@ def evaluate(result: SimResult, window: tuple[float | None, float | None] | None
     summary.update({
         "policy": result.policy,
         "gpu_utilisation": utilisation(result),
+        "gpu_sharing_factor": sharing_factor(result),
         "events": result.events,
         "sim_seconds": result.wall_seconds,
         "events_per_second": result.events / result.wall_seconds if result.wall_seconds > 0 else float("nan"),

@@ -69,7 +69,7 @@ def write_results(out_dir: str | Path, runs: dict[str, dict[str, Any]], meta: di
 
 def plot_allocation(alloc_by_policy: dict[str, pd.DataFrame], capacity: int | None,
                     path: str | Path) -> list[Path]:
-    """GPUs in use over time per policy (step plot, days on the x axis)."""
+    """Physical GPUs held over time per policy (step plot, days on the x axis; packed jobs share)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -77,11 +77,11 @@ def plot_allocation(alloc_by_policy: dict[str, pd.DataFrame], capacity: int | No
 
     fig, ax = plt.subplots(figsize=(8, 4))
     for name, alloc in alloc_by_policy.items():
-        ax.step(alloc["time"] / 86400.0, alloc["gpus_used"], where="post", label=name, lw=0.8, alpha=0.8)
+        ax.step(alloc["time"] / 86400.0, alloc.get("gpus_held", alloc["gpus_used"]), where="post", label=name, lw=0.8, alpha=0.8)
     if capacity:
         ax.axhline(capacity, color="k", ls="--", lw=0.8, label="capacity")
     ax.set_xlabel("time since first submission (days)")
-    ax.set_ylabel("GPUs allocated")
+    ax.set_ylabel("GPUs held")
     ax.set_title("GPU allocation over time")
     ax.legend(fontsize=8)
     fig.tight_layout()

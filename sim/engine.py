@@ -60,7 +60,7 @@ class SimResult:
     preemptions: list[int]
     work_done: list[float]
     alloc_times: array
-    alloc_used: array
+    alloc_used: array  # job-GPUs running (a GPU shared by two packed jobs counts twice)
     events: int
     wall_seconds: float
     decision_seconds: list[float] = field(default_factory=list)
@@ -68,6 +68,7 @@ class SimResult:
     lost: list[float] = field(default_factory=list)
     event_log: list[tuple] | None = None
     policy_stats: dict[str, Any] = field(default_factory=dict)
+    alloc_held: array = field(default_factory=lambda: array("d"))  # physical GPUs held, per alloc_times row
 
 
 class Context:
@@ -244,9 +245,11 @@ class Engine:
         self.evictions = [0] * n
         self.lost = [0.0] * n  # wall time of training lost to evictions
         self.predicted = predictions if predictions is not None else list(workload.duration)
-        self.used_gpus = 0
+        self.used_gpus = 0  # job-GPUs running
+        self.held_gpus = 0  # physical GPUs allocated (packing shares them)
         self.alloc_times = array("d")
         self.alloc_used = array("d")
+        self.alloc_held = array("d")
         self.check_invariants = check_invariants
         self.event_log: list[tuple] | None = [] if record_events else None
         self.time_decisions = time_decisions
@@ -274,6 +277,7 @@ class Engine:
                                   f"{STATE_NAMES[self.state[job]]}")
         ctx.pool.allocate(placement)
         self.used_gpus += self.workload.gpus[job]
+        self.held_gpus += self.workload.gpus[job]
         self.alloc[job] = [placement, {job}]
         ctx.running.add(job)
         now = self.now
@@ -326,6 +330,7 @@ class Engine:
                 self._set_speed(other, 1.0)
         else:
             ctx.pool.release(record[0])
+            self.held_gpus -= self.workload.gpus[job]
 
     def _set_speed(self, job: int, speed: float) -> None:
         if speed <= 0:
@@ -430,6 +435,8 @@ class Engine:
             assert held == ctx.pool.total_capacity - ctx.pool.total_free, "GPUs held != GPUs allocated"
             for j in ctx.running:
                 assert self.state[j] in (LOADING, RUNNING, SAVING), f"job {j} holds GPUs while not active"
+        assert self.held_gpus == sum(c.pool.total_capacity - c.pool.total_free for c in self.contexts), \
+            "physical GPUs held out of sync"
         for j, st in enumerate(self.state):
             if st == DONE:
                 assert abs(self.work_done[j] - self.workload.duration[j]) <= 1e-6 * max(1.0, self.workload.duration[j])
@@ -449,8 +456,8 @@ class Engine:
         done_count = 0
         events = 0
         progress, next_progress = self.progress, 0
-        alloc_times, alloc_used = self.alloc_times, self.alloc_used
-        last_used = -1
+        alloc_times, alloc_used, alloc_held = self.alloc_times, self.alloc_used, self.alloc_held
+        last_used = last_held = -1
         time_decisions, decision_seconds = self.time_decisions, self.decision_seconds
         check = self.check_invariants
         perf = _time.perf_counter
@@ -538,10 +545,11 @@ class Engine:
                 else:
                     policies[p].schedule()
             dirty_list.clear()
-            if self.used_gpus != last_used:
-                last_used = self.used_gpus
+            if self.used_gpus != last_used or self.held_gpus != last_held:
+                last_used, last_held = self.used_gpus, self.held_gpus
                 alloc_times.append(now)
                 alloc_used.append(last_used)
+                alloc_held.append(last_held)
             if check:
                 self.check()
             if progress is not None and done_count >= next_progress:
@@ -572,7 +580,7 @@ class Engine:
             workload=w, policy=self.policy_name, first_start=self.first_start, end=self.end,
             wait=self.wait, load=self.load, train=self.train, save=self.save, futile=self.futile,
             preemptions=self.preemptions, work_done=self.work_done, alloc_times=alloc_times,
-            alloc_used=alloc_used, events=events, wall_seconds=_time.perf_counter() - wall0,
+            alloc_used=alloc_used, alloc_held=alloc_held, events=events, wall_seconds=_time.perf_counter() - wall0,
             decision_seconds=decision_seconds, evictions=self.evictions, lost=self.lost,
             event_log=self.event_log, policy_stats=stats,
         )

@@ -133,6 +133,12 @@ def test_packing_stretches_both_jobs_by_the_pair_speed(interference):
     done = 10 + (guest_end - 10) * s_host
     assert result.end[0] == pytest.approx(guest_end + (5000 - done))
     assert result.work_done == pytest.approx([5000, 3000])
+    # One physical GPU held throughout; two job-GPUs on it while packed.
+    from evaluation.metrics import sharing_factor, utilisation
+
+    host_end = result.end[0]
+    assert utilisation(result) == pytest.approx(1.0)
+    assert sharing_factor(result) == pytest.approx((host_end + guest_end - 10) / host_end)
 
 
 def test_time_aware_scaling_on_a_burst(interference):
