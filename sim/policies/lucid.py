@@ -146,7 +146,7 @@ class Lucid(Policy):
 
     def __init__(self, profiler: bool = True, space_aware: bool = True, binder: bool = True, sharing: bool = True,
                  estimator: bool = True, n_prof: int = 8, t_prof: float = 200.0, g_ss: int = 2,
-                 dynamic: bool = True, min_remaining: float = 600.0, unstable_speed: float = 0.5,
+                 dynamic: bool = True, min_remaining: float = 300.0, unstable_speed: float = 0.5,
                  check_after: float = 300.0, tick: float = 600.0, update_interval: float = 7 * 86400.0,
                  update_model: str = "lightgbm", monotone: bool = True, packing_labels: str = "solo",
                  gpu_memory_mb: float | None = None, profiler_nodes: int | str = "auto",
@@ -168,6 +168,7 @@ class Lucid(Policy):
         self.initial = initial
         self.packing_model, self.tracking_uri = packing_model, tracking_uri
         self.queue = SortedQueue()
+        self._pass_est: dict[int, float] = {}
 
     @classmethod
     def prepare_workload(cls, workload, params: dict[str, Any]):
@@ -380,7 +381,15 @@ class Lucid(Policy):
             return True
         if job not in s.profiled or s.scores[job] > s.g_ss:
             return False
-        return self.estimate(job) >= self.min_remaining
+        return self._est(job) >= self.min_remaining
+
+    def _est(self, job: int) -> float:
+        """:meth:`estimate`, memoised for one scheduling pass (time stands still within it)."""
+        memo = self._pass_est
+        value = memo.get(job)
+        if value is None:
+            value = memo[job] = self.estimate(job)
+        return value
 
     def _can_share(self, job: int, host: int) -> tuple | None:
         """If the binder allows packing ``job`` onto ``host`` (a host from :meth:`_hosts`, so solo,
@@ -394,37 +403,43 @@ class Lucid(Policy):
         if self.binder:
             if score > s.g_ss:
                 return None
-            if self.estimate(job) > self.pair_ratio * self.estimate(host):
+            if self._est(job) > self.pair_ratio * self._est(host):
                 return None
         return (score, s.gmem[job] + s.gmem[host]) if self.binder else (0, 0)
 
     MAX_HOSTS = 64  # hosts examined per packing attempt (the best pair among them wins)
     MAX_FAILED_PACKS = 16  # failed packing attempts per scheduling pass before the rest wait
 
-    def _hosts(self) -> dict[int, list[int]]:
-        """Running solo jobs that could host a guest, by GPU count (built once per scheduling pass)."""
-        ctx, s = self.ctx, self.s
-        alloc, out = ctx.engine.alloc, {}
-        for host in ctx.running:
-            if ctx.state(host) != RUNNING or len(alloc[host][1]) != 1 or host in s.never_pack:
-                continue
-            if self.binder and (host not in s.profiled or self.estimate(host) < self.min_remaining):
-                continue
-            out.setdefault(ctx.jobs.gpus[host], []).append(host)
-        return out
+    def _hosts(self, gpus: int, cache: dict[int, list[int]]) -> list[int]:
+        """Up to MAX_HOSTS running solo jobs of ``gpus`` GPUs that could host a guest (built once per
+        GPU count and scheduling pass)."""
+        hosts = cache.get(gpus)
+        if hosts is None:
+            ctx, s = self.ctx, self.s
+            alloc, state, need = ctx.engine.alloc, ctx.engine.state, ctx.jobs.gpus
+            hosts = cache[gpus] = []
+            for host in ctx.running:
+                if need[host] != gpus or state[host] != RUNNING or len(alloc[host][1]) != 1 or host in s.never_pack:
+                    continue
+                if self.binder and (host not in s.profiled or self._est(host) < self.min_remaining):
+                    continue
+                hosts.append(host)
+                if len(hosts) == self.MAX_HOSTS:
+                    break
+        return hosts
 
-    def _try_pack(self, job: int, hosts: dict[int, list[int]]) -> bool:
+    def _try_pack(self, job: int, cache: dict[int, list[int]]) -> bool:
+        """Pack a waiting job (which passed :meth:`_job_can_share`) on the best allowed host."""
         ctx, s = self.ctx, self.s
-        if not self._job_can_share(job):
-            return False
+        hosts = self._hosts(ctx.jobs.gpus[job], cache)
         best, best_key = None, None
-        for host in hosts.get(ctx.jobs.gpus[job], [])[: self.MAX_HOSTS]:
+        for host in hosts:
             key = self._can_share(job, host)
             if key is not None and (best_key is None or key < best_key):
                 best, best_key = host, key
         if best is None:
             return False
-        hosts[ctx.jobs.gpus[job]].remove(best)
+        hosts.remove(best)
         a, b = s.interference.speeds(s.keys[job], s.keys[best])
         ctx.pack(job, best, a, b)
         s.packs += 1
@@ -450,13 +465,13 @@ class Lucid(Policy):
         if not self.queue:
             return
         keep = []
-        hosts = None
+        hosts: dict[int, list[int]] = {}
+        self._pass_est = {}
         failed = 0
         for entry in self.queue.items:
             job = entry[1]
-            if s.g_ss > 0 and failed < self.MAX_FAILED_PACKS and ctx.running:  # Alg. 2: share first
-                if hosts is None:
-                    hosts = self._hosts()
+            if (s.g_ss > 0 and failed < self.MAX_FAILED_PACKS and ctx.running
+                    and self._job_can_share(job)):  # Alg. 2: share first
                 if self._try_pack(job, hosts):
                     continue
                 failed += 1
