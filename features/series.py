@@ -27,13 +27,15 @@ def load_throughput(path: str | Path | None = None, data: str | Path | None = No
 
 
 def throughput_features(series: pd.DataFrame, target: str = "submit_gpu_job", horizon: int = 1,
-                        windows: tuple[int, ...] = (6, 36, 144)) -> tuple[pd.DataFrame, pd.Series]:
+                        windows: tuple[int, ...] = (6, 36, 144),
+                        keep_unlabelled: bool = False) -> tuple[pd.DataFrame, pd.Series]:
     """Features at each bin t and the target ``target`` at t + horizon bins.
 
     Calendar: hour, weekday, minute of day (sin/cos), weekend flag. Lags of the target: 0..5 bins, one
     day and one week back (from t). Rolling mean / median / exponentially weighted 'soft sum' over
     ``windows`` bins (10 min bins: 1 h, 6 h, 1 day), trend = short minus long rolling mean, and the
-    other counters at t. Rows without a full week of history or without a target are dropped.
+    other counters at t. Rows without a full week of history are dropped, and so are rows without a
+    target unless ``keep_unlabelled`` (the latest rows, to forecast from; their target is NaN).
     """
     if target not in series:
         raise ValueError(f"unknown target {target!r}; columns: {list(series.columns)}")
@@ -61,7 +63,7 @@ def throughput_features(series: pd.DataFrame, target: str = "submit_gpu_job", ho
         if col != target:
             X[f"now_{col}"] = series[col].astype(float)
     target_series = y.shift(-horizon).rename(f"{target}_t+{horizon}")
-    keep = X.notna().all(axis=1) & target_series.notna()
+    keep = X.notna().all(axis=1) & (target_series.notna() | keep_unlabelled)
     keep &= np.arange(len(X)) >= 7 * per_day
     return X[keep], target_series[keep]
 

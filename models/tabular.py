@@ -221,3 +221,32 @@ class IterationForest(RandomForestModel):
             users = X["user"].astype(str).to_numpy() if "user" in X else np.array(["<unknown>"] * len(X))
             pred[unseen] = [self.user_mean_.get(u, self.median_) for u in users[unseen]]
         return pred
+
+
+def make_duration_model(algo: str, fast: bool, **params) -> _TabularBase:
+    """A duration estimator on :func:`features.duration.duration_features` columns: ``lightgbm``
+    (Helios' QSSF), ``ebm`` (Lucid's GA2M Workload Estimate, gpu_num monotone) or ``rf``. ``fast``:
+    small EBM settings (tests, in-replay retraining)."""
+    from features.duration import CATEGORICAL
+
+    if algo == "lightgbm":
+        return LightGBMRegressorModel(categorical=CATEGORICAL, **params)
+    if algo == "rf":
+        return RandomForestModel(categorical=CATEGORICAL, **params)
+    if algo == "ebm":
+        defaults = dict(interactions=0, outer_bags=2) if fast else dict(interactions=10, outer_bags=8)
+        return GA2MRegressor(categorical=CATEGORICAL, monotone_increasing=("num_gpus",), **{**defaults, **params})
+    raise ValueError(f"unknown duration algorithm {algo!r}: lightgbm, ebm, rf")
+
+
+def make_throughput_model(algo: str, fast: bool, **params) -> _TabularBase:
+    """Lucid's Throughput Predict Model on :func:`features.series.throughput_features` columns:
+    ``ebm`` (GA2M), ``lightgbm`` or ``rf``; counts are modelled as they are (no log target)."""
+    if algo == "ebm":
+        defaults = dict(interactions=0, outer_bags=2) if fast else dict(interactions=10, outer_bags=8)
+        return GA2MRegressor(log_target=False, **{**defaults, **params})
+    if algo == "lightgbm":
+        return LightGBMRegressorModel(log_target=False, **params)
+    if algo == "rf":
+        return RandomForestModel(log_target=False, min_samples_leaf=5, **params)
+    raise ValueError(f"unknown throughput algorithm {algo!r}: ebm, lightgbm, rf")

@@ -15,8 +15,9 @@ import numpy as np
 import pandas as pd
 
 from evaluation import scores
-from features.duration import CATEGORICAL, duration_features
+from features.duration import duration_features
 from features.jobtable import JobTable
+from models.tabular import make_duration_model, make_throughput_model  # noqa: F401  (re-exported)
 
 DAY = 86400.0
 #: Which metric decides "better" per task (lower is better for all of them except packing accuracy).
@@ -142,19 +143,6 @@ def duration_split(frame: pd.DataFrame, test_days: float) -> tuple[np.ndarray, n
     return ~test, test
 
 
-def make_duration_model(algo: str, fast: bool, **params):
-    from models.tabular import GA2MRegressor, LightGBMRegressorModel, RandomForestModel
-
-    if algo == "lightgbm":
-        return LightGBMRegressorModel(categorical=CATEGORICAL, **params)
-    if algo == "rf":
-        return RandomForestModel(categorical=CATEGORICAL, **params)
-    if algo == "ebm":
-        defaults = dict(interactions=0, outer_bags=2) if fast else dict(interactions=10, outer_bags=8)
-        return GA2MRegressor(categorical=CATEGORICAL, monotone_increasing=("num_gpus",), **{**defaults, **params})
-    raise ValueError(f"unknown duration algorithm {algo!r}: lightgbm, ebm, rf")
-
-
 def train_duration(table: JobTable, *, algo: str = "lightgbm", test_days: float = 30.0, fast: bool = True,
                    source: str | Path | None = None, **params) -> TrainResult:
     """Duration model on job features (QSSF LightGBM, Lucid GA2M, RF baseline). Scores on the jobs
@@ -222,19 +210,10 @@ def train_throughput(series: pd.DataFrame, *, algo: str = "ebm", target: str = "
     """Lucid's throughput predictor on the 10-minute series; scored against the naive last value."""
     from features.series import throughput_features, time_split
     from models.registry import data_fingerprint
-    from models.tabular import GA2MRegressor, LightGBMRegressorModel, RandomForestModel
 
     X, y = throughput_features(series, target=target, horizon=horizon)
     train, test = time_split(X.index, test_days=test_days)
-    if algo == "ebm":
-        defaults = dict(interactions=0, outer_bags=2) if fast else dict(interactions=10, outer_bags=8)
-        model = GA2MRegressor(log_target=False, **{**defaults, **params})
-    elif algo == "lightgbm":
-        model = LightGBMRegressorModel(log_target=False, **params)
-    elif algo == "rf":
-        model = RandomForestModel(log_target=False, min_samples_leaf=5, **params)
-    else:
-        raise ValueError(f"unknown throughput algorithm {algo!r}: ebm, lightgbm, rf")
+    model = make_throughput_model(algo, fast, **params)
     t0 = time.perf_counter()
     model.fit(X[train], y[train])
     secs = time.perf_counter() - t0

@@ -213,6 +213,27 @@ def test_update_engine_trains_on_the_past_only(interference):
     check_identities(job_table(result))
 
 
+def test_throughput_model_is_trained_on_past_bins_and_drives_the_forecast(interference):
+    # 12 days of hourly-varying arrivals; the update engine (every 2 days) can train the throughput
+    # model from day 8 on, on completed 10-minute bins only; later ticks forecast with it.
+    rng = np.random.default_rng(0)
+    times = np.sort(np.concatenate([h * 3600 + rng.uniform(0, 3600, size=1 + (h % 24 > 8) * 4)
+                                    for h in range(12 * 24)]))
+    w = workload([(float(t), 300, 1) for t in times], nodes=2, gpus=4)
+    engine = lucid_engine(w, "lucid:update_interval=172800", interference=interference)
+    result = engine.run()
+    s = engine.lucid_shared
+    assert s.tp_updates and s.tp_model is not None
+    for u in s.tp_updates:  # rows = complete bins minus a week of lags minus the horizon
+        assert u["time"] >= 8 * 86400
+        assert u["throughput_rows"] == int(u["time"] // 600) - 7 * 144 - 3
+    assert s.forecast_by["model"] > 0 and s.forecast_by["trend"] > 0
+    assert "lucid_throughput_mae" in result.policy_stats
+    trend = lucid_engine(w, "lucid:update_interval=172800,forecast=trend", interference=interference)
+    trend.run()
+    assert trend.lucid_shared.tp_model is None and trend.lucid_shared.forecast_by["model"] == 0
+
+
 def test_every_lucid_variant_and_horus_run_on_philly(philly_file):
     from features.traces import load_trace
     from sim.cluster import load_cluster

@@ -2,8 +2,10 @@
 as plug-ins on the shared engine (Lucid's own simulator steps time by one second per policy file).
 
 One policy class plays two roles, by partition:
-- in the profiling partition (named PROFILER, added by :func:`with_profiler`): the Non-intrusive Job
-  Profiler (§3.2). Jobs with at most N_prof GPUs run here first, exclusively and consolidated, least
+- in the profiling partition (named PROFILER, built by :func:`with_profiler`: ``profiler_nodes`` nodes,
+  default 5 % of the cluster, carved out of the cluster so that Lucid has the same GPUs as the
+  baselines; ``profiler_from=extra`` adds them instead, as a separate profiling cluster would): the
+  Non-intrusive Job Profiler (§3.2). Jobs with at most N_prof GPUs run here first, exclusively and consolidated, least
   GPUs first (space-aware, Alg. 1), for up to T_prof seconds; jobs that finish within T_prof are done
   here (the debugging-job filter); the others are paused (progress kept) and handed to their VC with
   their measured profile. Time-aware scaling: when the throughput forecast predicts a burst, T_prof
@@ -20,19 +22,25 @@ One policy class plays two roles, by partition:
   1 medium, 2 jumbo, predicted by the packing classifier from the profiled features) does not exceed
   G_SS, their GPU memory fits, both have at least ``min_remaining`` seconds of work left, and the
   guest's estimate is at most ``pair_ratio`` times the host's (Lucid's released simulator uses 2, so
-  that a long job does not slow a short one for most of its life). Among eligible hosts the pair with
-  the highest slower speed wins. A packed pair whose slower speed is below ``unstable_speed`` is
+  that a long job does not slow a short one for most of its life). Among eligible hosts the one with
+  the lowest summed sharing score (then GPU memory) wins: a pair's speed is unknown until it runs.
+  A packed pair whose slower speed is below ``unstable_speed`` is
   treated as unstable: the guest is evicted after ``check_after`` seconds and never packed again.
   Preemption-free otherwise.
-- Dynamic sharing: every ``tick`` seconds the throughput forecast (mean submissions of the past hour,
-  and its trend over the hour before) sets G_SS: 2 (Default) when busy, 1 (Apathetic) when moderate,
-  0 (off) when quiet and not rising; busy / quiet are the 75th / 25th percentiles of hourly
-  submissions seen so far.
+- Dynamic sharing: every ``tick`` seconds the throughput forecast (submissions expected in the coming
+  hour) sets G_SS: 2 (Default) when busy, 1 (Apathetic) when moderate, 0 (off) when quiet and not
+  rising; busy / quiet are the 75th / 25th percentiles of hourly submissions seen so far. The forecast
+  comes from Lucid's Throughput Predict Model (``forecast=model``): a GA2M / LightGBM on the throughput
+  features of the replay's own 10-minute submission series (calendar, lags, rolling windows), trained
+  by the update engine once 8 days are seen and refreshed hourly; before that, and with
+  ``forecast=trend``, the past hour plus half its change over the hour before.
 - Update Engine (§3.6): every ``update_interval`` seconds (weekly) the duration model is retrained on
   the jobs completed so far (past only) and its predictions replace the old ones for jobs not yet
-  started; the System Tuner makes the gpu_num shape monotone (GA2M) and records the effect.
+  started; the System Tuner makes the gpu_num shape monotone (GA2M) and records the effect. The
+  throughput model is retrained on the same timer (scored on the latest day against the last value).
 Ablations: ``binder=False`` (naive bin-packing: pack with any same-size job that fits in GPU memory,
-no scores or time rules, as Lucid's ablation does), ``sharing=False``, ``estimator=False`` (FIFO order), ``space_aware=False`` (profiler FIFO).
+no scores or time rules, as Lucid's ablation does), ``sharing=False``, ``estimator=False`` (FIFO
+order), ``space_aware=False`` (profiler FIFO), ``profiler=False``.
 """
 from __future__ import annotations
 
@@ -47,6 +55,8 @@ from sim.policies.base import Policy, SortedQueue
 
 PROFILER = "profiler"
 HOUR = 3600.0
+BIN = 600.0  # the submission series' bin (Lucid's throughput predictor works on 10-minute bins)
+TP_HORIZON = 3  # forecast the bin 30 minutes ahead: the middle of the coming hour
 
 
 def profiler_size(cluster, nodes: int | str = "auto") -> int:
@@ -107,6 +117,18 @@ def attach_profiles(workload, interference, seed: int = 0, strength: float = 1.0
     return workload
 
 
+def _origin(frame):
+    """Wall-clock time of the replay's time zero (tz-naive local clock), or a fixed Monday when the
+    trace has no timestamps, so that calendar features stay defined."""
+    import pandas as pd
+
+    ts = frame["submit_ts"] if "submit_ts" in frame else None
+    if ts is not None and ts.notna().any():
+        first = pd.Timestamp(ts.min())
+        return first.tz_localize(None) if first.tzinfo is not None else first
+    return pd.Timestamp("2020-01-06")
+
+
 @dataclass
 class Shared:
     """State the profiler and the VC schedulers of one replay share."""
@@ -133,6 +155,13 @@ class Shared:
     mode_seconds: dict[int, float] = field(default_factory=lambda: {0: 0.0, 1: 0.0, 2: 0.0})
     by_gpus: dict[int, tuple[float, int]] = field(default_factory=dict)  # finished durations by GPU demand
     last_mode_change: float = 0.0
+    bins: list[int] = field(default_factory=list)  # submissions per BIN since time zero
+    origin: Any = None  # wall-clock time of time zero (calendar features of the throughput model)
+    tp_model: Any = None
+    tp_at: float = -np.inf
+    tp_value: float = 0.0
+    forecast_by: dict[str, int] = field(default_factory=lambda: {"model": 0, "trend": 0})
+    tp_updates: list[dict] = field(default_factory=list)
     loans: list[list] = field(default_factory=list)  # [lender partition, profiler node, returning]
     borrowed: int = 0
     returned: int = 0
@@ -152,7 +181,7 @@ class Lucid(Policy):
                  gpu_memory_mb: float | None = None, profiler_nodes: int | str = "auto",
                  profiler_from: str = "cluster", initial: str = "given",
                  packing_model: str | None = None, tracking_uri: str | None = None, borrow_nodes: int = 2,
-                 pair_ratio: float = 2.0, seed: int = 0):
+                 pair_ratio: float = 2.0, forecast: str = "model", seed: int = 0):
         self.profiler_on, self.space_aware, self.binder, self.sharing = profiler, space_aware, binder, sharing
         self.estimator, self.n_prof0, self.t_prof0, self.g_ss0 = estimator, int(n_prof), float(t_prof), int(g_ss)
         self.dynamic, self.min_remaining, self.unstable_speed = dynamic, float(min_remaining), float(unstable_speed)
@@ -163,6 +192,9 @@ class Lucid(Policy):
             raise ValueError("profiler_from must be 'cluster' (carved out of the cluster) or 'extra' (added)")
         self.profiler_from = profiler_from
         self.borrow_nodes, self.pair_ratio = int(borrow_nodes), float(pair_ratio)
+        if forecast not in ("model", "trend"):
+            raise ValueError("forecast must be 'model' (throughput model retrained by the update engine) or 'trend'")
+        self.forecast = forecast
         if initial not in ("given", "history"):
             raise ValueError("initial must be 'given' (the --predictor) or 'history'")
         self.initial = initial
@@ -222,12 +254,12 @@ class Lucid(Policy):
             preds[:] = np.nan  # no model yet: the mean duration of finished jobs of the same GPU demand
         return Shared(interference, list(w.partition), np.asarray(scores), w.frame["profile_key"].tolist(),
                       w.frame["profile_gmem"].to_numpy(dtype=float), g_ss=self.g_ss0 if self.sharing else 0,
-                      t_prof=self.t_prof0, n_prof=self.n_prof0, predictions=preds)
+                      t_prof=self.t_prof0, n_prof=self.n_prof0, predictions=preds, origin=_origin(w.frame))
 
     def on_start(self) -> None:
         if self.ctx.partition == 0:
             self.ctx.set_timer(self.tick, ("tick",))
-            if self.estimator and self.update_interval > 0:
+            if self.update_interval > 0 and (self.estimator or self.forecast == "model"):
                 self.ctx.set_timer(self.update_interval, ("update",))
 
     # -- priorities ------------------------------------------------------------------------------
@@ -257,6 +289,10 @@ class Lucid(Policy):
             self.queue.add(key, job)
             return
         s.arrivals.append(ctx.now)
+        b = int(ctx.now // BIN)
+        if b >= len(s.bins):
+            s.bins.extend([0] * (b + 1 - len(s.bins)))
+        s.bins[b] += 1
         if (self.profiler_on and self.profiler_index is not None and job not in s.profiled
                 and ctx.jobs.gpus[job] <= min(s.n_prof, self.profiler_node_gpus)):
             ctx.transfer(job, self.profiler_index)
@@ -299,7 +335,10 @@ class Lucid(Policy):
             if self.ctx.unfinished:
                 self.ctx.set_timer(self.ctx.now + self.tick, ("tick",))
         elif kind == "update":
-            self._update()
+            if self.estimator:
+                self._update()
+            if self.forecast == "model":
+                self._train_throughput()
             if self.ctx.unfinished:
                 self.ctx.set_timer(self.ctx.now + self.update_interval, ("update",))
 
@@ -494,7 +533,12 @@ class Lucid(Policy):
             return
         hist = np.asarray(s.hourly[-24 * 7 * 6:])
         quiet, median, busy, top = np.percentile(hist, (25, 50, 75, 90))
-        forecast = last + 0.5 * (last - before)  # the past hour plus half its trend
+        forecast = self._model_forecast() if self.forecast == "model" else None
+        if forecast is None:
+            forecast = last + 0.5 * (last - before)  # no model yet: the past hour plus half its trend
+            s.forecast_by["trend"] += 1
+        else:
+            s.forecast_by["model"] += 1
         if self.sharing and self.dynamic:
             mode = 2 if forecast >= busy else (1 if forecast > quiet or last > before else 0)
             s.g_ss = mode
@@ -508,6 +552,60 @@ class Lucid(Policy):
                 self._borrow_nodes()
             elif was and s.loans:
                 self._start_returning()
+
+    def _series(self, start: int, stop: int):
+        """Submissions per BIN over bins [start, stop), on the wall clock, as the throughput features want."""
+        import pandas as pd
+
+        s = self.s
+        counts = np.zeros(stop - start)
+        have = s.bins[start:stop]
+        counts[: len(have)] = have
+        index = s.origin + pd.to_timedelta(np.arange(start, stop) * BIN, unit="s")
+        return pd.DataFrame({"submit_gpu_job": counts}, index=index)
+
+    def _model_forecast(self) -> float | None:
+        """Submissions expected in the coming hour from the throughput model (refreshed hourly), or None
+        before the update engine has trained one."""
+        from features.series import throughput_features
+
+        s, now = self.s, self.ctx.now
+        if s.tp_model is None:
+            return None
+        if now - s.tp_at < HOUR:
+            return s.tp_value
+        stop = int(now // BIN)  # completed bins
+        start = max(0, stop - 7 * 144 - 150)  # a week of lags plus the longest rolling window
+        X, _ = throughput_features(self._series(start, stop), horizon=TP_HORIZON, keep_unlabelled=True)
+        if X.empty:
+            return None
+        s.tp_at = now
+        s.tp_value = max(0.0, float(s.tp_model.predict(X.iloc[[-1]])[0])) * HOUR / BIN
+        return s.tp_value
+
+    def _train_throughput(self) -> None:
+        """Update engine, throughput part: refit the throughput model on the submission series so far
+        (needs 8 days: a week of lags plus one day of targets); scored first on the latest day."""
+        from evaluation.scores import regression_scores
+        from features.series import throughput_features
+        from models.tabular import make_throughput_model
+
+        s = self.s
+        stop = int(self.ctx.now // BIN)
+        if stop < 8 * 144:
+            return
+        X, y = throughput_features(self._series(0, stop), horizon=TP_HORIZON)
+        algo = "ebm" if self.update_model == "ebm" else "lightgbm"
+        extra = dict(n_estimators=100, learning_rate=0.1) if algo == "lightgbm" else {}
+        record = {"time": self.ctx.now, "throughput_rows": len(X)}
+        if len(X) > 2 * 144:
+            old, last_day = X.iloc[:-144], X.iloc[-144:]
+            m = make_throughput_model(algo, fast=True, **extra).fit(old, y.iloc[:-144])
+            record["throughput_mae"] = regression_scores(y.iloc[-144:], m.predict(last_day))["mae"]
+            record["throughput_mae_last_value"] = regression_scores(y.iloc[-144:], last_day["lag_0"])["mae"]
+        s.tp_model = make_throughput_model(algo, fast=True, **extra).fit(X, y)
+        s.tp_at = -np.inf
+        s.tp_updates.append(record)
 
     # -- update engine ------------------------------------------------------------------------------
     def _update(self) -> None:
@@ -558,7 +656,7 @@ class Lucid(Policy):
         return model, effect
 
     def _duration_model(self, monotone: bool):
-        from pipelines.train import make_duration_model
+        from models.tabular import make_duration_model
 
         if self.update_model == "ebm":
             return make_duration_model("ebm", fast=True) if monotone else make_duration_model(
@@ -591,7 +689,14 @@ class Lucid(Policy):
         s = self.s
         out = {"lucid_finished_in_profiler": s.finished_in_profiler, "lucid_profiled_then_moved": s.profiled_then_moved,
                "lucid_nodes_borrowed": s.borrowed, "lucid_nodes_returned": s.returned,
-               "lucid_packs": s.packs, "lucid_evictions": s.evictions, "lucid_updates": len(s.updates)}
+               "lucid_packs": s.packs, "lucid_evictions": s.evictions, "lucid_updates": len(s.updates),
+               "lucid_throughput_updates": len(s.tp_updates),
+               "lucid_ticks_forecast_by_model": s.forecast_by["model"],
+               "lucid_ticks_forecast_by_trend": s.forecast_by["trend"]}
+        scored = [u for u in s.tp_updates if "throughput_mae" in u]
+        if scored:
+            out["lucid_throughput_mae"] = float(np.mean([u["throughput_mae"] for u in scored]))
+            out["lucid_throughput_mae_last_value"] = float(np.mean([u["throughput_mae_last_value"] for u in scored]))
         tuned = [u["tuner"] for u in s.updates if u.get("tuner")]
         if tuned:
             out["lucid_tuner_log_mae_plain"] = float(np.mean([t["log_mae_plain"] for t in tuned]))
