@@ -5,6 +5,7 @@ t + horizon. Splits are by time, relative to the series' own end, never to fixed
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -41,27 +42,28 @@ def throughput_features(series: pd.DataFrame, target: str = "submit_gpu_job", ho
         raise ValueError(f"unknown target {target!r}; columns: {list(series.columns)}")
     y = series[target].astype(float)
     idx = series.index
-    X = pd.DataFrame(index=idx)
-    X["hour"] = idx.hour.astype(float)
-    X["weekday"] = idx.weekday.astype(float)
+    cols: dict[str, Any] = {}  # built as a dict, then one frame: far cheaper than column inserts
+    cols["hour"] = idx.hour.astype(float)
+    cols["weekday"] = idx.weekday.astype(float)
     minute = idx.hour * 60 + idx.minute
-    X["tod_sin"] = np.sin(2 * np.pi * minute / 1440)
-    X["tod_cos"] = np.cos(2 * np.pi * minute / 1440)
-    X["weekend"] = (idx.weekday >= 5).astype(float)
+    cols["tod_sin"] = np.sin(2 * np.pi * minute / 1440)
+    cols["tod_cos"] = np.cos(2 * np.pi * minute / 1440)
+    cols["weekend"] = (idx.weekday >= 5).astype(float)
     for lag in range(6):
-        X[f"lag_{lag}"] = y.shift(lag)
+        cols[f"lag_{lag}"] = y.shift(lag).to_numpy()
     per_day = int(round(pd.Timedelta("1D") / (idx[1] - idx[0])))
-    X["lag_1d"] = y.shift(per_day - horizon)
-    X["lag_1w"] = y.shift(7 * per_day - horizon)
+    cols["lag_1d"] = y.shift(per_day - horizon).to_numpy()
+    cols["lag_1w"] = y.shift(7 * per_day - horizon).to_numpy()
     for w in windows:
         r = y.rolling(w, min_periods=1)
-        X[f"roll_mean_{w}"] = r.mean()
-        X[f"roll_median_{w}"] = r.median()
-        X[f"soft_sum_{w}"] = y.ewm(halflife=w / 2, adjust=False).mean() * w
-    X["trend"] = X[f"roll_mean_{windows[0]}"] - X[f"roll_mean_{windows[-1]}"]
+        cols[f"roll_mean_{w}"] = r.mean().to_numpy()
+        cols[f"roll_median_{w}"] = r.median().to_numpy()
+        cols[f"soft_sum_{w}"] = y.ewm(halflife=w / 2, adjust=False).mean().to_numpy() * w
+    cols["trend"] = cols[f"roll_mean_{windows[0]}"] - cols[f"roll_mean_{windows[-1]}"]
     for col in series.columns:
         if col != target:
-            X[f"now_{col}"] = series[col].astype(float)
+            cols[f"now_{col}"] = series[col].astype(float).to_numpy()
+    X = pd.DataFrame(cols, index=idx)
     target_series = y.shift(-horizon).rename(f"{target}_t+{horizon}")
     keep = X.notna().all(axis=1) & (target_series.notna() | keep_unlabelled)
     keep &= np.arange(len(X)) >= 7 * per_day

@@ -55,6 +55,8 @@ class GA2MRegressor(_TabularBase):
         self.monotone_increasing, self.random_state, self.n_jobs = tuple(monotone_increasing), random_state, n_jobs
 
     def _frame(self, X: pd.DataFrame) -> pd.DataFrame:
+        if not self._cats(X):
+            return X  # nothing to convert, no copy: per-row predictions in a replay stay cheap
         X = X.copy()
         for c in self._cats(X):
             X[c] = X[c].astype(str)
@@ -123,6 +125,8 @@ class LightGBMRegressorModel(_TabularBase):
         self.random_state, self.n_jobs = random_state, n_jobs
 
     def _frame(self, X: pd.DataFrame) -> pd.DataFrame:
+        if not self._cats(X):
+            return X  # nothing to convert, no copy: per-row predictions in a replay stay cheap
         X = X.copy()
         for c in self._cats(X):
             X[c] = pd.Categorical(X[c].astype(str), categories=self.levels_[c])

@@ -195,6 +195,7 @@ class Lucid(Policy):
         if forecast not in ("model", "trend"):
             raise ValueError("forecast must be 'model' (throughput model retrained by the update engine) or 'trend'")
         self.forecast = forecast
+        self.uses_forecast = (sharing and dynamic) or profiler  # else nothing reads the forecast
         if initial not in ("given", "history"):
             raise ValueError("initial must be 'given' (the --predictor) or 'history'")
         self.initial = initial
@@ -259,7 +260,7 @@ class Lucid(Policy):
     def on_start(self) -> None:
         if self.ctx.partition == 0:
             self.ctx.set_timer(self.tick, ("tick",))
-            if self.update_interval > 0 and (self.estimator or self.forecast == "model"):
+            if self.update_interval > 0 and (self.estimator or self.forecast == "model" and self.uses_forecast):
                 self.ctx.set_timer(self.update_interval, ("update",))
 
     # -- priorities ------------------------------------------------------------------------------
@@ -337,7 +338,7 @@ class Lucid(Policy):
         elif kind == "update":
             if self.estimator:
                 self._update()
-            if self.forecast == "model":
+            if self.forecast == "model" and self.uses_forecast:
                 self._train_throughput()
             if self.ctx.unfinished:
                 self.ctx.set_timer(self.ctx.now + self.update_interval, ("update",))
@@ -523,6 +524,8 @@ class Lucid(Policy):
 
     # -- dynamic strategy and time-aware scaling ----------------------------------------------------
     def _tick(self) -> None:
+        if not self.uses_forecast:
+            return
         s, now = self.s, self.ctx.now
         while s.arrivals and s.arrivals[0] <= now - 2 * HOUR:  # windows (now-2h, now-1h], (now-1h, now]
             s.arrivals.popleft()
@@ -576,6 +579,9 @@ class Lucid(Policy):
             return s.tp_value
         stop = int(now // BIN)  # completed bins
         start = max(0, stop - 7 * 144 - 150)  # a week of lags plus the longest rolling window
+        if not any(s.bins[max(0, stop - 7 * 144):stop]):  # no submission for a week: the trace has ended
+            s.tp_at, s.tp_value = now, 0.0
+            return s.tp_value
         X, _ = throughput_features(self._series(start, stop), horizon=TP_HORIZON, keep_unlabelled=True)
         if X.empty:
             return None
