@@ -51,6 +51,9 @@ SENSITIVITY = {  # label -> Lucid parameters added to the benchmark's Lucid spec
     "no profiler": "profiler=False",
     "profiler added (not carved)": "profiler_from=extra",
     "no borrowing": "borrow_nodes=0",
+    "trend forecast (no throughput model)": "forecast=trend",
+    "1-node profiler": "profiler_nodes=1",
+    "1-node profiler, FIFO order (nospace)": "profiler_nodes=1,space_aware=False",
 }
 ABLATIONS = ["lucid-nobinder", "lucid-noshare", "lucid-noestimator", "lucid-nospace"]
 
@@ -150,9 +153,7 @@ def binder_sensitivity(ws: list, prof: str) -> pd.DataFrame:
     for label, extra in SENSITIVITY.items():
         res = []
         for w in ws:
-            spec = f"lucid:initial=history,{prof}" + (f",{extra}" if extra else "")
-            if "profiler_from=extra" in extra:
-                spec = spec.replace(",profiler_from=extra", "") + ",profiler_from=extra"
+            spec = f"lucid:initial=history,{prof}" + (f",{extra}" if extra else "")  # later keys win
             ev = run(w, spec)
             res.append((ev["summary"]["jct_mean"] / 3600, ev["summary"]["wait_mean"] / 3600,
                         ev["summary"]["wait_p99.9"] / 3600, ev["stats"].get("lucid_packs", 0)))
@@ -252,6 +253,14 @@ def main() -> None:
     latency = pd.DataFrame([latency_with_queue(args.queued)])
     latency.to_csv(out / "latency.csv", index=False)
     figs = [] if args.skip_figures else interpretability(out, data_dir(args.data_dir))
+    ablation = table4[table4["policy"].isin(["lucid"] + ABLATIONS)]
+    ablation = ablation[ablation.groupby("trace")["policy"].transform("size") > 1]
+    if len(ablation):
+        from evaluation.report import plot_grouped_bars
+
+        plot_grouped_bars(ablation, "trace", "policy", ["avg JCT h", "avg queue h"], out / "ablations.png",
+                          "Lucid ablations (Fig. 11), relative to Lucid", normalise_to="lucid")
+        figs.append("ablations.png")
     ratio = []
     for trace in table4["trace"].unique():
         t = table4[table4["trace"] == trace].set_index("policy")

@@ -112,3 +112,35 @@ def plot_jct_cdf(jobs_by_policy: dict[str, pd.DataFrame], path: str | Path) -> l
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return [Path(path)]
+
+
+def plot_grouped_bars(frame: pd.DataFrame, group: str, bar: str, values: list[str], path: str | Path,
+                      title: str = "", normalise_to: str | None = None) -> list[Path]:
+    """One panel per value column; bars per ``bar`` (e.g. policy variant) within each ``group`` (e.g.
+    trace). ``normalise_to``: divide each group's values by that bar's (Lucid's Fig. 11 shows
+    ablations relative to Lucid), so that groups of different scales share an axis."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    groups, bars = list(dict.fromkeys(frame[group])), list(dict.fromkeys(frame[bar]))
+    fig, axes = plt.subplots(1, len(values), figsize=(4.5 * len(values), 4), squeeze=False)
+    width = 0.8 / max(len(bars), 1)
+    for ax, value in zip(axes[0], values):
+        table = frame.pivot_table(index=group, columns=bar, values=value).reindex(index=groups, columns=bars)
+        if normalise_to is not None:
+            table = table.div(table[normalise_to], axis=0)
+        for i, name in enumerate(bars):
+            ax.bar(np.arange(len(groups)) + (i - (len(bars) - 1) / 2) * width, table[name].to_numpy(), width,
+                   label=name)
+        ax.set_xticks(np.arange(len(groups)), groups, rotation=20, ha="right")
+        ax.set_ylabel(f"{value} / {normalise_to}" if normalise_to else value)
+        ax.grid(True, axis="y", alpha=0.3)
+    fig.legend(*axes[0][0].get_legend_handles_labels(), loc="lower center", ncol=min(len(bars), 5), fontsize=8)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return [Path(path)]
