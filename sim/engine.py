@@ -251,6 +251,7 @@ class Engine:
         self.alloc_used = array("d")
         self.alloc_held = array("d")
         self.check_invariants = check_invariants
+        self._finished_unchecked: list[int] = []
         self.event_log: list[tuple] | None = [] if record_events else None
         self.time_decisions = time_decisions
         self.decision_seconds: list[float] = []
@@ -437,9 +438,10 @@ class Engine:
                 assert self.state[j] in (LOADING, RUNNING, SAVING), f"job {j} holds GPUs while not active"
         assert self.held_gpus == sum(c.pool.total_capacity - c.pool.total_free for c in self.contexts), \
             "physical GPUs held out of sync"
-        for j, st in enumerate(self.state):
-            if st == DONE:
-                assert abs(self.work_done[j] - self.workload.duration[j]) <= 1e-6 * max(1.0, self.workload.duration[j])
+        for j in self._finished_unchecked:  # jobs done since the last check: all of their work was done
+            assert self.state[j] == DONE
+            assert abs(self.work_done[j] - self.workload.duration[j]) <= 1e-6 * max(1.0, self.workload.duration[j])
+        self._finished_unchecked.clear()
 
     # -- the loop --------------------------------------------------------------------------------
     def run(self) -> SimResult:
@@ -491,6 +493,8 @@ class Engine:
                     done_count += 1
                     self.unfinished -= 1
                     self._log("finish", job)
+                    if check:
+                        self._finished_unchecked.append(job)
                     policies[p].on_finish(job)
                 elif kind == EV_SAVED:
                     self.save[job] += now - since[job]

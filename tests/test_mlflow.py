@@ -134,8 +134,9 @@ def test_lucid_runs_with_registry_models(store, shared_data, philly_file, capsys
     assert alias_version("duration", "champion") == "1"
     assert int(alias_version("duration", "challenger")) >= 2
     # Every ablation takes the same registry models (the packing tree and the duration champion).
+    small = build_workload(load_trace(philly_file), load_cluster("philly-vc"), limit=600)
     for ablation in ("lucid-nobinder", "lucid-noshare", "lucid-noestimator", "lucid-nospace"):
-        r = simulate(w, spec.replace("lucid:", f"{ablation}:").replace(f",tracking_uri={store}", "")
+        r = simulate(small, spec.replace("lucid:", f"{ablation}:").replace(f",tracking_uri={store}", "")
                      .replace("update_interval=200000", "update_interval=0"),
                      predictor="models:/duration@champion", check_invariants=True)
         assert np.isfinite(r.end).all(), ablation

@@ -32,8 +32,9 @@ One policy class plays two roles, by partition:
   rising; busy / quiet are the 75th / 25th percentiles of hourly submissions seen so far. The forecast
   comes from Lucid's Throughput Predict Model (``forecast=model``): a GA2M / LightGBM on the throughput
   features of the replay's own 10-minute submission series (calendar, lags, rolling windows), trained
-  by the update engine once 8 days are seen and refreshed hourly; before that, and with
-  ``forecast=trend``, the past hour plus half its change over the hour before.
+  by the update engine once 9 days are seen and refreshed hourly, and used only while it beats the
+  naive last value on the latest day; otherwise, and with ``forecast=trend``, the past hour plus half
+  its change over the hour before.
 - Update Engine (§3.6): every ``update_interval`` seconds (weekly) the duration model is retrained on
   the jobs completed so far (past only) and its predictions replace the old ones for jobs not yet
   started; the System Tuner makes the gpu_num shape monotone (GA2M) and records the effect. The
@@ -46,6 +47,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -115,6 +117,25 @@ def attach_profiles(workload, interference, seed: int = 0, strength: float = 1.0
         frame[f"profile_{col}"] = solo.loc[keys, col].to_numpy()
     workload.frame = frame
     return workload
+
+
+def _default_packing_classifier(labels: str):
+    """The packing tree fitted on Lucid's profiles in the data directory (once per process, directory
+    and label set: every Lucid replay would otherwise pay the cross-validated fit)."""
+    from features.paths import resolve_data_path
+
+    return _fit_packing_classifier(labels, str(resolve_data_path("profiles/lucid")))
+
+
+@lru_cache(maxsize=4)
+def _fit_packing_classifier(labels: str, profiles_dir: str):
+    from pathlib import Path
+
+    from features.packing import packing_dataset
+    from models.packing import PackingClassifier
+
+    data = packing_dataset(Path(profiles_dir).parents[1], labels=labels)
+    return PackingClassifier().fit(data, data["target"])
 
 
 def _origin(frame):
@@ -229,8 +250,7 @@ class Lucid(Policy):
         self.s = shared
 
     def _make_shared(self, ctx) -> Shared:
-        from features.packing import FEATURES, packing_dataset
-        from models.packing import PackingClassifier
+        from features.packing import FEATURES
         from sim.interference import InterferenceModel
 
         w = ctx.jobs
@@ -246,8 +266,7 @@ class Lucid(Policy):
             configure(self.tracking_uri)
             clf = unwrap(load(self.packing_model))
         else:
-            data = packing_dataset(labels=self.packing_labels)
-            clf = PackingClassifier().fit(data, data["target"])
+            clf = _default_packing_classifier(self.packing_labels)
         feats = w.frame[[f"profile_{c}" for c in FEATURES]].set_axis(list(FEATURES), axis=1).astype(float)
         scores = clf.predict(feats)
         preds = np.asarray(ctx.engine.predicted, dtype=float) if self.estimator else None
@@ -591,25 +610,31 @@ class Lucid(Policy):
 
     def _train_throughput(self) -> None:
         """Update engine, throughput part: refit the throughput model on the submission series so far
-        (needs 8 days: a week of lags plus one day of targets); scored first on the latest day."""
+        (needs 9 days: a week of lags, a day to train on and the latest day to score on)."""
         from evaluation.scores import regression_scores
         from features.series import throughput_features
         from models.tabular import make_throughput_model
 
         s = self.s
         stop = int(self.ctx.now // BIN)
-        if stop < 8 * 144:
+        if stop < 9 * 144:
             return
         X, y = throughput_features(self._series(0, stop), horizon=TP_HORIZON)
         algo = "ebm" if self.update_model == "ebm" else "lightgbm"
-        extra = dict(n_estimators=100, learning_rate=0.1) if algo == "lightgbm" else {}
+        # Small, regularised trees: a few weeks of bursty 10-minute counts overfit larger ones.
+        extra = dict(n_estimators=100, learning_rate=0.05, num_leaves=7, min_child_samples=50) \
+            if algo == "lightgbm" else {}
         record = {"time": self.ctx.now, "throughput_rows": len(X)}
-        if len(X) > 2 * 144:
-            old, last_day = X.iloc[:-144], X.iloc[-144:]
-            m = make_throughput_model(algo, fast=True, **extra).fit(old, y.iloc[:-144])
-            record["throughput_mae"] = regression_scores(y.iloc[-144:], m.predict(last_day))["mae"]
-            record["throughput_mae_last_value"] = regression_scores(y.iloc[-144:], last_day["lag_0"])["mae"]
-        s.tp_model = make_throughput_model(algo, fast=True, **extra).fit(X, y)
+        if len(X) <= 2 * 144:
+            return
+        old, last_day = X.iloc[:-144], X.iloc[-144:]
+        m = make_throughput_model(algo, fast=True, **extra).fit(old, y.iloc[:-144])
+        record["throughput_mae"] = regression_scores(y.iloc[-144:], m.predict(last_day))["mae"]
+        record["throughput_mae_last_value"] = regression_scores(y.iloc[-144:], last_day["lag_0"])["mae"]
+        # Champion / challenger inside the replay: the model drives decisions only while it beats the
+        # naive last value on the latest day; otherwise the trend forecast is used.
+        record["used"] = record["throughput_mae"] < record["throughput_mae_last_value"]
+        s.tp_model = make_throughput_model(algo, fast=True, **extra).fit(X, y) if record["used"] else None
         s.tp_at = -np.inf
         s.tp_updates.append(record)
 
@@ -697,12 +722,13 @@ class Lucid(Policy):
                "lucid_nodes_borrowed": s.borrowed, "lucid_nodes_returned": s.returned,
                "lucid_packs": s.packs, "lucid_evictions": s.evictions, "lucid_updates": len(s.updates),
                "lucid_throughput_updates": len(s.tp_updates),
+               "lucid_throughput_model_used": sum(1 for u in s.tp_updates if u["used"]),
                "lucid_ticks_forecast_by_model": s.forecast_by["model"],
                "lucid_ticks_forecast_by_trend": s.forecast_by["trend"]}
-        scored = [u for u in s.tp_updates if "throughput_mae" in u]
-        if scored:
-            out["lucid_throughput_mae"] = float(np.mean([u["throughput_mae"] for u in scored]))
-            out["lucid_throughput_mae_last_value"] = float(np.mean([u["throughput_mae_last_value"] for u in scored]))
+        if s.tp_updates:
+            out["lucid_throughput_mae"] = float(np.mean([u["throughput_mae"] for u in s.tp_updates]))
+            out["lucid_throughput_mae_last_value"] = float(np.mean([u["throughput_mae_last_value"]
+                                                                    for u in s.tp_updates]))
         tuned = [u["tuner"] for u in s.updates if u.get("tuner")]
         if tuned:
             out["lucid_tuner_log_mae_plain"] = float(np.mean([t["log_mae_plain"] for t in tuned]))
