@@ -143,6 +143,15 @@ def duration_split(frame: pd.DataFrame, test_days: float) -> tuple[np.ndarray, n
     return ~test, test
 
 
+def _fit_and_score(model, X: pd.DataFrame, y, train, test, score: Callable) -> tuple[np.ndarray, dict, float]:
+    """Fit on the training rows (timed), predict the holdout and score it: (predictions, metrics, seconds)."""
+    t0 = time.perf_counter()
+    model.fit(X[train], y[train])
+    secs = time.perf_counter() - t0
+    pred = model.predict(X[test])
+    return pred, {**score(y[test], pred), "train_seconds": secs}, secs
+
+
 def train_duration(table: JobTable, *, algo: str = "lightgbm", test_days: float = 30.0, fast: bool = True,
                    source: str | Path | None = None, **params) -> TrainResult:
     """Duration model on job features (QSSF LightGBM, Lucid GA2M, RF baseline). Scores on the jobs
@@ -158,12 +167,7 @@ def train_duration(table: JobTable, *, algo: str = "lightgbm", test_days: float 
     if train.sum() < 10 or test.sum() < 1:
         raise ValueError(f"not enough jobs for a {test_days}-day holdout ({train.sum()} train, {test.sum()} test)")
     model = make_duration_model(algo, fast, **params)
-    t0 = time.perf_counter()
-    model.fit(X[train], y[train])
-    secs = time.perf_counter() - t0
-    pred = model.predict(X[test])
-    metrics = scores.duration_scores(y[test], pred)
-    metrics["train_seconds"] = secs
+    pred, metrics, secs = _fit_and_score(model, X, y, train, test, scores.duration_scores)
     base = {"median": scores.duration_scores(y[test], np.full(test.sum(), np.median(y[train])))}
     if "hist_group_roll_mean" in X:
         fallback = X["hist_group_roll_mean"].fillna(np.median(y[train])).to_numpy()[test]
@@ -190,13 +194,8 @@ def train_iterations(table: JobTable, *, unseen: str = "zero", test_days: float 
     y = frame["duration"].to_numpy(dtype=float)
     train, test = duration_split(frame, test_days)
     model = IterationForest(unseen=unseen, **params)
-    t0 = time.perf_counter()
-    model.fit(X[train], y[train])
-    secs = time.perf_counter() - t0
-    pred = model.predict(X[test])
-    metrics = scores.duration_scores(y[test], pred)
+    pred, metrics, secs = _fit_and_score(model, X, y, train, test, scores.duration_scores)
     metrics["unseen_share"] = float((~X[test]["group_id"].isin(model.groups_)).mean())
-    metrics["train_seconds"] = secs
     fp = data_fingerprint(source, frame[["submit_time", "duration", "num_gpus"]])
     return TrainResult("iterations", f"rf-{unseen}", model, metrics, {"unseen": unseen, "test_days": test_days,
                        **params}, fp, X[test].head(20), {}, list(X.columns), train_seconds=secs,
@@ -214,12 +213,7 @@ def train_throughput(series: pd.DataFrame, *, algo: str = "ebm", target: str = "
     X, y = throughput_features(series, target=target, horizon=horizon)
     train, test = time_split(X.index, test_days=test_days)
     model = make_throughput_model(algo, fast, **params)
-    t0 = time.perf_counter()
-    model.fit(X[train], y[train])
-    secs = time.perf_counter() - t0
-    pred = model.predict(X[test])
-    metrics = scores.regression_scores(y[test], pred)
-    metrics["train_seconds"] = secs
+    pred, metrics, secs = _fit_and_score(model, X, y, train, test, scores.regression_scores)
     base = {"last_value": scores.regression_scores(y[test], X[test]["lag_0"]),
             "seasonal_day": scores.regression_scores(y[test], X[test]["lag_1d"])}
     figures = {"importances": importance_figure(model.importances(), f"{algo} throughput: importance")}

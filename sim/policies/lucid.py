@@ -546,6 +546,8 @@ class Lucid(Policy):
         if not self.uses_forecast:
             return
         s, now = self.s, self.ctx.now
+        s.mode_seconds[s.g_ss] += now - s.last_mode_change  # time spent at each G_SS, for the report
+        s.last_mode_change = now
         while s.arrivals and s.arrivals[0] <= now - 2 * HOUR:  # windows (now-2h, now-1h], (now-1h, now]
             s.arrivals.popleft()
         last = sum(1 for t in s.arrivals if t > now - HOUR)
@@ -725,6 +727,9 @@ class Lucid(Policy):
                "lucid_throughput_model_used": sum(1 for u in s.tp_updates if u["used"]),
                "lucid_ticks_forecast_by_model": s.forecast_by["model"],
                "lucid_ticks_forecast_by_trend": s.forecast_by["trend"]}
+        total = sum(s.mode_seconds.values())
+        if total > 0:
+            out.update({f"lucid_gss{g}_share": t / total for g, t in s.mode_seconds.items()})
         if s.tp_updates:
             out["lucid_throughput_mae"] = float(np.mean([u["throughput_mae"] for u in s.tp_updates]))
             out["lucid_throughput_mae_last_value"] = float(np.mean([u["throughput_mae_last_value"]
