@@ -170,7 +170,7 @@ class Context:
         if e.state[job] != QUEUED:
             raise SimulationError(f"t={e.now}: only a waiting job can move, job {job} is "
                                   f"{STATE_NAMES[e.state[job]]}")
-        p = partition if isinstance(partition, int) else e.workload.cluster.index[partition]
+        p = e.partition_index(partition)
         nominal = sum(e.workload.cluster.partitions[p].capacities)  # nodes lent out come back
         if e.workload.gpus[job] > nominal:
             raise SimulationError(f"job {job} needs {e.workload.gpus[job]} GPUs; partition {p} has {nominal}")
@@ -184,7 +184,7 @@ class Context:
         on a burst, and giving them back). Returns the node's number in the receiving partition; both
         partitions are scheduled again. Jobs that can no longer fit the smaller partition wait."""
         e = self.engine
-        p = partition if isinstance(partition, int) else e.workload.cluster.index[partition]
+        p = e.partition_index(partition)
         if p == self.partition:
             raise SimulationError(f"t={e.now}: node {node} is already in partition {p}")
         if not 0 <= node < len(self.pool.capacity) or not self.pool.capacity[node] \
@@ -421,6 +421,10 @@ class Engine:
             self._push(now + lt, EV_LOADED, job)
         else:
             self._begin_training(job)
+
+    def partition_index(self, partition: int | str) -> int:
+        """A partition given by number or by name."""
+        return partition if isinstance(partition, int) else self.workload.cluster.index[partition]
 
     def mark_dirty(self, p: int) -> None:
         if not self._dirty[p]:

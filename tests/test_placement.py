@@ -63,5 +63,4 @@ def test_cordoned_node_takes_no_new_work_and_moves_only_when_idle():
     assert pool.bring_online(8) == 0                         # the freed slot is reused
     assert pool.bring_online(4) == 3 and pool.total_capacity == 28
     pool.check()
-    pool.uncordon(1)                                         # no-op for a node never cordoned
     assert Consolidate().place(pool, 4) == [(3, 4)]

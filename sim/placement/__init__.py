@@ -37,11 +37,6 @@ class NodePool:
         self.cordoned.add(node)
         self.buckets[self.free[node]].discard(node)
 
-    def uncordon(self, node: int) -> None:
-        if node in self.cordoned:
-            self.cordoned.discard(node)
-            self.buckets[self.free[node]].add(node)
-
     def take_offline(self, node: int) -> int:
         """Remove an idle node (it moves to another partition); returns its GPU count. Its slot stays,
         with capacity 0, so that node numbers and placements of running jobs do not change."""
@@ -192,7 +187,8 @@ class Consolidate(Placement):
             if self.strict:
                 return None
         minimum = -(-gpus // pool.max_capacity)
-        order = sorted((n for n, f in enumerate(pool.free) if f and n not in pool.cordoned), key=lambda n: (-pool.free[n], n))
+        order = sorted((n for n, f in enumerate(pool.free) if f and n not in pool.cordoned),
+                       key=lambda n: (-pool.free[n], n))
         out, need = [], gpus
         for node in order:
             f = pool.free[node]

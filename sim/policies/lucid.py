@@ -173,9 +173,9 @@ class Shared:
     updates: list[dict] = field(default_factory=list)
     packs: int = 0
     evictions: int = 0
-    mode_seconds: dict[int, float] = field(default_factory=lambda: {0: 0.0, 1: 0.0, 2: 0.0})
+    mode_seconds: dict[int, float] = field(default_factory=lambda: {0: 0.0, 1: 0.0, 2: 0.0})  # time at each G_SS
     by_gpus: dict[int, tuple[float, int]] = field(default_factory=dict)  # finished durations by GPU demand
-    last_mode_change: float = 0.0
+    last_tick: float = 0.0
     bins: list[int] = field(default_factory=list)  # submissions per BIN since time zero
     origin: Any = None  # wall-clock time of time zero (calendar features of the throughput model)
     tp_model: Any = None
@@ -217,6 +217,7 @@ class Lucid(Policy):
             raise ValueError("forecast must be 'model' (throughput model retrained by the update engine) or 'trend'")
         self.forecast = forecast
         self.uses_forecast = (sharing and dynamic) or profiler  # else nothing reads the forecast
+        self.trains_throughput = forecast == "model" and self.uses_forecast
         if initial not in ("given", "history"):
             raise ValueError("initial must be 'given' (the --predictor) or 'history'")
         self.initial = initial
@@ -231,7 +232,7 @@ class Lucid(Policy):
         from sim.interference import InterferenceModel
 
         w = attach_profiles(workload, InterferenceModel.load(), seed=int(params.get("seed", 0)))
-        if params.get("profiler", cls is Lucid or cls.__name__ == "Lucid") and cls is not Horus:
+        if cls is not Horus and params.get("profiler", True):
             w = with_profiler(w, nodes=params.get("profiler_nodes", "auto"),
                               carve=params.get("profiler_from", "cluster") == "cluster")
         return w
@@ -279,7 +280,7 @@ class Lucid(Policy):
     def on_start(self) -> None:
         if self.ctx.partition == 0:
             self.ctx.set_timer(self.tick, ("tick",))
-            if self.update_interval > 0 and (self.estimator or self.forecast == "model" and self.uses_forecast):
+            if self.update_interval > 0 and (self.estimator or self.trains_throughput):
                 self.ctx.set_timer(self.update_interval, ("update",))
 
     # -- priorities ------------------------------------------------------------------------------
@@ -357,7 +358,7 @@ class Lucid(Policy):
         elif kind == "update":
             if self.estimator:
                 self._update()
-            if self.forecast == "model" and self.uses_forecast:
+            if self.trains_throughput:
                 self._train_throughput()
             if self.ctx.unfinished:
                 self.ctx.set_timer(self.ctx.now + self.update_interval, ("update",))
@@ -412,8 +413,7 @@ class Lucid(Policy):
 
     def on_end(self) -> None:
         if self.is_profiler and self.s.loans:  # the replay is over: every borrowed node goes home
-            for loan in self.s.loans:
-                loan[2] = True
+            self._start_returning()
             self._return_nodes()
 
     def _return_nodes(self) -> None:
@@ -546,8 +546,8 @@ class Lucid(Policy):
         if not self.uses_forecast:
             return
         s, now = self.s, self.ctx.now
-        s.mode_seconds[s.g_ss] += now - s.last_mode_change  # time spent at each G_SS, for the report
-        s.last_mode_change = now
+        s.mode_seconds[s.g_ss] += now - s.last_tick
+        s.last_tick = now
         while s.arrivals and s.arrivals[0] <= now - 2 * HOUR:  # windows (now-2h, now-1h], (now-1h, now]
             s.arrivals.popleft()
         last = sum(1 for t in s.arrivals if t > now - HOUR)
@@ -626,9 +626,9 @@ class Lucid(Policy):
         # Small, regularised trees: a few weeks of bursty 10-minute counts overfit larger ones.
         extra = dict(n_estimators=100, learning_rate=0.05, num_leaves=7, min_child_samples=50) \
             if algo == "lightgbm" else {}
-        record = {"time": self.ctx.now, "throughput_rows": len(X)}
         if len(X) <= 2 * 144:
             return
+        record = {"time": self.ctx.now, "throughput_rows": len(X)}
         old, last_day = X.iloc[:-144], X.iloc[-144:]
         m = make_throughput_model(algo, fast=True, **extra).fit(old, y.iloc[:-144])
         record["throughput_mae"] = regression_scores(y.iloc[-144:], m.predict(last_day))["mae"]
