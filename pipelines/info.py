@@ -1,0 +1,80 @@
+"""`schedcast policies`, `clusters` and `data`: what the lab knows about (registry, configs, traces)."""
+from __future__ import annotations
+
+import argparse
+
+
+def cmd_policies(args: argparse.Namespace) -> int:
+    from sim.policies import POLICIES
+
+    width = max(map(len, POLICIES))
+    for name in sorted(POLICIES):
+        info = POLICIES[name]
+        flags = ("P" if info.preemptive else "-") + ("M" if info.uses_predictions else "-")
+        print(f"{name:<{width}}  {flags}  {info.summary}")
+        if args.verbose:
+            print(f"{'':<{width}}      {info.citation}")
+    print("\nflags: P preemptive, M uses a duration predictor (--predictor). Parameters: "
+          "--policy 'name:key=value,...', e.g. periodic-srtf:interval=120")
+    return 0
+
+
+def cmd_clusters(args: argparse.Namespace) -> int:
+    from sim.cluster import cluster_names, load_cluster, load_cluster_config
+
+    for name in cluster_names():
+        cfg = load_cluster_config(name)
+        try:
+            desc = load_cluster(name, args.data_dir).describe()
+        except (FileNotFoundError, ValueError) as exc:
+            desc = f"{name}: unavailable ({exc})"
+        print(f"{desc}\n    {cfg.description}")
+    return 0
+
+
+def cmd_data_check(args: argparse.Namespace) -> int:
+    import json
+
+    from features.traces import load_trace
+
+    table = load_trace(args.path, args.format)
+    if args.json:
+        print(json.dumps(table.report.as_dict(), indent=2))
+    else:
+        print(table.report.render())
+        f = table.frame
+        if len(f):
+            print(f"jobs:       {len(f):,}; span {f['submit_time'].max() / 86400:.1f} days; "
+                  f"mean duration {f['duration'].mean() / 3600:.2f} h; "
+                  f"GPUs/job mean {f['num_gpus'].astype(float).mean():.2f}, max {f['num_gpus'].max()}")
+    return 0
+
+
+def cmd_data_formats(args: argparse.Namespace) -> int:
+    from features.traces import FORMATS
+
+    for name, (_, desc) in FORMATS.items():
+        print(f"{name:<14} {desc}")
+    print(f"{'synthetic':<14} seeded generator: `schedcast simulate --synthetic PRESET` (presets in "
+          "configs/workloads/)")
+    return 0
+
+
+def add_parsers(sub) -> None:
+    """Register `policies`, `clusters` and `data`."""
+    p = sub.add_parser("policies", help="list every registered policy")
+    p.add_argument("-v", "--verbose", action="store_true", help="also print the citation")
+    p.set_defaults(func=cmd_policies)
+
+    p = sub.add_parser("clusters", help="list built-in cluster configs")
+    p.add_argument("--data-dir")
+    p.set_defaults(func=cmd_clusters)
+
+    data = sub.add_parser("data", help="inspect traces").add_subparsers(dest="data_command", required=True)
+    p = data.add_parser("check", help="load a trace and print its load report")
+    p.add_argument("path")
+    p.add_argument("--format")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_data_check)
+    p = data.add_parser("formats", help="list trace formats")
+    p.set_defaults(func=cmd_data_formats)
