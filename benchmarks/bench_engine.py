@@ -3,6 +3,7 @@
     python benchmarks/bench_engine.py                  # everything (about 4-6 minutes on 2 cores)
     python benchmarks/bench_engine.py --quick          # Philly + 10k/100k only
     python benchmarks/bench_engine.py --sizes 10000 1750000 --policies sjf
+    python benchmarks/bench_engine.py --commands-only  # whole `schedcast simulate` commands only
 
 Prints tables and writes benchmarks/results/engine.json (git-ignored). Figures depend on the machine:
 quote them with its description (the script prints CPU and Python).
@@ -12,8 +13,13 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import platform
+import resource
+import shutil
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -138,27 +144,114 @@ def bench_decisions(queued: int = 2048) -> list[dict]:
     return rows
 
 
+def venus_shaped_csv(path: Path, jobs: int = 24_000, seed: int = 0, data=None) -> Path:
+    """A Lucid-format (Helios ``cluster_log.csv``) trace of ``jobs`` synthetic Helios-like jobs on Venus'
+    real VC sizes (each job's VC drawn in proportion to the VC's GPUs), as Lucid's simulator reads it:
+    the 24k-job "Lucid-shaped" FIFO setting of the parity check (`--cluster venus --policy fifo`)."""
+    cluster = load_cluster("venus", data)
+    spec = load_preset("earth", jobs=jobs, num_vcs=len(cluster.partitions))
+    f = generate(spec, seed=seed).frame
+    sizes = np.array([p.gpus for p in cluster.partitions], dtype=float)
+    rng = np.random.default_rng(seed)
+    vc_of_org = {f"vc{i:02d}": cluster.partitions[k].name
+                 for i, k in enumerate(rng.choice(len(sizes), size=spec.num_vcs, p=sizes / sizes.sum()))}
+    out = {"job_id": f["job_id"], "user": f["user"], "vc": f["org"].map(vc_of_org), "gpu_num": f["num_gpus"],
+           "cpu_num": 4, "node_num": np.ceil(f["num_gpus"].astype(float) / 8).astype(int), "state": "COMPLETED",
+           "submit_time": f["submit_ts"].dt.tz_convert("Asia/Shanghai").dt.strftime("%Y-%m-%d %H:%M:%S"),
+           "duration": f["duration"]}
+    import pandas as pd
+
+    pd.DataFrame(out).to_csv(path, index=False)
+    return path
+
+
+def _timed_process(cmd: list[str], cwd: Path | None = None, env: dict | None = None) -> tuple[float, float, int]:
+    """Wall seconds, CPU seconds (user + sys of the child) and exit code of one whole process."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=cwd, env=env)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    if proc.returncode:
+        print(proc.stderr[-2000:])
+    return wall, cpu, proc.returncode
+
+
+def bench_commands(philly: Path | None, repeats: int = 3, data=None, tree: Path | None = None) -> list[dict]:
+    """Whole `schedcast simulate` processes (imports, loading, replay, table, result files and plots),
+    timed from outside: the installed console script (the one beside this interpreter), or
+    ``python -m pipelines.cli`` run inside ``tree`` (another checkout, e.g. to time an older commit).
+    Best of ``repeats`` wall and CPU seconds."""
+    exe = Path(sys.executable).with_name("schedcast")
+    env = None
+    if tree is not None:
+        base = [sys.executable, "-m", "pipelines.cli"]
+        env = {**os.environ, "PYTHONPATH": str(tree)}
+    else:
+        base = [str(exe)] if exe.exists() else [sys.executable, "-m", "pipelines.cli"]
+    tmp = Path(tempfile.mkdtemp(prefix="bench_cmd_"))
+    cases = {"venus-shaped 24k FIFO (venus)": ["--trace", str(venus_shaped_csv(tmp / "venus24k.csv", data=data)),
+                                              "--format", "helios", "--cluster", "venus", "--policy", "fifo"]}
+    if philly is not None:
+        cases["Philly SJF (philly-pool)"] = ["--trace", str(philly), "--cluster", "philly-pool", "--policy", "sjf"]
+        cases["Philly 5 policies (philly-pool)"] = ["--trace", str(philly), "--cluster", "philly-pool"]
+    variants = {"plots": []}
+    probe = subprocess.run(base + ["simulate", "--help"], capture_output=True, text=True, cwd=tree, env=env)
+    if "--no-plots" in probe.stdout:
+        variants["no plots"] = ["--no-plots"]
+    if data is not None:
+        cases = {k: v + ["--data-dir", str(data)] for k, v in cases.items()}
+    rows = []
+    print(f"\nWhole commands ({' '.join(base)} simulate ...; best of {repeats}; wall and CPU seconds)")
+    print(f"{'command':<34}{'variant':>10}{'wall s':>8}{'cpu s':>8}")
+    for label, argv in cases.items():
+        for variant, extra in variants.items():
+            walls, cpus = [], []
+            for i in range(repeats):
+                out = tmp / f"out{i}"
+                shutil.rmtree(out, ignore_errors=True)
+                wall, cpu, rc = _timed_process(base + ["simulate", *argv, *extra, "--out", str(out), "--no-progress"],
+                                              cwd=tree, env=env)
+                if rc:
+                    raise SystemExit(f"{label}: exit {rc}")
+                walls.append(wall)
+                cpus.append(cpu)
+            rows.append({"command": label, "variant": variant, "wall_s": min(walls), "cpu_s": min(cpus),
+                         "walls": walls})
+            print(f"{label:<34}{variant:>10}{min(walls):8.2f}{min(cpus):8.2f}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000, 1_750_000])
     ap.add_argument("--policies", nargs="+", default=["sjf", "srtf"])
     ap.add_argument("--data-dir")
+    ap.add_argument("--commands-only", action="store_true", help="only the whole-command timings")
+    ap.add_argument("--repeats", type=int, default=3, help="whole-command runs per case (best is kept)")
+    ap.add_argument("--tree", type=Path, help="time the commands of another checkout (python -m pipelines.cli "
+                    "run there), e.g. `git worktree` of an older commit")
     args = ap.parse_args()
     sizes = [10_000, 100_000] if args.quick else args.sizes
     print(f"machine: {machine()}")
     rows = []
     philly = data_dir(args.data_dir) / "philly" / "philly_jobs_2017-09-04_2017-11-30.csv.gz"
-    if philly.exists():
-        rows += bench_philly(philly)
-    else:
-        print(f"(Philly file not found at {philly}; skipped)")
-    rows += bench_scaling(sizes, args.policies)
-    rows += bench_decisions()
+    rows += bench_commands(philly if philly.exists() else None, args.repeats, data_dir(args.data_dir), args.tree)
+    if not args.commands_only:
+        if philly.exists():
+            rows += bench_philly(philly)
+        else:
+            print(f"(Philly file not found at {philly}; skipped)")
+        rows += bench_scaling(sizes, args.policies)
+        rows += bench_decisions()
     out = ROOT / "benchmarks" / "results"
     out.mkdir(parents=True, exist_ok=True)
-    (out / "engine.json").write_text(json.dumps({"machine": machine(), "rows": rows}, indent=2))
-    print(f"\nwrote {out / 'engine.json'}")
+    name = "engine_commands.json" if args.commands_only else "engine.json"
+    (out / name).write_text(json.dumps({"machine": machine(), "rows": rows}, indent=2))
+    print(f"\nwrote {out / name}")
 
 
 if __name__ == "__main__":

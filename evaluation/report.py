@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +17,32 @@ TABLE_COLUMNS = [
     ("P99 JCT h", "jct_p99", 1 / 3600), ("avg wait h", "wait_mean", 1 / 3600),
     ("P95 wait h", "wait_p95", 1 / 3600), ("P99.9 wait h", "wait_p99.9", 1 / 3600),
     ("futile P95 min", "futile_p95", 1 / 60), ("preempt", "preemptions", 1),
-    ("util %", "gpu_utilisation", 100), ("sim s", "sim_seconds", 1),
+    ("makespan h", "makespan", 1 / 3600), ("util %", "gpu_utilisation", 100), ("sim s", "sim_seconds", 1),
 ]
+
+#: Columns in seconds in the per-job tables (written as <name>_s).
+JOB_SECONDS = ("submit", "first_start", "end", "wait", "load", "train", "save", "jct", "duration", "futile", "lost")
+#: Summary / breakdown keys in seconds besides the jct_*, wait_* and futile_* statistics.
+SUMMARY_SECONDS = ("load_total", "makespan", "total_flow_time")
+
+
+def unit_name(column: str) -> str:
+    """The file column name of a summary key: seconds get ``_s``, the utilisation share ``_frac``;
+    names that already carry a unit (``_ms``, ``_seconds``, ``per_second``) and counts are kept."""
+    if column.endswith(("_ms", "_s", "_seconds", "per_second", "_frac")):
+        return column
+    if column.startswith(("jct_", "wait_", "futile_")) or column in SUMMARY_SECONDS:
+        return f"{column}_s"
+    if column == "gpu_utilisation":
+        return "gpu_utilisation_frac"
+    return column
+
+
+def with_units(frame: pd.DataFrame, job_table: bool = False) -> pd.DataFrame:
+    """``frame`` with unit-bearing column names (files only; in-memory keys stay as metrics makes them)."""
+    if job_table:
+        return frame.rename(columns={c: f"{c}_s" for c in JOB_SECONDS if c in frame.columns})
+    return frame.rename(columns={c: unit_name(c) for c in frame.columns})
 
 
 def comparison_frame(summaries: list[dict[str, Any]]) -> pd.DataFrame:
@@ -37,80 +64,187 @@ def render_table(summaries: list[dict[str, Any]], title: str = "") -> str:
     return f"{title}\n{text}" if title else text
 
 
-def write_results(out_dir: str | Path, runs: dict[str, dict[str, Any]], meta: dict[str, Any]) -> list[Path]:
-    """Write summary.csv, per-policy job tables (parquet), breakdowns, meta.json and the plots."""
+class OutputError(ValueError):
+    """The output folder cannot be used (a file, not empty without --force, not writable)."""
+
+
+def check_output(out_dir: str | Path, force: bool = False) -> Path:
+    """Fail before any work is done if results could not be written to ``out_dir``: it is a file, a
+    non-empty folder (unless ``force``), or its parent cannot be created or written."""
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    written = []
-    summaries = [r["summary"] for r in runs.values()]
-    p = out / "summary.csv"
-    pd.DataFrame(summaries).to_csv(p, index=False)
-    written.append(p)
+    if out.exists() and not out.is_dir():
+        raise OutputError(f"--out {out} is a file, not a folder")
+    if out.is_dir() and not force and any(out.iterdir()):
+        raise OutputError(f"--out {out} exists and is not empty; give --force to replace it whole, or "
+                          "another folder")
+    parent = out.absolute().parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(f"--out {out}: cannot create {parent}: {exc.strerror or exc}") from None
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise OutputError(f"--out {out}: {parent} is not writable")
+    return out
+
+
+def _safe(name: str) -> str:
+    return name.replace(":", "_").replace("/", "_").replace("=", "-").replace(",", "_")
+
+
+def write_results(out_dir: str | Path, runs: dict[str, dict[str, Any]], meta: dict[str, Any], *,
+                  force: bool = False, plots: bool = True) -> list[Path]:
+    """Write a whole result folder or none: summary.csv, per-policy job tables and GPU allocation
+    (parquet), breakdowns (CSV), meta.json and, with ``plots``, jct_cdf.png and gpu_allocation.png.
+
+    Everything is written into a hidden temporary folder beside ``out_dir`` that is renamed into place
+    once complete, so an interrupted run leaves no (or the previous) ``out_dir``, never a mix. An
+    existing non-empty ``out_dir`` is refused unless ``force``, which replaces it whole (no stale file
+    of an earlier run survives). ``meta['window']`` (start, end) marks measured jobs: job tables get an
+    ``in_window`` column and the JCT plot shows only measured jobs.
+    """
+    out = check_output(out_dir, force)
+    parent = out.absolute().parent
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".partial", dir=parent))
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o777 & ~umask)
+    try:
+        names = _write_files(tmp, runs, meta, plots)
+        if out.exists():
+            if not force and any(out.iterdir()):
+                raise OutputError(f"--out {out} was filled by someone else meanwhile; nothing written")
+            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".old", dir=parent))
+            os.rename(out, old / "previous")
+            os.rename(tmp, out)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.rename(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return [out / n for n in names]
+
+
+def _write_files(folder: Path, runs: dict[str, dict[str, Any]], meta: dict[str, Any], plots: bool) -> list[str]:
+    window = meta.get("window")
+    names: list[str] = []
+    jobs_by_policy = {}
     for name, r in runs.items():
-        safe = name.replace(":", "_").replace("/", "_").replace("=", "-").replace(",", "_")
-        p = out / f"jobs_{safe}.parquet"
-        r["jobs"].to_parquet(p, index=False)
-        written.append(p)
-        p = out / f"allocation_{safe}.parquet"
-        r["allocation"].to_parquet(p, index=False)
-        written.append(p)
+        safe = _safe(name)
+        jobs = r["jobs"]
+        if window is not None:
+            submit = jobs["submit"].to_numpy()
+            jobs = jobs.assign(in_window=(submit >= window[0]) & (submit < window[1]))
+        jobs_by_policy[name] = jobs[jobs["in_window"]] if window is not None else jobs
+        with_units(jobs, job_table=True).to_parquet(folder / f"jobs_{safe}.parquet", index=False)
+        r["allocation"].rename(columns={"time": "time_s"}).to_parquet(folder / f"allocation_{safe}.parquet",
+                                                                       index=False)
+        names += [f"jobs_{safe}.parquet", f"allocation_{safe}.parquet"]
         for key in ("by_partition", "by_size", "by_class"):
-            p = out / f"{key}_{safe}.csv"
-            r[key].to_csv(p, index=False)
-            written.append(p)
-    p = out / "meta.json"
-    p.write_text(json.dumps(meta, indent=2, default=str))
-    written.append(p)
-    written += plot_jct_cdf({n: r["jobs"] for n, r in runs.items()}, out / "jct_cdf.png")
-    written += plot_allocation({n: r["allocation"] for n, r in runs.items()}, meta.get("cluster_gpus"),
-                               out / "gpu_allocation.png")
-    return written
+            with_units(r[key]).to_csv(folder / f"{key}_{safe}.csv", index=False)
+            names.append(f"{key}_{safe}.csv")
+    if plots:
+        names += [p.name for p in plot_jct_cdf(jobs_by_policy, folder / "jct_cdf.png", title=_plot_title(meta),
+                                               window=window)]
+        names += [p.name for p in plot_allocation({n: r["allocation"] for n, r in runs.items()},
+                                                  meta.get("cluster_gpus"), folder / "gpu_allocation.png",
+                                                  title=_plot_title(meta), window=window)]
+    summary = pd.DataFrame([r["summary"] for r in runs.values()])
+    summary = summary[["policy", *[c for c in summary.columns if c != "policy"]]]
+    with_units(summary).to_csv(folder / "summary.csv", index=False)
+    names.insert(0, "summary.csv")
+    meta = {**meta, "files": sorted(names + ["meta.json"]), "complete": True}
+    (folder / "meta.json").write_text(json.dumps(meta, indent=2, default=str))
+    names.append("meta.json")
+    return names
 
 
-def plot_allocation(alloc_by_policy: dict[str, pd.DataFrame], capacity: int | None,
-                    path: str | Path) -> list[Path]:
-    """Physical GPUs held over time per policy (step plot, days on the x axis; packed jobs share)."""
-    import matplotlib
+def _plot_title(meta: dict[str, Any]) -> str:
+    trace = meta.get("trace_name") or Path(str((meta.get("trace") or {}).get("source", "trace"))).name
+    cluster = meta.get("cluster_name") or str(meta.get("cluster", "")).split(":")[0]
+    if cluster and meta.get("cluster_gpus"):
+        cluster += f" ({meta['cluster_gpus']:,} GPUs)"
+    return f"{trace} on {cluster}" if cluster else str(trace)
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(8, 4))
-    for name, alloc in alloc_by_policy.items():
-        ax.step(alloc["time"] / 86400.0, alloc.get("gpus_held", alloc["gpus_used"]), where="post", label=name, lw=0.8, alpha=0.8)
-    if capacity:
-        ax.axhline(capacity, color="k", ls="--", lw=0.8, label="capacity")
-    ax.set_xlabel("time since first submission (days)")
-    ax.set_ylabel("GPUs held")
-    ax.set_title("GPU allocation over time")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+def _figure(figsize: tuple[float, float]):
+    """A matplotlib Figure without pyplot (no global state, no GUI backend, faster import)."""
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=figsize)
+
+
+def _binned_step(t: np.ndarray, v: np.ndarray, bins: int) -> tuple[np.ndarray, np.ndarray]:
+    """A step function (v holds from t[i] to t[i+1]) as its exact time-weighted mean over ``bins``
+    equal bins; short series are returned unchanged."""
+    if len(t) <= 2 * bins or t[-1] <= t[0]:
+        return t, v
+    area = np.concatenate([[0.0], np.cumsum(v[:-1] * np.diff(t))])
+    edges = np.linspace(t[0], t[-1], bins + 1)
+    mean = np.diff(np.interp(edges, t, area)) / np.diff(edges)
+    return edges, np.append(mean, mean[-1])
+
+
+def plot_allocation(alloc_by_policy: dict[str, pd.DataFrame], capacity: int | None, path: str | Path,
+                    title: str = "", window: tuple[float, float] | None = None, bins: int = 600) -> list[Path]:
+    """Physical GPUs held over time, one panel per policy (shared axes, days on the x axis; packed
+    jobs share a GPU). Long series are drawn as time-weighted means over ``bins`` bins."""
+    n = max(len(alloc_by_policy), 1)
+    fig = _figure((8, 1.1 + 1.35 * n))
+    axes = fig.subplots(n, 1, sharex=True, sharey=True, squeeze=False)[:, 0]
+    binned = False
+    for ax, (name, alloc) in zip(axes, alloc_by_policy.items()):
+        t = alloc["time"].to_numpy(dtype=float)
+        v = alloc.get("gpus_held", alloc["gpus_used"]).to_numpy(dtype=float)
+        x, y = _binned_step(t, v, bins)
+        binned |= len(x) != len(t)
+        ax.step(x / 86400.0, y, where="post", lw=0.8, color="C0")
+        ax.fill_between(x / 86400.0, y, step="post", alpha=0.25, color="C0", lw=0)
+        if capacity:
+            ax.axhline(capacity, color="k", ls="--", lw=0.7)
+        if window is not None:
+            ax.axvspan(window[0] / 86400.0, window[1] / 86400.0, color="C2", alpha=0.08, lw=0)
+        ax.text(0.006, 0.8, name, transform=ax.transAxes, va="top", fontsize=9, weight="bold",
+                bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.85, "pad": 1.5})
+        ax.set_ylim(0, (capacity or max(float(v.max(initial=1)), 1.0)) * 1.12)
+    axes[-1].set_xlabel("time since first submission (days)")
+    axes[n // 2].set_ylabel("GPUs held" + (" (bin mean)" if binned else ""))
+    head = "GPUs held over time" + (f": {title}" if title else "")
+    notes = [s for s in ("dashed: capacity" if capacity else "", "shaded green: measured window" if window else "")
+             if s]
+    fig.suptitle(head + (f"\n({'; '.join(notes)})" if notes else ""), fontsize=10)
+    top = 1 - (0.55 + 0.2 * bool(notes)) / (1.1 + 1.35 * n)
+    fig.subplots_adjust(left=0.1, right=0.97, bottom=0.45 / (1.1 + 1.35 * n) + 0.02, top=top, hspace=0.12)
+    fig.savefig(path, dpi=110)
     return [Path(path)]
 
 
-def plot_jct_cdf(jobs_by_policy: dict[str, pd.DataFrame], path: str | Path) -> list[Path]:
-    """CDF of JCT per policy on a log time axis (hours)."""
-    import matplotlib
+def plot_jct_cdf(jobs_by_policy: dict[str, pd.DataFrame], path: str | Path, title: str = "",
+                 window: tuple[float, float] | None = None, points: int = 400) -> list[Path]:
+    """CDF of JCT per policy on a log time axis (hours), drawn through ``points`` exact quantiles."""
+    from matplotlib.ticker import NullFormatter
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig = _figure((7, 4.5))
+    ax = fig.subplots()
+    q = np.linspace(0.0, 1.0, points)
+    count = 0
     for name, jobs in jobs_by_policy.items():
-        jct = np.sort(jobs["jct"].to_numpy()) / 3600.0
-        y = np.arange(1, len(jct) + 1) / len(jct)
-        ax.plot(np.maximum(jct, 1e-4), y, label=name, lw=1.5)
+        column = "jct" if "jct" in jobs else "jct_s"
+        jct = jobs[column].to_numpy(dtype=float) / 3600.0
+        count = max(count, len(jct))
+        if not len(jct):
+            continue
+        ax.plot(np.maximum(np.quantile(jct, q), 1e-4), q, label=name, lw=1.5)
     ax.set_xscale("log")
+    ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("job completion time (hours, log scale)")
     ax.set_ylabel("fraction of jobs")
-    ax.set_title("JCT CDF by policy")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    what = f"{count:,} jobs" + (f" submitted in {window[0] / 86400:g}-{window[1] / 86400:g} d" if window else "")
+    ax.set_title(f"JCT CDF by policy: {title} ({what})" if title else f"JCT CDF by policy ({what})", fontsize=10)
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(fontsize=8, loc="lower right")
+    fig.subplots_adjust(left=0.1, right=0.97, bottom=0.12, top=0.92)
+    fig.savefig(path, dpi=110)
     return [Path(path)]
 
 

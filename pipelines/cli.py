@@ -1,37 +1,72 @@
 """The `schedcast` command line: a thin parser over the command modules (pipelines.simulate, .info,
-.modelops, .server). Heavy libraries are imported inside the commands that need them."""
+.modelops, .server). Heavy libraries are imported inside the commands that need them.
+
+Errors are one line on stderr: exit 2 for what the user can fix (arguments, files, traces, configs,
+models), exit 1 for an internal error. `--debug` (or SCHEDCAST_DEBUG=1) shows the traceback instead.
+"""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
-from typing import Sequence
+from typing import NoReturn, Sequence
 
 from pipelines import info, modelops, server, simulate
 from pipelines.simulate import DEFAULT_POLICIES  # noqa: F401 - public name
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse with one-line usage errors (the full usage is one `--help` away)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="schedcast", description="GPU-cluster scheduling lab: replay "
-                                     "traces under scheduling policies and score them.")
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = Parser(prog="schedcast", description="GPU-cluster scheduling lab: replay traces under "
+                    "scheduling policies, train and serve the models behind them, and score both.",
+                    epilog="Errors are one line (exit 2: fix the input; exit 1: internal error). --debug or "
+                    "SCHEDCAST_DEBUG=1 prints tracebacks.")
+    parser.add_argument("--debug", action="store_true", help="show the traceback of any error")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in (simulate, info, modelops, server):
         module.add_parsers(sub)
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+def _user_errors() -> tuple[type[BaseException], ...]:
+    """Exceptions that mean "the input is wrong" (exit 2), imported lazily."""
+    import yaml
+
     from features.jobtable import TraceError
     from sim.engine import SimulationError
 
+    return (TraceError, SimulationError, ValueError, FileNotFoundError, NotADirectoryError, IsADirectoryError,
+            PermissionError, yaml.YAMLError)
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text or type(exc).__name__
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    debug = args.debug or os.environ.get("SCHEDCAST_DEBUG", "") not in ("", "0")
     try:
         return args.func(args)
-    except (TraceError, SimulationError, ValueError, FileNotFoundError) as exc:
-        print(f"schedcast: error: {exc}", file=sys.stderr)
-        return 2
     except KeyboardInterrupt:
         print("schedcast: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:
+        if debug:
+            raise
+        if isinstance(exc, _user_errors()):
+            print(f"schedcast: error: {_one_line(exc)}", file=sys.stderr)
+            return 2
+        print(f"schedcast: internal error: {type(exc).__name__}: {_one_line(exc)} (please report it; "
+              "--debug or SCHEDCAST_DEBUG=1 shows the traceback)", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -1,43 +1,132 @@
-"""`schedcast simulate` and `schedcast demo`: build a workload, replay it under policies, write results."""
+"""`schedcast simulate` and `schedcast demo`: build a workload, replay it under policies, write results.
+
+Everything a user can get wrong is checked before the replay starts (argument types, the output folder,
+the trace path, the measurement window against the trace, the predictor), and reported on one line
+with exit status 2. Results are written whole or not at all (evaluation.report.write_results).
+"""
 from __future__ import annotations
 
 import argparse
+import json
+import math
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 DEFAULT_POLICIES = ["fifo", "sjf", "srtf", "tiresias", "pollux-60"]
+DEMO_OUT = "results/demo"
+_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
 
 def _duration(text: str) -> float:
     """Seconds from '3600', '90m', '12h' or '2d'."""
-    units = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
     text = text.strip().lower()
-    if text and text[-1] in units:
-        return float(text[:-1]) * units[text[-1]]
+    if text and text[-1] in _UNITS:
+        return float(text[:-1]) * _UNITS[text[-1]]
     return float(text)
+
+
+def duration_arg(text: str) -> float:
+    """argparse type: a time like 3600, 90m, 12h or 2d (seconds), finite and >= 0."""
+    try:
+        value = _duration(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid time {text!r} (use seconds, or a number with s, m, h "
+                                         "or d, e.g. 12h or 1.5d)") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"invalid time {text!r}: must be finite and >= 0")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """argparse type: a whole number >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    """argparse type: a whole number >= 0 (seeds)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    return value
+
+
+def load_arg(text: str) -> float:
+    """argparse type: an offered load, a number > 0 (0.9 = the cluster would need 90 % of its GPUs)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value) or value <= 0 or value > 10:
+        raise argparse.ArgumentTypeError(f"must be in (0, 10], got {text}")
+    return value
+
+
+def predictor_arg(text: str) -> str:
+    """argparse type: the predictor spec's syntax (the model itself is looked up before the replay)."""
+    from sim.predictors import make_predictor
+
+    if text.startswith(("http://", "https://", "models:/", "runs:/")):
+        if text.startswith(("models:/", "runs:/")):
+            from sim.predictors import parse_model_uri
+
+            try:
+                parse_model_uri(text)
+            except ValueError as exc:
+                raise argparse.ArgumentTypeError(str(exc)) from None
+        return text
+    try:
+        make_predictor(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
 
 
 def _add_workload_args(p: argparse.ArgumentParser) -> None:
     src = p.add_mutually_exclusive_group()
-    src.add_argument("--trace", help="trace file (format guessed from the name unless --format)")
+    src.add_argument("--trace", metavar="FILE", help="trace file (format guessed from the name unless --format)")
     src.add_argument("--synthetic", metavar="PRESET", help="seeded synthetic trace preset (earth, saturn, "
-                     "uranus, demo, ...)")
+                     "uranus, demo: configs/workloads/)")
     p.add_argument("--format", help="trace format (see `schedcast data formats`)")
-    p.add_argument("--jobs", type=int, help="synthetic: number of jobs; trace: keep the first N jobs")
-    p.add_argument("--cluster", help="built-in cluster name or YAML path (see `schedcast clusters`)")
+    p.add_argument("--jobs", type=positive_int, metavar="N", help="synthetic: number of jobs (same arrival "
+                   "rate as the preset); trace: keep the first N jobs by submission")
+    p.add_argument("--cluster", help="built-in cluster name or YAML path (see `schedcast clusters`); a "
+                   "synthetic preset has its own default")
+    p.add_argument("--offered-load", type=load_arg, metavar="X", help="resize the cluster (node count; per "
+                   "VC for partitioned clusters) so that the jobs' GPU-seconds / (submission span x GPUs) = X, "
+                   "e.g. 0.9 for a contended cluster. The workload line always prints the offered load")
     p.add_argument("--costs", default="none", metavar="CATALOG",
                    help="'none' (load/save times 0) or a profile catalog (lazer, lucid) giving each job a "
                         "model, load and pause-and-save times")
-    p.add_argument("--default-gpus", type=int, help="GPU count for jobs whose trace has none")
+    p.add_argument("--default-gpus", type=positive_int, metavar="N", help="GPU count for jobs whose trace "
+                   "has none (else they are rejected)")
     p.add_argument("--data-dir", help="shared data directory (default $SCHEDCAST_DATA or ../shared/data)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=non_negative_int, default=0, help="run seed: synthetic traces, job "
+                   "profiles, noisy predictors and policies' own random draws (default 0)")
+
+
+def _trace_path(path: str) -> Path:
+    p = Path(path)
+    if not p.exists():
+        raise FileNotFoundError(f"trace file {path} not found")
+    if p.is_dir():
+        raise ValueError(f"trace {path} is a folder; give a trace file")
+    return p
 
 
 def _build_workload(args: argparse.Namespace):
     from features.traces import load_trace
-    from features.traces.synthetic import load_preset, generate
+    from features.traces.synthetic import generate, load_preset
     from sim.cluster import load_cluster
     from sim.profiles import CostModel, ProfileCatalog
     from sim.workload import build_workload
@@ -48,70 +137,155 @@ def _build_workload(args: argparse.Namespace):
         cluster_name = args.cluster or spec.cluster
         limit = None
     elif args.trace:
-        table = load_trace(args.trace, args.format)
+        table = load_trace(_trace_path(args.trace), args.format)
         cluster_name = args.cluster
         limit = args.jobs
     else:
-        raise ValueError("give --trace PATH or --synthetic PRESET")
+        raise ValueError("give --trace FILE or --synthetic PRESET")
     if not cluster_name:
         raise ValueError("give --cluster (see `schedcast clusters`)")
     cluster = load_cluster(cluster_name, args.data_dir)
+    sizing = None
+    if getattr(args, "offered_load", None):
+        from sim.sizing import offered_load, sized_for_load
+
+        frame = table.frame.iloc[:limit] if limit else table.frame
+        before = (cluster.nodes, offered_load(frame, cluster.gpus))
+        cluster = sized_for_load(frame, cluster, args.offered_load)
+        sizing = {"target": args.offered_load, "nodes_before": before[0], "load_before": before[1],
+                  "nodes_after": cluster.nodes}
     catalog = costs = None
     if args.costs != "none":
         catalog = ProfileCatalog.build(args.costs, args.data_dir)
         costs = CostModel()
     workload = build_workload(table, cluster, costs=costs, catalog=catalog, seed=args.seed,
                               default_gpus=args.default_gpus, limit=limit)
+    workload.report["sizing"] = sizing
     return table, workload
 
 
-def _progress_factory(enabled: bool):
-    if not enabled:
-        return lambda label: (None, lambda: None)
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+class _Progress:
+    """A transient rich progress bar on stderr, one task per policy (jobs finished / jobs)."""
 
-    def make(label: str):
-        progress = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed:,}/"
-                            "{task.total:,} jobs"), TimeElapsedColumn(), TimeRemainingColumn(),
-                            transient=True)
-        progress.start()
-        task = progress.add_task(label, total=None)
+    def __init__(self) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+        self.progress = Progress(TextColumn("{task.description}"), BarColumn(),
+                                 TextColumn("{task.completed:,.0f}/{task.total:,.0f} jobs"), TimeElapsedColumn(),
+                                 TimeRemainingColumn(), transient=True, console=Console(stderr=True))
+
+    def track(self, label: str, total: int):
+        """(update(done, total), stop()) for one replay."""
+        task = self.progress.add_task(label, total=max(int(total), 1))
+        self.progress.start()
 
         def update(done: int, total: int) -> None:
-            progress.update(task, completed=done, total=total)
+            self.progress.update(task, completed=done, total=max(int(total), 1))
 
-        return update, progress.stop
+        def stop() -> None:
+            self.progress.stop()
+            self.progress.remove_task(task)
 
-    return make
+        return update, stop
+
+
+def _show_progress(args: argparse.Namespace) -> bool:
+    return not args.no_progress and sys.stderr.isatty()
+
+
+def _check_window(window: tuple[float, float] | None, workload) -> int | None:
+    """Measured job count; a window holding no job, or reversed / empty, is an error."""
+    if window is None:
+        return None
+    start, end = window
+    if end <= start:
+        raise ValueError(f"--window: END ({end:g} s) must be after START ({start:g} s)")
+    import numpy as np
+
+    submit = np.asarray(workload.submit, dtype=float)
+    measured = int(np.count_nonzero((submit >= start) & (submit < end)))
+    if measured == 0:
+        raise ValueError(f"--window {start:g}-{end:g} s holds no job: jobs were submitted from "
+                         f"{submit.min():g} s to {submit.max():g} s ({submit.max() / 86400:.2f} d)")
+    return measured
+
+
+def _policies_using_predictions(policies: list[str]) -> list[str]:
+    from sim.policies import get_policy
+
+    out = []
+    for name in policies:
+        info, _, params = get_policy(name)
+        if info.uses_predictions or params.get("history") is False:
+            out.append(name)
+    return out
+
+
+def _trace_name(table, args: argparse.Namespace) -> str:
+    if args.synthetic:
+        return f"synthetic {args.synthetic}"
+    return Path(str(table.report.source)).name
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
+    from evaluation.report import check_output
+
+    t0 = time.perf_counter()
+    kind = getattr(args, "kind", "simulate")
+    out = Path(args.out or f"results/simulate-{time.strftime('%Y%m%d-%H%M%S')}")
+    force = bool(getattr(args, "force", False))
+    check_output(out, force)  # before any work: a file, a non-empty folder without --force, no write access
+    if args.trace:
+        _trace_path(args.trace)
+    window = tuple(args.window) if args.window else None
+    if window is not None and window[1] <= window[0]:
+        raise ValueError(f"--window: END ({window[1]:g} s) must be after START ({window[0]:g} s)")
+    from sim.policies import get_policy
+
+    for name in args.policy:  # unknown names or parameters stop here, before anything is loaded
+        get_policy(name)
+    from sim.predictors import describe_predictor, make_predictor
+
+    predictor = make_predictor(args.predictor, seed=args.seed, tracking_uri=getattr(args, "tracking_uri", None))
+    predicted = _policies_using_predictions(args.policy)
+    predictor_info = describe_predictor(predictor) if predicted else {"kind": "unused", "spec": args.predictor}
+
     from evaluation.metrics import check_identities, evaluate
     from evaluation.report import render_table, write_results
     from sim import simulate
+    from sim.sizing import offered_load
 
-    t0 = time.perf_counter()
     table, workload = _build_workload(args)
     print(table.report.render())
-    print(f"cluster:    {workload.cluster.describe()}")
     rep = workload.report
-    print(f"workload:   {rep['jobs_kept']} jobs simulated, {rep['jobs_rejected']} rejected "
-          f"{rep['rejected'] if rep['rejected'] else ''}".rstrip())
-    for note in rep["notes"]:
-        print(f"note: {note}")
+    sizing = rep.get("sizing")
+    if sizing:
+        print(f"cluster:    {workload.cluster.describe()} (resized from {sizing['nodes_before']} nodes for "
+              f"offered load {sizing['target']:g}; was {sizing['load_before']:.2f})")
+    else:
+        print(f"cluster:    {workload.cluster.describe()}")
     if not len(workload):
         raise ValueError("no job is left to simulate")
-    window = None
-    if args.window:
-        window = (_duration(args.window[0]), _duration(args.window[1]))
-    runs: dict[str, dict[str, Any]] = {}
-    make_progress = _progress_factory(not args.no_progress and sys.stderr.isatty())
-    from sim.predictors import make_predictor
+    load = offered_load(workload, workload.cluster.gpus)
+    print(f"workload:   {rep['jobs_kept']:,} jobs simulated, {rep['jobs_rejected']:,} rejected "
+          f"{rep['rejected'] if rep['rejected'] else ''}".rstrip() + f"; offered load {load:.2f}")
+    for note in rep["notes"]:
+        print(f"note: {note}")
+    if load < 0.2 and not sizing:
+        print(f"note: offered load {load:.2f}: the cluster is mostly idle, so jobs barely wait and policies "
+              "tie; --offered-load 0.9 sizes the cluster for contention")
+    measured = _check_window(window, workload)
+    if predicted and hasattr(predictor, "_predict"):
+        # A model server or registry model is asked now, so that an unreachable or broken model stops
+        # the command before any replay (the answer is reused by every policy).
+        from sim.predictors import predict_durations
 
-    # One predictor for all policies: a registry or REST model is loaded and asked once per job frame.
-    predictor = make_predictor(args.predictor, seed=args.seed, tracking_uri=getattr(args, "tracking_uri", None))
+        predict_durations(predictor, workload.frame)
+    progress = _Progress() if _show_progress(args) else None
+    runs: dict[str, dict[str, Any]] = {}
     for policy in args.policy:
-        update, stop = make_progress(f"{policy:>14}")
+        update, stop = progress.track(f"{policy:>14}", len(workload)) if progress else (None, lambda: None)
         try:
             result = simulate(workload, policy, placement=args.placement, predictor=predictor,
                               seed=args.seed, check_invariants=args.check_invariants, progress=update,
@@ -122,56 +296,94 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         check_identities(ev["jobs"])
         runs[policy] = ev
         print(f"  {policy}: {result.events:,} events in {result.wall_seconds:.2f} s")
-    title = f"\n{workload.cluster.name} | {table.report.source} | {len(workload):,} jobs"
+    trace_name = _trace_name(table, args)
+    title = f"\n{workload.cluster.name} | {trace_name} | "
     if window:
-        title += f" | window {window[0]:g}-{window[1]:g} s"
+        title += (f"{measured:,} of {len(workload):,} jobs measured (submitted in {window[0]:g}-{window[1]:g} s); "
+                  "util % over the whole replay")
+    else:
+        title += f"{len(workload):,} jobs"
     print(render_table([r["summary"] for r in runs.values()], title))
-    out = Path(args.out or f"results/simulate-{time.strftime('%Y%m%d-%H%M%S')}")
-    meta = {"command": " ".join(sys.argv), "trace": table.report.as_dict(), "workload": rep,
-            "cluster": workload.cluster.describe(), "cluster_gpus": workload.cluster.gpus, "policies": args.policy, "placement": args.placement,
-            "predictor": args.predictor, "seed": args.seed, "window": window,
-            "workload_fingerprint": workload.fingerprint}
-    write_results(out, runs, meta)
-    print(f"\nresults in {out}/ "
-          "(summary.csv, jobs_*.parquet, allocation_*.parquet, breakdowns, jct_cdf.png, gpu_allocation.png); "
-          f"total {time.perf_counter() - t0:.1f} s")
+    meta = {"kind": kind, "command": " ".join(["schedcast", *sys.argv[1:]]) if kind == "simulate" else "schedcast demo",
+            "trace": table.report.as_dict(), "trace_name": trace_name, "workload": rep,
+            "cluster": workload.cluster.describe(), "cluster_name": workload.cluster.name,
+            "cluster_gpus": workload.cluster.gpus, "offered_load": load, "policies": args.policy,
+            "placement": args.placement, "predictor": args.predictor, "predictor_resolved": predictor_info,
+            "seed": args.seed, "window": list(window) if window else None, "measured_jobs": measured or len(workload),
+            "jobs": len(workload), "workload_fingerprint": workload.fingerprint,
+            "units": "times in seconds (columns *_s); gpu_utilisation_frac is a share in [0, 1]"}
+    plots = getattr(args, "plots", True)
+    write_results(out, runs, meta, force=force, plots=plots)
+    files = "summary.csv, jobs_*.parquet, allocation_*.parquet, breakdowns, meta.json"
+    files += ", jct_cdf.png, gpu_allocation.png" if plots else " (no plots: --no-plots)"
+    print(f"\nresults in {out}/ ({files}); total {time.perf_counter() - t0:.1f} s")
     return 0
 
 
+def _is_demo_folder(path: Path) -> bool:
+    """True for a folder holding an earlier `schedcast demo` result (which the demo may replace)."""
+    try:
+        return json.loads((path / "meta.json").read_text()).get("kind") == "demo"
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
+    out = Path(args.out or DEMO_OUT)
+    # The demo's own folder is replaced on every run; any other folder follows --force like simulate.
+    force = args.force or (args.out is None and _is_demo_folder(out))
     ns = argparse.Namespace(
         trace=None, synthetic="demo", format=None, jobs=args.jobs, cluster=None, costs="none",
         default_gpus=None, data_dir=None, seed=args.seed, policy=DEFAULT_POLICIES, placement="consolidate",
-        predictor="oracle", window=None, out=args.out or "results/demo", no_progress=True,
-        check_invariants=False, tracking_uri=None)
+        predictor="oracle", window=None, out=str(out), no_progress=args.no_progress, force=force,
+        check_invariants=False, tracking_uri=None, offered_load=None, plots=args.plots, kind="demo")
     print("schedcast demo: a seeded SYNTHETIC Helios-like workload on a 16x8-GPU cluster "
           "(no external data needed)\n")
     return cmd_simulate(ns)
 
 
-
-
 def add_parsers(sub) -> None:
     """Register `simulate` and `demo`."""
-    p = sub.add_parser("simulate", help="replay a trace under one or more policies")
+    p = sub.add_parser("simulate", help="replay a trace under one or more policies",
+                       description="Replay a trace (or a seeded synthetic preset) under one or more policies, "
+                       "print a comparison table and write a result folder (summary.csv, per-job parquet, "
+                       "breakdowns, meta.json, plots). Everything is checked before the replay starts.")
     _add_workload_args(p)
-    p.add_argument("--policy", nargs="+", default=DEFAULT_POLICIES, help="registry names (see `schedcast "
-                   "policies`), optionally name:key=value,...")
-    p.add_argument("--placement", default="consolidate", help="first-fit, consolidate (strict, Lucid) or "
-                   "best-fit")
-    p.add_argument("--predictor", default="oracle", help="for prediction-based policies: oracle, "
-                   "noisy:SIGMA, models:/duration@champion (MLflow registry) or an `mlflow models serve` URL")
-    p.add_argument("--tracking-uri", help="MLflow tracking URI for models:/ predictors (default: local sqlite)")
-    p.add_argument("--window", nargs=2, metavar=("START", "END"), help="measure only jobs submitted in "
-                   "[START, END) (e.g. 1d 20d)")
-    p.add_argument("--out", help="output folder (default results/simulate-<time>)")
+    p.add_argument("--policy", nargs="+", default=DEFAULT_POLICIES, metavar="POLICY",
+                   help="registry names (see `schedcast policies -v`), optionally name:key=value,... "
+                   f"(default: {' '.join(DEFAULT_POLICIES)})")
+    p.add_argument("--placement", default="consolidate", help="first-fit, consolidate (strict, Lucid; default) "
+                   "or best-fit")
+    p.add_argument("--predictor", default="oracle", type=predictor_arg,
+                   help="for prediction-based policies: oracle (default), noisy:SIGMA, models:/NAME@ALIAS "
+                   "(MLflow registry; the resolved version is recorded in meta.json) or an `mlflow models "
+                   "serve` URL")
+    p.add_argument("--tracking-uri", help="MLflow tracking URI for models:/ predictors (default "
+                   "$MLFLOW_TRACKING_URI or sqlite:///mlruns/mlflow.db)")
+    p.add_argument("--window", nargs=2, metavar=("START", "END"), type=duration_arg,
+                   help="measure only jobs submitted in [START, END) (seconds, or e.g. 1d 20d); the replay "
+                   "is unchanged, job tables mark measured jobs (in_window) and the JCT plot shows only them")
+    p.add_argument("--out", metavar="DIR", help="output folder (default results/simulate-<time>); written "
+                   "whole or not at all")
+    p.add_argument("--force", action="store_true", help="replace --out if it exists and is not empty (its "
+                   "files are removed)")
+    p.add_argument("--plots", action=argparse.BooleanOptionalAction, default=True,
+                   help="write jct_cdf.png and gpu_allocation.png (default: yes; --no-plots saves ~0.3 s)")
     p.add_argument("--check-invariants", action="store_true", help="check invariants after every event "
                    "(slow)")
-    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar (it is shown only when "
+                   "stderr is a terminal)")
     p.set_defaults(func=cmd_simulate)
 
-    p = sub.add_parser("demo", help="a first run on a seeded synthetic workload (no data needed)")
-    p.add_argument("--jobs", type=int, default=None)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out")
+    p = sub.add_parser("demo", help="a first run on a seeded synthetic workload (no data needed)",
+                       description="Replay a seeded synthetic Helios-like workload (2,000 jobs, 16 x 8 GPUs) "
+                       f"under {', '.join(DEFAULT_POLICIES)}; print the comparison and write {DEMO_OUT}/ "
+                       "(replaced on every run).")
+    p.add_argument("--jobs", type=positive_int, default=None, metavar="N", help="number of jobs (default 2,000)")
+    p.add_argument("--seed", type=non_negative_int, default=0)
+    p.add_argument("--out", metavar="DIR", help=f"output folder (default {DEMO_OUT}, replaced on every run)")
+    p.add_argument("--force", action="store_true", help="replace --out if it exists and is not empty")
+    p.add_argument("--plots", action=argparse.BooleanOptionalAction, default=True,
+                   help="write the plots (default: yes)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_demo)
