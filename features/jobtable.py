@@ -122,40 +122,169 @@ class JobTable:
         return self.report.synthetic
 
 
-def finalize(frame: pd.DataFrame, report: LoadReport, *, path: str | Path, sort: bool = True) -> JobTable:
+#: Plausibility bounds every loader enforces (via :func:`finalize`). A row outside them is not an error
+#: of the whole file: it is rejected and counted under the reason named in REASONS.
+#:
+#: * duration: a finite number of seconds in [0, MAX_DURATION_S] (366 days; the longest job in the real
+#:   Philly trace runs 54 days);
+#: * absolute submit times (formats with a calendar clock: philly, philly-json, helios, acme) lie in
+#:   [MIN_SUBMIT_TS, MAX_SUBMIT_TS) = [2000-01-01, 2100-01-01) UTC;
+#: * trace-clock times (formats without a date: pai, alibaba-v2023 count seconds from their own origin)
+#:   lie in [0, MAX_CLOCK_S] (4.1e9 s: 2100-01-01 read as a Unix time, so both "seconds since trace
+#:   start" and "Unix seconds" fit);
+#: * GPU counts are whole numbers in [1, MAX_GPUS_PER_JOB]; text, missing (where the format has a GPU
+#:   column), negative, zero (CPU-only), fractional and larger counts each have their own reason.
+MAX_DURATION_S = 366 * 86400.0
+MIN_SUBMIT_TS = pd.Timestamp("2000-01-01", tz="UTC")
+MAX_SUBMIT_TS = pd.Timestamp("2100-01-01", tz="UTC")
+MAX_CLOCK_S = float((MAX_SUBMIT_TS - pd.Timestamp("1970-01-01", tz="UTC")).total_seconds())
+MAX_GPUS_PER_JOB = 100_000
+
+#: Reject reasons shared by all loaders (the load report counts rows under these names).
+REASONS = {
+    "fields": "wrong number of fields",
+    "missing_id": "missing job id",
+    "missing_submit": "missing submit time",
+    "submit_text": "submit time not a number",
+    "submit_range": "submit time outside 2000-01-01..2100-01-01",
+    "clock_range": f"trace-clock time outside 0..{MAX_CLOCK_S:.4g} s",
+    "duration_text": "duration not a number",
+    "duration_missing": "missing or negative duration",
+    "duration_huge": f"implausible duration (> {MAX_DURATION_S / 86400:.0f} days)",
+    "gpu_text": "GPU count not a number",
+    "gpu_missing": "missing GPU count",
+    "gpu_negative": "negative GPU count",
+    "gpu_zero": "no GPU requested (CPU-only job)",
+    "gpu_huge": f"implausible GPU count (> {MAX_GPUS_PER_JOB})",
+    "gpu_fraction": "fractional GPU count",
+}
+
+
+def as_number(values: pd.Series) -> tuple[pd.Series, pd.Series]:
+    """Float values (NaN where missing or not a number) and a mask of present values that are text.
+
+    Why: ``pd.to_numeric(errors="coerce")`` alone turns ``"two"`` into NaN, which would then be
+    counted as *missing*; the report must say the value was there but is not a number.
+    """
+    if pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values):
+        num = pd.Series(values.to_numpy(dtype=float, na_value=np.nan), index=values.index)
+        return num, pd.Series(False, index=values.index)
+    obj = values.astype(object)
+    num = pd.Series(np.asarray(pd.to_numeric(obj, errors="coerce"), dtype=float), index=values.index)
+    text = np.zeros(len(obj), dtype=bool)
+    candidates = (num.isna() & obj.notna()).to_numpy()
+    if candidates.any():
+        text[candidates] = (obj[candidates].astype(str).str.strip() != "").to_numpy(dtype=bool)
+    return num, pd.Series(text, index=values.index)
+
+
+class _Rejecter:
+    """Applies masks in order; a row is counted once, under the first reason that applies."""
+
+    def __init__(self, index: pd.Index, report: LoadReport):
+        self.keep = pd.Series(True, index=index)
+        self.report = report
+
+    def __call__(self, mask: pd.Series, reason: str) -> None:
+        mask = pd.Series(np.asarray(pd.Series(mask).fillna(False), dtype=bool), index=self.keep.index)
+        hit = mask & self.keep
+        self.report.reject(reason, int(hit.sum()))
+        self.keep &= ~hit
+
+
+def gpu_rejects(values: pd.Series, report: LoadReport, *, required: bool = True) -> pd.Series:
+    """Count invalid GPU counts by reason; return the mask of rows to keep.
+
+    ``required=False`` keeps missing counts (PAI without a task table: the workload layer fills them).
+    """
+    r = _Rejecter(values.index, report)
+    _gpu_checks(values, r, required=required)
+    return r.keep
+
+
+def _gpu_checks(values: pd.Series, r: _Rejecter, *, required: bool) -> pd.Series:
+    gpus, text = as_number(values)
+    r(text, REASONS["gpu_text"])
+    if required:
+        r(gpus.isna(), REASONS["gpu_missing"])
+    r(gpus < 0, REASONS["gpu_negative"])
+    r(gpus == 0, REASONS["gpu_zero"])
+    r(gpus > MAX_GPUS_PER_JOB, REASONS["gpu_huge"])
+    r(gpus.notna() & (gpus % 1 != 0), REASONS["gpu_fraction"])
+    return gpus
+
+
+def _to_int64(values: pd.Series, column: str, report: LoadReport, *, low: float = 0) -> pd.Series:
+    """Nullable integers; values that are text, fractional or out of [low, MAX_GPUS_PER_JOB] become null
+    (noted in the report) instead of failing the cast."""
+    num, text = as_number(values)
+    bad = text | (num.notna() & ((num % 1 != 0) | (num < low) | (num > MAX_GPUS_PER_JOB)))
+    if bad.any():
+        report.notes.append(f"{int(bad.sum())} invalid '{column}' value(s) (text, fractional or out of "
+                            f"[{low:g}, {MAX_GPUS_PER_JOB}]) set to null")
+        num = num.where(~bad)
+    return num.astype("Int64")
+
+
+def finalize(frame: pd.DataFrame, report: LoadReport, *, path: str | Path, sort: bool = True,
+             gpus_required: bool = True, require_jobs: bool = False) -> JobTable:
     """Coerce to canonical dtypes, reject invalid rows (counted), rebase time zero, sort, validate.
 
-    Rows with a missing or negative duration, a missing submit time or a GPU count below 1 are
-    rejected under a named reason. Time zero is the earliest kept submission; ties keep file order.
+    Rows are rejected, each under the first reason of REASONS that applies: missing job id, missing /
+    non-numeric / out-of-bounds submit time, non-numeric / missing / negative / implausible duration,
+    and invalid GPU counts (see the bounds above). The submit clock is absolute when any row has a
+    ``submit_ts`` and the trace's own clock otherwise. Time zero is the earliest kept submission; ties
+    keep file order. ``require_jobs`` (set by the file loaders) turns an empty trace, or one whose rows
+    are all rejected, into a TraceError: every format treats "no job to replay" as an error.
     """
     frame = frame.copy()
     for col in REQUIRED_COLUMNS:
         if col not in frame:
             raise TraceError(path, f"loader produced no '{col}' column (internal error)")
-    bad_submit = frame["submit_time"].isna()
-    report.reject("missing submit time", int(bad_submit.sum()))
-    frame = frame[~bad_submit]
-    dur = pd.to_numeric(frame["duration"], errors="coerce")
-    bad_dur = dur.isna() | ~np.isfinite(dur.fillna(0.0)) | (dur < 0)
-    report.reject("missing or negative duration", int(bad_dur.sum()))
-    frame = frame[~bad_dur]
-    gpus = pd.to_numeric(frame["num_gpus"], errors="coerce")
-    no_gpu = gpus.notna() & (gpus < 1)
-    report.reject("no GPU requested (CPU-only job)", int(no_gpu.sum()))
-    frame = frame[~no_gpu]
+    if require_jobs and report.rows_read == 0:
+        raise TraceError(path, "no job rows (the trace is empty or holds only a header)")
+    r = _Rejecter(frame.index, report)
+    job_id = frame["job_id"].astype("string")
+    r(job_id.isna() | (job_id == ""), REASONS["missing_id"])
+
+    ts = frame["submit_ts"]
+    if not (isinstance(ts.dtype, pd.DatetimeTZDtype) or pd.api.types.is_datetime64_dtype(ts)):
+        ts = pd.to_datetime(ts, errors="coerce", utc=True)
+    elif ts.dt.tz is None:
+        ts = ts.dt.tz_localize("UTC")
+    else:
+        ts = ts.dt.tz_convert("UTC")
+    submit, submit_text = as_number(frame["submit_time"])
+    if ts.notna().any():  # calendar clock
+        r(ts.isna(), REASONS["missing_submit"])
+        r((ts < MIN_SUBMIT_TS) | (ts >= MAX_SUBMIT_TS), REASONS["submit_range"])
+        derived = (ts - ts[r.keep].min()).dt.total_seconds()
+        submit = submit.where(submit.notna(), derived)
+    else:  # the trace's own clock
+        r(submit_text, REASONS["submit_text"])
+        r(submit.isna(), REASONS["missing_submit"])
+        r(~((submit >= 0) & (submit <= MAX_CLOCK_S)), REASONS["clock_range"])
+    duration, duration_text = as_number(frame["duration"])
+    r(duration_text, REASONS["duration_text"])
+    r(duration.isna() | (duration < 0), REASONS["duration_missing"])
+    r(duration > MAX_DURATION_S, REASONS["duration_huge"])
+    gpus = _gpu_checks(frame["num_gpus"], r, required=gpus_required)
+    frame = frame[r.keep]
+    frame["submit_ts"] = ts[r.keep]
+    frame["submit_time"] = submit[r.keep]
+    frame["duration"] = duration[r.keep]
+    frame["num_gpus"] = gpus[r.keep].astype("Int64")  # validated: whole numbers in [1, MAX_GPUS_PER_JOB]
 
     for col, dtype in REQUIRED_COLUMNS.items():
-        if dtype == "Int64":
-            frame[col] = pd.to_numeric(frame[col], errors="coerce").round().astype("Int64")
-        elif dtype.startswith("datetime"):
-            frame[col] = pd.to_datetime(frame[col], utc=True)
-        else:
+        if dtype == "string":
             frame[col] = frame[col].astype(dtype)
+        elif dtype == "float64":
+            frame[col] = frame[col].astype(float)
     for col, dtype in OPTIONAL_COLUMNS.items():
         if col not in frame:
             frame[col] = pd.Series(pd.NA, index=frame.index, dtype=dtype)
         elif dtype == "Int64":
-            frame[col] = pd.to_numeric(frame[col], errors="coerce").round().astype("Int64")
+            frame[col] = _to_int64(frame[col], col, report, low=1 if col == "num_nodes" else 0)
         else:
             frame[col] = frame[col].astype(dtype)
     if sort:
@@ -167,6 +296,10 @@ def finalize(frame: pd.DataFrame, report: LoadReport, *, path: str | Path, sort:
     frame = frame[list(REQUIRED_COLUMNS) + list(OPTIONAL_COLUMNS) + extras]
     report.rows_kept = len(frame)
     report.check_balance()
+    if require_jobs and report.rows_kept == 0:
+        reasons = "; ".join(f"{k}: {v}" for k, v in sorted(report.rejected.items(), key=lambda kv: -kv[1]))
+        raise TraceError(path, f"no usable job: all {report.rows_read} row(s) rejected or duplicate"
+                         + (f" ({reasons})" if reasons else ""))
     validate(frame, path=path)
     return JobTable(frame, report)
 

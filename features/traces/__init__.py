@@ -5,6 +5,7 @@ from pathlib import Path
 from typing import Callable
 
 from features.jobtable import JobTable, TraceError
+from features.traces._io import COMPRESSION_SUFFIXES, check_path
 from features.traces.alibaba import load_alibaba_v2023, load_pai
 from features.traces.helios import load_acme, load_helios
 from features.traces.philly import load_philly_csv, load_philly_json
@@ -13,7 +14,7 @@ from features.traces.philly import load_philly_csv, load_philly_json
 FORMATS: dict[str, tuple[Callable[..., JobTable], str]] = {
     "philly": (load_philly_csv, "Philly processed CSV (timestamp, duration, num_gpus, gpu_time, cluster)"),
     "philly-json": (load_philly_json, "Philly raw cluster_job_log JSON (attempts, per-attempt GPUs)"),
-    "helios": (load_helios, "Helios / Lucid cluster_log.csv (job_id, user, vc, gpu_num, ... queue)"),
+    "helios": (load_helios, "Helios / Lucid cluster_log.csv or cluster_full_log.csv (node_num optional)"),
     "acme": (load_acme, "Acme Seren / Kalos trace_*.csv"),
     "pai": (load_pai, "Alibaba PAI-2020 headerless pai_job_table.csv (+ group_tag, task table)"),
     "alibaba-v2023": (load_alibaba_v2023, "Alibaba GPU cluster v2023 pod list (qos -> job_class)"),
@@ -21,8 +22,12 @@ FORMATS: dict[str, tuple[Callable[..., JobTable], str]] = {
 
 
 def guess_format(path: str | Path) -> str:
-    """Guess a format from the file name; raise with the list of formats if unsure."""
+    """Guess a format from the file name (a compression suffix is ignored); raise if unsure."""
     name = Path(path).name.lower()
+    for suffix in COMPRESSION_SUFFIXES:
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+            break
     if name.endswith(".json"):
         return "philly-json"
     if "philly" in name:
@@ -33,17 +38,29 @@ def guess_format(path: str | Path) -> str:
         return "alibaba-v2023"
     if name.startswith("trace_"):
         return "acme"
-    if "cluster_log" in name:
+    if "cluster_log" in name or "cluster_full_log" in name:
         return "helios"
     raise TraceError(path, f"cannot guess the trace format; pass one of: {', '.join(FORMATS)}")
 
 
 def load_trace(path: str | Path, format: str | None = None, **options) -> JobTable:
-    """Load any supported trace into a JobTable (format guessed from the name when not given)."""
+    """Load any supported trace into a JobTable (format guessed from the name when not given).
+
+    Every failure is a TraceError naming the file (the CLI prints it on one line and exits 2): the
+    path is checked before the format is guessed, so a missing file says "file not found".
+    """
+    check_path(path)
     fmt = format or guess_format(path)
     if fmt not in FORMATS:
         raise TraceError(path, f"unknown format {fmt!r}; known: {', '.join(FORMATS)}")
-    return FORMATS[fmt][0](path, **options)
+    try:
+        return FORMATS[fmt][0](path, **options)
+    except TraceError:
+        raise
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError, OSError, EOFError,
+            RecursionError, MemoryError) as exc:
+        # A case no loader anticipated: still one line naming the file, with the exception's type.
+        raise TraceError(path, f"cannot read as {fmt} ({type(exc).__name__}: {exc}); please report this") from exc
 
 
 __all__ = ["FORMATS", "load_trace", "guess_format"]

@@ -1,51 +1,272 @@
-"""Small helpers shared by the trace loaders: reading with clear errors, parsing with counted rejects."""
+"""Small helpers shared by the trace loaders: reading with clear errors, parsing with counted rejects.
+
+Reading is strict about the container and lenient about rows. A file that is missing, a directory,
+unreadable, a damaged or truncated gzip / bz2 / xz stream, or not UTF-8 stops with a TraceError naming
+the file (and the line, where there is one). A row with the wrong number of fields is rejected and
+counted ("wrong number of fields"), never shifted: pandas would otherwise turn extra leading fields
+into an index and silently move every value one column to the right.
+"""
 from __future__ import annotations
 
+import bz2
+import csv
+import io
+import lzma
+import os
+import re
+import warnings
+import zipfile
+import zlib
 from pathlib import Path
 from typing import Iterable
 
+import numpy as np
 import pandas as pd
 
-from features.jobtable import LoadReport, TraceError
+from features.jobtable import REASONS, LoadReport, TraceError, as_number
+
+#: Compression detected by content (magic bytes) first, by suffix second.
+_MAGIC = {b"\x1f\x8b": "gzip", b"BZh": "bz2", b"\xfd7zXZ\x00": "xz", b"PK\x03\x04": "zip"}
+_SUFFIX = {".gz": "gzip", ".gzip": "gzip", ".bz2": "bz2", ".xz": "xz", ".zip": "zip"}
+COMPRESSION_SUFFIXES = tuple(_SUFFIX)
 
 
-def read_csv(path: str | Path, *, required: Iterable[str] = (), header: bool = True,
-             names: list[str] | None = None, **kwargs) -> pd.DataFrame:
-    """Read a CSV (optionally gzip) and check its columns, turning parser failures into TraceError."""
+def check_path(path: str | Path) -> Path:
+    """The path as a readable regular file, or a TraceError saying why not."""
     path = Path(path)
     if not path.exists():
         raise TraceError(path, "file not found")
+    if path.is_dir():
+        raise TraceError(path, "is a directory, not a trace file (pass the file itself)")
+    if not os.access(path, os.R_OK):
+        raise TraceError(path, "permission denied")
+    return path
+
+
+def _decompress(path: Path, data: bytes) -> bytes:
+    if not data:
+        raise TraceError(path, "file is empty")
+    by_content = next((kind for magic, kind in _MAGIC.items() if data.startswith(magic)), None)
+    by_name = _SUFFIX.get(path.suffix.lower())
+    kind = by_content or by_name
+    if kind is None:
+        return data
+    if by_content is None:
+        head = data[:16].decode("ascii", "replace")
+        raise TraceError(path, f"named {path.suffix} but is not {by_name}-compressed (starts with {head!r}); "
+                         "rename it or compress it")
     try:
-        frame = pd.read_csv(path, header=0 if header else None, names=names, low_memory=False, **kwargs)
-    except pd.errors.EmptyDataError:
-        raise TraceError(path, "file is empty") from None
-    except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
-        raise TraceError(path, f"not a readable CSV: {exc}") from None
+        if kind == "gzip":
+            return _gunzip(data)
+        if kind == "bz2":
+            return bz2.decompress(data)
+        if kind == "xz":
+            return lzma.decompress(data)
+        with zipfile.ZipFile(io.BytesIO(data)) as zf:
+            names = [n for n in zf.namelist() if not n.endswith("/")]
+            if len(names) != 1:
+                raise TraceError(path, f"zip archive holds {len(names)} files; expected exactly one")
+            return zf.read(names[0])
+    except EOFError:
+        raise TraceError(path, f"truncated {kind} file (the compressed stream ends early)") from None
+    except (OSError, zlib.error, lzma.LZMAError, zipfile.BadZipFile, ValueError, RuntimeError) as exc:
+        raise TraceError(path, f"corrupt {kind} file ({exc})") from None
+
+
+def _gunzip(data: bytes) -> bytes:
+    """All gzip members; a stream that stops early is an error, not a short file."""
+    out, rest = [], data
+    while rest:
+        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        out.append(d.decompress(rest))
+        if not d.eof:
+            raise EOFError
+        rest = d.unused_data.lstrip(b"\x00")
+        if rest and not rest.startswith(b"\x1f\x8b"):
+            raise zlib.error("trailing garbage after the gzip stream")
+    return b"".join(out)
+
+
+def read_bytes(path: str | Path) -> bytes:
+    """The file's bytes, decompressed when compressed (by content, else by suffix)."""
+    path = check_path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise TraceError(path, f"cannot read: {exc.strerror or exc}") from None
+    return _decompress(path, data)
+
+
+def read_text(path: str | Path) -> str:
+    """Decompressed UTF-8 text (a leading byte-order mark is dropped); other encodings are an error."""
+    data = read_bytes(path)
+    return decode_utf8(path, data)
+
+
+def decode_utf8(path: str | Path, data: bytes) -> str:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise TraceError(path, f"not UTF-8 text: byte 0x{data[exc.start]:02x} at line {line} (re-encode the "
+                         "file as UTF-8)") from None
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+def _field_counts(data: bytes, text: str) -> np.ndarray:
+    """Fields per non-blank record, as pandas' C parser will see them (blank lines are skipped)."""
+    if b'"' in data or data.count(b"\r") != data.count(b"\r\n"):
+        return np.array([len(row) for row in csv.reader(io.StringIO(text)) if row and "".join(row).strip()],
+                        dtype=np.int64)
+    arr = np.frombuffer(data, dtype=np.uint8)
+    nl = np.flatnonzero(arr == 10)
+    starts = np.concatenate([[0], nl + 1])
+    ends = np.concatenate([nl, [len(arr)]])
+    commas = np.flatnonzero(arr == 44)
+    counts = np.searchsorted(commas, ends) - np.searchsorted(commas, starts) + 1
+    blank = np.zeros(len(counts), dtype=bool)
+    for i in np.flatnonzero(counts == 1):  # a line without a comma may be blank
+        blank[i] = not data[starts[i]:ends[i]].strip()
+    return counts[~blank]
+
+
+def read_csv(path: str | Path, *, required: Iterable[str] = (), header: bool = True,
+             names: list[str] | None = None, report: LoadReport | None = None) -> pd.DataFrame:
+    """Read a CSV (optionally compressed) as text columns with exact field counts.
+
+    Rows whose field count differs from the header's (or from ``names``) are rejected and counted
+    under "wrong number of fields (expected N)" in ``report`` (else in ``frame.attrs["bad_rows"]``);
+    ``report.rows_read`` counts every data row. The index is the 0-based data row in the file.
+    """
+    path = Path(path)
+    data = read_bytes(path)
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    text = decode_utf8(path, data)
+    if not text.strip():
+        raise TraceError(path, "file is empty")
+    counts = _field_counts(data, text)
+    width = int(counts.max()) if len(counts) else 1
+    try:
+        frame = pd.read_csv(io.BytesIO(data), header=None, names=list(range(width)), dtype=str,
+                            index_col=False, skip_blank_lines=True, low_memory=False)
+    except (pd.errors.ParserError, ValueError) as exc:
+        raise TraceError(path, f"not a readable CSV: {str(exc).strip().splitlines()[-1]}") from None
+    if len(frame) != len(counts):  # pandas and csv disagree on records: trust the csv module
+        counts = np.array([len(row) for row in csv.reader(io.StringIO(text)) if row and "".join(row).strip()])
+        if len(frame) != len(counts):
+            raise TraceError(path, f"not a readable CSV: {len(frame)} records parsed but {len(counts)} lines "
+                             "found (stray quotes?)")
+    if header:
+        cols = ["" if pd.isna(v) else str(v).strip() for v in frame.iloc[0, :counts[0]]]
+        dup = sorted({c for c in cols if cols.count(c) > 1})
+        if dup:
+            raise TraceError(path, f"repeated column name(s) {dup} in the header")
+        frame, counts = frame.iloc[1:], counts[1:]
+    else:
+        cols = list(names or [])
+    good = counts == len(cols)
+    bad = int((~good).sum())
+    frame = frame[good].iloc[:, :len(cols)]
+    frame.columns = cols
+    frame.index = np.flatnonzero(good)
+    if report is not None:
+        report.rows_read += len(counts)
+        report.reject(f"{REASONS['fields']} (expected {len(cols)})", bad)
+    else:
+        frame.attrs["bad_rows"] = bad
     missing = [c for c in required if c not in frame.columns]
     if missing:
         raise TraceError(path, f"missing column(s) {missing}; found {list(frame.columns)}")
     return frame
 
 
-def parse_datetimes(frame: pd.DataFrame, column: str, report: LoadReport, *, tz: str,
-                    reason: str | None = None, unit: str | None = None) -> pd.Series:
-    """Parse a time column to tz-aware UTC; unparseable non-empty values are counted as rejects later.
+#: "... 12:34[:56[.789]] <offset>" — a value that names its own UTC offset.
+_AWARE = re.compile(r"\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?\s*(?:Z|UTC|GMT|[+-]\d{2}(?::?\d{2})?)$", re.IGNORECASE)
+_YEAR = re.compile(r"^\s*([+-]?\d{4,})-\d")
 
-    Returns the parsed series (NaT where missing or unparseable). Callers decide whether NaT rejects
-    the row; this function records how many non-empty values failed to parse.
+
+def parse_datetimes(values: pd.Series, report: LoadReport, *, tz: str, column: str) -> tuple[pd.Series, pd.Series]:
+    """Parse wall-clock times of zone ``tz`` to UTC; returns (times, out_of_range).
+
+    * Values that carry their own offset (``+08:00``, ``Z``) are converted with it, the others are read
+      in ``tz``; the count of the former is noted.
+    * Daylight-saving changes: a wall-clock time in the repeated hour is read as its first occurrence
+      (daylight time), one in the skipped hour is moved forward to the first valid instant; both are
+      counted in the notes, never rejected.
+    * NaT where missing or unparseable; ``out_of_range`` marks values that are dates, but outside
+      what pandas can hold (e.g. year 9999), for the caller to reject as out of bounds.
     """
-    raw = frame[column]
-    if unit is not None:
-        parsed = pd.to_datetime(pd.to_numeric(raw, errors="coerce"), unit=unit, utc=True)
-    else:
-        parsed = pd.to_datetime(raw, errors="coerce", format="mixed")
-        if parsed.dt.tz is None:
-            parsed = parsed.dt.tz_localize(tz, ambiguous="NaT", nonexistent="NaT")
-        parsed = parsed.dt.tz_convert("UTC")
-    failed = raw.notna() & parsed.isna()
-    if failed.any() and reason:
-        report.notes.append(f"{int(failed.sum())} value(s) of '{column}' could not be parsed as times")
-    return parsed
+    out = pd.Series(pd.NaT, index=values.index, dtype="datetime64[ns, UTC]")
+    oor = pd.Series(False, index=values.index)
+    if pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values):
+        return out, oor  # bare numbers are not calendar times
+    text = values[values.notna()]
+    if text.empty:
+        return out, oor
+    if not pd.api.types.is_string_dtype(text):
+        text = text.astype(str)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            fast = pd.to_datetime(text, errors="coerce", format="ISO8601")
+        except (ValueError, TypeError, OverflowError):
+            fast = None
+    if fast is not None and pd.api.types.is_datetime64_dtype(fast) and fast.notna().all():
+        # all naive ISO times (the common case); a zone-aware value would have given another dtype
+        out[fast.index] = _localize(fast, tz, report, column)
+        return out, oor
+    text = text.str.strip()
+    text = text[text != ""]
+    aware = text.str.contains(_AWARE)
+    if aware.any():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            conv = pd.to_datetime(text[aware], errors="coerce", utc=True, format="mixed")
+        out[conv.index] = conv
+        report.notes.append(f"{int(aware.sum())} '{column}' value(s) carried their own UTC offset and were "
+                            f"converted with it (the others are read as {tz})")
+    naive = text[~aware]
+    if len(naive):
+        parsed = pd.to_datetime(naive, errors="coerce", format="ISO8601")
+        retry = parsed.isna()
+        if retry.any():
+            again = pd.Series(pd.NaT, index=naive.index[retry], dtype="datetime64[ns]")
+            for idx, value in naive[retry].items():
+                try:
+                    stamp = pd.Timestamp(value)
+                    if stamp is pd.NaT or stamp.tzinfo is not None:
+                        continue
+                    again[idx] = stamp.as_unit("ns")  # years beyond 1677..2262 fail here
+                except (ValueError, TypeError, OverflowError):
+                    continue
+            parsed[retry] = again
+        out[parsed.index] = _localize(parsed, tz, report, column)
+        years = naive[parsed.isna()].str.extract(_YEAR, expand=False).dropna()
+        if len(years):
+            year = pd.to_numeric(years, errors="coerce")
+            far = year[(year < 1678) | (year > 2261)].index
+            oor[far] = True
+    return out, oor
+
+
+def _localize(parsed: pd.Series, tz: str, report: LoadReport, column: str) -> pd.Series:
+    if tz.upper() in ("UTC", "ETC/UTC", "GMT"):
+        return parsed.dt.tz_localize("UTC")
+    first = np.ones(len(parsed), dtype=bool)  # True = daylight time = first occurrence of a repeated hour
+    try:
+        local = parsed.dt.tz_localize(tz, ambiguous=first, nonexistent="shift_forward")
+    except Exception as exc:  # unknown zone names and the like
+        raise TraceError("<options>", f"cannot use time zone {tz!r}: {exc}") from None
+    ambiguous = parsed.notna() & parsed.dt.tz_localize(tz, ambiguous="NaT", nonexistent="shift_forward").isna()
+    skipped = parsed.notna() & parsed.dt.tz_localize(tz, ambiguous=first, nonexistent="NaT").isna()
+    if ambiguous.any():
+        report.notes.append(f"{int(ambiguous.sum())} '{column}' value(s) fell in the repeated hour of a {tz} "
+                            "daylight-saving change: read as the first occurrence (daylight time)")
+    if skipped.any():
+        report.notes.append(f"{int(skipped.sum())} '{column}' value(s) fell in the skipped hour of a {tz} "
+                            "daylight-saving change: moved forward to the first valid time")
+    return local.dt.tz_convert("UTC")
 
 
 def numeric(frame: pd.DataFrame, column: str) -> pd.Series:
@@ -54,17 +275,35 @@ def numeric(frame: pd.DataFrame, column: str) -> pd.Series:
 
 def reject_where(frame: pd.DataFrame, mask: pd.Series, reason: str, report: LoadReport) -> pd.DataFrame:
     """Drop rows where mask holds, counting them under reason."""
-    mask = mask.fillna(False).astype(bool)
+    mask = pd.Series(mask, index=frame.index).astype("boolean").fillna(False).astype(bool)
     report.reject(reason, int(mask.sum()))
     return frame[~mask]
 
 
+def reject_text(frame: pd.DataFrame, column: str, report: LoadReport) -> pd.DataFrame:
+    """Drop rows whose ``column`` holds something that is not a number ("<column> not a number")."""
+    _, text = as_number(frame[column])
+    return reject_where(frame, text, f"{column} not a number", report)
+
+
 def drop_exact_duplicates(frame: pd.DataFrame, report: LoadReport) -> pd.DataFrame:
     dup = frame.duplicated(keep="first")
-    report.duplicates_found = int(dup.sum())
-    if report.duplicates_found:
+    report.duplicates_found += int(dup.sum())
+    if dup.any():
         report.duplicates_action = "dropped (exact duplicate rows; first kept)"
     return frame[~dup]
+
+
+def drop_repeated_ids(out: pd.DataFrame, report: LoadReport, what: str) -> pd.DataFrame:
+    """Drop rows whose job id was already seen (first kept), counting them as duplicates."""
+    ids = out["job_id"]
+    dup = ids.notna() & ids.duplicated(keep="first")
+    if dup.any():
+        report.duplicates_found += int(dup.sum())
+        before = report.duplicates_action
+        report.duplicates_action = (f"dropped (exact duplicate rows and repeated {what}; first kept)"
+                                    if before.startswith("dropped") else f"dropped (repeated {what}; first kept)")
+    return out[~dup]
 
 
 def seconds_since_start(ts: pd.Series) -> pd.Series:

@@ -8,63 +8,84 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
-from features.jobtable import JobTable, LoadReport, finalize
-from features.traces._io import drop_exact_duplicates, numeric, parse_datetimes, read_csv, reject_where
+from features.jobtable import REASONS, JobTable, LoadReport, finalize, gpu_rejects
+from features.traces._io import (drop_exact_duplicates, drop_repeated_ids, parse_datetimes, read_csv,
+                                 reject_where)
 
-HELIOS_REQUIRED = ["job_id", "user", "vc", "gpu_num", "cpu_num", "node_num", "state", "submit_time",
-                   "duration"]
+#: Columns a Helios ``cluster_log.csv`` must have. ``node_num``, ``cpu_num`` and ``state`` are optional:
+#: Lucid's simulator input (``cluster_full_log.csv``: job_id, user, vc, jobname, gpu_num, cpu_num, state,
+#: submit_time, duration, + dataset, model, batchsize, amp, speed, gpu_util, gmem_util, gmem) has no
+#: ``node_num``; it is then derived as ceil(gpu_num / GPUS_PER_NODE) and noted in the load report.
+HELIOS_REQUIRED = ["job_id", "user", "vc", "gpu_num", "submit_time", "duration"]
 ACME_REQUIRED = ["job_id", "user", "node_num", "gpu_num", "cpu_num", "type", "state", "submit_time",
                  "duration"]
+#: Helios and Lucid clusters are built from 8-GPU nodes.
+GPUS_PER_NODE = 8
+#: Lucid's per-job profile columns, kept as extra columns when present (``model`` is canonical).
+LUCID_PROFILE_COLUMNS = ["dataset", "batchsize", "amp", "speed", "gpu_util", "gmem_util", "gmem"]
+
+
+def _optional(raw: pd.DataFrame, column: str) -> pd.Series:
+    return raw[column] if column in raw else pd.Series(pd.NA, index=raw.index, dtype="string")
 
 
 def _common(raw: pd.DataFrame, report: LoadReport, path, tz: str, org_col: str | None) -> JobTable:
-    report.rows_read = len(raw)
     raw = drop_exact_duplicates(raw, report)
-    ts = parse_datetimes(raw, "submit_time", report, tz=tz, reason="submit_time")
+    ts, out_of_range = parse_datetimes(raw["submit_time"], report, tz=tz, column="submit_time")
     raw = raw.assign(_ts=ts)
+    raw = reject_where(raw, out_of_range, REASONS["submit_range"], report)
     raw = reject_where(raw, raw["_ts"].isna(), "unparseable or missing submit_time", report)
-    raw = reject_where(raw, numeric(raw, "gpu_num").fillna(0) < 1, "no GPU requested (CPU-only job)", report)
+    raw = raw[gpu_rejects(raw["gpu_num"], report)]
+    if "node_num" in raw:
+        nodes = raw["node_num"]
+    else:
+        nodes = np.ceil(pd.to_numeric(raw["gpu_num"], errors="coerce") / GPUS_PER_NODE)
+        report.notes.append(f"no node_num column (Lucid format): num_nodes derived as ceil(gpu_num / "
+                            f"{GPUS_PER_NODE})")
     out = pd.DataFrame({
-        "job_id": raw["job_id"].astype(str),
+        "job_id": raw["job_id"].astype("string"),
         "submit_ts": raw["_ts"],
-        "submit_time": (raw["_ts"] - raw["_ts"].min()).dt.total_seconds(),
-        "duration": numeric(raw, "duration"),
-        "num_gpus": numeric(raw, "gpu_num"),
-        "num_nodes": numeric(raw, "node_num"),
+        "submit_time": np.nan,  # from submit_ts in finalize
+        "duration": raw["duration"],
+        "num_gpus": raw["gpu_num"],
+        "num_nodes": nodes,
         "user": raw["user"].astype("string"),
-        "status": raw["state"].astype("string"),
-        "cpu_num": numeric(raw, "cpu_num"),
+        "status": _optional(raw, "state").astype("string"),
+        "cpu_num": pd.to_numeric(_optional(raw, "cpu_num"), errors="coerce"),
     })
     if org_col and org_col in raw:
         out["org"] = raw[org_col].astype("string")
     if "jobname" in raw:
         out["job_name"] = raw["jobname"].astype("string")
+    if "model" in raw:
+        out["model"] = raw["model"].astype("string")
+    for col in LUCID_PROFILE_COLUMNS:
+        if col in raw:
+            out[col] = raw[col] if col == "dataset" else pd.to_numeric(raw[col], errors="coerce")
     if "queue" in raw:
-        out["queue_time"] = numeric(raw, "queue")
-    dup_id = out["job_id"].duplicated(keep="first")
-    if dup_id.any():
-        report.duplicates_found += int(dup_id.sum())
-        report.duplicates_action = "dropped (repeated job_id; first kept)"
-        out = out[~dup_id]
-    return finalize(out, report, path=path)
+        out["queue_time"] = pd.to_numeric(raw["queue"], errors="coerce")
+    out = drop_repeated_ids(out, report, "job_id")
+    return finalize(out, report, path=path, require_jobs=True)
 
 
 def load_helios(path: str | Path, *, tz: str = "Asia/Shanghai") -> JobTable:
     """Helios (Venus/Earth/Saturn/Uranus) or Lucid-format ``cluster_log.csv``; VC becomes ``org``.
 
     CPU-only jobs (gpu_num 0) are rejected and counted: the GPU simulator has nothing to place.
+    Without ``node_num`` (Lucid's ``cluster_full_log.csv``) nodes are ceil(gpu_num / 8).
     """
     report = LoadReport(source=str(path), format="helios")
-    raw = read_csv(path, required=HELIOS_REQUIRED)
+    raw = read_csv(path, required=HELIOS_REQUIRED, report=report)
     return _common(raw, report, path, tz, org_col="vc")
 
 
 def load_acme(path: str | Path, *, tz: str = "Asia/Shanghai") -> JobTable:
     """Acme Seren / Kalos ``trace_*.csv``; ``type`` (e.g. pretrain, eval) is kept as ``workload_type``."""
     report = LoadReport(source=str(path), format="acme")
-    raw = read_csv(path, required=ACME_REQUIRED)
+    raw = read_csv(path, required=ACME_REQUIRED, report=report)
     table = _common(raw, report, path, tz, org_col=None)
     types = raw.set_index(raw["job_id"].astype(str))["type"]
     types = types[~types.index.duplicated()]
