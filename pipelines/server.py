@@ -90,29 +90,37 @@ class ManagedProcess:
         return self.proc.poll() is None or bool(session_pids(self.pid))
 
     def stop(self, grace: float = GRACE_S) -> None:
-        """SIGTERM to the child first (mlflow forwards it to its uvicorn supervisor, which shuts its
-        workers down; killing workers directly makes the supervisor start new ones), then to every
-        member of the session that is left, then SIGKILL after ``grace`` seconds."""
+        """SIGTERM to the child first (mlflow forwards it to its uvicorn server, which shuts its workers
+        down; killing workers directly makes a uvicorn supervisor start new ones). Once everything the
+        child started has exited, a child that lingers (mlflow's CLI takes ~5 s to exit after its
+        server) gets SIGKILL after one second; whatever is left after ``grace`` seconds gets SIGTERM,
+        then SIGKILL."""
         if not self.alive():
             return
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=grace / 2)
-            except subprocess.TimeoutExpired:
-                pass
-        self._signal_all(signal.SIGTERM)
-        deadline = time.monotonic() + grace / 2
+        deadline, idle_since = time.monotonic() + grace, None
         while time.monotonic() < deadline:
             self.proc.poll()
             if not self.alive():
                 return
+            others = [p for p in session_pids(self.pid) if p != self.pid]
+            if self.proc.returncode is None and not others:
+                idle_since = idle_since or time.monotonic()
+                if time.monotonic() - idle_since > 1.0:
+                    break  # only the waiting parent is left
             time.sleep(0.1)
+        if self.proc.poll() is None and [p for p in session_pids(self.pid) if p != self.pid]:
+            self._signal_all(signal.SIGTERM)
+            end = time.monotonic() + 2.0
+            while time.monotonic() < end and self.alive():
+                time.sleep(0.1)
+                self.proc.poll()
         self._signal_all(signal.SIGKILL)
-        try:
-            self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            pass
+        end = time.monotonic() + 5.0
+        while time.monotonic() < end and self.alive():  # killed processes take a moment to go
+            self.proc.poll()
+            time.sleep(0.05)
 
 
 def wait_ready(url: str, child: ManagedProcess, timeout: float, what: str) -> float:

@@ -1,0 +1,246 @@
+"""`schedcast server` / `serve` process handling: the MLflow child and everything it starts run in their
+own session and stop with schedcast (SIGTERM, Ctrl-C, errors); the running interpreter is used (no
+activated venv / PATH needed); "UI at ..." is printed only once the UI answers."""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+#: Bound on one server start-up in these tests (measured 12-95 s on the 2-core test machine under load).
+READY_S = 240
+
+
+# -- helpers shared with test_serving_model ------------------------------------------------------------
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _stat(pid: int) -> list[str] | None:
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return [text[:text.rfind(")") + 1]] + text[text.rfind(")") + 2:].split()  # [comm, state, ppid, pgrp, sid, ...]
+
+
+def process_tree(root: int) -> dict[int, str]:
+    """(pid -> start time) of ``root``'s descendants and of every process in their sessions."""
+    procs = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            st = _stat(int(entry.name))
+            if st is not None:
+                procs[int(entry.name)] = st
+    children: dict[int, list[int]] = {}
+    for pid, st in procs.items():
+        children.setdefault(int(st[2]), []).append(pid)
+    found, todo = set(), [root]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            if c not in found:
+                found.add(c)
+                todo.append(c)
+    sessions = {int(procs[p][4]) for p in found if p in procs} - {int(procs[root][4])} if root in procs else set()
+    found |= {p for p, st in procs.items() if int(st[4]) in sessions}
+    return {p: procs[p][20] for p in found if p in procs}  # field 22 of stat: start time
+
+
+def survivors(tree: dict[int, str]) -> list[str]:
+    """Processes of ``tree`` still alive (same pid and start time, not a zombie), with their command line."""
+    out = []
+    for pid, start in tree.items():
+        st = _stat(pid)
+        if st is not None and st[20] == start and st[1] != "Z":
+            try:
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()[:200]
+            except OSError:
+                cmd = "?"
+            out.append(f"{pid}: {cmd}")
+    return out
+
+
+def listening(port: int) -> bool:
+    """Something listens on 127.0.0.1:port (or any address) according to /proc/net/tcp*."""
+    for name in ("tcp", "tcp6"):
+        try:
+            lines = Path(f"/proc/net/{name}").read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            parts = line.split()
+            if parts[3] == "0A" and int(parts[1].rsplit(":", 1)[1], 16) == port:
+                return True
+    return False
+
+
+def bare_env(**extra: str) -> dict[str, str]:
+    """An environment without the interpreter's bin directory (or pyenv shims) on PATH, as for a venv that
+    was never activated, and without MLFLOW_* leaking in from the test process."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
+    env.update(PATH="/usr/bin:/bin", PYTHONPATH=str(REPO), OMP_NUM_THREADS="1", **extra)
+    return env
+
+
+class CliProcess:
+    """`python -m pipelines.cli ...` as a child of the test, its output collected by a thread."""
+
+    def __init__(self, args: list[str], cwd: Path, env: dict[str, str]):
+        self.proc = subprocess.Popen([sys.executable, "-m", "pipelines.cli", *args], cwd=cwd, env=env,
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
+        self.lines: list[str] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            self.lines.append(line)
+
+    def output(self) -> str:
+        return "".join(self.lines)
+
+    def wait_for(self, text: str, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if text in self.output():
+                return
+            if self.proc.poll() is not None:
+                time.sleep(0.2)
+                raise AssertionError(f"exited {self.proc.returncode} before {text!r}:\n{self.output()[-3000:]}")
+            time.sleep(0.2)
+        raise AssertionError(f"no {text!r} within {timeout} s:\n{self.output()[-3000:]}")
+
+    def terminate_and_check(self, port: int, tree: dict[int, str], sig: int = signal.SIGTERM) -> float:
+        """Send ``sig`` to schedcast only (not its group) and check that it exits and takes every process
+        it started with it, and that the port is free again. Returns the seconds the stop took."""
+        t0 = time.monotonic()
+        self.proc.send_signal(sig)
+        try:
+            self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.kill_all(tree)
+            raise AssertionError("schedcast did not exit within 60 s of the signal")
+        secs = time.monotonic() - t0
+        time.sleep(0.5)
+        left = survivors(tree)
+        self.kill_all(tree)
+        assert not left, f"processes survived schedcast:\n" + "\n".join(left)
+        assert not listening(port), f"port {port} still has a listener"
+        return secs
+
+    def kill_all(self, tree: dict[int, str]) -> None:
+        """Clean-up after a failed test: kill what is left of the tree (pid and start time checked)."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+        for line in survivors(tree):
+            try:
+                os.kill(int(line.split(":")[0]), signal.SIGKILL)
+            except OSError:
+                pass
+
+
+# -- unit tests: no MLflow ------------------------------------------------------------------------------
+def test_child_env_puts_the_interpreter_first_on_path(monkeypatch):
+    from pipelines.server import child_env
+
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    env = child_env({"X_TEST": "1"})
+    assert env["PATH"].split(os.pathsep)[0] == os.path.dirname(sys.executable)
+    assert env["PATH"].endswith("/usr/bin:/bin") and env["X_TEST"] == "1"
+
+
+def test_managed_process_stops_the_whole_session_including_other_groups():
+    """A child that starts a grandchild in a separate process group (as daemons do) and ignores SIGTERM:
+    stop() reaches every member of the session and falls back to SIGKILL after the grace period."""
+    from pipelines.server import ManagedProcess, session_pids
+
+    code = ("import os, signal, subprocess, sys, time\n"
+            "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+            "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)'], process_group=0)\n"
+            "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)'])\n"
+            "time.sleep(300)\n")
+    child = ManagedProcess([sys.executable, "-c", code], dict(os.environ))
+    deadline = time.monotonic() + 20
+    while len(session_pids(child.pid)) < 3 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    members = session_pids(child.pid)
+    assert len(members) == 3
+    groups = {int(_stat(p)[3]) for p in members}
+    assert len(groups) == 2  # one grandchild left the child's process group
+    t0 = time.monotonic()
+    child.stop(grace=1.0)
+    assert time.monotonic() - t0 < 10
+    assert child.proc.poll() is not None
+    assert session_pids(child.pid) == []
+
+
+def test_busy_port_is_refused_before_starting(tmp_path):
+    from pipelines.cli import main
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        t0 = time.monotonic()
+        assert main(["server", "--port", str(port), "--backend-store-uri", f"sqlite:///{tmp_path / 'x.db'}"]) == 2
+        assert main(["serve", "models:/duration@champion", "--port", str(port)]) == 2
+        assert time.monotonic() - t0 < 5
+
+
+def test_readiness_timeout_is_one_line_and_stops_the_child(tmp_path):
+    """`--ready-timeout` shorter than the start-up: exit 2 with one clear line, nothing left behind."""
+    port = free_port()
+    cli = CliProcess(["server", "--port", str(port), "--workers", "1", "--ready-timeout", "2",
+                      "--backend-store-uri", f"sqlite:///{tmp_path / 'mlflow.db'}"], tmp_path, bare_env())
+    tree: dict[int, str] = {}
+    deadline = time.monotonic() + 60
+    while cli.proc.poll() is None and time.monotonic() < deadline:
+        tree.update(process_tree(cli.proc.pid))
+        time.sleep(0.2)
+    try:
+        assert tree, "the mlflow child was never seen"
+        assert cli.proc.returncode == 2, cli.output()
+        assert "did not answer at http://127.0.0.1" in cli.output() and "within 2 s" in cli.output()
+        assert "Traceback" not in cli.output()
+        time.sleep(0.5)
+        assert not survivors(tree), survivors(tree)
+        assert not listening(port)
+    finally:
+        cli.kill_all(tree)
+
+
+# -- the real thing --------------------------------------------------------------------------------------
+@pytest.mark.slow
+def test_server_banner_after_readiness_and_sigterm_leaves_nothing(tmp_path):
+    """`schedcast server` on a free port without the interpreter on PATH: "UI at" appears only once /health
+    answers; SIGTERM to schedcast alone stops the mlflow server, its uvicorn workers and everything else."""
+    port = free_port()
+    cli = CliProcess(["server", "--port", str(port), "--workers", "1", "--ready-timeout", str(READY_S),
+                      "--backend-store-uri", f"sqlite:///{tmp_path / 'mlflow.db'}"], tmp_path, bare_env())
+    tree: dict[int, str] = {}
+    try:
+        t0 = time.monotonic()
+        cli.wait_for("UI at", READY_S + 30)
+        ready = time.monotonic() - t0
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5) as resp:
+            assert resp.status == 200  # the banner is never ahead of the UI
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10) as resp:
+            assert resp.status == 200
+        tree = process_tree(cli.proc.pid)
+        assert any("uvicorn" in line for line in survivors(tree)), survivors(tree)
+        assert f"UI at http://127.0.0.1:{port}" in cli.output()
+        stop = cli.terminate_and_check(port, tree)
+        print(f"schedcast server: ready after {ready:.1f} s, stopped in {stop:.1f} s")
+    finally:
+        cli.kill_all(tree)
