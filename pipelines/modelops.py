@@ -1,12 +1,29 @@
-"""`schedcast train`, `evaluate`, `retrain` and `models`: the model lifecycle in MLflow."""
+"""`schedcast train`, `evaluate`, `retrain` and `models`: the model lifecycle in MLflow.
+
+Quiet by default: library warnings and INFO logs (MLflow, Lightning, GluonTS, torch) are silenced for
+the duration of a command; ``--verbose`` shows them. SIGTERM is turned into an interrupt while a
+command runs, so an MLflow run ends as FAILED and a half-registered version is rolled back
+(models.registry.log_estimator) instead of staying RUNNING / alias-less; SIGKILL cannot be caught.
+"""
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
+import signal
 import sys
-from typing import Any
+import threading
+from typing import Any, Iterator
 
+#: Default algorithm per task (``--algo`` overrides). One place to change a task's default.
 TASK_DEFAULT_ALGO = {"duration": "lightgbm", "iterations": "zero", "throughput": "ebm", "demand": "orglinear",
                      "packing": "solo"}
+#: Exit code of a command stopped by SIGTERM (128 + 15), by Ctrl-C (128 + 2).
+EXIT_SIGTERM, EXIT_SIGINT = 143, 130
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM while a command runs (a KeyboardInterrupt, so every `finally` and context manager runs)."""
 
 
 def _params(items: list[str] | None) -> dict[str, Any]:
@@ -15,83 +32,197 @@ def _params(items: list[str] | None) -> dict[str, Any]:
     return parse_policy_spec("x:" + ",".join(items))[1] if items else {}
 
 
-def _task_data(args: argparse.Namespace) -> dict[str, Any]:
-    """Load the data the task's arguments name, once: the inputs of pipelines.train's functions."""
+def data_source(args: argparse.Namespace):
+    """The pipelines.train.DataSource the task's arguments name (recorded as the run's lineage)."""
     from features.paths import data_dir
+    from pipelines.train import DataSource
 
     task = args.task
+    if args.jobs is not None and task not in ("duration", "iterations"):
+        raise ValueError(f"--jobs applies to job traces (duration, iterations), not to {task}")
     if task in ("duration", "iterations"):
-        from features.traces import load_trace
-        from features.traces.synthetic import generate_preset
-
         if args.synthetic:
-            return {"table": generate_preset(args.synthetic, seed=args.seed, jobs=args.jobs), "source": None}
-        source = args.trace or data_dir(args.data_dir) / "philly" / "philly_jobs_2017-09-04_2017-11-30.csv.gz"
-        return {"table": load_trace(source, args.format), "source": source}
+            return DataSource("synthetic", preset=args.synthetic, seed=args.seed, jobs=args.jobs)
+        path = args.trace or data_dir(args.data_dir) / "philly" / "philly_jobs_2017-09-04_2017-11-30.csv.gz"
+        return DataSource("trace", path=str(path), format=args.format, jobs=args.jobs)
     if task == "throughput":
-        from features.series import load_throughput
-
-        return {"series": load_throughput(args.series, args.data_dir), "source": args.series}
+        return DataSource("series", path=args.series, data_dir=args.data_dir)
     if task == "demand":
-        from features.series import load_demand
-
-        demand, attrs = load_demand(args.series, args.data_dir, freq=args.freq)
-        return {"demand": demand, "attrs": attrs, "source": args.series}
+        return DataSource("series", path=args.series, freq=args.freq, data_dir=args.data_dir)
     if task == "packing":
-        return {"data_dir": args.data_dir}
+        return DataSource("packing", path=str(data_dir(args.data_dir)))
     raise ValueError(f"unknown task {task!r}")
 
 
-def _task_trainer(args: argparse.Namespace):
+def _task_data(args: argparse.Namespace) -> dict[str, Any]:
+    """Load the data the task's arguments name, once: the inputs of the task's train / holdout."""
+    from pipelines.train import TASKS
+
+    return TASKS[args.task].load(data_source(args))
+
+
+def _task_trainer(args: argparse.Namespace, data: dict[str, Any] | None = None):
     """A zero-argument function that trains the task's model on the data the arguments name."""
-    from pipelines import train as T
+    from pipelines.train import TASKS
 
     params = _params(args.param)
-    task, algo = args.task, args.algo or TASK_DEFAULT_ALGO[args.task]
-    d = _task_data(args)
-    days = args.test_days if args.test_days is not None else T.HOLDOUT_DAYS.get(task)
-    if task == "duration":
-        return lambda: T.train_duration(d["table"], algo=algo, test_days=days, fast=not args.full,
-                                        source=d["source"], **params)
-    if task == "iterations":
-        return lambda: T.train_iterations(d["table"], unseen=algo, test_days=days, source=d["source"], **params)
-    if task == "throughput":
-        return lambda: T.train_throughput(d["series"], algo=algo, horizon=args.horizon or 1, test_days=days,
-                                          fast=not args.full, source=d["source"], **params)
-    if task == "demand":
-        return lambda: T.train_demand(d["demand"], d["attrs"], algo=algo, freq=args.freq, horizon=args.horizon,
-                                      test_days=days, source=d["source"], **params)
-    return lambda: T.train_packing(d["data_dir"], labels=algo, **params)
+    task = TASKS[args.task]
+    algo = args.algo or TASK_DEFAULT_ALGO[args.task]
+    d = data if data is not None else _task_data(args)
+    return lambda: task.train(d, algo=algo, test_days=args.test_days, fast=not args.full, horizon=args.horizon,
+                              freq=args.freq, **params)
+
+
+# -- quiet, signals ----------------------------------------------------------------------------------
+NOISY_LOGGERS = ("mlflow", "alembic", "lightning", "lightning.pytorch", "lightning.fabric", "pytorch_lightning",
+                 "gluonts", "torch", "interpret", "py.warnings")
+
+
+@contextlib.contextmanager
+def quiet(verbose: bool, task: str | None = None, algo: str | None = None) -> Iterator[None]:
+    """Silence library warnings and logs below ERROR for the block (not with ``verbose``)."""
+    import logging
+    import warnings
+
+    if verbose:
+        os.environ["SCHEDCAST_VERBOSE"] = "1"
+        try:
+            yield
+        finally:
+            os.environ.pop("SCHEDCAST_VERBOSE", None)
+        return
+    if task == "demand" and algo in ("orglinear", "deepar", None):
+        with contextlib.suppress(ImportError), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            import lightning.pytorch  # noqa: F401 - it resets its logger's level on import: import first
+    saved = {name: logging.getLogger(name).level for name in NOISY_LOGGERS}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for name in NOISY_LOGGERS:
+            logging.getLogger(name).setLevel(logging.ERROR)
+        try:
+            yield
+        finally:
+            for name, level in saved.items():
+                logging.getLogger(name).setLevel(level)
+
+
+@contextlib.contextmanager
+def terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM raises Terminated in the main thread for the block (MLflow runs end FAILED, registration
+    rolls back); a no-op outside the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        raise Terminated(f"signal {signum}")
+
+    old = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+def _guarded(command: str, fn) -> int:
+    """Run ``fn`` with SIGTERM as an interrupt; report an interrupt in one line with 143 / 130."""
+    from models.registry import LockTimeout
+
+    try:
+        with terminate_as_interrupt():
+            return fn()
+    except Terminated:
+        print(f"schedcast {command}: terminated; the MLflow run is marked FAILED and no half-registered "
+              "version is left", file=sys.stderr)
+        return EXIT_SIGTERM
+    except KeyboardInterrupt:
+        print(f"schedcast {command}: interrupted; the MLflow run is marked FAILED", file=sys.stderr)
+        return EXIT_SIGINT
+    except LockTimeout as exc:
+        print(f"schedcast {command}: {exc}", file=sys.stderr)
+        return 1
+
+
+# -- output ------------------------------------------------------------------------------------------
+def _fmt(v: Any) -> str:
+    if v is None:
+        return "-"
+    v = float(v)
+    if v != v:  # NaN
+        return "n/a*"
+    if abs(v) >= 1e4:
+        return f"{v:,.0f}"
+    return f"{v:.4g}"
+
+
+def metrics_table(result) -> str:
+    """Model and baselines side by side, with units; NaN (e.g. Spearman of a constant prediction) is
+    shown as n/a* and explained below the table."""
+    from pipelines.train import TASKS
+
+    task = TASKS[result.task]
+    names = ["model"] + list(result.baselines)
+    cols = [result.metrics] + [result.baselines[n] for n in result.baselines]
+    keys = [k for k in task.units if k in result.metrics]
+    rows = [["metric", "unit"] + names]
+    for k in keys:
+        rows.append([k + (" (primary)" if k == task.primary else ""), task.units[k]] + [_fmt(c.get(k)) for c in cols])
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  " + "  ".join(cell.ljust(w) if i < 2 else cell.rjust(w) for i, (cell, w) in enumerate(zip(r, widths)))
+             for r in rows]
+    notes = []
+    if any("log-s" == task.units.get(k) for k in keys):
+        notes.append("log-s: mean |ln(1 + predicted s) - ln(1 + actual s)|; lower is better")
+    if any("n/a*" in line for line in lines):
+        notes.append("n/a*: undefined (a constant prediction has no rank correlation)")
+    return "\n".join(lines + [f"  {n}" for n in notes])
 
 
 def _print_metrics(title: str, metrics: dict[str, float]) -> None:
     print(title)
     for k, v in metrics.items():
-        if isinstance(v, (int, float)):
-            print(f"  {k:<28} {v:,.4f}")
+        if isinstance(v, (int, float)) and k not in ("mse",):
+            print(f"  {k:<28} {_fmt(v)}")
 
 
+def _headline(result) -> str:
+    from pipelines.train import TASKS
+
+    t = TASKS[result.task]
+    lin = result.lineage
+    where = f" from {lin['holdout_start']}" if lin.get("holdout_start") else ""
+    return (f"{result.task} ({result.algo}) trained in {result.train_seconds:.1f} s on "
+            f"{lin.get('source_desc') or 'in-memory data'} ({lin.get('rows', '?')} rows); holdout: "
+            f"{result.holdout_rows:,} {t.holdout_unit}{where}")
+
+
+# -- commands ----------------------------------------------------------------------------------------
 def cmd_train(args: argparse.Namespace) -> int:
-    from models.registry import CHAMPION, alias_version, configure, set_alias
+    return _guarded("train", lambda: _train(args))
+
+
+def _train(args: argparse.Namespace) -> int:
+    from models.registry import configure
     from pipelines.train import log_result
 
-    uri = configure(args.tracking_uri)
-    result = _task_trainer(args)()
-    _print_metrics(f"{args.task} ({result.algo}) on the holdout, trained in {result.train_seconds:.1f} s:",
-                   result.metrics)
-    for name, base in result.baselines.items():
-        _print_metrics(f"baseline {name}:", {k: v for k, v in base.items() if k in ("mae", "rmse", "log_mae",
-                                                                                    "spearman", "r2")})
-    if args.no_register:
-        logged = log_result(result, register=False)
-        print(f"logged run {logged.run_id} (not registered) to {uri}")
-        return 0
-    alias = None if args.alias == "none" else args.alias
-    logged = log_result(result, register=True, alias=alias)
-    if alias_version(args.task, CHAMPION) is None:
-        set_alias(args.task, CHAMPION, logged.version)
+    algo = args.algo or TASK_DEFAULT_ALGO[args.task]
+    with quiet(args.verbose, args.task, algo):
+        trainer = _task_trainer(args)
+        uri = configure(args.tracking_uri)
+        result = trainer()
+        print(_headline(result))
+        print(metrics_table(result))
+        if args.no_register:
+            logged = log_result(result, register=False)
+            print(f"logged run {logged.run_id} (not registered) to {uri}")
+            return 0
+        alias = None if args.alias == "none" else args.alias
+        logged = log_result(result, register=True, alias=alias, champion_if_none=True)
+    if "champion" in logged.aliases and alias != "champion":
         print(f"no champion existed: version {logged.version} is now {args.task}@champion")
-    print(f"registered {args.task} version {logged.version} (alias {alias}); run {logged.run_id}; store {uri}")
+    print(f"registered {args.task} version {logged.version} (aliases {', '.join(logged.aliases) or 'none'}); "
+          f"run {logged.run_id}; store {uri}")
     return 0
 
 
@@ -99,28 +230,42 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from models.registry import configure, load, unwrap
     from pipelines.train import evaluate_on_holdout, holdout
 
-    configure(args.tracking_uri)
-    uri = args.model or f"models:/{args.task}@champion"
-    result_holdout = holdout(args.task, _task_data(args), args.test_days, args.horizon, args.freq,
-                             labels=args.algo or "solo")
-    model = load(uri)
-    predictor = unwrap(model) if args.task == "demand" else model
-    metrics = evaluate_on_holdout(args.task, predictor, result_holdout)
+    with quiet(args.verbose, args.task, args.algo):
+        configure(args.tracking_uri)
+        uri = args.model or f"models:/{args.task}@champion"
+        model = load(uri, trust_local=args.trust_local_models)
+        ho = holdout(args.task, _task_data(args), args.test_days, args.horizon, args.freq,
+                     labels=args.algo or "solo")
+        # The estimator inside the pyfunc, called exactly as training scored it.
+        metrics = evaluate_on_holdout(args.task, unwrap(model), ho)
     _print_metrics(f"{uri} on the {args.task} holdout:", metrics)
     return 0
 
 
 def cmd_retrain(args: argparse.Namespace) -> int:
-    from models.registry import configure
-    from pipelines.retrain import FAILED, retrain
+    return _guarded("retrain", lambda: _retrain(args))
 
+
+def _retrain(args: argparse.Namespace) -> int:
+    from models.registry import configure
+    from pipelines.retrain import FAILED, RetrainRefused, retrain
+
+    algo = args.algo or TASK_DEFAULT_ALGO[args.task]
     try:
-        configure(args.tracking_uri)
-        decision = retrain(args.task, _task_trainer(args), margin=args.margin)
+        with quiet(args.verbose, args.task, algo):
+            trainer = _task_trainer(args)
+            configure(args.tracking_uri)
+            decision = retrain(args.task, trainer, margin=args.margin, horizon=args.horizon, freq=args.freq,
+                               labels=algo)
+    except RetrainRefused as exc:
+        print(f"REFUSED (exit {exc.code}), champion untouched: {exc}")
+        return exc.code
+    except (KeyboardInterrupt, ValueError, FileNotFoundError):
+        raise  # interrupts: _guarded; usage and data errors: the CLI's one-line error, exit 2
     except Exception as exc:  # noqa: BLE001 - any failure leaves the champion untouched; say so and exit 1
         print(f"schedcast retrain: FAILED, champion untouched: {type(exc).__name__}: {exc}", file=sys.stderr)
         return FAILED
-    verdict = "PROMOTED" if decision.promoted else "KEPT CHAMPION"
+    verdict = {0: "PROMOTED", 3: "KEPT CHAMPION"}.get(decision.exit_code, "FAILED")
     print(f"{verdict}: {decision.reason}")
     print(f"  challenger version {decision.challenger_version}; champion before {decision.champion_version_before}, "
           f"after {decision.champion_version_after}")
@@ -128,15 +273,53 @@ def cmd_retrain(args: argparse.Namespace) -> int:
 
 
 def cmd_models(args: argparse.Namespace) -> int:
-    from models.registry import configure, list_models
+    """The registry as a table; a sqlite store is read directly (no mlflow import)."""
+    from models.registry import MODEL_COLUMNS, list_models, resolve_tracking_uri
 
-    uri = configure(args.tracking_uri)
-    rows = list_models()
+    uri = resolve_tracking_uri(args.tracking_uri)
+    rows = list_models(uri)
     if not rows:
         print(f"no registered models in {uri}")
-    for r in rows:
-        print(f"{r['name']:<12} latest v{r['latest']}  aliases {r['aliases']}")
+        return 0
+    if not args.all:
+        rows = [r for r in rows if r["aliases"]] or rows
+    table = [list(MODEL_COLUMNS)] + [[str(r[c]) for c in MODEL_COLUMNS] for r in rows]
+    widths = [max(len(r[i]) for r in table) for i in range(len(MODEL_COLUMNS))]
+    for i, r in enumerate(table):
+        print("  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip())
+        if i == 0:
+            print("  ".join("-" * w for w in widths))
+    hidden = "" if args.all else " (versions with an alias; --all lists every version)"
+    print(f"store {uri}{hidden}")
     return 0
+
+
+# -- arguments ---------------------------------------------------------------------------------------
+def _non_negative(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not v >= 0 or v == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0 (a relative improvement), got {text}")
+    return v
+
+
+def _positive_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {text}")
+    return v
+
+
+def _positive(text: str) -> float:
+    v = _non_negative(text)
+    if v <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+    return v
 
 
 def _add_task_args(p: argparse.ArgumentParser) -> None:
@@ -147,16 +330,19 @@ def _add_task_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trace", help="duration/iterations: job trace (default: the Philly file)")
     p.add_argument("--format")
     p.add_argument("--synthetic", metavar="PRESET")
-    p.add_argument("--jobs", type=int)
+    p.add_argument("--jobs", type=_positive_int, help="synthetic: number of jobs; trace: the first N jobs by "
+                   "submission (recorded in the run's lineage)")
     p.add_argument("--series", help="throughput/demand: series file (default: Venus / Earth in the data dir)")
     p.add_argument("--freq", default="10min", help="demand: bin size")
-    p.add_argument("--horizon", type=int, help="throughput/demand: steps ahead")
-    p.add_argument("--test-days", type=float, help="holdout at the end of the data (default 30/31/7 days)")
+    p.add_argument("--horizon", type=_positive_int, help="throughput/demand: steps ahead")
+    p.add_argument("--test-days", type=_positive, help="holdout at the end of the data (default 30/31/7 days)")
     p.add_argument("--full", action="store_true", help="full model settings (EBM interactions, 8 bags)")
     p.add_argument("--param", nargs="*", metavar="KEY=VALUE", help="estimator hyper-parameters")
     p.add_argument("--data-dir")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--tracking-uri", help="MLflow tracking URI (default: sqlite:///mlruns/mlflow.db here)")
+    p.add_argument("--verbose", "-v", action="store_true", help="show library warnings and logs (MLflow, "
+                   "Lightning, GluonTS, torch), silenced by default")
 
 
 def add_parsers(sub) -> None:
@@ -171,14 +357,19 @@ def add_parsers(sub) -> None:
     p = sub.add_parser("evaluate", help="score a registered model on the task's holdout")
     _add_task_args(p)
     p.add_argument("--model", help="model URI (default models:/TASK@champion)")
+    p.add_argument("--trust-local-models", action="store_true", help="allow --model to be a local directory or "
+                   "direct artifact URI: a model is a pickle and loading it runs its code")
     p.set_defaults(func=cmd_evaluate)
 
-    p = sub.add_parser("retrain", help="scheduled retraining: challenger vs champion on a recent holdout; "
-                       "exit 0 promoted, 3 kept, 1 failed")
+    p = sub.add_parser("retrain", help="scheduled retraining: challenger vs champion on a trustworthy holdout; "
+                       "exit 0 promoted, 3 kept, 1 failed or champion moved meanwhile, 2 usage, "
+                       "4 refused (data lineage), 5 refused (holdout too small)")
     _add_task_args(p)
-    p.add_argument("--margin", type=float, default=0.02, help="relative improvement needed to promote")
+    p.add_argument("--margin", type=_non_negative, default=0.02, help="relative improvement needed to promote "
+                   "(>= 0)")
     p.set_defaults(func=cmd_retrain)
 
-    p = sub.add_parser("models", help="registered models and their aliases")
+    p = sub.add_parser("models", help="registered models: version, aliases, algorithm, primary metric, data")
     p.add_argument("--tracking-uri")
+    p.add_argument("--all", action="store_true", help="every version, not only those with an alias")
     p.set_defaults(func=cmd_models)

@@ -5,8 +5,24 @@ import pytest
 from pipelines.cli import main
 
 
+@pytest.fixture(scope="session")
+def empty_store_db(tmp_path_factory):
+    """A migrated, empty MLflow sqlite database, created once: creating the tables takes seconds, copying
+    the file does not (each test still gets its own store and artifact folder)."""
+    import mlflow
+
+    db = tmp_path_factory.mktemp("template") / "mlflow.db"
+    client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{db}", registry_uri=f"sqlite:///{db}")
+    client.search_experiments()
+    client.search_registered_models()
+    return db
+
+
 @pytest.fixture()
-def store(tmp_path, monkeypatch):
+def store(tmp_path, monkeypatch, empty_store_db):
+    import shutil
+
+    shutil.copy(empty_store_db, tmp_path / "mlflow.db")
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
     monkeypatch.chdir(tmp_path)

@@ -1,0 +1,171 @@
+"""Plots of trained models, logged with each training run: importances, GA2M shape functions, local
+explanations, predicted-vs-actual, demand fan charts, packing confusion matrix and tree.
+
+Every figure names its axes and units. Targets learned in log space (``log1p`` of seconds) say so: a
+GA2M's contributions add up in that space, so a contribution of +1 multiplies (1 + duration) by e.
+matplotlib is imported inside each function (Agg backend): importing this module costs nothing.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+
+#: Names of the packing classes (Lucid's sharing score 0, 1, 2).
+PACKING_CLASSES = ("tiny", "medium", "jumbo")
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def target_label(estimator: Any, unit: str) -> str:
+    """How a model's additive contributions are expressed: 'log(1 + duration / s)' or the unit itself."""
+    return f"log(1 + y), y in {unit}" if getattr(estimator, "log_target", False) else unit
+
+
+def importance_measure(estimator: Any) -> str:
+    """What an estimator's ``importances()`` measures (the x-axis label of an importance plot)."""
+    name = type(estimator).__name__
+    if "GA2M" in name:
+        return "mean |contribution| (model target space)"
+    if "LightGBM" in name:
+        return "total split gain (loss reduction)"
+    if "Forest" in name:
+        return "impurity decrease (share of total)"
+    return "importance"
+
+
+def importance_figure(importances: pd.Series, title: str, xlabel: str = "importance"):
+    """Top-15 features by importance, largest at the top."""
+    plt = _plt()
+    top = importances.head(15)[::-1]
+    fig, ax = plt.subplots(figsize=(6, 4.5))
+    ax.barh(top.index.astype(str), top.to_numpy())
+    ax.set_title(title)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("feature")
+    fig.tight_layout()
+    return fig
+
+
+def shape_figure(model, feature: str, unit: str = "s", feature_unit: str = ""):
+    """A GA2M shape function: the feature's additive contribution in the model's target space."""
+    plt = _plt()
+    sf = model.shape_function(feature)
+    fig, ax = plt.subplots(figsize=(5.5, 3.5))
+    if "level" in sf:
+        ax.bar(sf["level"].astype(str).head(30), sf["score"].head(30))
+        ax.tick_params(axis="x", rotation=90)
+    else:
+        x = sf["from"].replace(-np.inf, np.nan).bfill()
+        ax.step(x, sf["score"], where="post")
+    ax.set_title(f"shape function: {feature}")
+    ax.set_xlabel(f"{feature}" + (f" ({feature_unit})" if feature_unit else ""))
+    ax.set_ylabel(f"contribution to {target_label(model, unit)}")
+    ax.axhline(0, color="0.6", lw=0.6)
+    fig.tight_layout()
+    return fig
+
+
+def local_explanation_figure(model, row: pd.DataFrame, title: str, unit: str = "s"):
+    """Per-feature contributions to one prediction (orange raises it, green lowers it)."""
+    plt = _plt()
+    contrib = model.explain_local(row).iloc[0].sort_values(key=np.abs, ascending=False).head(12)[::-1]
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.barh(contrib.index.astype(str), contrib.to_numpy(), color=np.where(contrib.to_numpy() > 0, "#d95f02", "#1b9e77"))
+    ax.axvline(0, color="0.6", lw=0.6)
+    ax.set_title(title)
+    ax.set_xlabel(f"contribution to {target_label(model, unit)}")
+    ax.set_ylabel("feature / interaction")
+    fig.tight_layout()
+    return fig
+
+
+def prediction_figure(y, pred, title: str, unit: str = "s", log: bool = True):
+    """Predicted against actual on the holdout (log axes for heavy-tailed durations), with y = x."""
+    plt = _plt()
+    y, pred = np.asarray(y, dtype=float), np.asarray(pred, dtype=float)
+    fig, ax = plt.subplots(figsize=(4.8, 4.5))
+    lo = max(1.0, float(np.nanmin(np.r_[y, pred]))) if log else float(np.nanmin(np.r_[y, pred]))
+    hi = float(np.nanmax(np.r_[y, pred])) if len(y) else 1.0
+    ax.scatter(np.maximum(y, lo) if log else y, np.maximum(pred, lo) if log else pred, s=4, alpha=0.3)
+    ax.plot([lo, hi], [lo, hi], color="k", lw=0.8, label="prediction = actual")
+    if log:
+        from matplotlib.ticker import FuncFormatter, NullFormatter
+
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        for axis in (ax.xaxis, ax.yaxis):  # '1000', '1e+06': plain labels, no mathtext to lay out
+            axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+            axis.set_minor_formatter(NullFormatter())
+    ax.set_xlabel(f"actual ({unit})")
+    ax.set_ylabel(f"predicted ({unit})")
+    ax.set_title(title)
+    ax.legend(fontsize=8, loc="upper left")
+    fig.tight_layout()
+    return fig
+
+
+def fan_figure(fc, y, org_index: int = 0, unit: str = "GPUs"):
+    """Demand forecast on the holdout for one org: truth, mean and the q0.9 / q0.95 band."""
+    plt = _plt()
+    m = np.concatenate(list(fc.mean[:, org_index, :]))
+    q9 = np.concatenate(list(fc.quantile(0.9)[:, org_index, :]))
+    q95 = np.concatenate(list(fc.quantile(0.95)[:, org_index, :]))
+    t = np.concatenate(list(y[:, org_index, :]))
+    fig, ax = plt.subplots(figsize=(8, 3.5))
+    ax.plot(t, color="k", lw=0.8, label="demand")
+    ax.plot(m, color="C0", lw=1, label="mean")
+    ax.fill_between(np.arange(len(m)), m, q95, color="C0", alpha=0.2, label="to q0.95")
+    ax.plot(q9, color="C1", lw=0.7, label="q0.9")
+    ax.set_title(f"demand forecast, {fc.orgs[org_index]} (holdout)")
+    ax.set_xlabel("forecast step (concatenated horizons)")
+    ax.set_ylabel(f"demand ({unit})")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def confusion_figure(conf: pd.DataFrame, names: Sequence[str] = PACKING_CLASSES):
+    """Confusion matrix (rows: label, columns: prediction), counts in the cells."""
+    plt = _plt()
+    k = conf.shape[0]
+    names = list(names)[:k]
+    fig, ax = plt.subplots(figsize=(4, 3.5))
+    ax.imshow(conf.to_numpy(), cmap="Blues")
+    ax.set_xticks(range(k), names)
+    ax.set_yticks(range(k), names)
+    for i in range(k):
+        for j in range(k):
+            ax.text(j, i, int(conf.iloc[i, j]), ha="center", va="center")
+    ax.set_xlabel("predicted class")
+    ax.set_ylabel("label (jobs)")
+    ax.set_title("packing: leave-one-model-out")
+    fig.tight_layout()
+    return fig
+
+
+def tree_figure(tree, features: Sequence[str], classes: Sequence[int]):
+    """The packing decision tree with feature and class names (tiny / medium / jumbo)."""
+    plt = _plt()
+    from sklearn.tree import plot_tree
+
+    fig, ax = plt.subplots(figsize=(10, 6))
+    names = [PACKING_CLASSES[int(c)] if 0 <= int(c) < len(PACKING_CLASSES) else str(c) for c in classes]
+    plot_tree(tree, feature_names=list(features), class_names=names, filled=True, ax=ax, fontsize=8)
+    ax.set_title("packing tree: sharing class from profiled utilisation")
+    fig.tight_layout()
+    return fig
+
+
+def close(figures: dict[str, Any]) -> None:
+    plt = _plt()
+    for fig in figures.values():
+        plt.close(fig)
