@@ -1,0 +1,80 @@
+"""Predictors say what they are; meta.json records the registry version an alias resolved to."""
+import json
+
+import numpy as np
+import pytest
+
+from pipelines.cli import main
+from sim.predictors import ModelPredictor, NoisyOraclePredictor, OraclePredictor, RestPredictor, make_predictor
+
+
+def test_simple_predictors_describe_themselves():
+    assert OraclePredictor().describe() == {"kind": "oracle"}
+    assert NoisyOraclePredictor(0.5, seed=3).describe() == {"kind": "noisy-oracle", "sigma": 0.5, "seed": 3}
+    assert RestPredictor("http://127.0.0.1:5001").describe()["url"] == "http://127.0.0.1:5001/invocations"
+    assert make_predictor("models:/duration/4").parts == {"name": "duration", "version": "4"}
+
+
+@pytest.fixture(scope="module")
+def registry(tmp_path_factory):
+    """A local registry with two versions of `duration` (runs of a constant model); champion -> 1."""
+    import warnings
+
+    import mlflow
+    import mlflow.pyfunc
+
+    root = tmp_path_factory.mktemp("registry")
+    uri = f"sqlite:///{root / 'mlflow.db'}"
+    client = mlflow.MlflowClient(uri, uri)
+    experiment = client.create_experiment("t", artifact_location=(root / "artifacts").as_uri())
+    mlflow.set_tracking_uri(uri)
+    mlflow.set_registry_uri(uri)
+
+    class ConstantModel(mlflow.pyfunc.PythonModel):
+        """One duration for every job (what it predicts does not matter here)."""
+
+        def __init__(self, value):
+            self.value = value
+
+        def predict(self, context, model_input, params=None):
+            return np.full(len(model_input), self.value)
+
+    runs = []
+    for value in (600.0, 1200.0):
+        with warnings.catch_warnings(), mlflow.start_run(experiment_id=experiment) as run:
+            warnings.simplefilter("ignore")
+            mlflow.pyfunc.log_model("model", python_model=ConstantModel(value), registered_model_name="duration")
+        runs.append(run.info.run_id)
+    client.set_registered_model_alias("duration", "champion", "1")
+    return uri, client, runs
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_meta_records_the_resolved_model_version(registry, tmp_path, capsys):
+    uri, client, runs = registry
+    out = tmp_path / "o"
+    code = main(["simulate", "--synthetic", "demo", "--jobs", "200", "--policy", "spjf", "--predictor",
+                 "models:/duration@champion", "--tracking-uri", uri, "--out", str(out), "--no-progress",
+                 "--no-plots"])
+    assert code == 0, capsys.readouterr().err
+    meta = json.loads((out / "meta.json").read_text())
+    resolved = meta["predictor_resolved"]
+    assert resolved["name"] == "duration" and resolved["alias"] == "champion"
+    assert resolved["version"] == "1" and resolved["run_id"] == runs[0]
+    assert meta["predictor"] == "models:/duration@champion"
+    # The alias moves: a new predictor resolves (and loads) the new version.
+    client.set_registered_model_alias("duration", "champion", "2")
+    p = ModelPredictor("models:/duration@champion", uri)
+    assert p.describe()["version"] == "2" and p.describe()["run_id"] == runs[1]
+    assert ModelPredictor("models:/duration/1", uri).describe()["version"] == "1"
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_unknown_alias_is_named(registry, tmp_path, capsys):
+    uri, _, _ = registry
+    code = main(["simulate", "--synthetic", "demo", "--jobs", "200", "--policy", "spjf", "--predictor",
+                 "models:/duration@nope", "--tracking-uri", uri, "--out", str(tmp_path / "o"), "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "models:/duration@nope is not available" in err

@@ -1,0 +1,147 @@
+"""Result folders are whole or absent; file columns carry units; plots are titled and readable."""
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import evaluation.report as report
+from pipelines.cli import main
+
+DEMO = ["simulate", "--synthetic", "demo", "--jobs", "300", "--no-progress"]
+
+
+def run(capsys, *args):
+    try:
+        code = main(list(args))
+    except SystemExit as exc:
+        code = exc.code
+    return (code, *capsys.readouterr())
+
+
+def test_interrupted_write_leaves_no_folder(tmp_path, capsys, monkeypatch):
+    def crash(*args, **kwargs):  # fails after the parquet files and CSVs, before summary and meta
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(report, "plot_jct_cdf", crash)
+    out = tmp_path / "res"
+    code, _, err = run(capsys, *DEMO, "--policy", "fifo", "sjf", "--out", str(out))
+    assert code == 1 and "disk full" in err
+    assert list(tmp_path.iterdir()) == []  # no target and no temporary folder left behind
+
+
+def test_interrupt_keeps_the_previous_result_whole(tmp_path, capsys, monkeypatch):
+    out = tmp_path / "res"
+    assert run(capsys, *DEMO, "--policy", "fifo", "sjf", "--out", str(out))[0] == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    monkeypatch.setattr(report, "plot_allocation", lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt()))
+    code, _, err = run(capsys, *DEMO, "--seed", "5", "--policy", "srtf", "--out", str(out), "--force")
+    assert code == 130
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["res"]
+
+
+def test_rerun_needs_force_and_force_replaces_the_folder_whole(tmp_path, capsys):
+    out = tmp_path / "res"
+    assert run(capsys, *DEMO, "--policy", "fifo", "sjf", "--out", str(out))[0] == 0
+    code, stdout, err = run(capsys, *DEMO, "--seed", "5", "--policy", "srtf", "--out", str(out))
+    assert code == 2 and "--force" in err and err.count("\n") == 1 and stdout == ""
+    assert run(capsys, *DEMO, "--seed", "5", "--policy", "srtf", "--out", str(out), "--force")[0] == 0
+    names = {p.name for p in out.iterdir()}
+    assert not any("fifo" in n or "sjf" in n for n in names)  # no stale file of the first run
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["seed"] == 5 and meta["complete"] and sorted(meta["files"]) == sorted(names)
+    assert pd.read_csv(out / "summary.csv")["policy"].tolist() == ["srtf"]
+
+
+def test_empty_existing_folder_is_used(tmp_path, capsys):
+    out = tmp_path / "res"
+    out.mkdir()
+    assert run(capsys, *DEMO, "--policy", "fifo", "--out", str(out))[0] == 0
+    assert (out / "meta.json").exists()
+
+
+def test_demo_replaces_its_own_folder_but_not_others(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert run(capsys, "demo", "--jobs", "100", "--no-plots")[0] == 0
+    assert run(capsys, "demo", "--jobs", "120", "--no-plots")[0] == 0  # its own previous result
+    assert pd.read_csv(tmp_path / "results" / "demo" / "summary.csv")["jobs"].iloc[0] == 120
+    other = tmp_path / "mine"
+    other.mkdir()
+    (other / "notes.txt").write_text("x")
+    code, _, err = run(capsys, "demo", "--jobs", "100", "--out", str(other))
+    assert code == 2 and (other / "notes.txt").exists()
+
+
+def test_files_carry_units_and_summary_shows_makespan(tmp_path, capsys):
+    out = tmp_path / "res"
+    code, stdout, _ = run(capsys, *DEMO, "--policy", "fifo", "--out", str(out))
+    assert code == 0 and "makespan h" in stdout
+    summary = pd.read_csv(out / "summary.csv")
+    assert summary.columns[0] == "policy"
+    for col in ("jct_mean_s", "jct_p99_s", "wait_p95_s", "futile_total_s", "makespan_s", "gpu_utilisation_frac"):
+        assert col in summary.columns, col
+    assert not {"jct_mean", "makespan", "gpu_utilisation"} & set(summary.columns)
+    jobs = pd.read_parquet(out / "jobs_fifo.parquet")
+    assert {"submit_s", "jct_s", "wait_s", "duration_s"} <= set(jobs.columns)
+    assert np.allclose(jobs["jct_s"], jobs["wait_s"] + jobs["load_s"] + jobs["train_s"] + jobs["save_s"])
+    assert "time_s" in pd.read_parquet(out / "allocation_fifo.parquet").columns
+    assert "jct_mean_s" in pd.read_csv(out / "by_size_fifo.csv").columns
+
+
+def test_no_plots(tmp_path, capsys):
+    out = tmp_path / "res"
+    assert run(capsys, *DEMO, "--policy", "fifo", "--out", str(out), "--no-plots")[0] == 0
+    assert not list(out.glob("*.png"))
+
+
+def _alloc(n: int, cap: int = 64) -> pd.DataFrame:
+    rng = np.random.default_rng(0)
+    t = np.cumsum(rng.exponential(30.0, n))
+    return pd.DataFrame({"time": t - t[0], "gpus_used": rng.integers(0, cap, n).astype(float),
+                         "gpus_held": rng.integers(0, cap, n).astype(float)})
+
+
+def test_allocation_plot_has_one_titled_panel_per_policy(tmp_path, monkeypatch):
+    from matplotlib.figure import Figure
+
+    saved = []
+    monkeypatch.setattr(Figure, "savefig", lambda self, *a, **k: saved.append(self))
+    names = ["fifo", "sjf", "srtf", "tiresias", "pollux-60"]
+    report.plot_allocation({n: _alloc(5000) for n in names}, 64, tmp_path / "a.png", title="philly.csv on pool")
+    fig = saved[0]
+    assert len(fig.axes) == 5
+    labels = [t.get_text() for ax in fig.axes for t in ax.texts]
+    assert labels == names
+    assert "philly.csv on pool" in fig._suptitle.get_text()
+
+
+def test_binned_step_keeps_the_time_weighted_mean():
+    a = _alloc(20000)
+    t, v = a["time"].to_numpy(), a["gpus_held"].to_numpy()
+    x, y = report._binned_step(t, v, 100)
+    assert len(x) == 101
+    exact = np.sum(v[:-1] * np.diff(t)) / (t[-1] - t[0])
+    assert np.isclose(np.sum(y[:-1] * np.diff(x)) / (x[-1] - x[0]), exact)
+
+
+def test_cdf_plot_title_names_trace_cluster_and_measured_jobs(tmp_path, monkeypatch):
+    from matplotlib.figure import Figure
+
+    saved = []
+    monkeypatch.setattr(Figure, "savefig", lambda self, *a, **k: saved.append(self))
+    jobs = pd.DataFrame({"jct": np.arange(1, 1001, dtype=float) * 60})
+    report.plot_jct_cdf({"fifo": jobs, "sjf": jobs}, tmp_path / "c.png", title="t.csv on venus (1,000 GPUs)",
+                        window=(86400.0, 2 * 86400.0))
+    title = saved[0].axes[0].get_title()
+    assert "t.csv on venus" in title and "1,000 jobs submitted in 1-2 d" in title
+    line = saved[0].axes[0].lines[0]
+    assert len(line.get_xdata()) <= 400  # downsampled through exact quantiles
+    assert np.isclose(line.get_xdata()[-1], 1000 / 60)
+
+
+@pytest.mark.parametrize("column, expected", [("jct_p99.9", "jct_p99.9_s"), ("decision_p99_ms", "decision_p99_ms"),
+                                              ("jobs", "jobs"), ("sim_seconds", "sim_seconds"),
+                                              ("gpu_utilisation", "gpu_utilisation_frac")])
+def test_unit_names(column, expected):
+    assert report.unit_name(column) == expected
