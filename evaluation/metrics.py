@@ -2,6 +2,12 @@
 
 All times are seconds. Percentiles use numpy's linear interpolation. A measurement window keeps
 only the jobs submitted inside it (to exclude warm-up and drain) but never changes the replay.
+
+Failures: a job that ended in the terminal FAILED state has ``status`` "failed" and its ``end`` at the
+failure; JCT and queueing statistics cover completed jobs only (a failed job has no completion time),
+``failed_jobs`` counts the others. ``lost`` is the wall time of training lost to evictions and failures
+(inside ``train``, so JCT = wait + load + train + save holds for every job, failed ones included) and
+``lost_work`` the work (s at speed 1) that failures threw away and that was redone.
 """
 from __future__ import annotations
 
@@ -32,10 +38,14 @@ def job_table(result: SimResult) -> pd.DataFrame:
         "jct": end - submit,
         "duration": np.asarray(w.duration),
         "gpus": np.asarray(w.gpus),
+        "gpu_demand": np.asarray(w.gpu_demand if w.gpu_demand is not None else w.gpus, dtype=float),
         "preemptions": np.asarray(result.preemptions),
         "futile": np.asarray(result.futile),
         "evictions": np.asarray(result.evictions or [0] * len(w)),
         "lost": np.asarray(result.lost or [0.0] * len(w)),
+        "failures": np.asarray(result.failures or [0] * len(w)),
+        "lost_work": np.asarray(result.lost_work or [0.0] * len(w)),
+        "status": np.where(np.asarray(result.failed or [False] * len(w), dtype=bool), "failed", "done"),
         "partition": w.frame["partition"].to_numpy(),
         "job_class": w.frame["job_class"].astype(object).fillna("all").to_numpy(),
         "model": w.frame["model"].astype(object).to_numpy(),
@@ -67,8 +77,10 @@ def _pcts(values: np.ndarray, prefix: str, out: dict[str, Any]) -> None:
 def summarize(jobs: pd.DataFrame) -> dict[str, Any]:
     """Mean and P50/P95/P99/P99.9 of JCT and queueing delay, futile preemption P50/P95, makespan, flow."""
     out: dict[str, Any] = {"jobs": int(len(jobs))}
-    _pcts(jobs["jct"].to_numpy(), "jct", out)
-    _pcts(jobs["wait"].to_numpy(), "wait", out)
+    failed = (jobs["status"] == "failed").to_numpy() if "status" in jobs else np.zeros(len(jobs), dtype=bool)
+    done = jobs[~failed] if failed.any() else jobs
+    _pcts(done["jct"].to_numpy(), "jct", out)
+    _pcts(done["wait"].to_numpy(), "wait", out)
     futile = jobs["futile"].to_numpy()
     out["futile_p50"] = float(np.percentile(futile, 50)) if len(futile) else float("nan")
     out["futile_p95"] = float(np.percentile(futile, 95)) if len(futile) else float("nan")
@@ -76,8 +88,11 @@ def summarize(jobs: pd.DataFrame) -> dict[str, Any]:
     out["preemptions"] = int(jobs["preemptions"].sum())
     out["load_total"] = float(jobs["load"].sum())
     out["makespan"] = float(jobs["end"].max() - jobs["submit"].min()) if len(jobs) else 0.0
-    out["total_flow_time"] = float(jobs["jct"].sum())
-    out["mean_slowdown"] = float(jobs["slowdown"].mean()) if len(jobs) else float("nan")
+    out["total_flow_time"] = float(done["jct"].sum())
+    out["mean_slowdown"] = float(done["slowdown"].mean()) if len(done) else float("nan")
+    out["failed_jobs"] = int(failed.sum())
+    out["failures"] = int(jobs["failures"].sum()) if "failures" in jobs else 0
+    out["lost_work_total"] = float(jobs["lost_work"].sum()) if "lost_work" in jobs else 0.0
     return out
 
 

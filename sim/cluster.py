@@ -1,7 +1,9 @@
 """Cluster configs (YAML, validated) and the built cluster: partitions (VCs) of nodes with GPUs.
 
 A partition schedules independently (Helios / Lucid virtual clusters); a cluster without partitions is
-one pool. Node lists and VC sizes can be read from CSV files in the data directory instead of being
+one pool. Each node has a GPU model; a partition whose nodes have several models (node lists read with
+``type_column``, or ``node_groups``) keeps one sub-pool per model, and a job runs on one model (the
+one its trace names, if any; see sim.workload and sim.engine). Node lists and VC sizes can be read from CSV files in the data directory instead of being
 copied into configs, so that the configs never hold subsets of the shared data.
 """
 from __future__ import annotations
@@ -12,7 +14,7 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from features.paths import configs_dir, resolve_data_path
 
@@ -45,6 +47,15 @@ class NodesFromSummary(BaseModel):
     gpus_column: str = "gpu_num"
 
 
+class NodeGroup(BaseModel):
+    """``count`` nodes of ``gpus_per_node`` GPUs of one GPU model (heterogeneous clusters inline)."""
+
+    model_config = ConfigDict(extra="forbid")
+    count: int = Field(ge=1)
+    gpus_per_node: int = Field(ge=1)
+    gpu_type: str
+
+
 class PartitionConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str
@@ -65,6 +76,7 @@ class ClusterConfig(BaseModel):
     partitions_from_csv: PartitionsFromCsv | None = None
     nodes_from_csv: NodesFromCsv | None = None
     nodes_from_summary: NodesFromSummary | None = None
+    node_groups: list[NodeGroup] | None = None
     intra_node_bandwidth_gbps: float = Field(300.0, gt=0, description="NVLink-class, GB/s")
     inter_node_bandwidth_gbps: float = Field(12.5, gt=0, description="100 Gb/s Ethernet/IB, GB/s")
     unknown_org: Literal["reject", "largest"] | str = Field(
@@ -74,10 +86,10 @@ class ClusterConfig(BaseModel):
     @model_validator(mode="after")
     def _one_source(self) -> "ClusterConfig":
         given = [x for x in (self.nodes, self.partitions, self.partitions_from_csv, self.nodes_from_csv,
-                             self.nodes_from_summary) if x is not None]
+                             self.nodes_from_summary, self.node_groups) if x is not None]
         if len(given) != 1:
             raise ValueError("give exactly one of nodes, partitions, partitions_from_csv, nodes_from_csv, "
-                             "nodes_from_summary")
+                             "nodes_from_summary, node_groups")
         return self
 
 
@@ -150,6 +162,9 @@ def build_cluster(config: ClusterConfig, data: str | Path | None = None) -> Clus
         names, counts = _column(frame, src.name_column), _column(frame, src.nodes_column)
         parts = [Partition(str(n), [per_node] * int(c), [gpu_type] * int(c)) for n, c in zip(names, counts)
                  if int(c) > 0]
+    elif config.node_groups is not None:
+        caps = [(g.gpus_per_node, g.gpu_type) for g in config.node_groups for _ in range(g.count)]
+        parts = [Partition("default", [c for c, _ in caps], [t for _, t in caps])]
     elif config.nodes_from_csv is not None:
         src = config.nodes_from_csv
         frame = _read_csv(resolve_data_path(src.file, data))
@@ -176,14 +191,49 @@ def cluster_names() -> list[str]:
 
 
 def load_cluster_config(name_or_path: str | Path) -> ClusterConfig:
-    """A built-in name (configs/clusters/<name>.yaml) or a path to a YAML file."""
+    """A built-in name (configs/clusters/<name>.yaml) or a path to a YAML file.
+
+    Every problem with the file is a ValueError of one line naming the file (and the field): missing
+    file, YAML syntax error (with its line), YAML tags (``!!python/...``: only plain YAML is read,
+    with yaml.safe_load), a document that is not a mapping, or a field that fails validation."""
     path = Path(name_or_path)
     if not path.suffix:
         path = configs_dir() / "clusters" / f"{name_or_path}.yaml"
         if not path.exists():
             raise ValueError(f"unknown cluster {name_or_path!r}; built-in: {', '.join(cluster_names())}")
-    data = yaml.safe_load(path.read_text()) or {}
-    return ClusterConfig(**data)
+    if not path.is_file():
+        raise ValueError(f"cluster config {path}: not found" if not path.exists()
+                         else f"cluster config {path}: not a file")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"cluster config {path}: cannot be read ({exc.__class__.__name__}: {exc})") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.constructor.ConstructorError as exc:
+        mark = exc.problem_mark
+        line = f" (line {mark.line + 1})" if mark is not None else ""
+        raise ValueError(f"cluster config {path}{line}: YAML tags such as !!python/... are not allowed; "
+                         "write plain values") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f" line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ValueError(f"cluster config {path}: YAML syntax error at{line or ' an unknown place'}: {problem}") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ValueError(f"cluster config {path}: expected a mapping of fields (name: ..., nodes: ...), "
+                         f"got a {type(data).__name__}")
+    try:
+        return ClusterConfig(**{str(k): v for k, v in data.items()})
+    except ValidationError as exc:
+        errors = exc.errors()
+        first = errors[0]
+        field_name = ".".join(str(x) for x in first.get("loc", ())) or "(config)"
+        more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
+        msg = str(first.get("msg", "invalid")).replace("\n", " ")
+        raise ValueError(f"cluster config {path}: field {field_name!r}: {msg}{more}") from None
 
 
 def load_cluster(name_or_path: str | Path, data: str | Path | None = None) -> Cluster:

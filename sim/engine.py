@@ -16,32 +16,100 @@ Semantics (documented because results are compared with other simulators):
 - An idle node can move between partitions (``Context.move_node``; Lucid's profiler borrows idle VC
   nodes on a burst). The cluster's GPU total never changes, so cluster-wide utilisation stays exact;
   per-partition figures use the nominal partition sizes.
+
+Requests, pools and placement (engine v2):
+- A job's request (``ctx.request(job)``, see sim.workload) is pods x GPUs per pod, a fraction of a GPU
+  per pod, a GPU model, a class and optional pipeline stages. **Gang**: all pods start together on one
+  placement or the job waits; a pod of a multi-pod job has its GPUs on one node. A job given only by a
+  GPU count is one pod the placement may spread over nodes (as before).
+- **Fractions**: pods with a fraction < 1 take that many milli-GPUs of one GPU; pods of different jobs
+  share a physical GPU up to 1000 milli-GPUs. A shared GPU counts as held (``util %``) while any share
+  is on it; ``gpus_used`` counts job-GPUs (a 0.5 pod counts 0.5).
+- **GPU models**: each node has one GPU model. In a partition with several models a job runs on one
+  model: the one it names, else any one (all its pods on nodes of that model). Heterogeneous clusters
+  come from node lists (``nodes_from_csv`` with ``type_column``).
+- The node pool records which job holds how many GPUs on which node (and which share of which GPU), so
+  placements see the classes of the jobs already on a node and an eviction knows what it frees.
+- **Placement** plug-ins answer ``place(pool, request)`` without changing the pool (sim.placement);
+  ``ctx.would_fit(job, freed)`` asks "would it fit if these running jobs were freed?" side-effect free.
+- **Speed**: a performance model (sim.performance) gives a job's speed from its placement and the jobs
+  sharing its GPUs, asked when it starts and whenever those change; without one, speed 1.
+
+Failures (sim.failures):
+- A failure event hits a job, a node or both. A loading or running job hit by it stops at once, frees
+  its GPUs and loses the training since its last checkpoint (per-job ``checkpoint_interval`` s of
+  training; none: the whole attempt since it last started). The wall time of lost training stays in
+  ``train`` and is reported as ``lost`` (``lost_work``: the work to redo), so JCT = wait + load + train
+  + save still holds. The restart rule then requeues it after a delay (counted as waiting), or after
+  ``max_attempts`` failures ends it in the terminal FAILED state (its ``end`` is the failure time).
+  A saving job keeps its checkpoint and is requeued as after a normal save.
+- A failed node goes down (no placements, its GPUs out of the partition's totals) and comes back after
+  its repair time. Same-instant order: finishes, saves, loads, arrivals, timers, then node repairs,
+  failures and restarts; then scheduling.
+
+Determinism: ``ctx.rng(stream)`` derives a generator from (run seed, stream name, partition), so equal
+seeds give byte-identical replays and different seeds differ.
 """
 from __future__ import annotations
 
 import heapq
 import math
 import time as _time
+import zlib
 from array import array
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 from sim.placement import NodePool, Placement, Placement_t, make_placement
-from sim.workload import Workload
+from sim.workload import MILLI, Request, Workload
 
 if TYPE_CHECKING:
+    from sim.coordinator import Coordinator
+    from sim.failures import Failure, RestartRule
+    from sim.performance import PerformanceModel
     from sim.policies.base import Policy
 
-# Job states.
-PENDING, QUEUED, LOADING, RUNNING, SAVING, DONE = range(6)
-STATE_NAMES = ("pending", "queued", "loading", "running", "saving", "done")
+# Job states. RESTARTING: failed, waiting out the restart delay; FAILED: terminal.
+PENDING, QUEUED, LOADING, RUNNING, SAVING, DONE, RESTARTING, FAILED = range(8)
+STATE_NAMES = ("pending", "queued", "loading", "running", "saving", "done", "restarting", "failed")
 # Event kinds double as same-time priorities (lower first); arrivals (3) come from a sorted list.
-EV_FINISH, EV_SAVED, EV_LOADED, EV_ARRIVAL, EV_TIMER = range(5)
+EV_FINISH, EV_SAVED, EV_LOADED, EV_ARRIVAL, EV_TIMER, EV_REPAIR, EV_FAILURE, EV_RESTART = range(8)
 INF = math.inf
 
 
 class SimulationError(RuntimeError):
     """A policy asked for something impossible (the message names the job and the time)."""
+
+
+class InvariantViolation(SimulationError):
+    """An invariant of the replay does not hold (raised by ``check_invariants``, also under
+    ``python -O``): the message names the invariant, the job, the node and the time."""
+
+    def __init__(self, invariant: str, *, time: float | None = None, job: int | None = None,
+                 node: int | None = None, partition: int | None = None, detail: str = ""):
+        self.invariant, self.time, self.job, self.node, self.partition = invariant, time, job, node, partition
+        self.detail = detail
+        super().__init__(self._message())
+
+    def _message(self) -> str:
+        where = [f"t={self.time:g}" if self.time is not None else None,
+                 f"job {self.job}" if self.job is not None else None,
+                 f"partition {self.partition}" if self.partition is not None else None,
+                 f"node {self.node}" if self.node is not None else None]
+        text = f"invariant violated: {self.invariant}"
+        loc = ", ".join(w for w in where if w)
+        if loc:
+            text += f" ({loc})"
+        return text + (f": {self.detail}" if self.detail else "")
+
+    def at(self, time: float, partition: int | None = None) -> "InvariantViolation":
+        """The same violation with the time (and partition) filled in."""
+        if self.time is None:
+            self.time = time
+        if self.partition is None:
+            self.partition = partition
+        self.args = (self._message(),)
+        return self
 
 
 @dataclass
@@ -69,19 +137,27 @@ class SimResult:
     event_log: list[tuple] | None = None
     policy_stats: dict[str, Any] = field(default_factory=dict)
     alloc_held: array = field(default_factory=lambda: array("d"))  # physical GPUs held, per alloc_times row
+    failures: list[int] = field(default_factory=list)  # failed attempts per job
+    lost_work: list[float] = field(default_factory=list)  # work (s at speed 1) lost to failures, redone
+    failed: list[bool] = field(default_factory=list)  # ended in the terminal FAILED state
+    seed: int = 0
 
 
 class Context:
     """What a policy may see and do in its partition. Every decision goes through these methods."""
 
-    __slots__ = ("engine", "partition", "pool", "placement", "running", "_timers")
+    __slots__ = ("engine", "partition", "pool", "placement", "running", "_timers", "_rngs")
 
     def __init__(self, engine: "Engine", partition: int, placement: Placement):
         self.engine = engine
         self.partition = partition
-        self.pool = NodePool(engine.workload.cluster.partitions[partition].capacities)
+        part = engine.workload.cluster.partitions[partition]
+        types = list(part.gpu_types) if len(part.gpu_types) == len(part.capacities) else None
+        self.pool = NodePool(part.capacities, types)
+        self.pool.job_class = engine.workload.job_class
         self.placement = placement
         self.running: set[int] = set()  # jobs holding GPUs here: loading, running or saving
+        self._rngs: dict[str, Any] = {}
 
     # -- what a policy reads -------------------------------------------------------------------
     @property
@@ -103,6 +179,10 @@ class Context:
     def state(self, job: int) -> int:
         return self.engine.state[job]
 
+    def request(self, job: int) -> Request:
+        """The job's typed request: pods, GPUs per pod, fraction, GPU model, class, stages."""
+        return self.engine.workload.request(job)
+
     def remaining(self, job: int) -> float:
         """Remaining exclusive work (s) of a job at the current time."""
         e = self.engine
@@ -113,33 +193,78 @@ class Context:
     def attained(self, job: int) -> float:
         """GPU-seconds of service attained so far (Tiresias' 2D attained service)."""
         e = self.engine
-        return (e.workload.duration[job] - self.remaining(job)) * e.workload.gpus[job]
+        return (e.workload.duration[job] - self.remaining(job)) * e._demand[job]
 
     def expected_end(self, job: int) -> float:
         """When a job holding GPUs will finish if left alone (loading: load end + remaining work)."""
         return self.engine.expected_end[job]
 
-    def prediction(self, job: int) -> float:
-        return self.engine.predicted[job]
+    def prediction(self, job: int, kind: str = "duration") -> float:
+        """A per-job estimate by name (``duration`` falls back to the true duration when no predictor
+        was given, as before)."""
+        if kind == "duration":
+            return self.engine.predicted[job]
+        values = self.engine.predictions.get(kind)
+        if values is None:
+            raise SimulationError(f"no {kind!r} predictions were given to this replay; have: "
+                                  f"{sorted(self.engine.predictions) or 'none'}")
+        return values[job]
+
+    def has_prediction(self, kind: str = "duration") -> bool:
+        """Whether predictions of ``kind`` were given (not the oracle fallback)."""
+        return kind in self.engine.predictions
+
+    @property
+    def seed(self) -> int:
+        return self.engine.seed
+
+    def rng(self, stream: str):
+        """A numpy Generator deterministic in (run seed, stream name, partition); the same stream
+        returns the same generator (its draws continue)."""
+        g = self._rngs.get(stream)
+        if g is None:
+            g = self._rngs[stream] = self.engine.rng(stream, self.partition)
+        return g
+
+    @property
+    def coordinator(self) -> "Coordinator | None":
+        return self.engine.coordinator
 
     # -- what a policy decides -----------------------------------------------------------------
     def try_start(self, job: int) -> bool:
         """Place with the partition's placement plug-in; start and return True if it fits now."""
-        placement = self.placement.place(self.pool, self.engine.workload.gpus[job])
+        placement = self.placement.place(self.pool, self.engine._req[job])
         if placement is None:
             return False
         self.engine._start(self, job, placement)
         return True
 
     def start(self, job: int, placement: Placement_t) -> None:
-        """Start on an explicit placement (validated)."""
-        if sum(c for _, c in placement) != self.engine.workload.gpus[job]:
-            raise SimulationError(f"job {job} needs {self.engine.workload.gpus[job]} GPUs, placement "
-                                  f"{placement} gives a different number")
+        """Start on an explicit placement (validated against the job's request)."""
+        self.engine._validate(self, job, placement)
         self.engine._start(self, job, placement)
 
     def fits(self, gpus: int) -> bool:
         return self.placement.place(self.pool, gpus) is not None
+
+    def may_fit(self, job: int) -> bool:
+        """A cheap necessary condition for ``try_start`` (use it instead of comparing GPU counts with
+        ``free_gpus``, which is too strict for fractional jobs: they fit on shared GPUs too)."""
+        e = self.engine
+        milli = e._milli[job]
+        pool = self.pool
+        if not milli:
+            return e.workload.gpus[job] <= pool.total_free
+        if pool.total_free:
+            return True
+        return any(sum(h.values()) + milli <= MILLI for node, shared in pool.shares.items()
+                   if node not in pool.cordoned for h in shared.values())
+
+    def would_fit(self, job: int, freed: Iterable[int] = ()) -> Placement_t | None:
+        """The placement ``job`` would get now if the running jobs ``freed`` (of this partition) gave
+        up their GPUs, or None. Changes nothing (a GPU shared by packed jobs frees only if all of them
+        are in ``freed``)."""
+        return self.engine._would_fit(self, job, freed)
 
     def preempt(self, job: int) -> None:
         """Pause a loading or running job; it comes back through policy.on_requeue."""
@@ -153,6 +278,10 @@ class Context:
     def pack(self, job: int, host: int, speed_job: float, speed_host: float) -> None:
         """Run a queued job on the GPUs of a running host job; both run at the given speeds."""
         self.engine._pack(self, job, host, speed_job, speed_host)
+
+    def use_performance(self, model: "PerformanceModel | None") -> None:
+        """Set the replay's performance model (jobs started from now on get its speeds)."""
+        self.engine.set_performance(model)
 
     @property
     def unfinished(self) -> int:
@@ -188,11 +317,12 @@ class Context:
         if p == self.partition:
             raise SimulationError(f"t={e.now}: node {node} is already in partition {p}")
         if not 0 <= node < len(self.pool.capacity) or not self.pool.capacity[node] \
-                or self.pool.free[node] != self.pool.capacity[node]:
+                or self.pool.free[node] != self.pool.capacity[node] or node in self.pool.down:
             raise SimulationError(f"t={e.now}: partition {self.partition_name!r} can move only an idle node; "
                                   f"node {node} is not")
+        gpu_type = self.pool.gpu_type[node]
         gpus = self.pool.take_offline(node)
-        there = e.contexts[p].pool.bring_online(gpus)
+        there = e.contexts[p].pool.bring_online(gpus, gpu_type)
         e._log("move-node", -1, (self.partition, node, p, there))
         e.mark_dirty(self.partition)
         e.mark_dirty(p)
@@ -210,17 +340,24 @@ class Context:
 class Engine:
     """Replays a workload under one policy (one instance per partition). Use :func:`simulate`."""
 
+    COORDINATOR = -1  # timer owner of the coordinator (partitions are 0..P-1)
+
     def __init__(self, workload: Workload, policy_factory: Callable[[], "Policy"], *,
-                 placement: str | Placement = "consolidate", predictions: list[float] | None = None,
+                 placement: str | Placement = "consolidate",
+                 predictions: "Sequence[float] | dict[str, Sequence[float]] | None" = None,
                  check_invariants: bool = False, record_events: bool = False,
                  time_decisions: bool = False, progress: Callable[[int, int], None] | None = None,
-                 policy_name: str = "policy"):
+                 policy_name: str = "policy", seed: int = 0,
+                 failures: "Iterable[Failure] | None" = None, restart: "RestartRule | None" = None,
+                 performance: "PerformanceModel | None" = None,
+                 coordinator: "Coordinator | type[Coordinator] | None" = None):
         self.workload = workload
         n = len(workload)
         sub = workload.submit
         if any(sub[i] > sub[i + 1] for i in range(n - 1)):
             raise SimulationError("workload is not sorted by submission time")
         self.policy_name = policy_name
+        self.seed = int(seed)
         self.partition_of = list(workload.partition)  # transfers change it; the workload stays as given
         self.now = 0.0
         self.heap: list[tuple] = []
@@ -232,7 +369,7 @@ class Engine:
         self.speed = [1.0] * n
         self.epoch = [0] * n
         self.expected_end = [INF] * n
-        self.alloc: list[Any] = [None] * n  # shared allocation record [placement, members]
+        self.alloc: list[Any] = [None] * n  # shared allocation record [placement, members, owner]
         self.first_start = [INF] * n
         self.end = [INF] * n
         self.wait = [0.0] * n
@@ -243,49 +380,151 @@ class Engine:
         self.preemptions = [0] * n
         self.work_done = [0.0] * n
         self.evictions = [0] * n
-        self.lost = [0.0] * n  # wall time of training lost to evictions
-        self.predicted = predictions if predictions is not None else list(workload.duration)
+        self.lost = [0.0] * n  # wall time of training lost to evictions and failures
+        self.failures = [0] * n
+        self.lost_work = [0.0] * n
+        self.attempt_start = [0.0] * n  # when the current attempt began training (failures)
+        self.attempt_work = [0.0] * n  # work_done when it began
+        # Predictions by name; a plain list means durations (as before).
+        if predictions is None:
+            self.predictions: dict[str, Sequence[float]] = {}
+        elif isinstance(predictions, dict):
+            self.predictions = dict(predictions)
+        else:
+            self.predictions = {"duration": predictions}
+        for kind, values in self.predictions.items():
+            if len(values) != n:
+                raise SimulationError(f"{kind!r} predictions have {len(values)} values for {n} jobs")
+        self.predicted = self.predictions.get("duration", workload.duration)
+        if not isinstance(self.predicted, list):
+            self.predicted = list(self.predicted)
+        # Requests in their hot-path form: the GPU count for a spreadable whole-GPU job of any model.
+        self._demand = workload.gpu_demand
+        self._milli = workload.gpu_milli
+        if workload.simple:
+            self._req: list[Any] = workload.gpus
+        else:
+            self._req = [g if sp and t is None else workload.request(j)
+                         for j, (g, sp, t) in enumerate(zip(workload.gpus, workload.spread, workload.gpu_type))]
         self.used_gpus = 0  # job-GPUs running
-        self.held_gpus = 0  # physical GPUs allocated (packing shares them)
+        self.held_gpus = 0  # physical GPUs allocated (packing and fractions share them)
         self.alloc_times = array("d")
         self.alloc_used = array("d")
         self.alloc_held = array("d")
         self.check_invariants = check_invariants
         self._finished_unchecked: list[int] = []
+        self._completions = [0] * n if check_invariants else None
         self.event_log: list[tuple] | None = [] if record_events else None
         self.time_decisions = time_decisions
         self.decision_seconds: list[float] = []
         self.progress = progress
         self.events = 0
         self.unfinished = n
+        self.failed_count = 0
+        self.performance: "PerformanceModel | None" = None
         place = placement if isinstance(placement, Placement) else None
         self.contexts = [Context(self, p, place or make_placement(placement))
                          for p in range(len(workload.cluster.partitions))]
+        self._dirty = [False] * len(self.contexts)
+        self._dirty_list: list[int] = []
+        self._failures = sorted(failures or (), key=lambda f: f.time)
+        self._track_attempts = bool(self._failures)
+        if restart is None:
+            from sim.failures import RestartRule
+
+            restart = RestartRule()
+        self.restart = restart
         self.policies: list[Policy] = []
         for ctx in self.contexts:
             policy = policy_factory()
             policy.bind(ctx)
             self.policies.append(policy)
+        if coordinator is None and self.policies:
+            coordinator = getattr(type(self.policies[0]), "coordinator_class", None)
+        if isinstance(coordinator, type):
+            coordinator = coordinator()
+        self.coordinator = coordinator
+        if coordinator is not None:
+            from sim.coordinator import ClusterContext
+
+            coordinator.bind(ClusterContext(self))
+        if performance is not None:
+            self.set_performance(performance)
+
+    def set_performance(self, model: "PerformanceModel | None") -> None:
+        self.performance = model
+        if model is not None:
+            model.bind(self)
+
+    def rng(self, stream: str, partition: int):
+        """numpy Generator from (run seed, stream, partition); -1 is the coordinator's."""
+        import numpy as np
+
+        key = zlib.crc32(stream.encode())
+        return np.random.default_rng(np.random.SeedSequence([self.seed & 0xFFFFFFFF, key, partition + 1]))
+
+    def set_timer(self, at: float, payload: Any, owner: int) -> None:
+        if at < self.now:
+            raise SimulationError(f"timer at {at} is in the past (now {self.now})")
+        self._seq += 1
+        heapq.heappush(self.heap, (at, EV_TIMER, self._seq, -1 - owner if owner >= 0 else len(self.contexts),
+                                   payload))
 
     # -- transitions ---------------------------------------------------------------------------
     def _log(self, kind: str, job: int, extra: Any = None) -> None:
         if self.event_log is not None:
             self.event_log.append((self.now, kind, job, extra))
 
+    def _validate(self, ctx: Context, job: int, placement: Placement_t) -> None:
+        """An explicit placement must match the job's request (gang, pods, fractions, GPU model)."""
+        w, pool = self.workload, ctx.pool
+        milli = self._milli[job]
+        nodes = [e[0] for e in placement]
+        if any(not 0 <= nd < len(pool.capacity) for nd in nodes):
+            raise SimulationError(f"job {job}: placement {placement} names a node the partition lacks")
+        if milli:
+            if len(placement) != w.pods[job] or any(len(e) != 3 or e[2] != milli for e in placement):
+                raise SimulationError(f"job {job} needs {w.pods[job]} pods of {milli} milli-GPUs, placement "
+                                      f"{placement} differs")
+        else:
+            if any(len(e) != 2 for e in placement) or sum(c for _, c in placement) != w.gpus[job]:
+                raise SimulationError(f"job {job} needs {w.gpus[job]} GPUs, placement "
+                                      f"{placement} gives a different number")
+            gpp = w.gpus_per_pod[job]
+            if not w.spread[job] and any(c % gpp for _, c in placement):
+                raise SimulationError(f"job {job}: each pod needs {gpp} GPUs on one node; placement {placement} "
+                                      "splits a pod")
+        if pool.typed:
+            kinds = {pool.gpu_type[nd] for nd in nodes}
+            want = w.gpu_type[job]
+            if len(kinds) > 1 or (want is not None and kinds != {want}):
+                raise SimulationError(f"job {job} must run on one GPU model ({want or 'any'}); placement "
+                                      f"{placement} uses {sorted(map(str, kinds))}")
+
     def _start(self, ctx: Context, job: int, placement: Placement_t) -> None:
         if self.state[job] != QUEUED:
             raise SimulationError(f"t={self.now}: job {job} cannot start from state "
                                   f"{STATE_NAMES[self.state[job]]}")
-        ctx.pool.allocate(placement)
-        self.used_gpus += self.workload.gpus[job]
-        self.held_gpus += self.workload.gpus[job]
-        self.alloc[job] = [placement, {job}]
+        pool = ctx.pool
+        if self._milli[job]:
+            before = pool.total_free
+            pool.allocate_shares(placement, job)
+            self.held_gpus += before - pool.total_free
+            self.used_gpus += self._demand[job]
+        else:
+            pool.allocate(placement, job)
+            g = self.workload.gpus[job]
+            self.held_gpus += g
+            self.used_gpus += g
+        self.alloc[job] = [placement, {job}, job]
         ctx.running.add(job)
         now = self.now
         self.wait[job] += now - self.since[job]
         if self.first_start[job] == INF:
             self.first_start[job] = now
         self._log("start", job, placement)
+        if self.performance is not None:
+            self._respeed_start(ctx, job)
         lt = self.workload.load_time[job]
         if lt > 0:
             self.state[job] = LOADING
@@ -294,6 +533,30 @@ class Engine:
             self._push(now + lt, EV_LOADED, job)
         else:
             self._begin_training(job)
+
+    # -- placement-dependent speed ----------------------------------------------------------------
+    def _sharers(self, ctx: Context, job: int) -> list[int]:
+        """Jobs sharing at least one GPU with ``job`` (fractional pods on the same GPUs, packed partners)."""
+        record = self.alloc[job]
+        out = set(record[1])
+        if len(record[0][0]) == 3:
+            shares = ctx.pool.shares
+            for node, gpu, _ in record[0]:
+                out.update(shares.get(node, {}).get(gpu, ()))
+        out.discard(job)
+        return sorted(out)
+
+    def _model_speed(self, ctx: Context, job: int) -> float:
+        speed = self.performance.speed(job, self.alloc[job][0], self._sharers(ctx, job))
+        if not speed > 0:
+            raise SimulationError(f"performance model gave job {job} speed {speed}; speeds must be positive")
+        return speed
+
+    def _respeed_start(self, ctx: Context, job: int) -> None:
+        self.speed[job] = self._model_speed(ctx, job)
+        for other in self._sharers(ctx, job):
+            if len(self.alloc[other][1]) == 1:  # packed pairs keep the speeds their policy gave
+                self._set_speed(other, self._model_speed(ctx, other))
 
     def _push(self, at: float, kind: int, job: int) -> None:
         self._seq += 1
@@ -304,6 +567,9 @@ class Engine:
         self.state[job] = RUNNING
         self.since[job] = now
         self.seg_start[job] = now
+        if self._track_attempts:
+            self.attempt_start[job] = now
+            self.attempt_work[job] = self.work_done[job]
         end = now + self.remaining[job] / self.speed[job]
         self.expected_end[job] = end
         self._push(end, EV_FINISH, job)
@@ -324,14 +590,78 @@ class Engine:
         members = record[1]
         members.discard(job)
         ctx.running.discard(job)
-        self.used_gpus -= self.workload.gpus[job]
         if members:
+            self.used_gpus -= self._demand[job]
             # A packed partner keeps the GPUs and runs solo again.
+            if record[2] == job:  # the pool's holder record passes to a partner
+                heir = min(members)
+                record[2] = heir
+                if len(record[0][0]) == 3:  # shares
+                    for node, gpu, _ in record[0]:
+                        h = ctx.pool.shares[node][gpu]
+                        if job in h:
+                            h[heir] = h.pop(job)
+                else:
+                    for node, _ in record[0]:
+                        h = ctx.pool.holders[node]
+                        if job in h:
+                            h[heir] = h.pop(job)
+            perf = self.performance
             for other in members:
-                self._set_speed(other, 1.0)
+                self._set_speed(other, 1.0 if perf is None else self._model_speed(ctx, other))
+        elif len(record[0][0]) == 3:  # the last holder of fractional shares
+            self.used_gpus -= self._demand[job]
+            self._milli_owner_release(ctx, record, job)
         else:
-            ctx.pool.release(record[0])
-            self.held_gpus -= self.workload.gpus[job]
+            ctx.pool.release(record[0], record[2])
+            self.used_gpus -= self._demand[job]
+            self.held_gpus -= self.workload.gpus[record[2]]
+
+    def _milli_owner_release(self, ctx: Context, record: list, job: int) -> None:
+        pool = ctx.pool
+        before = pool.total_free
+        sharers = self._sharers_of(ctx, record[0], record[2]) if self.performance is not None else ()
+        pool.release_shares(record[0], record[2])
+        self.held_gpus -= pool.total_free - before
+        for other in sharers:
+            if self.alloc[other] is not None and len(self.alloc[other][1]) == 1:
+                self._set_speed(other, self._model_speed(self.contexts[self.partition_of[other]], other))
+
+    def _sharers_of(self, ctx: Context, placement: Placement_t, job: int) -> list[int]:
+        out: set[int] = set()
+        for node, gpu, _ in placement:
+            out.update(ctx.pool.shares.get(node, {}).get(gpu, ()))
+        out.discard(job)
+        return sorted(out)
+
+    def _would_fit(self, ctx: Context, job: int, freed: Iterable[int]) -> Placement_t | None:
+        """Release the records all of whose members are freed, place, and restore the pool exactly."""
+        pool, alloc = ctx.pool, self.alloc
+        freed = set(freed)
+        records, seen = [], set()
+        for j in freed:
+            record = alloc[j]
+            if record is None or self.partition_of[j] != ctx.partition:
+                raise SimulationError(f"t={self.now}: job {j} holds no GPUs in partition {ctx.partition}")
+            if id(record) in seen or not record[1] <= freed:
+                continue
+            seen.add(id(record))
+            records.append(record)
+        done = []
+        try:
+            for record in records:
+                if len(record[0][0]) == 3:
+                    pool.release_shares(record[0], record[2])
+                else:
+                    pool.release(record[0], record[2])
+                done.append(record)
+            return ctx.placement.place(pool, self._req[job])
+        finally:
+            for record in reversed(done):
+                if len(record[0][0]) == 3:
+                    pool.allocate_shares(record[0], record[2])
+                else:
+                    pool.allocate(record[0], record[2])
 
     def _set_speed(self, job: int, speed: float) -> None:
         if speed <= 0:
@@ -404,7 +734,7 @@ class Engine:
         record = self.alloc[host]
         record[1].add(job)
         self.alloc[job] = record
-        self.used_gpus += self.workload.gpus[job]
+        self.used_gpus += self._demand[job]
         ctx.running.add(job)
         now = self.now
         self.wait[job] += now - self.since[job]
@@ -422,6 +752,82 @@ class Engine:
         else:
             self._begin_training(job)
 
+    # -- failures ----------------------------------------------------------------------------------
+    def _fail_job(self, job: int, cause: str) -> None:
+        """A failure hits ``job``: stop it, lose the work since its last checkpoint, apply the restart
+        rule. Jobs not holding GPUs are not affected; a saving job keeps its checkpoint."""
+        st = self.state[job]
+        if st not in (LOADING, RUNNING, SAVING):
+            return
+        ctx = self.contexts[self.partition_of[job]]
+        now = self.now
+        self.epoch[job] += 1
+        self.expected_end[job] = INF
+        if st == SAVING:  # the checkpoint is written remotely: the save counts as done
+            self.save[job] += now - self.since[job]
+            self._log("saved", job, cause)
+            self._requeue(ctx, job)
+            return
+        self.failures[job] += 1
+        if st == LOADING:
+            self.load[job] += now - self.since[job]
+        else:
+            self._checkpoint(job)
+            attempt = now - self.attempt_start[job]
+            work = self.work_done[job] - self.attempt_work[job]
+            interval = self.workload.checkpoint[job]
+            kept_wall = math.floor(attempt / interval) * interval if interval < INF else 0.0
+            kept = work * (kept_wall / attempt) if attempt > 0 else 0.0
+            lost_work = work - kept
+            self.work_done[job] -= lost_work
+            self.remaining[job] += lost_work
+            self.lost_work[job] += lost_work
+            self.lost[job] += attempt - kept_wall
+        self._release(ctx, job)
+        self._log("fail", job, cause)
+        on_failure = getattr(self.policies[ctx.partition], "on_failure", None)
+        if self.restart.restart(self.failures[job]):
+            self.state[job] = RESTARTING
+            self.since[job] = now
+            if on_failure is not None:
+                on_failure(job)
+            self._push(now + self.restart.delay, EV_RESTART, job)
+        else:
+            self.state[job] = FAILED
+            self.end[job] = now
+            self.unfinished -= 1
+            self.failed_count += 1
+            self._log("failed", job)
+            if on_failure is not None:
+                on_failure(job)
+        self.mark_dirty(ctx.partition)
+
+    def _node_failure(self, failure: "Failure") -> None:
+        p = self.partition_index(failure.partition)
+        ctx = self.contexts[p]
+        pool, node = ctx.pool, failure.node
+        if not 0 <= node < len(pool.capacity):
+            raise SimulationError(f"t={self.now}: failure names node {node}; partition {p} has "
+                                  f"{len(pool.capacity)} node slots")
+        if not pool.capacity[node] or node in pool.down:
+            return  # moved away, or already down
+        for job in sorted(set(pool.jobs_on(node)) | self._guests_on(ctx, node)):
+            self._fail_job(job, f"node {node} of partition {p}")
+        pool.set_down(node)
+        self._log("node-down", -1, (p, node))
+        self._seq += 1
+        heapq.heappush(self.heap, (self.now + failure.repair, EV_REPAIR, self._seq, -1, (p, node)))
+        self.mark_dirty(p)
+
+    def _guests_on(self, ctx: Context, node: int) -> set[int]:
+        """Packed guests sharing a host's GPUs on ``node`` (the pool records only the holder)."""
+        out = set()
+        for job in ctx.pool.jobs_on(node):
+            record = self.alloc[job]
+            if record is not None:
+                out.update(record[1])
+        return out
+
     def partition_index(self, partition: int | str) -> int:
         """A partition given by number or by name."""
         return partition if isinstance(partition, int) else self.workload.cluster.index[partition]
@@ -433,18 +839,62 @@ class Engine:
 
     # -- invariants ------------------------------------------------------------------------------
     def check(self) -> None:
-        for ctx in self.contexts:
-            ctx.pool.check()
-            held = sum(self.workload.gpus[j] for j in ctx.running if len(self.alloc[j][1]) == 1
-                       or j == min(self.alloc[j][1]))
-            assert held == ctx.pool.total_capacity - ctx.pool.total_free, "GPUs held != GPUs allocated"
+        """Raise InvariantViolation (never an assert: ``python -O`` keeps these) if, now: a GPU holds
+        more than its capacity (shares included), GPUs held by jobs differ from GPUs allocated, a job
+        holds GPUs while not active, GPU totals are out of sync, or a finished job did not do exactly
+        its work (GPU-seconds conserved)."""
+        now, w = self.now, self.workload
+        total_held = 0
+        for p, ctx in enumerate(self.contexts):
+            pool = ctx.pool
+            try:
+                pool.check()
+            except InvariantViolation as exc:
+                raise exc.at(now, p) from None
+            owners = set()
             for j in ctx.running:
-                assert self.state[j] in (LOADING, RUNNING, SAVING), f"job {j} holds GPUs while not active"
-        assert self.held_gpus == sum(c.pool.total_capacity - c.pool.total_free for c in self.contexts), \
-            "physical GPUs held out of sync"
+                if self.state[j] not in (LOADING, RUNNING, SAVING):
+                    raise InvariantViolation("only active jobs hold GPUs", time=now, job=j, partition=p,
+                                             detail=f"state {STATE_NAMES[self.state[j]]}")
+                record = self.alloc[j]
+                if record is None or j not in record[1]:
+                    raise InvariantViolation("a running job has an allocation", time=now, job=j, partition=p)
+                owners.add(record[2])
+            for j in owners:
+                record = self.alloc[j]
+                if len(record[0][0]) == 3:
+                    for node, gpu, milli in record[0]:
+                        if pool.shares.get(node, {}).get(gpu, {}).get(j, 0) < milli:
+                            raise InvariantViolation("the pool records every share a job holds", time=now,
+                                                     job=j, node=node, partition=p, detail=f"GPU {gpu}")
+                else:
+                    per_node: dict[int, int] = {}
+                    for node, count in record[0]:
+                        per_node[node] = per_node.get(node, 0) + count
+                    for node, count in per_node.items():
+                        if pool.holders[node].get(j) != count:
+                            raise InvariantViolation("the pool records the GPUs each job holds", time=now, job=j,
+                                                     node=node, partition=p,
+                                                     detail=f"{count} allocated, pool says {pool.holders[node].get(j)}")
+            recorded = sum(sum(h.values()) for h in pool.holders) + sum(len(s) for s in pool.shares.values())
+            allocated = pool.total_capacity - pool.total_free
+            if recorded != allocated:
+                raise InvariantViolation("GPUs held by jobs equal GPUs allocated", time=now, partition=p,
+                                         detail=f"jobs hold {recorded}, pool has {allocated} allocated")
+            total_held += allocated
+        if self.held_gpus != total_held:
+            raise InvariantViolation("physical GPUs held in sync", time=now,
+                                     detail=f"engine counts {self.held_gpus}, pools {total_held}")
         for j in self._finished_unchecked:  # jobs done since the last check: all of their work was done
-            assert self.state[j] == DONE
-            assert abs(self.work_done[j] - self.workload.duration[j]) <= 1e-6 * max(1.0, self.workload.duration[j])
+            if self.state[j] != DONE:
+                raise InvariantViolation("a finished job stays done", time=now, job=j,
+                                         detail=f"state {STATE_NAMES[self.state[j]]}")
+            if self._completions[j] != 1:
+                raise InvariantViolation("each job completes at most once", time=now, job=j,
+                                         detail=f"{self._completions[j]} completions")
+            if abs(self.work_done[j] - w.duration[j]) > 1e-6 * max(1.0, w.duration[j]):
+                raise InvariantViolation("GPU-seconds conserved: a finished job did exactly its work", time=now,
+                                         job=j, detail=f"work done {self.work_done[j]}, duration {w.duration[j]}")
         self._finished_unchecked.clear()
 
     # -- the loop --------------------------------------------------------------------------------
@@ -466,9 +916,17 @@ class Engine:
         last_used = last_held = -1
         time_decisions, decision_seconds = self.time_decisions, self.decision_seconds
         check = self.check_invariants
+        completions = self._completions
         perf = _time.perf_counter
+        coord = self.coordinator
+        n_parts = len(contexts)
+        for f in self._failures:
+            self._seq += 1
+            heapq.heappush(heap, (f.time, EV_FAILURE, self._seq, -1, f))
         for policy in policies:
             policy.on_start()
+        if coord is not None:
+            coord.on_start()
 
         while True:
             t_arr = submit[ai] if ai < n else INF
@@ -486,6 +944,8 @@ class Engine:
                 p = part_of[job]
                 ctx = contexts[p]
                 if kind == EV_FINISH:
+                    if check:
+                        completions[job] += 1
                     self.train[job] += now - self.seg_start[job]
                     self.work_done[job] += self.remaining[job]
                     self.remaining[job] = 0.0
@@ -532,13 +992,20 @@ class Engine:
             while heap and heap[0][0] == now and heap[0][1] == EV_TIMER:
                 _, _, _, neg_part, payload = heappop(heap)
                 events += 1
+                if neg_part == n_parts:
+                    coord.on_timer(payload)
+                    continue
                 p = -1 - neg_part
                 policies[p].on_timer(payload)
                 if not dirty[p]:
                     dirty[p] = True
                     dirty_list.append(p)
+            # 3b. Node repairs, failures and restarts at `now`.
+            while heap and heap[0][0] == now and heap[0][1] > EV_TIMER:
+                events += 1
+                self._lifecycle_event(heappop(heap))
             # Events pushed at `now` by the handlers above (zero-length loads, say) run next round.
-            if heap and heap[0][0] == now and heap[0][1] < EV_ARRIVAL:
+            if heap and heap[0][0] == now and (heap[0][1] < EV_ARRIVAL or heap[0][1] > EV_TIMER):
                 continue
             # 4. Schedule every partition that saw an event (transfers may add partitions meanwhile).
             i = 0
@@ -553,13 +1020,25 @@ class Engine:
                 else:
                     policies[p].schedule()
             dirty_list.clear()
+            if coord is not None:
+                coord.after_schedule()
+                i = 0
+                while i < len(dirty_list):  # partitions its actions touched schedule again now
+                    p = dirty_list[i]
+                    i += 1
+                    dirty[p] = False
+                    policies[p].schedule()
+                dirty_list.clear()
             if self.used_gpus != last_used or self.held_gpus != last_held:
                 last_used, last_held = self.used_gpus, self.held_gpus
                 alloc_times.append(now)
                 alloc_used.append(last_used)
                 alloc_held.append(last_held)
             if check:
-                self.check()
+                try:
+                    self.check()
+                except InvariantViolation as exc:
+                    raise exc.at(now) from None
             if progress is not None and done_count >= next_progress:
                 progress(done_count, n)
                 next_progress = done_count + max(1, n // 200)
@@ -567,8 +1046,10 @@ class Engine:
         self.events = events
         for policy in policies:
             policy.on_end()
-        if done_count != n:
-            stuck = [j for j in range(n) if state[j] != DONE][:5]
+        if coord is not None:
+            coord.on_end()
+        if done_count + self.failed_count != n:
+            stuck = [j for j in range(n) if state[j] not in (DONE, FAILED)][:5]
             raise SimulationError(
                 f"policy {self.policy_name!r} stopped with {n - done_count} unfinished jobs (first: "
                 f"{[w.job_id[j] for j in stuck]}, states {[STATE_NAMES[state[j]] for j in stuck]}); "
@@ -584,11 +1065,49 @@ class Engine:
                     stats[k] = stats.get(k, []) + v
                 else:
                     stats[k] = v
+        if coord is not None:
+            stats.update(coord.stats())
         return SimResult(
             workload=w, policy=self.policy_name, first_start=self.first_start, end=self.end,
             wait=self.wait, load=self.load, train=self.train, save=self.save, futile=self.futile,
             preemptions=self.preemptions, work_done=self.work_done, alloc_times=alloc_times,
             alloc_used=alloc_used, alloc_held=alloc_held, events=events, wall_seconds=_time.perf_counter() - wall0,
             decision_seconds=decision_seconds, evictions=self.evictions, lost=self.lost,
-            event_log=self.event_log, policy_stats=stats,
+            event_log=self.event_log, policy_stats=stats, failures=self.failures, lost_work=self.lost_work,
+            failed=[st == FAILED for st in state], seed=self.seed,
         )
+
+    def _lifecycle_event(self, entry: tuple) -> None:
+        """A node repair, a failure or a restart (events after every job ended change nothing)."""
+        _, kind, _, job, payload = entry
+        if kind == EV_RESTART:
+            if payload != self.epoch[job] or self.state[job] != RESTARTING:
+                return
+            self.state[job] = QUEUED  # ``since`` stays at the failure: the delay counts as waiting
+            p = self.partition_of[job]
+            self._log("restart", job)
+            self.policies[p].on_requeue(job)
+            self.mark_dirty(p)
+        elif kind == EV_REPAIR:
+            p, node = payload
+            self.contexts[p].pool.set_up(node)
+            self._log("node-up", -1, (p, node))
+            self.mark_dirty(p)
+        elif self.unfinished:
+            failure = payload
+            if failure.node is not None:
+                self._node_failure(failure)
+            if failure.job is not None:
+                self._fail_job(self._job_index(failure.job), "job failure")
+
+    def _job_index(self, job: int | str) -> int:
+        if isinstance(job, int):
+            if not 0 <= job < len(self.workload):
+                raise SimulationError(f"failure names job {job}; the workload has {len(self.workload)} jobs")
+            return job
+        index = getattr(self, "_id_index", None)
+        if index is None:
+            index = self._id_index = {j: i for i, j in enumerate(self.workload.job_id)}
+        if job not in index:
+            raise SimulationError(f"failure names job id {job!r}, which the workload lacks")
+        return index[job]

@@ -1,5 +1,8 @@
 """Job profiles and GPU-sharing interference for packing policies (Lucid, ASPLOS '23).
 
+:class:`PairInterference` is the same data as a performance model (sim.performance) for jobs that
+share GPUs by fraction.
+
 Every job gets a workload profile (model, batch size, AMP) from Lucid's solo measurements
 (profiles/lucid/single_data.csv: GPU utilisation, GPU memory utilisation, GPU memory, sharing label).
 When two jobs share GPUs each runs at the measured normalised speed of that pair
@@ -22,6 +25,7 @@ import pandas as pd
 
 from features.jobtable import TraceError
 from features.paths import resolve_data_path
+from sim.performance import PerformanceModel
 
 
 @dataclass
@@ -96,3 +100,25 @@ class InterferenceModel:
 @lru_cache(maxsize=4)
 def _load_cached(profiles_dir: str) -> InterferenceModel:
     return InterferenceModel._read(Path(profiles_dir).parents[1])
+
+
+class PairInterference(PerformanceModel):
+    """Lucid's pair interference as a performance model (sim.performance): a job sharing its GPUs
+    with one other job runs at the measured (or fitted) speed of that pair; with several sharers the
+    pair speeds multiply (an approximation: Lucid never packs more than two); alone, speed 1.
+    ``keys`` are the jobs' profile keys (``model|batchsize|amp``, see sim.policies.lucid)."""
+
+    name = "pair-interference"
+
+    def __init__(self, model: InterferenceModel, keys: list[str]):
+        self.model, self.keys = model, keys
+        self.engine = None
+
+    def bind(self, engine) -> None:
+        self.engine = engine
+
+    def speed(self, job: int, placement: list[tuple], colocated) -> float:
+        speed = 1.0
+        for other in colocated:
+            speed *= self.model.speeds(self.keys[job], self.keys[other])[0]
+        return speed

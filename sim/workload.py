@@ -3,10 +3,28 @@
 Everything filled (GPU counts, models, load and save times) is seeded and recorded in the workload's
 report, and jobs that can never run on the modelled cluster are rejected and counted here, before the
 simulation starts, instead of waiting in a queue forever.
+
+A job's **request** is richer than a GPU count (:class:`Request`, ``Workload.request(job)``). It is read
+once from optional job-table columns into per-job lists:
+
+- ``num_pods`` / ``gpus_per_pod``: a gang of pods, each with its GPUs on one node; all pods start
+  together or none does. Without them a job is one pod of ``num_gpus`` GPUs that the placement may
+  spread over nodes when no node holds it (today's behaviour: traces give GPU counts only).
+- ``gpu_fraction`` (< 1): each pod needs that share of one GPU; pods of any jobs share a physical GPU
+  up to its capacity (1000 milli-GPUs). Without ``num_pods`` a fractional job has ``num_gpus`` pods.
+  ``gpus[job]`` is then the whole-GPU bound ceil(pods x fraction) and ``gpu_demand[job]`` the exact
+  demand (pods x fraction); for whole-GPU jobs both equal ``num_gpus``.
+- ``gpu_type``: the job runs on nodes of that GPU model only (in clusters with more than one model;
+  a homogeneous cluster ignores it, noted in the report). Untyped jobs run on any one model: all their
+  pods on nodes of the same model.
+- ``job_class`` (any label, e.g. hp / spot), ``stages`` / ``replicas`` (pipeline stages x replicas, for
+  A-SRPT), ``checkpoint_interval`` (s of training between checkpoints; none = a failure loses the
+  whole attempt).
 """
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,9 +36,49 @@ from sim.cluster import Cluster
 from sim.profiles import CostModel, ProfileCatalog
 
 
+MILLI = 1000  # a GPU's capacity in milli-GPUs (fractions are integers of these: no float drift)
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """What one job asks for. ``milli`` is 0 for whole GPUs, else the milli-GPUs each pod needs."""
+
+    pods: int
+    gpus_per_pod: int
+    milli: int = 0
+    gpu_type: str | None = None
+    job_class: str | None = None
+    stages: tuple[int, int] | None = None  # (pipeline stages, replicas per stage)
+    spread: bool = True  # a single pod given only by a GPU count may span nodes
+
+    @property
+    def fraction(self) -> float:
+        """Share of one GPU per pod (1.0 for whole GPUs)."""
+        return self.milli / MILLI if self.milli else 1.0
+
+    @property
+    def fractional(self) -> bool:
+        return self.milli > 0
+
+    @property
+    def gpus(self) -> float:
+        """Total demand in GPUs (pods x GPUs per pod, or pods x fraction)."""
+        return self.pods * self.milli / MILLI if self.milli else self.pods * self.gpus_per_pod
+
+    @property
+    def whole_gpus(self) -> int:
+        """GPUs counted as whole ones (an upper bound for fractional requests)."""
+        return -(-self.pods * self.milli // MILLI) if self.milli else self.pods * self.gpus_per_pod
+
+
 @dataclass
 class Workload:
-    """Simulator jobs, indexed 0..n-1 in submission order. Hot-path arrays are Python lists."""
+    """Simulator jobs, indexed 0..n-1 in submission order. Hot-path arrays are Python lists.
+
+    The request lists (``pods`` ... ``checkpoint``) are optional when a Workload is built by hand:
+    left as None they are filled with today's semantics (one pod of ``gpus`` whole GPUs, any GPU
+    model, no class, no stages, no checkpoints).
+    """
 
     job_id: list[str]
     submit: list[float]
@@ -33,9 +91,48 @@ class Workload:
     frame: pd.DataFrame  # the kept rows of the JobTable (same order), for predictors and metrics
     cluster: Cluster
     report: dict[str, Any] = field(default_factory=dict)
+    pods: list[int] | None = None
+    gpus_per_pod: list[int] | None = None
+    gpu_milli: list[int] | None = None  # 0: whole GPUs
+    gpu_type: list[str | None] | None = None
+    job_class: list[str | None] | None = None
+    stages: list[tuple[int, int] | None] | None = None
+    checkpoint: list[float] | None = None  # s of training between checkpoints (inf: none)
+    gpu_demand: list[float] | None = None
+    spread: list[bool] | None = None  # a single pod given by a GPU count only: may span nodes
+    simple: bool = field(default=True, init=False)  # every job: one spreadable pod, whole GPUs, any model
+
+    def __post_init__(self) -> None:
+        n = len(self.submit)
+        if self.pods is None:
+            self.pods = [1] * n
+        if self.gpus_per_pod is None:
+            self.gpus_per_pod = list(self.gpus)
+        if self.gpu_milli is None:
+            self.gpu_milli = [0] * n
+        if self.gpu_type is None:
+            self.gpu_type = [None] * n
+        if self.job_class is None:
+            self.job_class = [None] * n
+        if self.stages is None:
+            self.stages = [None] * n
+        if self.checkpoint is None:
+            self.checkpoint = [math.inf] * n
+        if self.gpu_demand is None:
+            self.gpu_demand = [g if not m else p * m / MILLI
+                               for g, p, m in zip(self.gpus, self.pods, self.gpu_milli)]
+        if self.spread is None:
+            self.spread = [p == 1 and not m for p, m in zip(self.pods, self.gpu_milli)]
+        self.simple = all(self.spread) and all(t is None for t in self.gpu_type)
 
     def __len__(self) -> int:
         return len(self.submit)
+
+    def request(self, job: int) -> Request:
+        """The typed request of one job (built on demand; the lists are the hot-path form)."""
+        pods = self.pods[job]
+        return Request(pods, self.gpus_per_pod[job], self.gpu_milli[job], self.gpu_type[job],
+                       self.job_class[job], self.stages[job], self.spread[job])
 
     @property
     def fingerprint(self) -> str:
@@ -80,7 +177,9 @@ def build_workload(table: JobTable | pd.DataFrame, cluster: Cluster, *, costs: C
     """
     frame = table.frame if isinstance(table, JobTable) else table
     if limit is not None:
-        frame = frame.iloc[:limit]
+        if isinstance(limit, bool) or not isinstance(limit, (int, np.integer)) or limit < 1:
+            raise ValueError(f"the job limit must be a whole number >= 1, got {limit!r}")
+        frame = frame.iloc[:int(limit)]
     report: dict[str, Any] = {"jobs_in": int(len(frame)), "rejected": {}, "notes": []}
     gpus = frame["num_gpus"].astype("Float64")
     if gpus.isna().any():
@@ -90,15 +189,18 @@ def build_workload(table: JobTable | pd.DataFrame, cluster: Cluster, *, costs: C
             report["notes"].append(f"{int(gpus.isna().sum())} jobs without a GPU count given {default_gpus}")
             gpus = gpus.fillna(default_gpus)
     part = _partition_of(frame, cluster, report)
-    gpus_np = gpus.fillna(0).to_numpy(dtype=float).astype(int)
+    req = _requests(frame, gpus, cluster, part, report)
+    gpus_np = req["gpus"]
     cap = np.array([p.gpus for p in cluster.partitions] + [0])[part]
     too_big = (gpus_np > cap) & (part >= 0) & (gpus_np > 0)
     if too_big.any():
         report["rejected"]["needs more GPUs than its partition has"] = int(too_big.sum())
         report["too_big_examples"] = frame.loc[too_big, ["job_id", "num_gpus"]].head(5).astype(str).values.tolist()
     keep = (part >= 0) & (gpus_np > 0) & ~too_big
+    keep &= _fits_models(req, cluster, part, keep, report)
     kept = frame[keep].reset_index(drop=True)
     part, gpus_np = part[keep], gpus_np[keep]
+    req = {k: v[keep] for k, v in req.items()}
     n = len(kept)
     duration = kept["duration"].to_numpy(dtype=float)
 
@@ -131,4 +233,131 @@ def build_workload(table: JobTable | pd.DataFrame, cluster: Cluster, *, costs: C
         frame=kept,
         cluster=cluster,
         report=report,
+        pods=req["pods"].astype(int).tolist(),
+        gpus_per_pod=req["gpp"].astype(int).tolist(),
+        gpu_milli=req["milli"].astype(int).tolist(),
+        gpu_type=req["gpu_type"].tolist(),
+        job_class=req["job_class"].tolist(),
+        stages=[None if s is None else tuple(s) for s in req["stages"]],
+        checkpoint=req["checkpoint"].astype(float).tolist(),
+        spread=req["spread"].astype(bool).tolist(),
     )
+
+
+def _column(frame: pd.DataFrame, name: str) -> np.ndarray | None:
+    """A numeric optional column as floats (NaN where null), or None when the table lacks it."""
+    if name not in frame:
+        return None
+    return pd.to_numeric(frame[name], errors="coerce").astype(float).to_numpy()
+
+
+def _labels(frame: pd.DataFrame, name: str) -> np.ndarray:
+    if name not in frame:
+        return np.full(len(frame), None, dtype=object)
+    col = frame[name].astype("string")
+    missing = (col.isna() | (col.fillna("") == "")).to_numpy()
+    out = col.astype(object).to_numpy(dtype=object, na_value=None)
+    out[missing] = None
+    return out
+
+
+def _requests(frame: pd.DataFrame, gpus: pd.Series, cluster: Cluster, part: np.ndarray,
+              report: dict) -> dict[str, np.ndarray]:
+    """Per-job request arrays from the optional columns (see the module docstring)."""
+    n = len(frame)
+    total = gpus.fillna(0).to_numpy(dtype=float)
+    pods = np.ones(n, dtype=int)
+    gpp = total.astype(int)
+    milli = np.zeros(n, dtype=int)
+    spread = np.ones(n, dtype=bool)
+    bad = np.zeros(n, dtype=bool)
+    num_pods, per_pod = _column(frame, "num_pods"), _column(frame, "gpus_per_pod")
+    if num_pods is not None or per_pod is not None:
+        np_ = num_pods if num_pods is not None else np.full(n, np.nan)
+        pp = per_pod if per_pod is not None else np.full(n, np.nan)
+        given = ~np.isnan(np_) | ~np.isnan(pp)
+        np_ = np.where(np.isnan(np_), np.where(np.isnan(pp), 1, np.round(total / np.where(pp > 0, pp, 1))), np_)
+        pp = np.where(np.isnan(pp), total / np.where(np_ > 0, np_, 1), pp)
+        wrong = given & ((np_ < 1) | (pp < 1) | (np_ != np.round(np_)) | (pp != np.round(pp))
+                         | ((total > 0) & (np_ * pp != total)))
+        if wrong.any():
+            report["rejected"]["num_pods x gpus_per_pod does not match num_gpus"] = int(wrong.sum())
+        bad |= wrong
+        ok = given & ~wrong
+        pods = np.where(ok, np_, pods).astype(int)
+        gpp = np.where(ok, pp, gpp).astype(int)
+        total = np.where(ok, pods * gpp, total)
+        spread &= ~ok
+    fraction = _column(frame, "gpu_fraction")
+    if fraction is not None:
+        frac = (fraction > 0) & (fraction < 1)
+        if frac.any():
+            m = np.clip(np.round(np.nan_to_num(fraction) * 1000), 1, 999).astype(int)
+            explicit = num_pods is not None and ~np.isnan(num_pods)
+            fpods = np.where(explicit, pods, np.maximum(total, 1)).astype(int) if num_pods is not None \
+                else np.maximum(total, 1).astype(int)
+            milli = np.where(frac, m, 0)
+            pods = np.where(frac, fpods, pods)
+            gpp = np.where(frac, 1, gpp)
+            total = np.where(frac, -(-(fpods * m) // 1000), total)
+            spread &= ~frac
+            report["notes"].append(f"{int(frac.sum())} jobs ask for a fraction of a GPU per pod")
+    gtype = _labels(frame, "gpu_type")
+    typed = np.array([t is not None for t in gtype])
+    hetero = [len(set(p.gpu_types)) > 1 for p in cluster.partitions] + [False]
+    ignore = typed & ~np.asarray(hetero, dtype=bool)[part]
+    if ignore.any():
+        gtype = np.where(ignore, None, gtype)
+        report["notes"].append(f"gpu_type of {int(ignore.sum())} jobs ignored: their partition has one GPU model")
+    stages = np.full(n, None, dtype=object)
+    st, rep = _column(frame, "stages"), _column(frame, "replicas")
+    if st is not None:
+        reps = rep if rep is not None else np.ones(n)
+        for i in np.flatnonzero(~np.isnan(st)):
+            stages[i] = (int(st[i]), int(reps[i]) if not np.isnan(reps[i]) else 1)
+    ckpt = _column(frame, "checkpoint_interval")
+    ckpt = np.full(n, np.inf) if ckpt is None else np.where(np.isnan(ckpt) | (ckpt <= 0), np.inf, ckpt)
+    total = np.where(bad, 0, total)
+    return {"gpus": total.astype(int), "pods": pods, "gpp": gpp, "milli": milli, "spread": spread,
+            "gpu_type": gtype, "job_class": _labels(frame, "job_class"), "stages": stages, "checkpoint": ckpt}
+
+
+def _fits_models(req: dict[str, np.ndarray], cluster: Cluster, part: np.ndarray, keep: np.ndarray,
+                 report: dict) -> np.ndarray:
+    """Jobs that fit the nodes of their GPU model (and pods that fit one node), among ``keep``."""
+    ok = np.ones(len(part), dtype=bool)
+    if all(len(set(p.gpu_types)) <= 1 for p in cluster.partitions) and req["spread"][keep].all():
+        return ok  # one model per partition and no pods: the partition-size check said it all
+    unknown = too_big = pod_big = 0
+    info = []
+    for p in cluster.partitions:
+        by_type: dict[str, tuple[int, int]] = {}
+        for cap, t in zip(p.capacities, p.gpu_types):
+            g, m = by_type.get(t, (0, 0))
+            by_type[t] = (g + cap, max(m, cap))
+        info.append(by_type)
+    gtype, gpus, gpp, milli, pods, spread = (req["gpu_type"], req["gpus"], req["gpp"], req["milli"], req["pods"],
+                                             req["spread"])
+    for i in np.flatnonzero(keep):
+        by_type = info[part[i]]
+        if gtype[i] is not None:
+            if gtype[i] not in by_type:
+                ok[i] = False
+                unknown += 1
+                continue
+            options = [by_type[gtype[i]]]
+        else:
+            options = list(by_type.values())
+        if not any(gpus[i] <= total for total, _ in options):
+            ok[i] = False
+            too_big += 1
+        elif not spread[i] and not milli[i] and not any(gpp[i] <= biggest for _, biggest in options):
+            ok[i] = False
+            pod_big += 1
+    if unknown:
+        report["rejected"]["no node of its GPU model in its partition"] = unknown
+    if too_big:
+        report["rejected"]["needs more GPUs of one model than its partition has"] = too_big
+    if pod_big:
+        report["rejected"]["a pod needs more GPUs than any node has"] = pod_big
+    return ok

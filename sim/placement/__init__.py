@@ -1,142 +1,140 @@
-"""Placement plug-ins: which nodes a job's GPUs come from.
+"""Placement plug-ins: which nodes (and GPUs) a job's pods go to.
 
-A placement is a list of ``(node, gpus)`` pairs. Every plug-in answers ``place(pool, gpus)`` with a
-placement or None (does not fit now) and never changes the pool: the engine allocates. Smarter
-plug-ins (Heavy-Edge, GFS scoring, FGD) subclass :class:`Placement` and register themselves.
+A placement is a list of ``(node, gpus)`` pairs for whole GPUs, or ``(node, gpu, milli)`` triples for
+fractional pods (``gpu`` numbers a shared GPU of the node). Every plug-in answers
+``place(pool, request)`` with a placement or None (does not fit now) and never changes the pool: the
+engine allocates. ``request`` is a :class:`sim.workload.Request` or, for a job that is one spreadable
+pod of whole GPUs of any model, just its GPU count (the hot path).
+
+Rules every plug-in keeps (gang semantics): all pods or none; a pod of a multi-pod job has its GPUs on
+one node; all pods on nodes of one GPU model (the job's, if it names one); a fractional pod on one GPU
+with that many milli-GPUs free. Built in: ``first-fit``, ``consolidate`` (Lucid's rule, the default),
+``best-fit`` and ``scored`` (FGD style: filter feasible nodes, then score them with small, pure,
+weighted score functions, one per file: ``score_*.py``; e.g. ``scored:best_fit=1,class_affinity=0.5``).
 """
 from __future__ import annotations
 
+import ast
 from typing import Callable
 
-Placement_t = list[tuple[int, int]]
+from sim.placement.pool import MILLI, NodePool, Placement_t
 
-
-class NodePool:
-    """Free GPUs per node of one partition, bucketed by free count for O(max GPUs per node) lookups."""
-
-    __slots__ = ("capacity", "free", "total_capacity", "total_free", "max_capacity", "buckets", "offline",
-                 "cordoned")
-
-    def __init__(self, capacities: list[int]):
-        if not capacities or min(capacities) < 1:
-            raise ValueError("a node pool needs at least one node, each with at least one GPU")
-        self.capacity = list(capacities)
-        self.free = list(capacities)
-        self.total_capacity = sum(capacities)
-        self.total_free = self.total_capacity
-        self.max_capacity = max(capacities)
-        self.buckets: list[set[int]] = [set() for _ in range(self.max_capacity + 1)]
-        for node, cap in enumerate(capacities):
-            self.buckets[cap].add(node)
-        self.offline: list[int] = []  # slots of nodes moved to another partition (capacity 0 here)
-        self.cordoned: set[int] = set()  # nodes that take no new placements (being drained)
-
-    def cordon(self, node: int) -> None:
-        """Stop placing new work on ``node`` (its running jobs stay); used to drain a node before it
-        moves to another partition."""
-        self.cordoned.add(node)
-        self.buckets[self.free[node]].discard(node)
-
-    def take_offline(self, node: int) -> int:
-        """Remove an idle node (it moves to another partition); returns its GPU count. Its slot stays,
-        with capacity 0, so that node numbers and placements of running jobs do not change."""
-        cap = self.capacity[node]
-        if cap == 0 or self.free[node] != cap:
-            raise RuntimeError(f"node {node} is not idle ({self.free[node]} of {cap} GPUs free)")
-        self.buckets[cap].discard(node)
-        self.cordoned.discard(node)
-        self.buckets[0].add(node)
-        self.capacity[node] = self.free[node] = 0
-        self.total_capacity -= cap
-        self.total_free -= cap
-        self.offline.append(node)
-        return cap
-
-    def bring_online(self, gpus: int) -> int:
-        """Add an idle node of ``gpus`` GPUs (reusing an offline slot first); returns its number."""
-        if gpus < 1:
-            raise ValueError("a node needs at least one GPU")
-        if self.offline:
-            node = self.offline.pop()
-            self.buckets[0].discard(node)
-            self.capacity[node] = self.free[node] = gpus
-        else:
-            node = len(self.capacity)
-            self.capacity.append(gpus)
-            self.free.append(gpus)
-        if gpus > self.max_capacity:
-            self.buckets.extend(set() for _ in range(gpus - self.max_capacity))
-            self.max_capacity = gpus
-        self.buckets[gpus].add(node)
-        self.total_capacity += gpus
-        self.total_free += gpus
-        return node
-
-    def idle_nodes(self) -> list[int]:
-        """Nodes with every GPU free (candidates to lend)."""
-        return [n for n, (f, c) in enumerate(zip(self.free, self.capacity)) if c and f == c]
-
-    def allocate(self, placement: Placement_t) -> None:
-        free, buckets = self.free, self.buckets
-        for node, count in placement:
-            f = free[node]
-            if count < 1 or count > f:
-                raise RuntimeError(f"over-allocation: node {node} has {f} free GPUs, asked for {count}")
-            buckets[f].discard(node)
-            free[node] = f - count
-            if node not in self.cordoned:
-                buckets[f - count].add(node)
-            self.total_free -= count
-
-    def release(self, placement: Placement_t) -> None:
-        free, buckets, cap = self.free, self.buckets, self.capacity
-        for node, count in placement:
-            f = free[node]
-            if f + count > cap[node]:
-                raise RuntimeError(f"release of {count} GPUs on node {node} exceeds its capacity {cap[node]}")
-            buckets[f].discard(node)
-            free[node] = f + count
-            if node not in self.cordoned:
-                buckets[f + count].add(node)
-            self.total_free += count
-
-    def first_node_with(self, gpus: int) -> int | None:
-        """Lowest-numbered node with at least ``gpus`` free."""
-        best = None
-        for f in range(gpus, self.max_capacity + 1):
-            bucket = self.buckets[f]
-            if bucket:
-                m = min(bucket)
-                if best is None or m < best:
-                    best = m
-        return best
-
-    def tightest_node_with(self, gpus: int) -> int | None:
-        """Node with the fewest free GPUs that still holds ``gpus`` (lowest number on ties)."""
-        for f in range(gpus, self.max_capacity + 1):
-            bucket = self.buckets[f]
-            if bucket:
-                return min(bucket)
-        return None
-
-    def check(self) -> None:
-        """Invariant: no node over-allocated and the totals agree (used by tests on every event)."""
-        assert all(0 <= f <= c for f, c in zip(self.free, self.capacity)), "node over-allocated"
-        assert self.total_free == sum(self.free), "free GPU total out of sync"
-        for f, bucket in enumerate(self.buckets):
-            assert all(self.free[n] == f for n in bucket), "bucket out of sync"
-            assert not bucket & self.cordoned, "a cordoned node is offered for placement"
-        listed = set().union(*self.buckets) | self.cordoned
-        assert listed == set(range(len(self.free))), "a node is missing from the buckets"
+__all__ = ["MILLI", "NodePool", "Placement", "Placement_t", "FirstFit", "Consolidate", "PLACEMENTS",
+           "make_placement"]
 
 
 class Placement:
-    """Base class: decide the nodes for a job of ``gpus`` GPUs, or None if it cannot start now."""
+    """Base class: decide the nodes for a request, or None if it cannot start now.
+
+    Subclasses implement :meth:`place_gpus` (one spreadable pod of ``gpus`` whole GPUs, optionally of
+    one GPU model) and :meth:`pick_node` (the node for one pod among feasible ones); the base class
+    handles multi-pod gangs, fractional pods and GPU models with them. ``place`` may be overridden
+    whole (the ``scored`` plug-in does)."""
 
     name = "base"
 
-    def place(self, pool: NodePool, gpus: int) -> Placement_t | None:  # pragma: no cover - interface
-        raise NotImplementedError
+    def place(self, pool: NodePool, request) -> Placement_t | None:
+        if type(request) is int:
+            if not pool.typed:
+                return self.place_gpus(pool, request, None)
+            from sim.workload import Request
+
+            request = Request(1, request)
+        if request.milli:
+            return self._by_model(pool, request, self.place_fractional)
+        if request.spread:
+            gpus = request.gpus_per_pod
+            if request.gpu_type is not None or not pool.typed:
+                return self.place_gpus(pool, gpus, request.gpu_type)
+            if gpus <= pool.max_capacity:  # one node is one model: the shared buckets answer
+                node = self.pick_node(pool, gpus, None)
+                if node is not None:
+                    return [(node, gpus)]
+            return self._by_model(pool, request, lambda pl, r, t: self.place_gpus(pl, r.gpus_per_pod, t))
+        return self._by_model(pool, request, self.place_pods)
+
+    def place_gpus(self, pool: NodePool, gpus: int, gpu_type: str | None) -> Placement_t | None:
+        raise NotImplementedError  # pragma: no cover - interface
+
+    def pick_node(self, pool: NodePool, gpus: int, gpu_type: str | None) -> int | None:
+        """The node for one pod of ``gpus`` GPUs (used for gangs and fractional pods)."""
+        return pool.tightest_node_with(gpus, gpu_type)
+
+    @staticmethod
+    def _by_model(pool: NodePool, request, place_one: Callable) -> Placement_t | None:
+        """All pods on one GPU model: the request's, or the first model (in name order) that fits
+        on the fewest nodes."""
+        if request.gpu_type is not None or not pool.typed:
+            return place_one(pool, request, request.gpu_type)
+        best = None
+        for t in pool.types:
+            out = place_one(pool, request, t)
+            if out is not None and (best is None or len({e[0] for e in out}) < len({e[0] for e in best})):
+                best = out
+        return best
+
+    def place_pods(self, pool: NodePool, request, gpu_type: str | None) -> Placement_t | None:
+        """A gang of pods, each of ``gpus_per_pod`` GPUs on one node, chosen pod by pod with
+        :meth:`pick_node` on a tentative copy of the free counts of the touched nodes."""
+        gpp, pods = request.gpus_per_pod, request.pods
+        if gpp * pods > pool.total_free:
+            return None
+        taken: dict[int, int] = {}
+        for _ in range(pods):
+            node = self._pick_tentative(pool, gpp, gpu_type, taken)
+            if node is None:
+                return None
+            taken[node] = taken.get(node, 0) + gpp
+        return sorted(taken.items())
+
+    def _pick_tentative(self, pool: NodePool, gpus: int, gpu_type: str | None,
+                        taken: dict[int, int]) -> int | None:
+        if not taken:
+            return self.pick_node(pool, gpus, gpu_type)
+        # Nodes already used by this gang have less room than the pool says: look at them directly.
+        saved = {n: pool.free[n] for n in taken}
+        try:
+            for n, t in taken.items():
+                pool._move(n, saved[n], saved[n] - t)
+                pool.free[n] = saved[n] - t
+            return self.pick_node(pool, gpus, gpu_type)
+        finally:
+            for n, t in taken.items():
+                pool._move(n, saved[n] - t, saved[n])
+                pool.free[n] = saved[n]
+
+    def place_fractional(self, pool: NodePool, request, gpu_type: str | None) -> Placement_t | None:
+        """Pods of ``milli`` milli-GPUs each: the fullest shared GPU that holds the pod (lowest node,
+        then lowest GPU number), else a free GPU on the node :meth:`pick_node` chooses."""
+        milli = request.milli
+        extra: dict[tuple[int, int], int] = {}  # (node, gpu) -> milli planned by this request
+        opened: dict[int, int] = {}  # node -> GPUs opened by this request
+        out: Placement_t = []
+        for _ in range(request.pods):
+            best, best_key = None, None
+            for node, shared in pool.shares.items():
+                if node in pool.cordoned or (gpu_type is not None and pool.gpu_type[node] != gpu_type):
+                    continue
+                for gpu, holders in shared.items():
+                    left = MILLI - sum(holders.values()) - extra.get((node, gpu), 0)
+                    if left >= milli and (best_key is None or (left, node, gpu) < best_key):
+                        best, best_key = (node, gpu), (left, node, gpu)
+            for (node, gpu), used in extra.items():  # GPUs this request opened
+                if (node, gpu) not in pool.shares.get(node, {}):
+                    left = MILLI - used
+                    if left >= milli and (best_key is None or (left, node, gpu) < best_key):
+                        best, best_key = (node, gpu), (left, node, gpu)
+            if best is None:
+                node = self._pick_tentative(pool, 1, gpu_type, opened)
+                if node is None:
+                    return None
+                used_ids = set(pool.shares.get(node, {})) | {g for (n, g) in extra if n == node}
+                gpu = next(g for g in range(pool.capacity[node]) if g not in used_ids)
+                opened[node] = opened.get(node, 0) + 1
+                best = (node, gpu)
+            extra[best] = extra.get(best, 0) + milli
+            out.append((best[0], best[1], milli))
+        return out
 
 
 class FirstFit(Placement):
@@ -147,18 +145,27 @@ class FirstFit(Placement):
     def __init__(self, spread: bool = True):
         self.spread = spread
 
-    def place(self, pool: NodePool, gpus: int) -> Placement_t | None:
+    def place(self, pool: NodePool, request) -> Placement_t | None:
+        if type(request) is int and not pool.typed:
+            return self.place_gpus(pool, request, None)
+        return Placement.place(self, pool, request)
+
+    def pick_node(self, pool: NodePool, gpus: int, gpu_type: str | None) -> int | None:
+        return pool.first_node_with(gpus, gpu_type)
+
+    def place_gpus(self, pool: NodePool, gpus: int, gpu_type: str | None) -> Placement_t | None:
         if gpus > pool.total_free:
             return None
-        if gpus <= pool.max_capacity:
-            node = pool.first_node_with(gpus)
+        if gpus <= pool.max_capacity_of(gpu_type):
+            node = pool.first_node_with(gpus, gpu_type)
             if node is not None:
                 return [(node, gpus)]
             if not self.spread:
                 return None
         out, need, cordoned = [], gpus, pool.cordoned
+        types = pool.gpu_type if gpu_type is not None and pool.typed else None
         for node, f in enumerate(pool.free):
-            if f and node not in cordoned:
+            if f and node not in cordoned and (types is None or types[node] == gpu_type):
                 take = min(f, need)
                 out.append((node, take))
                 need -= take
@@ -177,17 +184,38 @@ class Consolidate(Placement):
     def __init__(self, strict: bool = True):
         self.strict = strict
 
-    def place(self, pool: NodePool, gpus: int) -> Placement_t | None:
+    def place(self, pool: NodePool, request) -> Placement_t | None:
+        if type(request) is int and not pool.typed:  # the hot path: inline, as before
+            gpus = request
+            if gpus > pool.total_free:
+                return None
+            if gpus <= pool.max_capacity:
+                buckets = pool.buckets
+                for f in range(gpus, pool.max_capacity + 1):
+                    bucket = buckets[f]
+                    if bucket:
+                        return [(min(bucket), gpus)]
+                if self.strict:
+                    return None
+            return self.place_gpus(pool, gpus, None)
+        return Placement.place(self, pool, request)
+
+    def place_gpus(self, pool: NodePool, gpus: int, gpu_type: str | None) -> Placement_t | None:
         if gpus > pool.total_free:
             return None
-        if gpus <= pool.max_capacity:
-            node = pool.tightest_node_with(gpus)
+        biggest = pool.max_capacity_of(gpu_type)
+        if gpus <= biggest:
+            node = pool.tightest_node_with(gpus, gpu_type)
             if node is not None:
                 return [(node, gpus)]
             if self.strict:
                 return None
-        minimum = -(-gpus // pool.max_capacity)
-        order = sorted((n for n, f in enumerate(pool.free) if f and n not in pool.cordoned),
+        if not biggest:
+            return None
+        minimum = -(-gpus // biggest)
+        types = pool.gpu_type if gpu_type is not None and pool.typed else None
+        order = sorted((n for n, f in enumerate(pool.free) if f and n not in pool.cordoned
+                        and (types is None or types[n] == gpu_type)),
                        key=lambda n: (-pool.free[n], n))
         out, need = [], gpus
         for node in order:
@@ -207,17 +235,38 @@ class Consolidate(Placement):
         return out
 
 
+def _scored(**weights: float) -> Placement:
+    from sim.placement.scored import ScoredPlacement
+
+    return ScoredPlacement(weights or None)
+
+
 #: name -> factory. The CLI, configs and tests read this registry.
 PLACEMENTS: dict[str, Callable[..., Placement]] = {
     "first-fit": FirstFit,
     "consolidate": Consolidate,
     "best-fit": lambda: Consolidate(strict=False),
+    "scored": _scored,
 }
 
 
 def make_placement(name: str | Placement) -> Placement:
+    """A placement by registry name, optionally with parameters: ``scored:best_fit=1,class_affinity=0.5``."""
     if isinstance(name, Placement):
         return name
-    if name not in PLACEMENTS:
-        raise ValueError(f"unknown placement {name!r}; known: {', '.join(PLACEMENTS)}")
-    return PLACEMENTS[name]()
+    base, _, rest = str(name).partition(":")
+    if base not in PLACEMENTS:
+        raise ValueError(f"unknown placement {base!r}; known: {', '.join(PLACEMENTS)}")
+    params = {}
+    for part in filter(None, (x.strip() for x in rest.split(","))):
+        key, eq, value = part.partition("=")
+        if not eq:
+            raise ValueError(f"placement parameter {part!r} in {name!r} is not key=value")
+        try:
+            params[key.strip()] = ast.literal_eval(value.strip())
+        except (ValueError, SyntaxError):
+            raise ValueError(f"placement parameter {key.strip()!r} in {name!r} is not a number") from None
+    try:
+        return PLACEMENTS[base](**params)
+    except TypeError as exc:
+        raise ValueError(f"bad parameters for placement {base!r}: {exc}") from None
