@@ -189,6 +189,8 @@ class RawRecordModel(_python_model_base()):
     def features(self, records: pd.DataFrame) -> pd.DataFrame:
         """The engineered features (the estimator's columns) of the non-finished records."""
         queries, finished = self._split(records)
+        if not len(queries):
+            return pd.DataFrame(columns=self.columns)
         # A query has not finished: an infinite duration keeps it out of every history statistic.
         queries = self._prepare(queries).assign(duration=np.inf, queue_time=np.nan)
         X = _job_features(queries)

@@ -1,0 +1,230 @@
+"""Raw-record serving (models.serving): a scheduler sends job fields, the model computes the duration
+features inside from its training history (plus finished jobs sent along), exactly as training did;
+logged with MLflow and served for real by `schedcast serve`."""
+from __future__ import annotations
+
+import json
+import signal
+import time
+import urllib.error
+import urllib.request
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tests.test_serving_processes import READY_S, CliProcess, bare_env, free_port, process_tree
+
+TEST_DAYS = 0.5
+
+
+@pytest.fixture(scope="module")
+def trained():
+    """3,000 synthetic jobs (users, VCs, names, groups: all 35 duration features), a small LightGBM
+    duration model and A-SRPT's iteration forest, trained by the training pipeline itself."""
+    from features.traces.synthetic import generate_preset
+    from pipelines.train import duration_split, train_duration, train_iterations
+
+    table = generate_preset("saturn", seed=0, jobs=3000)
+    duration = train_duration(table, algo="lightgbm", test_days=TEST_DAYS, n_estimators=30)
+    iterations = train_iterations(table, test_days=TEST_DAYS, n_estimators=10)
+    train, test = duration_split(table.frame, TEST_DAYS)
+    return table.frame, train, test, duration, iterations
+
+
+def records(rows: pd.DataFrame, *, ts: bool = True, seconds: bool = False, org: str = "org") -> pd.DataFrame:
+    """Rows as a scheduler sends them: raw fields only, times as ISO strings (or trace seconds)."""
+    out = pd.DataFrame({"job_id": rows["job_id"].astype(str).to_numpy(),
+                        "num_gpus": rows["num_gpus"].astype(float).to_numpy(),
+                        "num_nodes": rows["num_nodes"].astype(float).to_numpy(),
+                        "user": rows["user"].astype(str).to_numpy(), org: rows["org"].astype(str).to_numpy(),
+                        "job_name": rows["job_name"].astype(str).to_numpy(),
+                        "group_id": rows["group_id"].astype(str).to_numpy()})
+    if ts:
+        out["submit_ts"] = rows["submit_ts"].dt.strftime("%Y-%m-%dT%H:%M:%S.%fZ").to_numpy()
+    if seconds:
+        out["submit_time"] = rows["submit_time"].to_numpy()
+    return out
+
+
+def finished(rows: pd.DataFrame) -> pd.DataFrame:
+    return records(rows).assign(finished=True, duration=rows["duration"].to_numpy())
+
+
+def test_raw_records_give_the_training_features_and_predictions(trained):
+    """Holdout jobs as raw records (ISO times): the features equal the training pipeline's engineered
+    features column by column, and the predictions equal the estimator's on those features, bit for bit."""
+    from models.serving import raw_record_model
+
+    frame, _, test, result, _ = trained
+    X_test, _ = result.holdout
+    model, _ = raw_record_model("duration", result.estimator, frame)
+    raw = records(frame[test])
+    X = model.features(raw)
+    assert len(X.columns) == 35 and list(X.columns) == list(X_test.columns)
+    pd.testing.assert_frame_equal(X.reset_index(drop=True), X_test.reset_index(drop=True), check_dtype=False)
+    np.testing.assert_array_equal(model.predict(None, raw), result.estimator.predict(X_test))
+
+
+def test_finished_jobs_sent_along_extend_the_history(trained):
+    """A model whose history ends at the holdout start sees the holdout's finished jobs only when they are
+    sent along: with them, predictions equal training's; without, most of them differ."""
+    from models.serving import raw_record_model
+
+    frame, train, test, result, _ = trained
+    expected = result.estimator.predict(result.holdout[0])
+    model, _ = raw_record_model("duration", result.estimator, frame[train])
+    request = pd.concat([finished(frame[test]), records(frame[test])], ignore_index=True)
+    np.testing.assert_array_equal(model.predict(None, request), expected)
+    stale = model.predict(None, records(frame[test]))
+    assert (stale != expected).mean() > 0.5
+
+
+def test_trace_seconds_and_vc_alias(trained):
+    """submit_time (seconds on the training clock) instead of submit_ts, and `vc` for the org."""
+    from models.serving import raw_record_model
+
+    frame, _, test, result, _ = trained
+    model, _ = raw_record_model("duration", result.estimator, frame)
+    raw = records(frame[test], ts=False, seconds=True, org="vc")
+    np.testing.assert_array_equal(model.predict(None, raw), result.estimator.predict(result.holdout[0]))
+
+
+def test_iterations_task_and_feature_frames_pass_through(trained):
+    from models.serving import raw_record_model
+
+    frame, _, test, duration, iterations = trained
+    model, example = raw_record_model("iterations", iterations.estimator, frame)
+    assert len(model.history) == 0  # its features (group, user) read no history
+    np.testing.assert_array_equal(model.predict(None, records(frame[test])),
+                                  iterations.estimator.predict(iterations.holdout[0]))
+    dmodel, _ = raw_record_model("duration", duration.estimator, frame)
+    X_test = duration.holdout[0]
+    np.testing.assert_array_equal(dmodel.predict(None, X_test), duration.estimator.predict(X_test))
+    assert example["finished"].tolist() == [False, False, False, True]  # the format, shown in the example
+
+
+def test_unusable_records_are_named(trained):
+    from mlflow.exceptions import MlflowException
+
+    from models.serving import raw_record_model
+
+    frame, _, test, result, _ = trained
+    model, _ = raw_record_model("duration", result.estimator, frame)
+    raw = records(frame[test].head(3))
+    with pytest.raises(MlflowException, match="num_gpus"):
+        model.predict(None, raw.drop(columns="num_gpus"))
+    with pytest.raises(MlflowException, match="record 1: submit_ts 'soon' is not a time"):
+        model.predict(None, raw.assign(submit_ts=[raw["submit_ts"][0], "soon", raw["submit_ts"][2]]))
+    with pytest.raises(MlflowException, match="submit_ts .* or submit_time"):
+        model.predict(None, raw.drop(columns="submit_ts"))
+    with pytest.raises(MlflowException, match="duration >= 0"):
+        model.predict(None, raw.assign(finished=[True, False, False]))
+    assert model.predict(None, raw.assign(finished=True, duration=5.0)).shape == (0,)
+
+
+def _log(result, history, root, uri: str, name: str, artifact: bool):
+    """Log the raw-record model to the sqlite store ``uri`` and register it (no models.registry);
+    the type-hint warnings MLflow gave while logging."""
+    import mlflow
+
+    from models.registry import PIP_REQUIREMENTS
+    from models.serving import history_artifacts, raw_record_model
+
+    exp = mlflow.create_experiment(name, artifact_location=(root / name).as_uri())
+    model, example = raw_record_model(result.task, result.estimator, history)
+    artifacts = history_artifacts(model, root / f"{name}-snapshot") if artifact else None
+    with warnings.catch_warnings(record=True) as caught, mlflow.start_run(experiment_id=exp):
+        warnings.simplefilter("always")
+        info = mlflow.pyfunc.log_model(name="model", python_model=model, artifacts=artifacts,
+                                       signature=model.signature, input_example=example,
+                                       registered_model_name=name, pip_requirements=PIP_REQUIREMENTS)
+    return info, [str(w.message) for w in caught if "type hint" in str(w.message)]
+
+
+@pytest.fixture(scope="module")
+def store(trained, tmp_path_factory):
+    """One sqlite store with two versions: 'duration-raw' (history up to the holdout, as a parquet
+    artifact) and 'duration-raw-pickled' (all jobs, inside the pickle)."""
+    import os
+
+    import mlflow
+
+    frame, train, _, result, _ = trained
+    root = tmp_path_factory.mktemp("store")
+    uri = f"sqlite:///{root / 'mlflow.db'}"
+    saved = {k: v for k, v in os.environ.items() if k.startswith("MLFLOW_")}
+    mlflow.set_tracking_uri(uri)
+    mlflow.set_registry_uri(uri)
+    logged = {"duration-raw": _log(result, frame[train], root, uri, "duration-raw", artifact=True),
+              "duration-raw-pickled": _log(result, frame, root, uri, "duration-raw-pickled", artifact=False)}
+    for k in [k for k in os.environ if k.startswith("MLFLOW_")]:
+        del os.environ[k]
+    os.environ.update(saved)
+    return uri, logged
+
+
+def test_logged_model_round_trip(trained, store):
+    """Logged with the history as a parquet artifact and, separately, inside the pickle: both load
+    and predict raw records as before; every input column is optional; no type-hint warning."""
+    import mlflow
+
+    frame, train, test, result, _ = trained
+    uri, logged = store
+    mlflow.set_tracking_uri(uri)
+    expected = result.estimator.predict(result.holdout[0])
+    info, hints = logged["duration-raw"]
+    assert hints == []
+    local = Path(mlflow.artifacts.download_artifacts(info.model_uri))
+    assert [p.name for p in (local / "artifacts").iterdir()] == ["history.parquet"]
+    assert len(pd.read_parquet(local / "artifacts" / "history.parquet")) == train.sum()
+    loaded = mlflow.pyfunc.load_model(info.model_uri)
+    request = pd.concat([finished(frame[test]), records(frame[test])], ignore_index=True)
+    np.testing.assert_array_equal(loaded.predict(request), expected)
+    assert not any(c.required for c in loaded.metadata.get_input_schema().inputs)
+    np.testing.assert_array_equal(loaded.predict(result.holdout[0]), expected)  # feature frames too
+
+    loaded2 = mlflow.pyfunc.load_model(logged["duration-raw-pickled"][0].model_uri)
+    np.testing.assert_array_equal(loaded2.predict(records(frame[test]).head(50)), expected[:50])
+
+
+def post(url: str, body: dict) -> tuple[int, dict]:
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=60) as resp:
+            return resp.status, json.loads(resp.read())
+    except urllib.error.HTTPError as err:
+        return err.code, json.loads(err.read() or b"{}")
+
+
+@pytest.mark.slow
+def test_schedcast_serve_answers_raw_records_and_stops_clean(trained, store, tmp_path):
+    """`schedcast serve models:/duration-raw/1` (no interpreter on PATH: uvicorn must still be found)
+    answers a curl-style JSON request of raw records with training's predictions; a finished record
+    changes later predictions; a bad record is a 400 with a message; SIGTERM leaves nothing behind."""
+    frame, train, test, result, _ = trained
+    expected = result.estimator.predict(result.holdout[0])
+    uri, _ = store
+    port = free_port()
+    cli = CliProcess(["serve", "models:/duration-raw/1", "--port", str(port), "--tracking-uri", uri,
+                      "--ready-timeout", str(READY_S)], tmp_path, bare_env())
+    tree: dict[int, str] = {}
+    try:
+        t0 = time.monotonic()
+        cli.wait_for(f"at http://127.0.0.1:{port}/invocations", READY_S + 30)
+        ready = time.monotonic() - t0
+        tree = process_tree(cli.proc.pid)
+        url = f"http://127.0.0.1:{port}/invocations"
+        body = pd.concat([finished(frame[test]), records(frame[test])], ignore_index=True)
+        body = json.loads(body.to_json(orient="records"))  # what a client serialises: nulls, ISO strings
+        status, reply = post(url, {"dataframe_records": body})
+        assert status == 200, reply
+        np.testing.assert_allclose(reply["predictions"], expected, rtol=1e-12)
+        status, reply = post(url, {"dataframe_records": [{"submit_ts": "2020-04-03T12:00:00Z", "user": "u0001"}]})
+        assert status == 400 and "num_gpus" in reply.get("message", ""), reply
+        stop = cli.terminate_and_check(port, tree, signal.SIGTERM)
+        print(f"schedcast serve: ready after {ready:.1f} s, stopped in {stop:.1f} s")
+    finally:
+        cli.kill_all(tree)
