@@ -3,6 +3,7 @@
     python benchmarks/bench_lazer.py                     # Philly + Earth/Saturn/Uranus at 20k jobs
     python benchmarks/bench_lazer.py --jobs 5000 --traces philly earth
     python benchmarks/bench_lazer.py --full              # presets at full size (427K/698K/329K jobs; long)
+    python benchmarks/bench_lazer.py --speed             # Philly replay time and decision time only
 
 Every job gets a model of Lazer's workload (ConvNeXt, EfficientNet, VGG19, ViT, Swin, Conformer, TNT;
 larger jobs lean to larger models) and load / pause-and-save times from sim.profiles.CostModel's
@@ -101,6 +102,7 @@ def table2(results: dict) -> pd.DataFrame:
                          "delay mean ms": s.get("decision_mean_ms"), "delay P99 ms": s.get("decision_p99_ms"),
                          "preempt-decision mean ms": s.get("lazer_decision_mean_ms"),
                          "preempt-decision P99 ms": s.get("lazer_decision_p99_ms"),
+                         "BO-decision P99 ms": s.get("bo_decision_p99_ms"),
                          "sim s": s["sim_seconds"]})
     return pd.DataFrame(rows)
 
@@ -199,6 +201,41 @@ def plot_bo(frame: pd.DataFrame, path: Path) -> None:
     plt.close(fig)
 
 
+SPEED_POLICIES = ["srtf", "lazer", "lazer:protect_loading=True"]
+
+
+def _ms(values, q: float) -> float:
+    a = np.asarray(values, dtype=float)
+    return float(np.percentile(a, q) * 1e3) if len(a) else float("nan")
+
+
+def speed(args) -> pd.DataFrame:
+    """Philly replay (--costs lazer) per policy: wall and CPU seconds, time per scheduling call, and
+    for Lazer the time of each preemption decision that asked the deferral predictor (wall and CPU:
+    on a shared machine wall times include waiting for a core)."""
+    args.traces = ["philly"]
+    w = workloads(args)["philly"]
+    rows = []
+    for policy in args.policies if args.policies != POLICIES else SPEED_POLICIES:
+        t0, c0 = time.perf_counter(), time.process_time()
+        r = simulate(w, policy, seed=args.seed, time_decisions=True)
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+        s = evaluate(r)["summary"]
+        st = r.policy_stats
+        pw = st.get("lazer_predicted_decision_times", [])
+        pc = st.get("lazer_predicted_decision_cpu_times", [])
+        rows.append({"policy": label(policy), "replay s": wall, "replay CPU s": cpu,
+                     "call P50 ms": _ms(r.decision_seconds, 50), "call P99 ms": _ms(r.decision_seconds, 99),
+                     "call max ms": _ms(r.decision_seconds, 100), "BO decisions": len(pw),
+                     "decision P50 ms": _ms(pw, 50), "decision P99 ms": _ms(pw, 99), "decision max ms": _ms(pw, 100),
+                     "decision CPU P50 ms": _ms(pc, 50), "decision CPU P99 ms": _ms(pc, 99),
+                     "decision CPU max ms": _ms(pc, 100), "GP fits": st.get("bo_fits", 0),
+                     "GP fit s": st.get("bo_fit_seconds", 0.0), "JCT mean h": s["jct_mean"] / 3600,
+                     "futile total h": s["futile_total"] / 3600, "preemptions": s["preemptions"]})
+        print(f"  {policy:<28} {wall:6.1f} s (CPU {cpu:5.1f} s)", flush=True)
+    return pd.DataFrame(rows)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--traces", nargs="+", default=["philly", "earth", "saturn", "uranus"])
@@ -211,12 +248,24 @@ def main() -> None:
     ap.add_argument("--bo-contexts", type=int, default=10)
     ap.add_argument("--evaluations", type=int, default=100)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--speed", action="store_true",
+                    help="only time the Philly replay of srtf, lazer and lazer:protect_loading=True (or --policies)")
     ap.add_argument("--data-dir")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "lazer"))
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     t_all = time.perf_counter()
+    if args.speed:
+        frame = speed(args)
+        frame.to_csv(out / "speed.csv", index=False)
+        fmt = lambda v: f"{v:,.2f}" if isinstance(v, float) else str(v)  # noqa: E731
+        text = frame.to_string(index=False, float_format=fmt)
+        (out / "speed.md").write_text(f"# Lazer speed (Philly, --costs lazer)\n\nCommand: `{' '.join(sys.argv)}`; "
+                                      f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the end.\n\n"
+                                      f"```\n{text}\n```\n")
+        print("\n" + text + f"\n\nwrote {out}/speed.csv, speed.md")
+        return
     wls = workloads(args)
     results: dict = {}
     stats: dict = {}
@@ -235,6 +284,9 @@ def main() -> None:
             lz = np.asarray(r.policy_stats.pop("lazer_decision_times", []) or [np.nan])
             ev["summary"]["lazer_decision_mean_ms"] = float(np.nanmean(lz) * 1e3)
             ev["summary"]["lazer_decision_p99_ms"] = float(np.nanpercentile(lz, 99) * 1e3)
+            bo = r.policy_stats.pop("lazer_predicted_decision_times", [])
+            r.policy_stats.pop("lazer_predicted_decision_cpu_times", None)
+            ev["summary"]["bo_decision_p99_ms"] = _ms(bo, 99)
             results[trace][policy] = ev
             stats[f"{trace}/{policy}"] = r.policy_stats
             print(f"  {policy:<12} {r.wall_seconds:7.1f} s  JCT P50 {ev['summary']['jct_p50'] / 60:8.1f} min  "

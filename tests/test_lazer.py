@@ -147,3 +147,180 @@ def test_protect_loading_keeps_loading_jobs_out_of_the_retry_set():
     assert guarded["preemptions"].tolist() == [1, 0, 0]
     check_identities(paper)
     check_identities(guarded)
+
+
+# -- the numpy GP behind the BO predictor, and what it must agree with --------------------------------
+def _gp_data(n=14, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.random((n, 5))
+    y = -np.abs(X[:, 0] - 0.3 * X[:, 1]) + 0.02 * rng.standard_normal(n)
+    return X, y
+
+
+@pytest.mark.slow
+def test_gp_matches_botorch_single_task_gp():
+    """Same model as BoTorch's default SingleTaskGP: equal MAP objective, posterior mean and variance."""
+    torch = pytest.importorskip("torch")
+    from botorch.models import SingleTaskGP
+    from botorch.models.transforms import Standardize
+    from gpytorch.mlls import ExactMarginalLogLikelihood
+
+    from models.deferral import GaussianProcess, _sq_dists
+
+    X, y = _gp_data()
+    gp = GaussianProcess(noise=1e-3)
+    gp.fit(X, y)
+    Xt, Yt = torch.tensor(X), torch.tensor(y).unsqueeze(-1)
+    model = SingleTaskGP(Xt, Yt, train_Yvar=torch.full_like(Yt, 1e-3), outcome_transform=Standardize(m=1))
+    model.covar_module.lengthscale = torch.tensor(np.exp(gp.log_ls))
+    model.mean_module.constant.data.fill_(gp.const)
+    mll = ExactMarginalLogLikelihood(model.likelihood, model)
+    model.train()
+    with torch.no_grad():
+        botorch_mll = float(mll(model(*model.train_inputs), model.train_targets))
+    ys = (y - gp.y_mean) / gp.y_std
+    ours, grad, _ = gp.neg_log_posterior(gp.log_ls, _sq_dists(X, X), ys, gp.noise / gp.y_std ** 2)
+    assert -ours == pytest.approx(botorch_mll, abs=1e-6)
+    assert np.abs(grad[gp.log_ls > np.log(0.025) + 1e-6]).max() < 1e-3  # a stationary point of the MAP
+    model.eval()
+    xs, c = np.linspace(0, 1, 9), X[2, 1:]
+    with torch.no_grad():
+        post = model.posterior(torch.tensor(np.column_stack([xs, np.tile(c, (9, 1))])))
+    assert gp.mean(xs, c) == pytest.approx(post.mean.squeeze(-1).numpy(), abs=1e-10)
+    k = gp._k(xs, gp._context_weights(c))
+    from scipy.linalg import cho_solve
+
+    var = (1.0 - np.einsum("ij,ji->i", k, cho_solve(gp._chol, k.T))) * gp.y_std ** 2
+    assert var == pytest.approx(post.variance.squeeze(-1).numpy(), rel=1e-6, abs=1e-12)
+
+
+def test_map_gradient_matches_finite_differences():
+    from models.deferral import GaussianProcess, _sq_dists
+
+    X, y = _gp_data(20, seed=4)
+    gp, D, ys = GaussianProcess(), _sq_dists(X, X), (y - y.mean()) / y.std(ddof=1)
+    u = np.log([0.3, 0.8, 1.5, 0.2, 2.0])
+    value, grad, _ = gp.neg_log_posterior(u, D, ys, 0.05)
+    eps = 1e-6
+    numeric = [(gp.neg_log_posterior(u + eps * e, D, ys, 0.05)[0] - gp.neg_log_posterior(u - eps * e, D, ys, 0.05)[0])
+               / (2 * eps) for e in np.eye(5)]
+    assert grad == pytest.approx(numeric, rel=1e-5, abs=1e-8)
+
+
+@pytest.mark.slow
+def test_log_nei_matches_botorch_where_improvement_is_plausible():
+    """Fantasy-averaged log EI agrees with BoTorch's LogNoisyExpectedImprovement (different fantasy
+    samples: within 0.3 where log EI > -9; both are vanishing near the data)."""
+    torch = pytest.importorskip("torch")
+    from botorch.acquisition.analytic import LogNoisyExpectedImprovement
+    from botorch.models import SingleTaskGP
+    from botorch.models.transforms import Standardize
+
+    from models.deferral import GaussianProcess
+
+    rng = np.random.default_rng(0)
+    X = rng.random((12, 5)) * 0.5
+    X[:, 1:] = 0.3
+    y = -np.abs(X[:, 0] - 0.3) + 0.02 * rng.standard_normal(12)
+    gp = GaussianProcess(1e-3)
+    gp.fit(X, y)
+    Xt, Yt = torch.tensor(X), torch.tensor(y).unsqueeze(-1)
+    model = SingleTaskGP(Xt, Yt, train_Yvar=torch.full_like(Yt, 1e-3), outcome_transform=Standardize(m=1))
+    model.covar_module.lengthscale = torch.tensor(np.exp(gp.log_ls))
+    model.mean_module.constant.data.fill_(gp.const)
+    model.eval()
+    xs, c = np.linspace(0, 1, 11), X[0, 1:]
+    torch.manual_seed(0)
+    with torch.no_grad():
+        theirs = LogNoisyExpectedImprovement(model, Xt, num_fantasies=4096)(
+            torch.tensor(np.column_stack([xs, np.tile(c, (11, 1))])).unsqueeze(1)).numpy()
+    gp.build_fantasies(4096, np.random.default_rng(0))
+    ours = gp.log_nei(xs, c)
+    plausible = theirs > -9
+    assert plausible.sum() >= 4
+    assert ours[plausible] == pytest.approx(theirs[plausible], abs=0.3)
+    assert (ours[~plausible] < -8).all()
+
+
+def test_incremental_conditioning_equals_a_fresh_posterior():
+    from models.deferral import GaussianProcess
+
+    X, y = _gp_data(60, seed=1)
+    inc = GaussianProcess()
+    inc.fit(X[:30], y[:30])
+    ref = GaussianProcess()
+    ref.log_ls, ref.const, ref.y_mean, ref.y_std = inc.log_ls.copy(), inc.const, inc.y_mean, inc.y_std
+    for lo, hi, reuse in ((0, 45, 30), (10, 50, 35), (25, 60, 25)):  # append; slide; slide
+        inc.condition(X[lo:hi], y[lo:hi], reuse=reuse)
+        ref.condition(X[lo:hi], y[lo:hi])
+        assert inc.alpha == pytest.approx(ref.alpha, abs=1e-9)
+        assert inc.mean(np.linspace(0, 1, 5), X[0, 1:]) == pytest.approx(ref.mean(np.linspace(0, 1, 5), X[0, 1:]))
+
+
+def test_observe_only_records_and_the_gp_refits_rarely():
+    """observe() does no GP work; suggest() conditions on what arrived; hyper-parameters are re-fitted
+    when the data doubled or grew by refit_every, the rest are cheap conditionings."""
+    bo = BODeferralPredictor(seed=1, min_updates=10_000, refit_every=50, max_points=60)
+    rng = np.random.default_rng(2)
+    for i in range(200):
+        c = (60.0, float(rng.uniform(100, 1e5)), 100.0, 50.0)
+        x = bo.suggest(c)
+        assert 0.0 <= x <= 100.0
+        fits, conditions = bo.gp.fits, bo.conditions
+        bo.observe(c, x, abs(x - 25.0))
+        assert (bo.gp.fits, bo.conditions) == (fits, conditions)
+    assert len(bo.gp.X) == 60  # the last max_points observations
+    # Fits at 10, 20, 40, 80 observations (doubling), then every 50: 130, 180.
+    assert bo.gp.fits == 6 and bo.conditions == 200 - 10 - 6
+
+
+def test_argmax_on_grid_refines_between_grid_points():
+    from models.deferral import argmax_on_grid
+
+    x, v = argmax_on_grid(lambda xs: -(xs - 0.123456) ** 2)
+    assert abs(x - 0.123456) < 1e-4 and v <= 0
+    assert argmax_on_grid(lambda xs: xs)[0] == 1.0
+
+
+def test_lazer_parameters_are_typed_and_checked_before_the_replay():
+    import inspect
+    import typing
+
+    from sim.policies.lazer import Lazer
+
+    sig = inspect.signature(Lazer.__init__)
+    hints = typing.get_type_hints(Lazer.__init__)
+    assert all(p.kind is not p.VAR_KEYWORD for p in sig.parameters.values())
+    assert set(sig.parameters) - {"self"} <= set(hints)
+    with pytest.raises(ValueError):
+        get_policy("lazer:grid=1")
+    with pytest.raises(ValueError):
+        get_policy("lazer:deferral=soon")
+
+
+def _contended():
+    # 2 GPUs; a long job arrives every 3 s and a shorter one just after: ~20 preemption decisions.
+    rows = []
+    for i in range(24):
+        rows.append((i * 40.0, 4000.0 - 100 * i, 1))
+        rows.append((i * 40.0 + 3.0, 900.0 - 30 * i, 1))
+    return workload(rows, nodes=1, gpus=2, load=[20.0] * len(rows), save=[10.0] * len(rows))
+
+
+def _bo_decisions(seed, spec="lazer:n_bootstrap=4,min_updates=6"):
+    info, factory, _ = get_policy(spec)
+    engine = Engine(_contended(), factory, seed=seed, check_invariants=True)
+    result = engine.run()
+    return [o[1] for o in engine.policies[0].observations], result
+
+
+def test_lazer_bo_seed_comes_from_the_run_seed():
+    x0, r0 = _bo_decisions(0)
+    again, r0b = _bo_decisions(0)
+    x7, _ = _bo_decisions(7)
+    assert len(x0) >= 8
+    assert x0 == again and r0.end == r0b.end
+    assert x0 != x7
+    # An explicit seed overrides the run seed.
+    assert _bo_decisions(0, "lazer:n_bootstrap=4,min_updates=6,seed=3")[0] == \
+        _bo_decisions(7, "lazer:n_bootstrap=4,min_updates=6,seed=3")[0]

@@ -33,11 +33,16 @@ import heapq
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from sim.engine import LOADING
 from sim.policies.base import start_in_order
 from sim.policies.preemptive import Srtf
+
+if TYPE_CHECKING:
+    from sim.engine import Context
 
 
 @dataclass
@@ -56,22 +61,33 @@ class Lazer(Srtf):
     summary = "Lazer: SRTF with BO-predicted preemption deferral (param deferral=bo|random|grid|SECONDS)"
     citation = "Making Sense of Job Preemption for Distributed Deep Learning Acceleration, DAC'26"
 
-    def __init__(self, deferral: str | float = "bo", x_max: float = 100.0, seed: int = 0,
-                 respect_wq: bool = False, protect_loading: bool = False, **predictor_options: Any) -> None:
+    def __init__(self, deferral: str | float = "bo", x_max: float = 100.0, seed: int | None = None,
+                 respect_wq: bool = False, protect_loading: bool = False, n_bootstrap: int = 10,
+                 min_updates: int = 100, ei_stop: float = 0.10, refit_every: int = 500, max_points: int = 400,
+                 noise: float = 1e-3, num_fantasies: int = 16, grid: int = 101) -> None:
+        """``deferral``: 'bo' (the paper's predictor), 'random', 'grid' or a fixed deferral in seconds.
+        ``seed`` overrides the run seed (``ctx.rng``) for the predictor. The remaining parameters are
+        the BO predictor's (models.deferral.BODeferralPredictor)."""
         super().__init__(backfill=False)
         self.respect_wq = bool(respect_wq)
         self.protect_loading = bool(protect_loading)
         self._retry = False
-        from models.deferral import make_deferral_predictor
+        from models.deferral import BODeferralPredictor, parse_deferral
 
-        self.predictor = make_deferral_predictor(deferral, x_max=x_max, seed=seed, **predictor_options)
+        self.deferral = parse_deferral(deferral)
+        self.seed = seed
+        self.bo_options = dict(n_bootstrap=n_bootstrap, min_updates=min_updates, ei_stop=ei_stop,
+                               refit_every=refit_every, max_points=max_points, noise=noise,
+                               num_fantasies=num_fantasies, grid=grid)
+        if self.deferral == "bo":
+            BODeferralPredictor(x_max=x_max, seed=0, **self.bo_options)  # refuse bad options before the replay
+        self.predictor: Any = None  # built in bind(), from the run seed
         self.x_max = float(x_max)
         self.new_jobs: list[int] = []
         self.dwq: dict[int, list[int]] = {}  # deferred job -> its J_r
         self.drq: set[int] = set()
         self.arrivals: deque[float] = deque()
         self.open: list[tuple[float, int, Decision]] = []  # (window end, seq, decision)
-        self.by_job: dict[int, list[Decision]] = {}
         self._seq = 0
         self.loading_victims = {"arrival": 0, "timer": 0}  # preempted while loading, by decision path
         self.deferrals = 0
@@ -79,6 +95,20 @@ class Lazer(Srtf):
         self.threats = 0
         self.observations: list[tuple[tuple, float, float, float]] = []  # (context, X, F, f)
         self.decision_seconds: list[float] = []  # wall time of each preemption decision (incl. the predictor)
+        self.predicted_seconds: list[float] = []  # wall and CPU time of the decisions that asked the predictor
+        self.predicted_cpu_seconds: list[float] = []
+
+    def bind(self, ctx: "Context") -> None:
+        """Build the deferral predictor with randomness from the run seed (or ``seed``)."""
+        super().bind(ctx)
+        from models.deferral import make_deferral_predictor
+
+        if self.seed is not None or not hasattr(ctx, "rng"):  # TODO: ctx.rng is landing in sim/engine.py
+            rng = np.random.default_rng(self.seed or 0)
+        else:
+            rng = ctx.rng("lazer")
+        options = self.bo_options if self.deferral == "bo" else {}
+        self.predictor = make_deferral_predictor(self.deferral, x_max=self.x_max, seed=rng, **options)
 
     # -- context and observations ----------------------------------------------------------------
     def mean_interarrival(self) -> float:
@@ -189,9 +219,13 @@ class Lazer(Srtf):
         self._expire_windows()
         for job in self.new_jobs:
             if not self._start(job):
-                t0 = time.perf_counter()
+                t0, c0, seq = time.perf_counter(), time.thread_time(), self._seq
                 self._orchestrate(job, decide=True)
-                self.decision_seconds.append(time.perf_counter() - t0)
+                wall = time.perf_counter() - t0
+                self.decision_seconds.append(wall)
+                if self._seq != seq:  # the deferral predictor was asked
+                    self.predicted_seconds.append(wall)
+                    self.predicted_cpu_seconds.append(time.thread_time() - c0)
         self.new_jobs.clear()
         if not ctx.free_gpus:
             return
@@ -208,7 +242,9 @@ class Lazer(Srtf):
                "lazer_threats": self.threats, "lazer_observations": len(self.observations),
                "lazer_loading_victims_arrival": self.loading_victims["arrival"],
                "lazer_loading_victims_timer": self.loading_victims["timer"],
-               "lazer_decision_times": list(self.decision_seconds)}
+               "lazer_decision_times": list(self.decision_seconds),
+               "lazer_predicted_decision_times": list(self.predicted_seconds),
+               "lazer_predicted_decision_cpu_times": list(self.predicted_cpu_seconds)}
         if hasattr(self.predictor, "stats"):
             out.update(self.predictor.stats())
         return out
