@@ -42,10 +42,10 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
-import numpy as np
-import pandas as pd
+if TYPE_CHECKING:
+    import pandas as pd
 
 EXPERIMENT = "schedcast"
 CHAMPION, CHALLENGER = "champion", "challenger"
@@ -154,11 +154,15 @@ def file_fingerprint(path: str | Path) -> str:
 
 def frame_fingerprint(frame: pd.DataFrame) -> str:
     """Full SHA-256 of a frame's contents (values and column order; not the index)."""
+    import pandas as pd
+
     return hashlib.sha256(pd.util.hash_pandas_object(frame, index=False).to_numpy().tobytes()).hexdigest()
 
 
 def data_fingerprint(source: str | Path | None, frame: pd.DataFrame, time_col: str | None = None) -> dict[str, Any]:
     """File hash (when a file), row count, content hash and date range of the data a model saw."""
+    import pandas as pd
+
     out: dict[str, Any] = {"data_rows": int(len(frame)), "data_hash": frame_fingerprint(frame)}
     if source is not None and Path(source).is_file():
         out["data_file"] = str(source)
@@ -182,6 +186,9 @@ def code_version() -> str:
 
 
 def _python_model_class():
+    import numpy as np
+    import pandas as pd
+
     import mlflow.pyfunc
 
     class SchedcastModel(mlflow.pyfunc.PythonModel):
@@ -206,6 +213,8 @@ def _python_model_class():
 def demand_pyfunc_predict(estimator, frame: pd.DataFrame, extra: dict) -> pd.DataFrame:
     """Serving input for demand models: long rows (time, org, demand) covering at least the look-back
     window; output: one row per org and step with mean and quantiles from the last time on."""
+    import pandas as pd
+
     wide = frame.pivot_table(index=pd.to_datetime(frame["time"]), columns="org", values="demand").sort_index()
     wide = wide.reindex(columns=extra["orgs"])
     attrs = pd.DataFrame(extra.get("attrs", {})) if extra.get("attrs") else None
@@ -245,6 +254,8 @@ class DatasetInput:
 
 def _loggable(frame: pd.DataFrame) -> pd.DataFrame:
     """Columns MLflow's dataset schema can describe (numbers, strings, naive timestamps)."""
+    import pandas as pd
+
     out = {}
     for c in frame.columns:
         s = frame[c]
@@ -292,6 +303,8 @@ def log_estimator(estimator: Any, *, kind: str, X_example: pd.DataFrame, params:
     version exists, the version is deleted again. An exception (or SIGTERM turned into one by the CLI)
     ends the run as FAILED.
     """
+    import numpy as np
+
     import warnings
 
     import mlflow
@@ -340,6 +353,8 @@ def log_estimator(estimator: Any, *, kind: str, X_example: pd.DataFrame, params:
 def _register(model_uri: str, name: str, run_id: str, alias: str | None, champion_if_none: bool,
               metrics: dict[str, float], description: str | None, version_tags: dict[str, str]):
     """Create the version, tag it and set its aliases as one step; delete the version on any failure."""
+    import numpy as np
+
     import mlflow
 
     client = mlflow.MlflowClient()

@@ -99,7 +99,7 @@ def comparison_holdout(task: str, result: TrainResult, champion: dict[str, str],
     t = TASKS[task]
     new = result.lineage
     if not champion.get("source"):
-        raise RetrainRefused(REFUSED_LINEAGE, f"the champion's run records no data lineage, so its data cannot be "
+        raise RetrainRefused(REFUSED_LINEAGE, "the champion's run records no data lineage, so its data cannot be "
                              "reloaded for a fair comparison; retrain it with this version of schedcast first")
     old_src = DataSource.from_json(champion["source"])
     new_src = DataSource.from_json(new["source"]) if new.get("source") else None

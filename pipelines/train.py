@@ -59,6 +59,8 @@ class DataSource:
     def describe(self) -> str:
         if self.kind == "synthetic":
             return f"synthetic:{self.preset} (seed {self.seed}" + (f", {self.jobs} jobs)" if self.jobs else ")")
+        if self.kind == "packing":
+            return f"packing profiles in {self.path or 'the data directory'}"
         name = Path(self.path).name if self.path else "?"
         return name + (f" (first {self.jobs} jobs)" if self.jobs else "")
 

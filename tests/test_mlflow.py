@@ -109,10 +109,19 @@ def test_other_tasks_train_and_register(store, shared_data, capsys):
                  "--algo", "fallback"]) == 0
     assert main(["train", "demand", "--algo", "seasonal-naive", "--data-dir", str(shared_data), "--freq", "1h"]) == 0
     out = capsys.readouterr().out
-    assert "baseline last_value" in out
+    assert "last_value" in out and "seasonal_day" in out and "majority_class" in out
     configure(store)
+    import mlflow
+
+    client = mlflow.MlflowClient()
     for task in ("packing", "throughput", "iterations", "demand"):
         assert alias_version(task, "champion") == "1"
+        mv = client.get_model_version(task, "1")
+        run = client.get_run(mv.run_id)
+        # Lineage for every task: the full SHA-256 and rows, as run tags and as dataset inputs.
+        assert len(run.data.tags["schedcast.data.sha256"]) == 64 and int(run.data.tags["schedcast.data.rows"]) > 0
+        assert run.inputs.dataset_inputs, task
+        assert mv.description and mv.tags["primary_metric"] and mv.tags.get("best_baseline"), task
     demand = load("models:/demand@champion")
     import pandas as pd
 
