@@ -1,7 +1,16 @@
 """The canonical job table every trace loader returns, and the load report that goes with it.
 
 One row per job, seconds and SI units, missing values as nulls (never sentinels). Loaders never drop a
-row silently: every row that does not make it into the table is counted under a reason in the report.
+row silently: every row that does not make it into the table is counted under a reason in the report,
+and the report balances: rows read = kept + rejected (by reason) + duplicates dropped.
+
+Errors versus rejects. A problem with the file as a whole (missing, a directory, unreadable, a broken
+or truncated compressed stream, not UTF-8, not CSV / JSON, a missing column, a JSON value of the wrong
+type) raises TraceError naming the file and, where there is one, the row and field; the CLI prints it on
+one line and exits 2. A problem with one row (wrong number of fields, unparseable or out-of-bounds
+value) rejects that row under a named reason. A trace with no job rows, or whose rows are all rejected,
+is an error in every format (finalize(require_jobs=True)). The plausibility bounds are documented
+beside MAX_DURATION_S below.
 """
 from __future__ import annotations
 

@@ -317,3 +317,19 @@ def test_data_check_exits_2_with_one_line(tmp_path, capsys):
         assert err.count("\n") == 1 and str(p) in err and "please report" not in err, err
     assert main(["data", "check", str(tmp_path / "missing.csv")]) == 2
     assert "file not found" in capsys.readouterr().err
+
+
+def test_compressed_json_is_guessed_and_read(tmp_path):
+    p = tmp_path / "cluster_job_log.json.gz"
+    p.write_bytes(_gz(json.dumps([philly_job("a", "2017-10-03 00:00:00"), philly_job(7, "2017-10-03 00:00:00"),
+                                  philly_job("7", "2017-10-03 00:00:00")])))
+    t = load_trace(p)
+    assert t.report.format == "philly-json" and t.frame["job_id"].tolist() == ["a", "7"]
+    assert t.report.duplicates_found == 1  # 7 and "7" are the same job id
+
+
+def test_a_last_line_without_line_break_is_noted(tmp_path):
+    p = tmp_path / "philly.csv"
+    p.write_bytes(PHILLY_OK.encode()[:-3])  # the last row is cut inside its gpu_time field
+    t = load_trace(p)
+    assert any("no line break" in n for n in t.report.notes)

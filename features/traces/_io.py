@@ -171,6 +171,9 @@ def read_csv(path: str | Path, *, required: Iterable[str] = (), header: bool = T
     frame.columns = cols
     frame.index = np.flatnonzero(good)
     if report is not None:
+        if not data.endswith(b"\n"):
+            report.notes.append("the last line has no line break: if the file was cut short, its last row may be "
+                                "incomplete")
         report.rows_read += len(counts)
         report.reject(f"{REASONS['fields']} (expected {len(cols)})", bad)
     else:

@@ -100,6 +100,7 @@ def load_philly_json(path: str | Path, *, tz: str = "US/Pacific") -> JobTable:
             _expect(job.get(key), (str,), path, i, key, "a string or null")
         submitted = _time_text(job["submitted_time"], path, i, "submitted_time")
         job_attempts = _expect(job["attempts"], (list,), path, i, "attempts", "a list") or []
+        jobid = str(jobid)
         if jobid in seen:
             report.duplicates_found += 1
             report.duplicates_action = "dropped (repeated jobid; first kept)"
