@@ -767,6 +767,7 @@ class Engine:
             self.save[job] += now - self.since[job]
             self._log("saved", job, cause)
             self._requeue(ctx, job)
+            self.mark_dirty(ctx.partition)
             return
         self.failures[job] += 1
         if st == LOADING:
@@ -946,6 +947,10 @@ class Engine:
                 if kind == EV_FINISH:
                     if check:
                         completions[job] += 1
+                        if completions[job] > 1 or state[job] != RUNNING:
+                            raise InvariantViolation("each job completes at most once", time=now, job=job,
+                                                     detail=f"completion {completions[job]} while "
+                                                            f"{STATE_NAMES[state[job]]}")
                     self.train[job] += now - self.seg_start[job]
                     self.work_done[job] += self.remaining[job]
                     self.remaining[job] = 0.0

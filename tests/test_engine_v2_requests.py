@@ -24,7 +24,7 @@ class Greedy(Policy):
         self.waiting.append(job)
 
     def schedule(self):
-        self.waiting = [j for j in self.waiting if not (self.ctx.may_fit(j) and self.ctx.try_start(j))]
+        self.waiting[:] = [j for j in self.waiting if not (self.ctx.may_fit(j) and self.ctx.try_start(j))]
 
 
 def starts(result):

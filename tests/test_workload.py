@@ -61,3 +61,40 @@ def test_measured_profiles_used_where_available(shared_data):
     resnet = cat.by_name["ResNet50"]
     assert resnet.param_source.startswith("measured") and resnet.gpu_util > 90
     assert cat.by_name["BERT"].param_source.startswith("estimate")
+
+
+@pytest.mark.parametrize("text, message", [
+    ("name: x\nnodes: [1\n", r"bad\.yaml: YAML syntax error at line 3, column 1"),
+    ("- a\n- b\n", r"bad\.yaml: expected a mapping of fields .* got a list"),
+    ("name: !!python/object/apply:os.system ['echo hi']\nnodes: 2\n", r"bad\.yaml \(line 1\): YAML tags"),
+    ("name: x\nnodes: 2\ngpus_per_node: two\n", r"bad\.yaml: field 'gpus_per_node': Input should be a valid integer"),
+    ("name: x\nnodes: 0\n", r"bad\.yaml: field 'nodes': Input should be greater than or equal to 1"),
+    ("name: x\nnodes: 2\ncolour: blue\n", r"bad\.yaml: field 'colour': Extra inputs are not permitted"),
+    ("nodes: 2\n", r"bad\.yaml: field 'name': Field required"),
+])
+def test_bad_cluster_yaml_is_one_line_naming_file_and_field(tmp_path, text, message):
+    from sim.cluster import load_cluster_config
+
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    with pytest.raises(ValueError, match=message) as info:
+        load_cluster_config(path)
+    assert "\n" not in str(info.value)
+
+
+def test_missing_cluster_yaml(tmp_path):
+    from sim.cluster import load_cluster_config
+
+    with pytest.raises(ValueError, match="not found"):
+        load_cluster_config(tmp_path / "nope.yaml")
+
+
+def test_cli_maps_bad_cluster_yaml_to_exit_2(tmp_path, capsys):
+    from pipelines.cli import main
+
+    path = tmp_path / "bad.yaml"
+    path.write_text("- just\n- a list\n")
+    code = main(["simulate", "--synthetic", "demo", "--jobs", "20", "--cluster", str(path), "--policy", "fifo",
+                 "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 2 and "bad.yaml: expected a mapping" in err and "Traceback" not in err
