@@ -6,10 +6,12 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: Columns of the printed comparison (label, key, scale): times shown in hours.
 TABLE_COLUMNS = [
@@ -46,6 +48,8 @@ def with_units(frame: pd.DataFrame, job_table: bool = False) -> pd.DataFrame:
 
 
 def comparison_frame(summaries: list[dict[str, Any]]) -> pd.DataFrame:
+    import pandas as pd
+
     rows = []
     for s in summaries:
         row = {"policy": s["policy"]}
@@ -58,6 +62,8 @@ def comparison_frame(summaries: list[dict[str, Any]]) -> pd.DataFrame:
 
 def render_table(summaries: list[dict[str, Any]], title: str = "") -> str:
     """A fixed-width table (plain text, so it reads the same in logs and terminals)."""
+    import pandas as pd
+
     frame = comparison_frame(summaries)
     with pd.option_context("display.width", 200, "display.max_columns", 50):
         text = frame.to_string(index=False, float_format=lambda v: f"{v:,.3f}")
@@ -92,7 +98,7 @@ def _safe(name: str) -> str:
 
 
 def write_results(out_dir: str | Path, runs: dict[str, dict[str, Any]], meta: dict[str, Any], *,
-                  force: bool = False, plots: bool = True) -> list[Path]:
+                  force: bool = False, plots: bool = True, plotter: PlotWorker | None = None) -> list[Path]:
     """Write a whole result folder or none: summary.csv, per-policy job tables and GPU allocation
     (parquet), breakdowns (CSV), meta.json and, with ``plots``, jct_cdf.png and gpu_allocation.png.
 
@@ -100,7 +106,8 @@ def write_results(out_dir: str | Path, runs: dict[str, dict[str, Any]], meta: di
     once complete, so an interrupted run leaves no (or the previous) ``out_dir``, never a mix. An
     existing non-empty ``out_dir`` is refused unless ``force``, which replaces it whole (no stale file
     of an earlier run survives). ``meta['window']`` (start, end) marks measured jobs: job tables get an
-    ``in_window`` column and the JCT plot shows only measured jobs.
+    ``in_window`` column and the JCT plot shows only measured jobs. ``plotter``: a PlotWorker started
+    earlier draws the plots while the tables are written (else they are drawn here).
     """
     out = check_output(out_dir, force)
     parent = out.absolute().parent
@@ -109,7 +116,7 @@ def write_results(out_dir: str | Path, runs: dict[str, dict[str, Any]], meta: di
     os.umask(umask)
     os.chmod(tmp, 0o777 & ~umask)
     try:
-        names = _write_files(tmp, runs, meta, plots)
+        names = _write_files(tmp, runs, meta, plots, plotter)
         if out.exists():
             if not force and any(out.iterdir()):
                 raise OutputError(f"--out {out} was filled by someone else meanwhile; nothing written")
@@ -125,30 +132,59 @@ def write_results(out_dir: str | Path, runs: dict[str, dict[str, Any]], meta: di
     return [out / n for n in names]
 
 
-def _write_files(folder: Path, runs: dict[str, dict[str, Any]], meta: dict[str, Any], plots: bool) -> list[str]:
+def _write_files(folder: Path, runs: dict[str, dict[str, Any]], meta: dict[str, Any], plots: bool,
+                 plotter: PlotWorker | None = None) -> list[str]:
+    import pandas as pd
+
     window = meta.get("window")
     names: list[str] = []
-    jobs_by_policy = {}
+    measured = {}
     for name, r in runs.items():
-        safe = _safe(name)
         jobs = r["jobs"]
         if window is not None:
             submit = jobs["submit"].to_numpy()
             jobs = jobs.assign(in_window=(submit >= window[0]) & (submit < window[1]))
-        jobs_by_policy[name] = jobs[jobs["in_window"]] if window is not None else jobs
-        with_units(jobs, job_table=True).to_parquet(folder / f"jobs_{safe}.parquet", index=False)
-        r["allocation"].rename(columns={"time": "time_s"}).to_parquet(folder / f"allocation_{safe}.parquet",
-                                                                       index=False)
-        names += [f"jobs_{safe}.parquet", f"allocation_{safe}.parquet"]
-        for key in ("by_partition", "by_size", "by_class"):
-            with_units(r[key]).to_csv(folder / f"{key}_{safe}.csv", index=False)
-            names.append(f"{key}_{safe}.csv")
+        measured[name] = jobs[jobs["in_window"]] if window is not None else jobs
     if plots:
-        names += [p.name for p in plot_jct_cdf(jobs_by_policy, folder / "jct_cdf.png", title=_plot_title(meta),
-                                               window=window)]
-        names += [p.name for p in plot_allocation({n: r["allocation"] for n, r in runs.items()},
-                                                  meta.get("cluster_gpus"), folder / "gpu_allocation.png",
-                                                  title=_plot_title(meta), window=window)]
+        title = _plot_title(meta)
+        tasks = [("jct_cdf", cdf_data(measured), str(folder / "jct_cdf.png"), {"title": title, "window": window}),
+                 ("allocation", allocation_data({n: r["allocation"] for n, r in runs.items()}, meta.get("cluster_gpus")),
+                  str(folder / "gpu_allocation.png"), {"title": title, "window": window})]
+        if plotter is None:
+            for kind, data, path, options in tasks:
+                _DRAW[kind](data, path, **options)
+        else:  # the worker draws while the tables are written below
+            import threading
+
+            failure: list[BaseException] = []
+
+            def draw() -> None:
+                try:
+                    plotter.draw(tasks)
+                except BaseException as exc:  # re-raised in the writing thread
+                    failure.append(exc)
+
+            drawing = threading.Thread(target=draw, daemon=True)
+            drawing.start()
+        names += ["jct_cdf.png", "gpu_allocation.png"]
+    try:
+        for name, r in runs.items():
+            safe = _safe(name)
+            jobs = r["jobs"]
+            if window is not None:
+                jobs = jobs.assign(in_window=jobs.index.isin(measured[name].index))
+            with_units(jobs, job_table=True).to_parquet(folder / f"jobs_{safe}.parquet", index=False)
+            r["allocation"].rename(columns={"time": "time_s"}).to_parquet(folder / f"allocation_{safe}.parquet",
+                                                                           index=False)
+            names += [f"jobs_{safe}.parquet", f"allocation_{safe}.parquet"]
+            for key in ("by_partition", "by_size", "by_class"):
+                with_units(r[key]).to_csv(folder / f"{key}_{safe}.csv", index=False)
+                names.append(f"{key}_{safe}.csv")
+    finally:
+        if plots and plotter is not None:
+            drawing.join()
+    if plots and plotter is not None and failure:
+        raise failure[0]
     summary = pd.DataFrame([r["summary"] for r in runs.values()])
     summary = summary[["policy", *[c for c in summary.columns if c != "policy"]]]
     with_units(summary).to_csv(folder / "summary.csv", index=False)
@@ -185,67 +221,167 @@ def _binned_step(t: np.ndarray, v: np.ndarray, bins: int) -> tuple[np.ndarray, n
     return edges, np.append(mean, mean[-1])
 
 
-def plot_allocation(alloc_by_policy: dict[str, pd.DataFrame], capacity: int | None, path: str | Path,
-                    title: str = "", window: tuple[float, float] | None = None, bins: int = 600) -> list[Path]:
-    """Physical GPUs held over time, one panel per policy (shared axes, days on the x axis; packed
-    jobs share a GPU). Long series are drawn as time-weighted means over ``bins`` bins."""
-    n = max(len(alloc_by_policy), 1)
-    fig = _figure((8, 1.1 + 1.35 * n))
-    axes = fig.subplots(n, 1, sharex=True, sharey=True, squeeze=False)[:, 0]
-    binned = False
-    for ax, (name, alloc) in zip(axes, alloc_by_policy.items()):
+def allocation_data(alloc_by_policy: dict[str, pd.DataFrame], capacity: int | None, bins: int = 600) -> dict:
+    """What the allocation plot draws: per policy (days, GPUs held) as at most ``bins`` bin means."""
+    series, binned = {}, False
+    for name, alloc in alloc_by_policy.items():
         t = alloc["time"].to_numpy(dtype=float)
         v = alloc.get("gpus_held", alloc["gpus_used"]).to_numpy(dtype=float)
         x, y = _binned_step(t, v, bins)
         binned |= len(x) != len(t)
-        ax.step(x / 86400.0, y, where="post", lw=0.8, color="C0")
-        ax.fill_between(x / 86400.0, y, step="post", alpha=0.25, color="C0", lw=0)
+        series[name] = (x / 86400.0, y, float(v.max(initial=1)))
+    return {"series": series, "binned": binned, "capacity": capacity}
+
+
+def draw_allocation(data: dict, path: str | Path, title: str = "", window: tuple[float, float] | None = None) -> Path:
+    """Small multiples: one panel per policy, shared axes, capacity dashed, measured window shaded."""
+    series, capacity = data["series"], data["capacity"]
+    n = max(len(series), 1)
+    height = 1.1 + 1.35 * n
+    fig = _figure((8, height))
+    axes = fig.subplots(n, 1, sharex=True, sharey=True, squeeze=False)[:, 0]
+    top = max([capacity or 0.0] + [vmax for _, _, vmax in series.values()] + [1.0])
+    for ax, (name, (x, y, _)) in zip(axes, series.items()):
+        ax.step(x, y, where="post", lw=0.8, color="C0")
+        ax.fill_between(x, y, step="post", alpha=0.25, color="C0", lw=0)
         if capacity:
             ax.axhline(capacity, color="k", ls="--", lw=0.7)
         if window is not None:
             ax.axvspan(window[0] / 86400.0, window[1] / 86400.0, color="C2", alpha=0.08, lw=0)
         ax.text(0.006, 0.8, name, transform=ax.transAxes, va="top", fontsize=9, weight="bold",
                 bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.85, "pad": 1.5})
-        ax.set_ylim(0, (capacity or max(float(v.max(initial=1)), 1.0)) * 1.12)
+    axes[0].set_ylim(0, top * 1.12)
     axes[-1].set_xlabel("time since first submission (days)")
-    axes[n // 2].set_ylabel("GPUs held" + (" (bin mean)" if binned else ""))
+    axes[n // 2].set_ylabel("GPUs held" + (" (bin mean)" if data["binned"] else ""))
     head = "GPUs held over time" + (f": {title}" if title else "")
     notes = [s for s in ("dashed: capacity" if capacity else "", "shaded green: measured window" if window else "")
              if s]
     fig.suptitle(head + (f"\n({'; '.join(notes)})" if notes else ""), fontsize=10)
-    top = 1 - (0.55 + 0.2 * bool(notes)) / (1.1 + 1.35 * n)
-    fig.subplots_adjust(left=0.1, right=0.97, bottom=0.45 / (1.1 + 1.35 * n) + 0.02, top=top, hspace=0.12)
+    fig.subplots_adjust(left=0.1, right=0.97, bottom=0.45 / height + 0.02,
+                        top=1 - (0.55 + 0.2 * bool(notes)) / height, hspace=0.12)
     fig.savefig(path, dpi=110)
-    return [Path(path)]
+    return Path(path)
 
 
-def plot_jct_cdf(jobs_by_policy: dict[str, pd.DataFrame], path: str | Path, title: str = "",
-                 window: tuple[float, float] | None = None, points: int = 400) -> list[Path]:
-    """CDF of JCT per policy on a log time axis (hours), drawn through ``points`` exact quantiles."""
-    from matplotlib.ticker import NullFormatter
+def plot_allocation(alloc_by_policy: dict[str, pd.DataFrame], capacity: int | None, path: str | Path,
+                    title: str = "", window: tuple[float, float] | None = None, bins: int = 600) -> list[Path]:
+    """Physical GPUs held over time, one panel per policy (shared axes, days on the x axis; packed
+    jobs share a GPU). Long series are drawn as exact time-weighted means over ``bins`` bins."""
+    return [draw_allocation(allocation_data(alloc_by_policy, capacity, bins), path, title, window)]
 
-    fig = _figure((7, 4.5))
-    ax = fig.subplots()
+
+#: Tick positions (hours) and labels of the JCT axis.
+_TIME_TICKS = [(1 / 3600, "1 s"), (10 / 3600, "10 s"), (1 / 60, "1 min"), (1 / 6, "10 min"), (1.0, "1 h"),
+               (10.0, "10 h"), (100.0, "100 h"), (1000.0, "1,000 h"), (10000.0, "10,000 h")]
+
+
+def cdf_data(jobs_by_policy: dict[str, pd.DataFrame], points: int = 400) -> dict:
+    """What the JCT CDF draws: per policy the JCT (hours) at ``points`` evenly spaced quantiles."""
     q = np.linspace(0.0, 1.0, points)
-    count = 0
+    curves, count = {}, 0
     for name, jobs in jobs_by_policy.items():
         column = "jct" if "jct" in jobs else "jct_s"
         jct = jobs[column].to_numpy(dtype=float) / 3600.0
         count = max(count, len(jct))
-        if not len(jct):
-            continue
-        ax.plot(np.maximum(np.quantile(jct, q), 1e-4), q, label=name, lw=1.5)
+        if len(jct):
+            curves[name] = (np.maximum(np.quantile(jct, q), 1e-4), q)
+    return {"curves": curves, "count": count}
+
+
+def draw_jct_cdf(data: dict, path: str | Path, title: str = "", window: tuple[float, float] | None = None) -> Path:
+    """One line per policy on a log time axis with plain-text ticks (1 min, 1 h, ...)."""
+    from matplotlib.ticker import FixedLocator, NullLocator
+
+    fig = _figure((7, 4.5))
+    ax = fig.subplots()
+    for name, (x, q) in data["curves"].items():
+        ax.plot(x, q, label=name, lw=1.5)
     ax.set_xscale("log")
-    ax.xaxis.set_minor_formatter(NullFormatter())
-    ax.set_xlabel("job completion time (hours, log scale)")
+    # Log tick labels are mathtext, slow to lay out: fixed readable times instead.
+    lo, hi = ax.get_xlim()
+    ticks = [(t, label) for t, label in _TIME_TICKS if lo <= t <= hi] or [(1.0, "1 h")]
+    ax.xaxis.set_major_locator(FixedLocator([t for t, _ in ticks]))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.set_xticklabels([label for _, label in ticks])
+    ax.set_xlabel("job completion time (log scale)")
     ax.set_ylabel("fraction of jobs")
-    what = f"{count:,} jobs" + (f" submitted in {window[0] / 86400:g}-{window[1] / 86400:g} d" if window else "")
+    what = f"{data['count']:,} jobs"
+    if window:
+        what += f" submitted in {window[0] / 86400:g}-{window[1] / 86400:g} d"
     ax.set_title(f"JCT CDF by policy: {title} ({what})" if title else f"JCT CDF by policy ({what})", fontsize=10)
     ax.grid(True, which="major", alpha=0.3)
-    ax.legend(fontsize=8, loc="lower right")
+    if data["curves"]:
+        ax.legend(fontsize=8, loc="lower right")
     fig.subplots_adjust(left=0.1, right=0.97, bottom=0.12, top=0.92)
     fig.savefig(path, dpi=110)
-    return [Path(path)]
+    return Path(path)
+
+
+def plot_jct_cdf(jobs_by_policy: dict[str, pd.DataFrame], path: str | Path, title: str = "",
+                 window: tuple[float, float] | None = None, points: int = 400) -> list[Path]:
+    """CDF of JCT per policy on a log time axis, drawn through ``points`` exact quantiles."""
+    return [draw_jct_cdf(cdf_data(jobs_by_policy, points), path, title, window)]
+
+
+_DRAW = {"jct_cdf": draw_jct_cdf, "allocation": draw_allocation}
+
+
+class PlotWorker:
+    """Draws the result plots in a second Python process started early (before the trace is read), so
+    that importing matplotlib and drawing run beside the replay on another core instead of after it.
+    The parent sends only the small arrays the plots need (quantiles, bin means). If the worker cannot
+    start or fails, ``draw`` raises and nothing is half-written (the result folder is temporary)."""
+
+    def __init__(self) -> None:
+        import subprocess
+        import sys
+
+        root = str(Path(__file__).resolve().parents[1])
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])),
+               "MPLBACKEND": "Agg"}
+        self.proc = subprocess.Popen([sys.executable, "-c", "from evaluation.report import _plot_worker; "
+                                      "_plot_worker()"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE, env=env)
+
+    def draw(self, tasks: list[tuple[str, dict, str, dict]]) -> None:
+        """Send (plot kind, data, path, options) tasks and wait until all are written."""
+        import pickle
+
+        try:
+            _, err = self.proc.communicate(pickle.dumps(tasks, protocol=pickle.HIGHEST_PROTOCOL), timeout=600)
+        except BaseException:
+            self.close()
+            raise
+        if self.proc.returncode != 0:
+            lines = err.decode("utf-8", "replace").strip().splitlines()
+            raise RuntimeError(f"plotting failed: {lines[-1] if lines else f'exit {self.proc.returncode}'}")
+
+    def close(self) -> None:
+        """Stop the worker if it is still waiting (the command ended before plotting)."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        for stream in (self.proc.stdin, self.proc.stderr):
+            if stream is not None and not stream.closed:
+                stream.close()
+
+
+def _plot_worker() -> None:
+    """Entry point of the PlotWorker process: import and warm matplotlib, then draw what arrives."""
+    import pickle
+    import sys
+
+    from matplotlib.backends import backend_agg  # noqa: F401 - imported now, while the parent replays
+    from matplotlib.ticker import FixedLocator  # noqa: F401
+
+    warm = _figure((1, 1))
+    warm.text(0.5, 0.5, "0")
+    backend_agg.FigureCanvasAgg(warm).draw()  # loads the font once
+    data = sys.stdin.buffer.read()
+    if not data:
+        return
+    for kind, payload, path, options in pickle.loads(data):
+        _DRAW[kind](payload, path, **options)
 
 
 def plot_grouped_bars(frame: pd.DataFrame, group: str, bar: str, values: list[str], path: str | Path,

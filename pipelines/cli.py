@@ -2,7 +2,7 @@
 .modelops, .server). Heavy libraries are imported inside the commands that need them.
 
 Errors are one line on stderr: exit 2 for what the user can fix (arguments, files, traces, configs,
-models), exit 1 for an internal error. `--debug` (or SCHEDCAST_DEBUG=1) shows the traceback instead.
+models, disk and network), exit 1 for an internal error. `--debug` (or SCHEDCAST_DEBUG=1) shows the traceback instead.
 """
 from __future__ import annotations
 
@@ -35,14 +35,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _user_errors() -> tuple[type[BaseException], ...]:
-    """Exceptions that mean "the input is wrong" (exit 2), imported lazily."""
+    """Exceptions that mean "the input or the environment is wrong" (exit 2: a bad argument, file, trace,
+    config or model; a full disk or a refused connection), imported lazily."""
     import yaml
 
     from features.jobtable import TraceError
     from sim.engine import SimulationError
 
-    return (TraceError, SimulationError, ValueError, FileNotFoundError, NotADirectoryError, IsADirectoryError,
-            PermissionError, yaml.YAMLError)
+    return (TraceError, SimulationError, ValueError, OSError, yaml.YAMLError)
 
 
 def _one_line(exc: BaseException) -> str:

@@ -232,7 +232,6 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     from evaluation.report import check_output
 
     t0 = time.perf_counter()
-    kind = getattr(args, "kind", "simulate")
     out = Path(args.out or f"results/simulate-{time.strftime('%Y%m%d-%H%M%S')}")
     force = bool(getattr(args, "force", False))
     check_output(out, force)  # before any work: a file, a non-empty folder without --force, no write access
@@ -250,13 +249,38 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     predictor = make_predictor(args.predictor, seed=args.seed, tracking_uri=getattr(args, "tracking_uri", None))
     predicted = _policies_using_predictions(args.policy)
     predictor_info = describe_predictor(predictor) if predicted else {"kind": "unused", "spec": args.predictor}
+    plotter = _start_plotter() if getattr(args, "plots", True) else None
+    try:
+        return _run(args, t0, out, force, window, predictor, predicted, predictor_info, plotter)
+    finally:
+        if plotter is not None:
+            plotter.close()
 
+
+def _start_plotter():
+    """A PlotWorker drawing the plots beside the replay (SCHEDCAST_PLOT_WORKER=0: draw in this process)."""
+    import os
+
+    if os.environ.get("SCHEDCAST_PLOT_WORKER", "1") == "0":
+        return None
+    from evaluation.report import PlotWorker
+
+    try:
+        return PlotWorker()
+    except OSError:
+        return None
+
+
+def _run(args, t0, out, force, window, predictor, predicted, predictor_info, plotter) -> int:
     from evaluation.metrics import check_identities, evaluate
     from evaluation.report import render_table, write_results
     from sim import simulate
     from sim.sizing import offered_load
 
+    kind = getattr(args, "kind", "simulate")
+    t_load = time.perf_counter()
     table, workload = _build_workload(args)
+    t_load = time.perf_counter() - t_load
     print(table.report.render())
     rep = workload.report
     sizing = rep.get("sizing")
@@ -284,6 +308,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         predict_durations(predictor, workload.frame)
     progress = _Progress() if _show_progress(args) else None
     runs: dict[str, dict[str, Any]] = {}
+    t_replay = time.perf_counter()
     for policy in args.policy:
         update, stop = progress.track(f"{policy:>14}", len(workload)) if progress else (None, lambda: None)
         try:
@@ -296,6 +321,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         check_identities(ev["jobs"])
         runs[policy] = ev
         print(f"  {policy}: {result.events:,} events in {result.wall_seconds:.2f} s")
+    t_replay = time.perf_counter() - t_replay
     trace_name = _trace_name(table, args)
     title = f"\n{workload.cluster.name} | {trace_name} | "
     if window:
@@ -313,10 +339,13 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             "jobs": len(workload), "workload_fingerprint": workload.fingerprint,
             "units": "times in seconds (columns *_s); gpu_utilisation_frac is a share in [0, 1]"}
     plots = getattr(args, "plots", True)
-    write_results(out, runs, meta, force=force, plots=plots)
+    t_write = time.perf_counter()
+    write_results(out, runs, meta, force=force, plots=plots, plotter=plotter)
+    t_write = time.perf_counter() - t_write
     files = "summary.csv, jobs_*.parquet, allocation_*.parquet, breakdowns, meta.json"
     files += ", jct_cdf.png, gpu_allocation.png" if plots else " (no plots: --no-plots)"
-    print(f"\nresults in {out}/ ({files}); total {time.perf_counter() - t0:.1f} s")
+    print(f"\nresults in {out}/ ({files})\ntime: {time.perf_counter() - t0:.2f} s in this command (load "
+          f"{t_load:.2f}, replay and scoring {t_replay:.2f}, files{' and plots' if plots else ''} {t_write:.2f})")
     return 0
 
 

@@ -1,5 +1,6 @@
 """Result folders are whole or absent; file columns carry units; plots are titled and readable."""
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -19,14 +20,26 @@ def run(capsys, *args):
     return (code, *capsys.readouterr())
 
 
-def test_interrupted_write_leaves_no_folder(tmp_path, capsys, monkeypatch):
-    def crash(*args, **kwargs):  # fails after the parquet files and CSVs, before summary and meta
-        raise RuntimeError("disk full")
+def _failing_parquet(monkeypatch, exc, after=1):
+    """to_parquet writes ``after`` files, then half a file, then raises ``exc`` (a crash mid-write)."""
+    calls = []
+    original = pd.DataFrame.to_parquet
 
-    monkeypatch.setattr(report, "plot_jct_cdf", crash)
+    def to_parquet(self, path, *args, **kwargs):
+        calls.append(path)
+        if len(calls) > after:
+            Path(path).write_bytes(b"PAR1 truncated")
+            raise exc
+        return original(self, path, *args, **kwargs)
+
+    monkeypatch.setattr(pd.DataFrame, "to_parquet", to_parquet)
+
+
+def test_interrupted_write_leaves_no_folder(tmp_path, capsys, monkeypatch):
+    _failing_parquet(monkeypatch, OSError(28, "No space left on device"), after=2)
     out = tmp_path / "res"
     code, _, err = run(capsys, *DEMO, "--policy", "fifo", "sjf", "--out", str(out))
-    assert code == 1 and "disk full" in err
+    assert code == 2 and "No space left" in err
     assert list(tmp_path.iterdir()) == []  # no target and no temporary folder left behind
 
 
@@ -34,11 +47,29 @@ def test_interrupt_keeps_the_previous_result_whole(tmp_path, capsys, monkeypatch
     out = tmp_path / "res"
     assert run(capsys, *DEMO, "--policy", "fifo", "sjf", "--out", str(out))[0] == 0
     before = {p.name: p.read_bytes() for p in out.iterdir()}
-    monkeypatch.setattr(report, "plot_allocation", lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt()))
+    _failing_parquet(monkeypatch, KeyboardInterrupt(), after=1)
     code, _, err = run(capsys, *DEMO, "--seed", "5", "--policy", "srtf", "--out", str(out), "--force")
     assert code == 130
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["res"]
+
+
+def test_plots_in_process_and_in_the_worker(tmp_path, capsys, monkeypatch):
+    assert run(capsys, *DEMO, "--policy", "fifo", "--out", str(tmp_path / "a"))[0] == 0
+    monkeypatch.setenv("SCHEDCAST_PLOT_WORKER", "0")
+    assert run(capsys, *DEMO, "--policy", "fifo", "--out", str(tmp_path / "b"))[0] == 0
+    for name in ("jct_cdf.png", "gpu_allocation.png"):
+        assert (tmp_path / "a" / name).stat().st_size > 10_000 and (tmp_path / "b" / name).stat().st_size > 10_000
+
+
+def test_a_failing_plot_worker_is_an_error(tmp_path):
+    worker = report.PlotWorker()
+    with pytest.raises(RuntimeError, match="plotting failed: KeyError"):
+        worker.draw([("no-such-plot", {}, str(tmp_path / "x.png"), {})])
+    worker.close()
+    idle = report.PlotWorker()
+    idle.close()  # a worker that never got work is stopped
+    assert idle.proc.returncode is not None
 
 
 def test_rerun_needs_force_and_force_replaces_the_folder_whole(tmp_path, capsys):
