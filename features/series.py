@@ -52,8 +52,10 @@ def throughput_features(series: pd.DataFrame, target: str = "submit_gpu_job", ho
     for lag in range(6):
         cols[f"lag_{lag}"] = y.shift(lag).to_numpy()
     per_day = int(round(pd.Timedelta("1D") / (idx[1] - idx[0])))
-    cols["lag_1d"] = y.shift(per_day - horizon).to_numpy()
-    cols["lag_1w"] = y.shift(7 * per_day - horizon).to_numpy()
+    # Same time of day (of week) as the target, on the latest day (week) already observed at t: one day
+    # before the target while horizon < 1 day, whole days (weeks) further back beyond (never a future bin).
+    cols["lag_1d"] = y.shift((per_day - horizon) % per_day).to_numpy()
+    cols["lag_1w"] = y.shift((7 * per_day - horizon) % (7 * per_day)).to_numpy()
     for w in windows:
         r = y.rolling(w, min_periods=1)
         cols[f"roll_mean_{w}"] = r.mean().to_numpy()
@@ -79,6 +81,28 @@ def time_split(index: pd.Index, test_fraction: float | None = None, test_days: f
         cut = index[min(max(pos, 1), len(index) - 1)]
     test = np.asarray(index > cut)
     return ~test, test
+
+
+def rolling_origins(index: pd.DatetimeIndex, freq: str = "MS", min_history: str | pd.Timedelta = "50D",
+                    min_test_rows: int = 1) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """Rolling-origin splits: for each period of ``freq`` (``"MS"`` months, ``"W-MON"`` weeks) with at
+    least ``min_history`` of rows before it and ``min_test_rows`` rows in it, (label, train = every row
+    before the period, test = the period's rows). Why: one holdout month is a noisy judge; a model and
+    its loss are chosen by the mean over many origins, each trained only on its own past."""
+    index = pd.DatetimeIndex(index)
+    if len(index) == 0:
+        return []
+    first, last = index.min(), index.max()
+    begins = pd.date_range(first.normalize() - pd.Timedelta(days=31), last, freq=freq)
+    out = []
+    for i, b in enumerate(begins):
+        end = begins[i + 1] if i + 1 < len(begins) else last + pd.Timedelta(1, "ns")
+        test = np.asarray((index >= b) & (index < end))
+        if b - first < pd.Timedelta(min_history) or test.sum() < max(min_test_rows, 1):
+            continue
+        label = b.strftime("%Y-%m") if freq.startswith("M") else b.strftime("%Y-%m-%d")
+        out.append((label, np.asarray(index < b), test))
+    return out
 
 
 def load_demand(path: str | Path | None = None, data: str | Path | None = None, freq: str = "10min",

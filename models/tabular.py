@@ -116,10 +116,15 @@ class LightGBMRegressorModel(_TabularBase):
 
     def __init__(self, n_estimators: int = 300, learning_rate: float = 0.05, num_leaves: int = 63,
                  min_child_samples: int = 20, log_target: bool = True, categorical: Sequence[str] = (),
-                 monotone: Sequence[str] = (), random_state: int = 0, n_jobs: int = 1):
+                 monotone: Sequence[str] = (), random_state: int = 0, n_jobs: int = 1,
+                 objective: str = "regression", alpha: float | None = None, colsample_bytree: float = 1.0):
         """``monotone``: features whose effect is constrained to be non-decreasing (LightGBM's
-        monotone_constraints), e.g. num_gpus for Lucid's System Tuner."""
+        monotone_constraints), e.g. num_gpus for Lucid's System Tuner. ``objective``: LightGBM's loss;
+        train for the metric you report (``"l1"`` or ``"quantile"`` with ``alpha=0.5`` for MAE on bursty
+        counts: the conditional median, not the mean that bursts drag up). ``alpha``: the quantile level
+        (quantile) or delta (huber); None keeps LightGBM's default."""
         self.monotone = tuple(monotone)
+        self.objective, self.alpha, self.colsample_bytree = objective, alpha, colsample_bytree
         self.n_estimators, self.learning_rate, self.num_leaves = n_estimators, learning_rate, num_leaves
         self.min_child_samples, self.log_target, self.categorical = min_child_samples, log_target, tuple(categorical)
         self.random_state, self.n_jobs = random_state, n_jobs
@@ -132,6 +137,12 @@ class LightGBMRegressorModel(_TabularBase):
             X[c] = pd.Categorical(X[c].astype(str), categories=self.levels_[c])
         return X
 
+    def _extra_params(self, X: pd.DataFrame) -> dict:
+        extra = {} if self.alpha is None else {"alpha": self.alpha}
+        if any(c in self.monotone for c in X.columns):  # LightGBM refuses constraints with an L1 loss
+            extra["monotone_constraints"] = [1 if c in self.monotone else 0 for c in X.columns]
+        return extra
+
     def fit(self, X: pd.DataFrame, y) -> "LightGBMRegressorModel":
         import lightgbm as lgb
 
@@ -139,8 +150,9 @@ class LightGBMRegressorModel(_TabularBase):
         self.model_ = lgb.LGBMRegressor(n_estimators=self.n_estimators, learning_rate=self.learning_rate,
                                         num_leaves=self.num_leaves, min_child_samples=self.min_child_samples,
                                         random_state=self.random_state, n_jobs=self.n_jobs, verbose=-1,
-                                        deterministic=True, force_row_wise=True,
-                                        monotone_constraints=[1 if c in self.monotone else 0 for c in X.columns])
+                                        deterministic=True, force_row_wise=True, objective=self.objective,
+                                        colsample_bytree=self.colsample_bytree,
+                                        **self._extra_params(X))
         self.model_.fit(self._frame(X), self._prepare_y(y))
         return self
 
@@ -243,9 +255,85 @@ def make_duration_model(algo: str, fast: bool, **params) -> _TabularBase:
     raise ValueError(f"unknown duration algorithm {algo!r}: lightgbm, ebm, rf")
 
 
-def make_throughput_model(algo: str, fast: bool, **params) -> _TabularBase:
-    """Lucid's Throughput Predict Model on :func:`features.series.throughput_features` columns:
-    ``ebm`` (GA2M), ``lightgbm`` or ``rf``; counts are modelled as they are (no log target)."""
+class LastValueBlend:
+    """Convex blend ``w * model + (1 - w) * last value`` for a next-bin count forecast, with the weight
+    chosen inside ``fit`` by rolling-origin validation on the training data (why: on an unseen month a
+    model can lose to repeating the last value; the blend falls back to it when the model does not earn
+    its keep on the latest ``folds`` x ``fold_days`` of its own past).
+
+    ``base`` / ``base_params``: the throughput algorithm wrapped (a :func:`make_throughput_model` name).
+    ``last``: the feature holding the last observed value. ``weights``: the grid searched. A fold
+    needs ``min_train_days`` of rows before it; without any fold the weight is 1 (the model alone).
+    """
+
+    def __init__(self, base: str = "lightgbm-l1", base_params: dict | None = None, last: str = "lag_0",
+                 folds: int = 3, fold_days: float = 7.0, min_train_days: float = 14.0,
+                 weights: Sequence[float] = tuple(i / 10 for i in range(11))):
+        self.base, self.base_params, self.last = base, base_params, last
+        self.folds, self.fold_days, self.min_train_days, self.weights = folds, fold_days, min_train_days, weights
+
+    def _make(self):
+        return make_throughput_model(self.base, True, **(self.base_params or {}))
+
+    def fit(self, X: pd.DataFrame, y) -> "LastValueBlend":
+        if self.last not in X.columns:
+            raise ValueError(f"missing last-value feature {self.last!r}")
+        y = np.asarray(y, dtype=float)
+        index = pd.DatetimeIndex(X.index)
+        end = index.max() + pd.Timedelta(1, "ns")
+        preds, lasts, truth, rows = [], [], [], []
+        for k in range(self.folds, 0, -1):
+            lo = end - pd.Timedelta(days=k * self.fold_days)
+            hi = end - pd.Timedelta(days=(k - 1) * self.fold_days)
+            train, test = np.asarray(index < lo), np.asarray((index >= lo) & (index < hi))
+            if not test.any() or not train.any() or lo - index.min() < pd.Timedelta(days=self.min_train_days):
+                continue
+            p = self._make().fit(X[train], y[train]).predict(X[test])
+            preds.append(p)
+            lasts.append(X[test][self.last].to_numpy(dtype=float))
+            truth.append(y[test])
+            rows.append({"fold_start": lo, "rows": int(test.sum()),
+                         "mae_model": float(np.mean(np.abs(y[test] - p))),
+                         "mae_last_value": float(np.mean(np.abs(y[test] - lasts[-1])))})
+        if preds:
+            p, last, t = np.concatenate(preds), np.concatenate(lasts), np.concatenate(truth)
+            maes = [float(np.mean(np.abs(t - (w * p + (1 - w) * last)))) for w in self.weights]
+            self.weight_ = float(self.weights[int(np.argmin(maes))])
+            self.validation_mae_ = dict(zip([float(w) for w in self.weights], maes))
+        else:
+            self.weight_, self.validation_mae_ = 1.0, {}
+        self.validation_ = pd.DataFrame(rows)
+        self.model_ = self._make().fit(X, y)
+        self.columns_ = list(self.model_.columns_)
+        return self
+
+    def predict(self, X: pd.DataFrame) -> np.ndarray:
+        if not hasattr(self, "model_"):
+            raise RuntimeError("LastValueBlend is not fitted: call fit first")
+        last = X[self.last].to_numpy(dtype=float)
+        if self.weight_ == 0.0:
+            return last
+        return self.weight_ * self.model_.predict(X) + (1.0 - self.weight_) * last
+
+    def importances(self) -> pd.Series:
+        """The wrapped model's importances (the blend adds only the last value, with weight 1 - w)."""
+        return self.model_.importances()
+
+
+THROUGHPUT_ALGOS = ("ebm", "lightgbm", "rf", "lightgbm-l1", "rf-log", "blend-last")
+# Chosen by rolling-origin evaluation over months and weeks (benchmarks/bench_throughput.py): a small,
+# column-subsampled L1 booster is within noise of the best settings tried and the fastest of them.
+LIGHTGBM_L1_DEFAULTS = dict(objective="l1", n_estimators=500, learning_rate=0.03, num_leaves=15,
+                            min_child_samples=100, colsample_bytree=0.7)
+
+
+def make_throughput_model(algo: str, fast: bool, **params):
+    """Lucid's Throughput Predict Model on :func:`features.series.throughput_features` columns.
+
+    ``ebm`` (GA2M), ``lightgbm`` or ``rf``: least squares on the counts as they are (Lucid's and the
+    in-replay update engine's settings; unchanged). Trained for MAE: ``lightgbm-l1`` (L1 objective: the
+    conditional median, which bursts do not drag up), ``rf-log`` (a bounded forest on log1p counts) and
+    ``blend-last`` (:class:`LastValueBlend` of ``lightgbm-l1`` and the last value)."""
     if algo == "ebm":
         defaults = dict(interactions=0, outer_bags=2) if fast else dict(interactions=10, outer_bags=8)
         return GA2MRegressor(log_target=False, **{**defaults, **params})
@@ -253,4 +341,11 @@ def make_throughput_model(algo: str, fast: bool, **params) -> _TabularBase:
         return LightGBMRegressorModel(log_target=False, **params)
     if algo == "rf":
         return RandomForestModel(log_target=False, min_samples_leaf=5, **params)
-    raise ValueError(f"unknown throughput algorithm {algo!r}: ebm, lightgbm, rf")
+    if algo == "lightgbm-l1":
+        return LightGBMRegressorModel(log_target=False, **{**LIGHTGBM_L1_DEFAULTS, **params})
+    if algo == "rf-log":
+        defaults = dict(n_estimators=60, min_samples_leaf=20, max_samples=0.5, max_features=0.5)
+        return RandomForestModel(log_target=True, **{**defaults, **params})
+    if algo == "blend-last":
+        return LastValueBlend(**params)
+    raise ValueError(f"unknown throughput algorithm {algo!r}: {', '.join(THROUGHPUT_ALGOS)}")
