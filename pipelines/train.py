@@ -54,7 +54,8 @@ class DataSource:
 
     @classmethod
     def from_json(cls, text: str) -> "DataSource":
-        return cls(**json.loads(text))
+        known = set(cls.__dataclass_fields__)
+        return cls(**{k: v for k, v in json.loads(text).items() if k in known})
 
     def describe(self) -> str:
         if self.kind == "synthetic":
@@ -456,10 +457,11 @@ class DemandTask(Task):
         origins = origins_for(demand.index, cut + pd.Timedelta(freq), horizon, getattr(model, "lookback", lookback))
         metrics, (fc, y) = score_forecast(model, demand, attrs, origins, horizon)
         metrics["train_seconds"] = secs
-        base = {}
-        if algo != "seasonal-naive":
-            naive = make_forecaster("seasonal-naive", lookback, horizon, freq).fit(train, attrs)
-            base["seasonal_naive"], _ = score_forecast(naive, demand, attrs, origins, horizon)
+        base = {}  # the two model-free forecasts (GFS's previous-week peak is GFS-E)
+        for name in ("seasonal-naive", "gfs-e"):
+            if algo != name:
+                ref = make_forecaster(name, lookback, horizon, freq).fit(train, attrs)
+                base[name.replace("-", "_")], _ = score_forecast(ref, demand, attrs, origins, horizon)
         fp = data_fingerprint_of(source, demand)
         needed = getattr(model, "lookback", lookback)
         history = demand.iloc[-needed:].rename_axis("time").reset_index().melt(id_vars="time", var_name="org",

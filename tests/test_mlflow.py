@@ -155,9 +155,12 @@ def test_lucid_runs_with_registry_models(store, shared_data, philly_file, capsys
     assert np.isfinite(r.end).all()
     assert r.policy_stats["lucid_updates"] >= 1
     assert "lucid_tuner_log_mae_monotone" in r.policy_stats
-    # Update-engine models are logged as challengers; the champion stays where it was.
-    assert alias_version("duration", "champion") == "1"
-    assert int(alias_version("duration", "challenger")) >= 2
+    # A replay logs its update-engine fits as runs but never writes registry versions (issue 11 item 7).
+    import mlflow
+
+    assert alias_version("duration", "champion") == "1" and alias_version("duration", "challenger") == "1"
+    assert [str(v.version) for v in mlflow.MlflowClient().search_model_versions("name='duration'")] == ["1"]
+    assert mlflow.search_runs(filter_string="tags.`schedcast.update_engine` = 'lucid'", output_format="list")
     # Every ablation takes the same registry models (the packing tree and the duration champion).
     small = build_workload(load_trace(philly_file), load_cluster("philly-vc"), limit=600)
     for ablation in ("lucid-nobinder", "lucid-noshare", "lucid-noestimator", "lucid-nospace"):
