@@ -58,6 +58,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("schedcast: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `schedcast policies -v | head`: the reader left; say nothing more
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
     except Exception as exc:
         if debug:
             raise

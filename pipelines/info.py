@@ -4,18 +4,39 @@ from __future__ import annotations
 import argparse
 
 
+def _parameters(info) -> list[tuple[str, str, object, str]]:
+    """(name, type, default, description) rows of a policy's typed parameters (none if the registry
+    cannot say)."""
+    rows = getattr(info, "parameters", None)
+    return list(rows()) if callable(rows) else [(k, type(v).__name__, v, "") for k, v in info.defaults.items()]
+
+
 def cmd_policies(args: argparse.Namespace) -> int:
     from sim.policies import POLICIES
 
-    width = max(map(len, POLICIES))
-    for name in sorted(POLICIES):
+    names = args.names or sorted(POLICIES)
+    unknown = [n for n in names if n not in POLICIES]
+    if unknown:
+        raise ValueError(f"unknown policy {unknown[0]!r}; known: {', '.join(sorted(POLICIES))}")
+    verbose = args.verbose or bool(args.names)
+    width = max(map(len, names))
+    for name in names:
         info = POLICIES[name]
         flags = ("P" if info.preemptive else "-") + ("M" if info.uses_predictions else "-")
         print(f"{name:<{width}}  {flags}  {info.summary}")
-        if args.verbose:
-            print(f"{'':<{width}}      {info.citation}")
+        if verbose:
+            pad = " " * (width + 6)
+            print(f"{pad}{info.citation}")
+            rows = _parameters(info)
+            if rows:
+                w = max(len(r[0]) for r in rows)
+                for pname, ptype, default, desc in rows:
+                    print(f"{pad}  {pname:<{w}}  {ptype} = {default!r}" + (f"  {desc}" if desc else ""))
+            else:
+                print(f"{pad}  (no parameters)")
     print("\nflags: P preemptive, M uses a duration predictor (--predictor). Parameters: "
-          "--policy 'name:key=value,...', e.g. periodic-srtf:interval=120")
+          "--policy 'name:key=value,...', e.g. periodic-srtf:interval=120" + ("" if verbose else
+          "; `schedcast policies -v` or `schedcast policies NAME` lists them"))
     return 0
 
 
@@ -62,19 +83,23 @@ def cmd_data_formats(args: argparse.Namespace) -> int:
 
 def add_parsers(sub) -> None:
     """Register `policies`, `clusters` and `data`."""
-    p = sub.add_parser("policies", help="list every registered policy")
-    p.add_argument("-v", "--verbose", action="store_true", help="also print the citation")
+    p = sub.add_parser("policies", help="list every registered policy (flags, summary; -v: citation and "
+                       "typed parameters with defaults)")
+    p.add_argument("names", nargs="*", metavar="NAME", help="show only these policies, with their parameters")
+    p.add_argument("-v", "--verbose", action="store_true", help="also print the citation and every parameter "
+                   "(name, type, default)")
     p.set_defaults(func=cmd_policies)
 
-    p = sub.add_parser("clusters", help="list built-in cluster configs")
-    p.add_argument("--data-dir")
+    p = sub.add_parser("clusters", help="list built-in cluster configs (nodes, GPUs, partitions)")
+    p.add_argument("--data-dir", help="shared data directory for configs that read CSV files (default "
+                   "$SCHEDCAST_DATA or ../shared/data)")
     p.set_defaults(func=cmd_clusters)
 
     data = sub.add_parser("data", help="inspect traces").add_subparsers(dest="data_command", required=True)
     p = data.add_parser("check", help="load a trace and print its load report")
-    p.add_argument("path")
-    p.add_argument("--format")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("path", help="trace file")
+    p.add_argument("--format", help="trace format (default: guessed from the name; see `schedcast data formats`)")
+    p.add_argument("--json", action="store_true", help="print the load report as JSON")
     p.set_defaults(func=cmd_data_check)
     p = data.add_parser("formats", help="list trace formats")
     p.set_defaults(func=cmd_data_formats)

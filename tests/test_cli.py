@@ -13,6 +13,13 @@ def test_policies_lists_every_registered_policy(capsys):
     out = capsys.readouterr().out
     for name in POLICIES:
         assert name in out
+    # typed parameters with defaults: one line each
+    assert "thresholds  float | list[float] = 3600.0" in out and "interval  float = 60.0" in out
+    assert main(["policies", "lazer"]) == 0
+    out = capsys.readouterr().out
+    assert "protect_loading" in out and "srtf " not in out
+    assert main(["policies", "nope"]) == 2
+    assert "unknown policy 'nope'" in capsys.readouterr().err
 
 
 def test_demo_writes_results(tmp_path, capsys):
