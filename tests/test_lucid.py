@@ -7,7 +7,7 @@ from sim import simulate
 from sim.engine import Engine
 from sim.interference import InterferenceModel
 from sim.policies import get_policy
-from sim.policies.lucid import PROFILER, Lucid, attach_profiles, with_profiler
+from sim.policies.lucid import PROFILER, LucidCoordinator, attach_profiles, with_profiler
 from tests.helpers import workload
 
 
@@ -16,7 +16,20 @@ def interference(shared_data):
     return InterferenceModel.load(shared_data)
 
 
-def lucid_engine(w, spec="lucid", profiler_nodes=1, keys=None, interference=None):
+def forced(profiled=(), scores=None):
+    """A Lucid coordinator whose jobs count as profiled and whose sharing scores are forced."""
+
+    class Forced(LucidCoordinator):
+        def on_start(self):
+            self.profiled.update(profiled)
+            if scores is not None:
+                self.scores[:] = scores
+            super().on_start()
+
+    return Forced
+
+
+def lucid_engine(w, spec="lucid", profiler_nodes=1, keys=None, interference=None, coordinator=None):
     info, factory, params = get_policy(spec)
     w = attach_profiles(w, interference)
     if keys is not None:
@@ -26,7 +39,7 @@ def lucid_engine(w, spec="lucid", profiler_nodes=1, keys=None, interference=None
             w.frame[f"profile_{col}"] = solo.loc[keys, col].to_numpy()
     if params.get("profiler", True) and profiler_nodes:
         w = with_profiler(w, nodes=profiler_nodes, gpus_per_node=w.cluster.partitions[0].capacities[0])
-    return Engine(w, factory, predictions=list(w.duration), check_invariants=True)
+    return Engine(w, factory, predictions=list(w.duration), check_invariants=True, coordinator=coordinator)
 
 
 def test_interference_measured_and_fitted(interference):
@@ -52,7 +65,7 @@ def test_profiler_filters_short_jobs_and_carries_long_ones(interference):
     jobs = job_table(result)
     check_identities(jobs)
     assert jobs["end"].tolist() == pytest.approx([100, 1000])
-    shared = engine.lucid_shared
+    shared = engine.coordinator
     assert shared.finished_in_profiler == 1 and shared.profiled_then_moved == 1
     assert result.preemptions == [0, 1]  # the pause that ends profiling
     assert engine.partition_of[1] == 0 and w.cluster.index.get(PROFILER) is None
@@ -75,10 +88,8 @@ def packed_pair(interference, keys, scores, host=5000, spec="lucid:profiler=Fals
     """One 1-GPU node: j0 (host) runs from 0; j1 (3000 s) arrives at 10 and can only be packed. Both
     count as profiled; their sharing scores are forced to ``scores``."""
     w = workload([(0, host, 1), (10, 3000, 1)], nodes=1, gpus=1)
-    engine = lucid_engine(w, spec, keys=keys, interference=interference, profiler_nodes=0)
-    engine.policies[0].s.profiled.update({0, 1})
-    engine.policies[0].s.scores[:] = scores
-    return engine
+    return lucid_engine(w, spec, keys=keys, interference=interference, profiler_nodes=0,
+                        coordinator=forced({0, 1}, scores))
 
 
 def test_binder_rules_one_by_one(interference):
@@ -91,7 +102,7 @@ def test_binder_rules_one_by_one(interference):
                              spec=kw.get("spec", "lucid:profiler=False,dynamic=False,update_interval=0"))
         result = engine.run()
         check_identities(job_table(result))
-        return result.first_start[1] < 100, engine.policies[0].s
+        return result.first_start[1] < 100, engine.coordinator
 
     ok, shared = run(tiny, scores=[0, 0])
     assert ok and shared.packs == 1                       # two tiny jobs share
@@ -113,9 +124,7 @@ def test_binder_shares_before_exclusive_placement(interference):
     for spec, packed in (("lucid", True), ("lucid-noshare", False)):
         w = workload([(0, 5000, 1), (10, 3000, 1)], nodes=2, gpus=1)
         engine = lucid_engine(w, spec + ":profiler=False,dynamic=False,update_interval=0", keys=tiny,
-                              interference=interference, profiler_nodes=0)
-        engine.policies[0].s.profiled.update({0, 1})
-        engine.policies[0].s.scores[:] = 0
+                              interference=interference, profiler_nodes=0, coordinator=forced({0, 1}, 0))
         engine.event_log = []
         result = engine.run()
         assert any(e[1] == "pack" for e in engine.event_log) is packed
@@ -147,17 +156,17 @@ def test_time_aware_scaling_on_a_burst(interference):
     w = workload(rows, nodes=2, gpus=4)
     engine = lucid_engine(w, "lucid:update_interval=0", interference=interference)
     seen = []
-    original = Lucid._tick
+    original = LucidCoordinator._tick
 
     def spy(self):
         original(self)
-        seen.append((self.ctx.now, self.s.burst, self.s.t_prof, self.s.n_prof))
+        seen.append((self.cctx.now, self.burst, self.t_prof, self.n_prof))
 
-    Lucid._tick = spy
+    LucidCoordinator._tick = spy
     try:
         engine.run()
     finally:
-        Lucid._tick = original
+        LucidCoordinator._tick = original
     burst = [x for x in seen if x[1]]
     assert burst and burst[0][2] == 100.0 and burst[0][3] == 1
     assert any(not b and t == 200.0 for _, b, t, _ in seen)
@@ -180,7 +189,7 @@ def test_time_aware_scaling_borrows_idle_vc_nodes_and_gives_them_back(interferen
         return engine, result
 
     engine, result = run("lucid:update_interval=0")
-    s = engine.lucid_shared
+    s = engine.coordinator
     moves = [e for e in engine.event_log if e[1] == "move-node"]
     assert s.borrowed >= 1 and s.returned == s.borrowed and not s.loans
     assert len(moves) == 2 * s.borrowed
@@ -205,7 +214,7 @@ def test_update_engine_trains_on_the_past_only(interference):
     engine = lucid_engine(w, "lucid:update_interval=20000,initial=history", interference=interference,
                           profiler_nodes=1)
     result = engine.run()
-    updates = engine.lucid_shared.updates
+    updates = engine.coordinator.updates
     assert updates, "no update happened"
     for u in updates:
         finished_by_then = sum(1 for e in result.end if e <= u["time"])
@@ -222,7 +231,7 @@ def test_throughput_model_is_trained_on_past_bins_and_drives_the_forecast(interf
     w = workload([(float(t), 300, 1) for t in times], nodes=2, gpus=4)
     engine = lucid_engine(w, "lucid:update_interval=172800", interference=interference)
     result = engine.run()
-    s = engine.lucid_shared
+    s = engine.coordinator
     assert s.tp_updates and any(u["used"] for u in s.tp_updates)  # the daily cycle beats the last value
     for u in s.tp_updates:  # rows = complete bins minus a week of lags minus the horizon
         assert u["time"] >= 9 * 86400
@@ -232,7 +241,7 @@ def test_throughput_model_is_trained_on_past_bins_and_drives_the_forecast(interf
     assert "lucid_throughput_mae" in result.policy_stats
     trend = lucid_engine(w, "lucid:update_interval=172800,forecast=trend", interference=interference)
     trend.run()
-    assert trend.lucid_shared.tp_model is None and trend.lucid_shared.forecast_by["model"] == 0
+    assert trend.coordinator.throughput.updater.fitted_ is None and trend.coordinator.forecast_by["model"] == 0
 
 
 def test_every_lucid_variant_and_horus_run_on_philly(philly_file):

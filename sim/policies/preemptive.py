@@ -78,12 +78,11 @@ class HeadPreemptive(Policy):
 
     def candidates(self, job: int) -> list[int] | None:
         """Running jobs to preempt (worst-ranked first, each ranked worse than ``job``) so that ``job``
-        can be placed; None if no such set exists. The pool is left unchanged."""
+        can be placed; None if no such set exists. Asks the engine's side-effect-free
+        ``ctx.would_fit(job, victims)``; nothing changes."""
         ctx = self.ctx
-        pool, engine = ctx.pool, ctx.engine
-        need = ctx.jobs.gpus[job]
         mine = self.rank(job)
-        popped, victims, released = [], [], []
+        popped, victims = [], []
         seen: set[int] = set()
         found = False
         while self.run_heap:
@@ -97,15 +96,10 @@ class HeadPreemptive(Policy):
                 continue
             if not self.rank(victim) > mine:
                 break
-            placement = engine.alloc[victim][0]
-            pool.release(placement)
-            released.append(placement)
             victims.append(victim)
-            if need <= pool.total_free and ctx.placement.place(pool, need) is not None:
+            if ctx.would_fit(job, victims) is not None:
                 found = True
                 break
-        for placement in released:
-            pool.allocate(placement)
         for entry in popped:
             heapq.heappush(self.run_heap, entry)
         return victims if found else None
