@@ -258,7 +258,7 @@ def draw_allocation(data: dict, path: str | Path, title: str = "", window: tuple
              if s]
     fig.suptitle(head + (f"\n({'; '.join(notes)})" if notes else ""), fontsize=10)
     fig.subplots_adjust(left=0.1, right=0.97, bottom=0.45 / height + 0.02,
-                        top=1 - (0.55 + 0.2 * bool(notes)) / height, hspace=0.12)
+                        top=1 - (0.42 + 0.17 * bool(notes)) / height, hspace=0.12)
     fig.savefig(path, dpi=110)
     return Path(path)
 
