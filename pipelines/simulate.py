@@ -330,7 +330,9 @@ def _run(args, t0, out, force, window, predictor, predicted, predictor_info, plo
     else:
         title += f"{len(workload):,} jobs"
     print(render_table([r["summary"] for r in runs.values()], title))
-    meta = {"kind": kind, "command": " ".join(["schedcast", *sys.argv[1:]]) if kind == "simulate" else "schedcast demo",
+    import shlex
+
+    meta = {"kind": kind, "command": shlex.join(["schedcast", *getattr(args, "argv", sys.argv[1:])]),
             "trace": table.report.as_dict(), "trace_name": trace_name, "workload": rep,
             "cluster": workload.cluster.describe(), "cluster_name": workload.cluster.name,
             "cluster_gpus": workload.cluster.gpus, "offered_load": load, "policies": args.policy,
@@ -365,7 +367,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
         trace=None, synthetic="demo", format=None, jobs=args.jobs, cluster=None, costs="none",
         default_gpus=None, data_dir=None, seed=args.seed, policy=DEFAULT_POLICIES, placement="consolidate",
         predictor="oracle", window=None, out=str(out), no_progress=args.no_progress, force=force,
-        check_invariants=False, tracking_uri=None, offered_load=None, plots=args.plots, kind="demo")
+        check_invariants=False, tracking_uri=None, offered_load=None, plots=args.plots, kind="demo",
+        argv=getattr(args, "argv", sys.argv[1:]))
     print("schedcast demo: a seeded SYNTHETIC Helios-like workload on a 16x8-GPU cluster "
           "(no external data needed)\n")
     return cmd_simulate(ns)

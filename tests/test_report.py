@@ -82,6 +82,7 @@ def test_rerun_needs_force_and_force_replaces_the_folder_whole(tmp_path, capsys)
     assert not any("fifo" in n or "sjf" in n for n in names)  # no stale file of the first run
     meta = json.loads((out / "meta.json").read_text())
     assert meta["seed"] == 5 and meta["complete"] and sorted(meta["files"]) == sorted(names)
+    assert meta["command"].startswith("schedcast simulate --synthetic demo") and "--seed 5" in meta["command"]
     assert pd.read_csv(out / "summary.csv")["policy"].tolist() == ["srtf"]
 
 
