@@ -242,41 +242,33 @@ class RawRecordModel(_python_model_base()):
         frame["group_id"] = frame["group_id"].fillna(recurring_group_id(frame)) if len(frame) else frame["group_id"]
         return frame
 
-    def _history_keys(self) -> dict[str, pd.Series]:
+    def _history_keys(self) -> dict[str, "_KeyIndex"]:
         from features.duration import HISTORY_KEYS
 
         if self._keys is None:
             hist = self.history.assign(name_bucket=pd.NA)
-            self._keys = {name: _key_strings(hist, cols) for name, cols in HISTORY_KEYS.items()}
+            order = np.argsort(hist["submit_time"].to_numpy(), kind="stable")  # history_features' job order
+            hist = hist.iloc[order].reset_index(drop=True)
+            self._keys = {name: _KeyIndex(hist, cols) for name, cols in HISTORY_KEYS.items()}
         return self._keys
 
     def _history_features(self, queries: pd.DataFrame, extra: pd.DataFrame) -> pd.DataFrame:
-        """features.duration.history_features of the queries over history + finished records, one key at a
-        time on the rows that share a key value with some query: a key's statistics only read rows with
-        the same value, so this is exact, and it costs per request instead of per history."""
-        from features.duration import HISTORY_KEYS, history_features
+        """features.duration.history_features of the queries over history + finished records. A key's
+        statistics only read rows with the same key value, so each key keeps its history's finished-job
+        table (built once) and only the key values that finished records touch are rebuilt per request."""
+        from features.duration import HISTORY_KEYS
 
-        hist_keys = self._history_keys()
-        hist = self.history
-        if len(extra) and extra["job_id"].notna().any():  # a finished record replaces its history row
-            keep = ~hist["job_id"].isin(extra["job_id"].dropna()).to_numpy()
-        else:
-            keep = np.ones(len(hist), dtype=bool)
-        q = queries
         out = pd.DataFrame(index=range(len(queries)))
+        extra = extra.assign(name_bucket=pd.NA)
+        if len(extra):  # history_features' job order: history first, then the finished records, by submit
+            extra = extra.iloc[np.argsort(extra["submit_time"].to_numpy(), kind="stable")].reset_index(drop=True)
+        replaced = set(extra["job_id"].dropna()) if len(extra) else set()
+        index = self._history_keys()
+        hist_replaced = _isin(index["user"].job_id, replaced) if replaced else np.zeros(len(self.history), dtype=bool)
+        q = queries.assign(name_bucket=pd.NA)
         for name, cols in HISTORY_KEYS.items():
-            qkeys = _key_strings(q.assign(name_bucket=pd.NA), cols)
-            wanted = set(qkeys.dropna())
-            hmask = keep & hist_keys[name].isin(wanted).to_numpy()
-            parts = [hist[hmask]]
-            if len(extra):
-                ekeys = _key_strings(extra.assign(name_bucket=pd.NA), cols)
-                parts.append(extra[ekeys.isin(wanted).to_numpy()])
-            parts.append(q)
-            sub = pd.concat([p for p in parts if len(p)], ignore_index=True).assign(name_bucket=pd.NA)
-            feats = history_features(sub, keys={name: cols}).iloc[len(sub) - len(q):]
-            for c in feats.columns:
-                out[c] = feats[c].to_numpy()
+            for col, values in index[name].lookup(q, extra, hist_replaced, name).items():
+                out[col] = values
         return out
 
     def input_example(self, rows: int = 3) -> pd.DataFrame:
@@ -298,6 +290,89 @@ class RawRecordModel(_python_model_base()):
         ex["finished"] = [False] * (len(ex) - 1) + [True]
         ex["duration"] = [np.nan] * (len(ex) - 1) + [float(tail["duration"].iloc[-1])]
         return ex.reset_index(drop=True)
+
+
+class _KeyIndex:
+    """One history key of features.duration.history_features, precomputed: the history's finished-job
+    table (key, end, count, mean, rolling mean / median, last), looked up as of each query's
+    submission. The statistics are computed by the same pandas operations as history_features."""
+
+    def __init__(self, hist: pd.DataFrame, cols: tuple[str, ...]):
+        from features.duration import _end_times
+
+        self.cols = cols
+        self.has_values = {c: bool(hist[c].notna().any()) for c in cols}
+        self.key = _key_strings(hist, cols).to_numpy(dtype=object)
+        self.end = _end_times(hist) if len(hist) else np.zeros(0)
+        self.duration = hist["duration"].to_numpy(dtype=float)
+        self.job_id = hist["job_id"].to_numpy(dtype=object)
+        self.done = _done_table(self.key, self.end, self.duration)
+        #: key value -> positions of its rows in ``done`` (ascending) and in the history
+        self.done_rows = self.done.reset_index(drop=True).groupby("key", sort=False).indices
+        self.hist_rows = pd.Series(self.key, dtype=object).groupby(self.key, sort=False, dropna=True).indices \
+            if len(self.key) else {}
+
+    def lookup(self, queries: pd.DataFrame, extra: pd.DataFrame, hist_replaced: np.ndarray,
+               name: str) -> dict[str, np.ndarray]:
+        from features.duration import COUNT_KEYS, _end_times
+
+        stats = [s for s in ("count", "mean", "roll_mean", "roll_median", "last") if s != "count" or name in COUNT_KEYS]
+        n = len(queries)
+        # history_features gives NaN for a key when one of its columns is empty in the whole frame
+        present = all(self.has_values[c] or queries[c].notna().any() or (len(extra) and extra[c].notna().any())
+                      for c in self.cols)
+        if not present:
+            return {f"hist_{name}_{s}": np.full(n, np.nan) for s in stats}
+        qkey = _key_strings(queries, self.cols)
+        wanted = set(qkey.dropna())
+        ekey = _key_strings(extra, self.cols).to_numpy(dtype=object) if len(extra) else np.zeros(0, dtype=object)
+        touched = set(ekey[pd.notna(ekey)]) & wanted
+        if hist_replaced.any():
+            touched |= set(self.key[hist_replaced & pd.notna(self.key)]) & wanted
+        empty = np.zeros(0, dtype=np.intp)
+        keep = [self.done_rows.get(k, empty) for k in wanted - touched]
+        done = self.done.iloc[np.sort(np.concatenate(keep)) if keep else empty]
+        if touched:  # rebuild those key values from their history rows and the finished records
+            rows = np.sort(np.concatenate([self.hist_rows.get(k, empty) for k in touched]))
+            rows = rows[~hist_replaced[rows]]
+            emask = _isin(ekey, touched) if len(extra) else np.zeros(0, dtype=bool)
+            key = np.concatenate([self.key[rows], ekey[emask]])
+            end = np.concatenate([self.end[rows], _end_times(extra[emask]) if emask.any() else np.zeros(0)])
+            dur = np.concatenate([self.duration[rows], extra["duration"].to_numpy(dtype=float)[emask]])
+            done = pd.concat([done, _done_table(key, end, dur)]).sort_values("end", kind="stable")
+        left = pd.DataFrame({"key": qkey.to_numpy(dtype=object), "t": queries["submit_time"].to_numpy(dtype=float),
+                             "row": np.arange(n)})
+        known = left[left["key"].notna()].sort_values("t", kind="stable")
+        merged = pd.merge_asof(known, done, left_on="t", right_on="end", by="key", allow_exact_matches=False,
+                               direction="backward")
+        out = {}
+        for stat in stats:
+            col = np.full(n, np.nan)
+            col[merged["row"].to_numpy()] = merged[stat].to_numpy(dtype=float)
+            if stat == "count":
+                col = np.where(np.isnan(col) & left["key"].notna().to_numpy(), 0.0, col)
+            out[f"hist_{name}_{stat}"] = col
+        return out
+
+
+def _isin(values: np.ndarray, wanted: set) -> np.ndarray:
+    """Hash-based membership for object arrays (numpy's isin compares every pair for objects)."""
+    return pd.Series(values, dtype=object).isin(list(wanted)).to_numpy(dtype=bool)
+
+
+def _done_table(key: np.ndarray, end: np.ndarray, duration: np.ndarray) -> pd.DataFrame:
+    """features.duration.history_features' table of finished jobs for one key (rows in job order)."""
+    from features.duration import ROLL
+
+    done = pd.DataFrame({"key": key, "end": end, "duration": duration})
+    done = done[done["key"].notna()].sort_values(["key", "end"], kind="stable")
+    g = done.groupby("key", sort=False)["duration"]
+    done["count"] = g.cumcount() + 1
+    done["mean"] = g.cumsum() / done["count"]
+    done["roll_mean"] = g.transform(lambda s: s.rolling(ROLL, min_periods=1).mean())
+    done["roll_median"] = g.transform(lambda s: s.rolling(ROLL, min_periods=1).median())
+    done["last"] = done["duration"]
+    return done.sort_values("end", kind="stable").drop(columns="duration")
 
 
 def _job_features(frame: pd.DataFrame) -> pd.DataFrame:

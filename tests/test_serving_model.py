@@ -82,6 +82,24 @@ def test_finished_jobs_sent_along_extend_the_history(trained):
     assert (stale != expected).mean() > 0.5
 
 
+def test_finished_record_replaces_the_history_job_with_its_id(trained):
+    """Finished records whose job_id is in the history replace those jobs: sending the holdout again
+    with ten times its durations gives what training's features give on a trace with those durations."""
+    from features.duration import duration_features
+    from models.serving import raw_record_model
+
+    frame, _, test, result, _ = trained
+    model, _ = raw_record_model("duration", result.estimator, frame)
+    same = pd.concat([finished(frame[test]), records(frame[test])], ignore_index=True)
+    np.testing.assert_array_equal(model.predict(None, same), result.estimator.predict(result.holdout[0]))
+    longer = frame.copy()
+    longer.loc[test, "duration"] = longer.loc[test, "duration"] * 10
+    X = duration_features(longer)[result.columns][test]
+    got = model.predict(None, pd.concat([finished(longer[test]), records(frame[test])], ignore_index=True))
+    np.testing.assert_array_equal(got, result.estimator.predict(X))
+    assert (got != result.estimator.predict(result.holdout[0])).mean() > 0.5
+
+
 def test_trace_seconds_and_vc_alias(trained):
     """submit_time (seconds on the training clock) instead of submit_ts, and `vc` for the org."""
     from models.serving import raw_record_model
