@@ -186,10 +186,23 @@ def code_version() -> str:
 
 
 def _python_model_class():
+    import mlflow.pyfunc
     import numpy as np
     import pandas as pd
 
-    import mlflow.pyfunc
+    def predict_frame(self, context, model_input, params=None):
+        frame = model_input if isinstance(model_input, pd.DataFrame) else pd.DataFrame(model_input)
+        if self.kind == "demand":
+            return demand_pyfunc_predict(self.estimator, frame, self.extra)
+        if self.columns is not None:
+            frame = frame[self.columns]
+        return np.asarray(self.estimator.predict(frame))
+
+    # Real objects, not strings: MLflow reads these hints when the class is created (a DataFrame input is
+    # a supported hint; without resolvable hints it warns on every logging, in colour).
+    predict_frame.__name__ = "predict"
+    predict_frame.__annotations__ = {"context": Any, "model_input": pd.DataFrame, "params": dict[str, Any] | None,
+                               "return": Any}
 
     class SchedcastModel(mlflow.pyfunc.PythonModel):
         """A fitted schedcast estimator behind the pyfunc interface: DataFrame of features in,
@@ -199,13 +212,7 @@ def _python_model_class():
                      extra: dict | None = None):
             self.estimator, self.kind, self.columns, self.extra = estimator, kind, columns, extra or {}
 
-        def predict(self, context: Any, model_input: pd.DataFrame, params: dict[str, Any] | None = None) -> Any:
-            frame = model_input if isinstance(model_input, pd.DataFrame) else pd.DataFrame(model_input)
-            if self.kind == "demand":
-                return demand_pyfunc_predict(self.estimator, frame, self.extra)
-            if self.columns is not None:
-                frame = frame[self.columns]
-            return np.asarray(self.estimator.predict(frame))
+        predict = predict_frame
 
     return SchedcastModel
 
