@@ -159,12 +159,19 @@ def _fmt(v: Any) -> str:
 def metrics_table(result) -> str:
     """Model and baselines side by side, with units; NaN (e.g. Spearman of a constant prediction) is
     shown as n/a* and explained below the table."""
+    return format_metrics(result.task, result.metrics, result.baselines)
+
+
+def format_metrics(task_name: str, metrics: dict[str, float], baselines: dict[str, dict[str, float]] | None = None,
+                   label: str = "model") -> str:
+    """The task's metrics with units (those in Task.units; raw MSE and MAPE shares are left out)."""
     from pipelines.train import TASKS
 
-    task = TASKS[result.task]
-    names = ["model"] + list(result.baselines)
-    cols = [result.metrics] + [result.baselines[n] for n in result.baselines]
-    keys = [k for k in task.units if k in result.metrics]
+    task = TASKS[task_name]
+    baselines = baselines or {}
+    names = [label] + list(baselines)
+    cols = [metrics] + [baselines[n] for n in baselines]
+    keys = [k for k in task.units if k in metrics]
     rows = [["metric", "unit"] + names]
     for k in keys:
         rows.append([k + (" (primary)" if k == task.primary else ""), task.units[k]] + [_fmt(c.get(k)) for c in cols])
@@ -177,13 +184,6 @@ def metrics_table(result) -> str:
     if any("n/a*" in line for line in lines):
         notes.append("n/a*: undefined (a constant prediction has no rank correlation)")
     return "\n".join(lines + [f"  {n}" for n in notes])
-
-
-def _print_metrics(title: str, metrics: dict[str, float]) -> None:
-    print(title)
-    for k, v in metrics.items():
-        if isinstance(v, (int, float)) and k not in ("mse",):
-            print(f"  {k:<28} {_fmt(v)}")
 
 
 def _headline(result) -> str:
@@ -238,7 +238,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                      labels=args.algo or "solo")
         # The estimator inside the pyfunc, called exactly as training scored it.
         metrics = evaluate_on_holdout(args.task, unwrap(model), ho)
-    _print_metrics(f"{uri} on the {args.task} holdout:", metrics)
+    from pipelines.train import TASKS
+
+    t = TASKS[args.task]
+    print(f"{uri} on the {args.task} holdout ({t.holdout_size(ho):,} {t.holdout_unit}):")
+    print(format_metrics(args.task, metrics))
     return 0
 
 
