@@ -61,7 +61,7 @@ HISTORY_COLUMNS: dict[str, str] = {
 RAW_SCHEMA: dict[str, str] = {
     "job_id": "string", "submit_ts": "string", "submit_time": "double", "num_gpus": "double",
     "num_nodes": "double", "user": "string", "org": "string", "vc": "string", "job_name": "string",
-    "group_id": "string", "finished": "boolean", "duration": "double", "queue_time": "double",
+    "group_id": "string", "finished": "any", "duration": "double", "queue_time": "double",
 }
 TASKS = ("duration", "iterations")
 
@@ -168,7 +168,11 @@ class RawRecordModel(_python_model_base()):
         from mlflow.models import ModelSignature
         from mlflow.types import ColSpec, Schema
 
-        specs = {name: ColSpec(t, name, required=False) for name, t in RAW_SCHEMA.items()}
+        from mlflow.types.schema import AnyType
+
+        # 'finished' is declared Any: MLflow casts a boolean column with astype(bool), which turns the
+        # missing flag of a record that leaves the field out into True.
+        specs = {name: ColSpec(AnyType() if t == "any" else t, name, required=False) for name, t in RAW_SCHEMA.items()}
         for col in self.columns:
             if col not in specs:
                 specs[col] = ColSpec("string" if col in _categorical() else "double", col, required=False)
