@@ -329,7 +329,7 @@ def _positive(text: str) -> float:
 def _add_task_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("task", choices=["duration", "iterations", "throughput", "demand", "packing"])
     p.add_argument("--algo", help="duration: lightgbm|ebm|rf; iterations: zero|fallback (unseen groups); "
-                   "throughput: ebm|lightgbm|rf; demand: orglinear|dlinear|deepar|seasonal-naive|gfs-e; "
+                   "throughput: ebm|lightgbm|rf|lightgbm-l1|rf-log|blend-last; demand: orglinear|dlinear|deepar|seasonal-naive|gfs-e; "
                    "packing: solo|pairs (labels)")
     p.add_argument("--trace", help="duration/iterations: job trace (default: the Philly file)")
     p.add_argument("--format")

@@ -380,10 +380,11 @@ class ThroughputTask(Task):
         pred, metrics, secs = _fit_and_score(model, X, y, train, test, scores.regression_scores)
         base = {"last_value": scores.regression_scores(y[test], X[test]["lag_0"]),
                 "seasonal_day": scores.regression_scores(y[test], X[test]["lag_1d"])}
-        figures = {"importances": plots.importance_figure(model.importances(), f"{algo} throughput: importance",
-                                                          plots.importance_measure(model)),
-                   "predicted_vs_actual": plots.prediction_figure(y[test], pred, f"{algo} throughput on the holdout",
+        figures = {"predicted_vs_actual": plots.prediction_figure(y[test], pred, f"{algo} throughput on the holdout",
                                                                   "GPU jobs / 10 min", log=False)}
+        if hasattr(model, "importances"):  # a blend with the last value has none of its own
+            figures["importances"] = plots.importance_figure(model.importances(), f"{algo} throughput: importance",
+                                                             plots.importance_measure(model))
         if algo == "ebm":
             figures["shape_hour"] = plots.shape_figure(model, "hour", "GPU jobs / 10 min", "hour of day")
         fp = data_fingerprint_of(source, series)
