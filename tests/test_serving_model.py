@@ -244,6 +244,7 @@ def test_schedcast_serve_answers_raw_records_and_stops_clean(trained, store, tmp
         status, reply = post(url, {"dataframe_records": [{"submit_ts": "2020-04-03T12:00:00Z", "user": "u0001"}]})
         assert status == 400 and "num_gpus" in reply.get("message", ""), reply
         stop = cli.terminate_and_check(port, tree, signal.SIGTERM)
+        assert cli.proc.returncode == 128 + signal.SIGTERM
         print(f"schedcast serve: ready after {ready:.1f} s, stopped in {stop:.1f} s")
     finally:
         cli.kill_all(tree)

@@ -224,7 +224,7 @@ def test_readiness_timeout_is_one_line_and_stops_the_child(tmp_path):
 @pytest.mark.slow
 def test_server_banner_after_readiness_and_sigterm_leaves_nothing(tmp_path):
     """`schedcast server` on a free port without the interpreter on PATH: "UI at" appears only once /health
-    answers; SIGTERM to schedcast alone stops the mlflow server, its uvicorn workers and everything else."""
+    answers; SIGINT (Ctrl-C) to schedcast alone stops the mlflow server, its uvicorn workers and everything else."""
     port = free_port()
     cli = CliProcess(["server", "--port", str(port), "--workers", "1", "--ready-timeout", str(READY_S),
                       "--backend-store-uri", f"sqlite:///{tmp_path / 'mlflow.db'}"], tmp_path, bare_env())
@@ -240,7 +240,46 @@ def test_server_banner_after_readiness_and_sigterm_leaves_nothing(tmp_path):
         tree = process_tree(cli.proc.pid)
         assert any("uvicorn" in line for line in survivors(tree)), survivors(tree)
         assert f"UI at http://127.0.0.1:{port}" in cli.output()
-        stop = cli.terminate_and_check(port, tree)
+        stop = cli.terminate_and_check(port, tree, signal.SIGINT)  # what Ctrl-C sends in a terminal
+        assert cli.proc.returncode == 130
         print(f"schedcast server: ready after {ready:.1f} s, stopped in {stop:.1f} s")
     finally:
         cli.kill_all(tree)
+
+
+def test_spinner_in_a_terminal(tmp_path):
+    """Under a pseudo-terminal the wait shows a rich spinner with the elapsed seconds (then the timeout
+    message); nothing crashes in the TTY-only code path."""
+    import pty
+
+    port = free_port()
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "pipelines.cli", "server", "--port", str(port), "--workers", "1",
+                             "--ready-timeout", "3", "--backend-store-uri", f"sqlite:///{tmp_path / 'mlflow.db'}"],
+                            cwd=tmp_path, env=bare_env(TERM="xterm-256color"), stdin=slave, stdout=slave, stderr=slave)
+    os.close(slave)
+    chunks, tree = [], {}
+    deadline = time.monotonic() + 60
+    try:
+        while time.monotonic() < deadline:
+            tree.update(process_tree(proc.pid))
+            try:
+                data = os.read(master, 65536)
+            except OSError:  # the terminal closed: the process is gone
+                break
+            chunks.append(data.decode(errors="replace"))
+        proc.wait(timeout=30)
+        text = "".join(chunks)
+        assert proc.returncode == 2, text
+        import re
+
+        assert re.search(r"starting MLflow server \.\.\.\s+[1-3] s", text), text
+        assert "did not answer" in text and "Traceback" not in text
+        time.sleep(0.5)
+        assert not survivors(tree), survivors(tree)
+    finally:
+        os.close(master)
+        if proc.poll() is None:
+            proc.kill()
+        for line in survivors(tree):
+            os.kill(int(line.split(":")[0]), signal.SIGKILL)
