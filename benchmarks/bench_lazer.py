@@ -275,7 +275,7 @@ def main() -> None:
               f"{offered_load(w.frame.assign(num_gpus=w.gpus), w.cluster.gpus):.2f}; mean load {np.mean(w.load_time):.0f} s, "
               f"mean save {np.mean(w.save_time):.0f} s", flush=True)
         for policy in args.policies:
-            r = simulate(w, policy, time_decisions=True)
+            r = simulate(w, policy, seed=args.seed, time_decisions=True)
             ev = evaluate(r)
             check_identities(ev["jobs"])
             d = np.asarray(r.decision_seconds)

@@ -21,6 +21,10 @@ Alg. 1 / Alg. 2 as implemented:
   a deferred job that fits GPUs freed during its deferral starts at once (its deferral is cancelled),
   and a job whose victims are still saving waits at the head of WQ for their GPUs.
 
+Deferral predictor: models.deferral (stages, GP, speed). Its randomness comes from ``ctx.rng("lazer")``,
+i.e. from the run seed (``simulate(..., seed=)``, ``--seed``); ``seed=N`` fixes it regardless of the run.
+Each preemption decision that asks the predictor is timed (wall and CPU: ``lazer_predicted_decision_*``).
+
 Observed cost (what the predictor learns from). For a decision at t0 with deferral X for job j with
 load time l, a *threat* is the first later arrival k with t0 < a_k <= t0 + X + l, remaining(k) <
 remaining(j), and more GPUs than were idle at a_k: a job that would have preempted j while it loaded
@@ -103,10 +107,7 @@ class Lazer(Srtf):
         super().bind(ctx)
         from models.deferral import make_deferral_predictor
 
-        if self.seed is not None or not hasattr(ctx, "rng"):  # TODO: ctx.rng is landing in sim/engine.py
-            rng = np.random.default_rng(self.seed or 0)
-        else:
-            rng = ctx.rng("lazer")
+        rng = ctx.rng("lazer") if self.seed is None else np.random.default_rng(self.seed)
         options = self.bo_options if self.deferral == "bo" else {}
         self.predictor = make_deferral_predictor(self.deferral, x_max=self.x_max, seed=rng, **options)
 
