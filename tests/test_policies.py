@@ -258,3 +258,20 @@ def test_updater_logs_runs_but_never_registers_versions(monkeypatch):
     up.update(100.0, FinishedJobs(np.arange(80), y[:80], np.linspace(1, 100, 80)))
     assert calls and all(c["register_as"] is None and c["alias"] is None for c in calls)
     assert up.records[-1]["run_id"] == "r1"
+
+
+# -- tiresias-rounds: the round rule of Lucid's released simulator -----------------------------------
+def test_tiresias_rounds_quota_rule_lets_any_waiting_job_displace_worse_running_ones():
+    # One 8-GPU node, one threshold at 40 GPU-s, rounds every 4 s. A (0, 200 s, 4 GPUs) starts at 0 and
+    # drops to the low queue at 10; B (12, 100, 4) starts at 12 (high queue until 22). C (13, 50, 8) and
+    # D (14, 10, 2) wait for the round at 16. Head rule: C heads the queue but cannot be placed even by
+    # preempting A (B ranks better), so nothing moves and D waits for GPUs. Quota rule: walking B, C, D,
+    # A against 8 GPUs, B keeps 4, C (8) does not fit the rest, D takes 2, A (4) no longer fits and is
+    # preempted: D starts at 16 on A's GPUs.
+    rows = [(0, 200, 4), (12, 100, 4), (13, 50, 8), (14, 10, 2)]
+    spec = "tiresias-rounds:thresholds=[40],interval=4"
+    head = simulate(workload(rows, nodes=1, gpus=8), spec, check_invariants=True)
+    quota = simulate(workload(rows, nodes=1, gpus=8), spec + ",rule=quota", check_invariants=True)
+    assert quota.first_start[3] == 16 and head.first_start[3] > 16
+    assert quota.first_start[:2] == head.first_start[:2] == [0, 12]
+    assert quota.preemptions[0] >= 1
