@@ -12,7 +12,8 @@ Request (one pandas DataFrame; over REST ``{"dataframe_records": [...]}``), one 
 column         needed    meaning
 =============  ========  ====================================================================
 submit_ts      one of    submission time, ISO-8601 (no offset = UTC); converted to the trace's
-submit_time    the two   clock, or seconds since the training trace's first submission
+submit_time    the two   clock; or seconds since the training trace's first submission (used only
+                         where submit_ts is absent, or when the training trace had no timestamps)
 num_gpus       yes       GPUs requested
 user, org      no        user and virtual cluster / org (``vc`` is accepted for ``org``)
 job_name       no        job name (recurring-job id = hash of user and normalised name)
@@ -218,13 +219,12 @@ class RawRecordModel(_python_model_base()):
         if "submit_ts" in frame and out["submit_ts"].isna().ne(frame["submit_ts"].isna()).any():
             bad = int(np.flatnonzero(out["submit_ts"].isna() & frame["submit_ts"].notna())[0])
             raise _request_error(f"record {bad}: submit_ts {frame['submit_ts'].iloc[bad]!r} is not a time")
-        missing_t = out["submit_time"].isna()
-        if missing_t.any():
-            if self.origin is None and out.loc[missing_t, "submit_ts"].notna().any():
-                raise _request_error("this model's history has no clock: send submit_time (seconds on the "
-                                     "training trace's clock) instead of submit_ts")
-            out.loc[missing_t, "submit_time"] = (out.loc[missing_t, "submit_ts"] - self.origin).dt.total_seconds() \
-                if self.origin is not None else np.nan
+        has_ts = out["submit_ts"].notna()
+        if self.origin is not None:  # a timestamp wins: seconds are only meaningful on the training clock
+            out.loc[has_ts, "submit_time"] = (out.loc[has_ts, "submit_ts"] - self.origin).dt.total_seconds()
+        elif (has_ts & out["submit_time"].isna()).any():
+            raise _request_error("this model's history has no clock: send submit_time (seconds on the "
+                                 "training trace's clock) instead of submit_ts")
         if out["submit_time"].isna().any():
             bad = int(np.flatnonzero(out["submit_time"].isna())[0])
             raise _request_error(f"record {bad} has neither submit_ts nor submit_time")
@@ -426,3 +426,23 @@ def history_artifacts(model: RawRecordModel, directory: str | Path) -> dict[str,
     model.history.to_parquet(path, index=False)
     model.history_in_artifact = True
     return {"history": str(path)}
+
+
+def to_records(jobs: pd.DataFrame, *, finished: bool = False) -> list[dict[str, Any]]:
+    """Job-table rows as the JSON records a raw-record model takes (``{"dataframe_records": ...}``):
+    ISO-8601 UTC times, no nulls; ``finished=True`` adds the flag and the durations (and queue times)."""
+    cols = [c for c in ("job_id", "submit_ts", "submit_time", "num_gpus", "num_nodes", "user", "org", "job_name",
+                        "group_id") if c in jobs]
+    out = jobs[cols].copy()
+    if "submit_ts" in out:
+        ts = pd.to_datetime(out["submit_ts"], utc=True)
+        out["submit_ts"] = ts.dt.strftime("%Y-%m-%dT%H:%M:%S.%fZ").where(ts.notna(), None)
+    if finished:
+        out["finished"] = True
+        out["duration"] = jobs["duration"].astype(float)
+        if "queue_time" in jobs:
+            out["queue_time"] = jobs["queue_time"].astype(float)
+    if "submit_ts" in out and "submit_time" in out:  # seconds only where there is no timestamp
+        out["submit_time"] = out["submit_time"].where(out["submit_ts"].isna())
+    rows = out.astype(object).where(out.notna(), None).to_dict(orient="records")
+    return [{k: (v.item() if hasattr(v, "item") else v) for k, v in r.items() if v is not None} for r in rows]

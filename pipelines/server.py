@@ -239,7 +239,7 @@ def add_parsers(sub) -> None:
     p.add_argument("--port", type=int, default=5000)
     p.add_argument("--backend-store-uri", help="default: sqlite:///mlruns/mlflow.db in the working directory")
     p.add_argument("--artifact-root", help="default: mlruns/artifacts in the working directory")
-    p.add_argument("--workers", type=int, default=2, help="server worker processes (default 2; mlflow's own: 4)")
+X
     p.add_argument("--ready-timeout", type=float, default=180.0, help="seconds to wait for the UI (default 180)")
     p.set_defaults(func=cmd_server)
 

@@ -110,6 +110,19 @@ def test_trace_seconds_and_vc_alias(trained):
     np.testing.assert_array_equal(model.predict(None, raw), result.estimator.predict(result.holdout[0]))
 
 
+def test_to_records_is_what_the_model_takes(trained):
+    """models.serving.to_records: JSON-ready records (no nulls, ISO times) giving training's predictions."""
+    from models.serving import raw_record_model, to_records
+
+    frame, train, test, result, _ = trained
+    model, _ = raw_record_model("duration", result.estimator, frame[train])
+    recs = to_records(frame[test], finished=True) + to_records(frame[test])
+    json.dumps(recs)  # plain JSON types only
+    assert "submit_time" not in recs[0] and recs[0]["finished"] is True and "finished" not in recs[-1]
+    np.testing.assert_array_equal(model.predict(None, pd.DataFrame(recs)),
+                                  result.estimator.predict(result.holdout[0]))
+
+
 def test_iterations_task_and_feature_frames_pass_through(trained):
     from models.serving import raw_record_model
 
