@@ -678,11 +678,14 @@ class Engine:
             if self.state[job] == LOADING:
                 self.expected_end[job] = self.since[job] + self.workload.load_time[job] + self.remaining[job] / speed
 
-    def _stop(self, job: int, verb: str) -> int:
+    def _stop(self, job: int, verb: str, ctx: Context | None = None) -> int:
         """Common bookkeeping of a preemption or eviction; returns the state the job was in."""
         st = self.state[job]
         if st not in (LOADING, RUNNING):
             raise SimulationError(f"t={self.now}: job {job} cannot be {verb} while {STATE_NAMES[st]}")
+        if ctx is not None and self.partition_of[job] != ctx.partition:
+            raise SimulationError(f"t={self.now}: job {job} runs in partition {self.partition_of[job]}; "
+                                  f"partition {ctx.partition} cannot have it {verb}")
         self.preemptions[job] += 1
         self.epoch[job] += 1
         self.expected_end[job] = INF
@@ -700,7 +703,7 @@ class Engine:
         self.policies[ctx.partition].on_requeue(job)
 
     def _preempt(self, ctx: Context, job: int) -> None:
-        st = self._stop(job, "preempted")
+        st = self._stop(job, "preempted", ctx)
         if st == LOADING:
             self._log("preempt-loading", job)
             self._requeue(ctx, job)
@@ -716,7 +719,7 @@ class Engine:
             self._requeue(ctx, job)
 
     def _evict(self, ctx: Context, job: int) -> None:
-        st = self._stop(job, "evicted")
+        st = self._stop(job, "evicted", ctx)
         self.evictions[job] += 1
         if st == RUNNING:  # progress since the last start is lost and will be redone
             elapsed = self.now - self.seg_start[job]

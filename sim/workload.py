@@ -136,9 +136,16 @@ class Workload:
 
     @property
     def fingerprint(self) -> str:
+        """Hash of the per-job arrays (requests included when any job is more than a GPU count, so
+        plain workloads keep the fingerprint they had before requests existed)."""
         h = hashlib.sha256()
         for arr in (self.submit, self.duration, self.gpus, self.partition, self.load_time, self.save_time):
             h.update(np.asarray(arr, dtype=float).tobytes())
+        if not self.simple:
+            for arr in (self.pods, self.gpus_per_pod, self.gpu_milli, self.checkpoint):
+                h.update(np.asarray(arr, dtype=float).tobytes())
+            for labels in (self.gpu_type, self.job_class, self.stages):
+                h.update("\x1f".join("" if x is None else str(x) for x in labels).encode())
         return h.hexdigest()[:16]
 
 
