@@ -330,6 +330,6 @@ def test_compressed_json_is_guessed_and_read(tmp_path):
 
 def test_a_last_line_without_line_break_is_noted(tmp_path):
     p = tmp_path / "philly.csv"
-    p.write_bytes(PHILLY_OK.encode()[:-3])  # the last row is cut inside its gpu_time field
+    p.write_bytes(PHILLY_OK.encode()[:-3])  # the last row loses its cluster field
     t = load_trace(p)
     assert any("no line break" in n for n in t.report.notes)

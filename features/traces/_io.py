@@ -233,6 +233,16 @@ def parse_datetimes(values: pd.Series, report: LoadReport, *, tz: str, column: s
     if len(naive):
         parsed = pd.to_datetime(naive, errors="coerce", format="ISO8601")
         retry = parsed.isna()
+        if retry.any():  # other layouts ("10/09/2017 07:01"): vectorised first, one by one if that fails
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                try:
+                    mixed = pd.to_datetime(naive[retry], errors="coerce", format="mixed")
+                except (ValueError, TypeError, OverflowError):
+                    mixed = None
+            if mixed is not None and pd.api.types.is_datetime64_dtype(mixed):
+                parsed[retry] = mixed
+                retry = parsed.isna()
         if retry.any():
             again = pd.Series(pd.NaT, index=naive.index[retry], dtype="datetime64[ns]")
             for idx, value in naive[retry].items():
