@@ -178,7 +178,8 @@ def _timed_process(cmd: list[str], cwd: Path | None = None, env: dict | None = N
     return wall, cpu, proc.returncode
 
 
-def bench_commands(philly: Path | None, repeats: int = 3, data=None, tree: Path | None = None) -> list[dict]:
+def bench_commands(philly: Path | None, repeats: int = 3, data=None, tree: Path | None = None,
+                   only: str | None = None) -> list[dict]:
     """Whole `schedcast simulate` processes (imports, loading, replay, table, result files and plots),
     timed from outside: the installed console script (the one beside this interpreter), or
     ``python -m pipelines.cli`` run inside ``tree`` (another checkout, e.g. to time an older commit).
@@ -200,6 +201,8 @@ def bench_commands(philly: Path | None, repeats: int = 3, data=None, tree: Path 
     probe = subprocess.run(base + ["simulate", "--help"], capture_output=True, text=True, cwd=tree, env=env)
     if "--no-plots" in probe.stdout:
         variants["no plots"] = ["--no-plots"]
+    if only:
+        cases = {k: v for k, v in cases.items() if only.lower() in k.lower()}
     if data is not None:
         cases = {k: v + ["--data-dir", str(data)] for k, v in cases.items()}
     rows = []
@@ -232,6 +235,7 @@ def main() -> None:
     ap.add_argument("--data-dir")
     ap.add_argument("--commands-only", action="store_true", help="only the whole-command timings")
     ap.add_argument("--repeats", type=int, default=3, help="whole-command runs per case (best is kept)")
+    ap.add_argument("--only", help="whole commands whose label contains this text (e.g. SJF, FIFO)")
     ap.add_argument("--tree", type=Path, help="time the commands of another checkout (python -m pipelines.cli "
                     "run there), e.g. `git worktree` of an older commit")
     args = ap.parse_args()
@@ -239,7 +243,8 @@ def main() -> None:
     print(f"machine: {machine()}")
     rows = []
     philly = data_dir(args.data_dir) / "philly" / "philly_jobs_2017-09-04_2017-11-30.csv.gz"
-    rows += bench_commands(philly if philly.exists() else None, args.repeats, data_dir(args.data_dir), args.tree)
+    rows += bench_commands(philly if philly.exists() else None, args.repeats, data_dir(args.data_dir), args.tree,
+                           args.only)
     if not args.commands_only:
         if philly.exists():
             rows += bench_philly(philly)

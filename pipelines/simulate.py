@@ -244,6 +244,10 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
     for name in args.policy:  # unknown names or parameters stop here, before anything is loaded
         get_policy(name)
+    if args.placement is not None:
+        from sim.placement import make_placement
+
+        make_placement(args.placement)
     from sim.predictors import describe_predictor, make_predictor
 
     predictor = make_predictor(args.predictor, seed=args.seed, tracking_uri=getattr(args, "tracking_uri", None))
@@ -336,7 +340,7 @@ def _run(args, t0, out, force, window, predictor, predicted, predictor_info, plo
             "trace": table.report.as_dict(), "trace_name": trace_name, "workload": rep,
             "cluster": workload.cluster.describe(), "cluster_name": workload.cluster.name,
             "cluster_gpus": workload.cluster.gpus, "offered_load": load, "policies": args.policy,
-            "placement": args.placement, "predictor": args.predictor, "predictor_resolved": predictor_info,
+            "placement": args.placement or "policy default", "predictor": args.predictor, "predictor_resolved": predictor_info,
             "seed": args.seed, "window": list(window) if window else None, "measured_jobs": measured or len(workload),
             "jobs": len(workload), "workload_fingerprint": workload.fingerprint,
             "units": "times in seconds (columns *_s); gpu_utilisation_frac is a share in [0, 1]"}
@@ -365,7 +369,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     force = args.force or (args.out is None and _is_demo_folder(out))
     ns = argparse.Namespace(
         trace=None, synthetic="demo", format=None, jobs=args.jobs, cluster=None, costs="none",
-        default_gpus=None, data_dir=None, seed=args.seed, policy=DEFAULT_POLICIES, placement="consolidate",
+        default_gpus=None, data_dir=None, seed=args.seed, policy=DEFAULT_POLICIES, placement=None,
         predictor="oracle", window=None, out=str(out), no_progress=args.no_progress, force=force,
         check_invariants=False, tracking_uri=None, offered_load=None, plots=args.plots, kind="demo",
         argv=getattr(args, "argv", sys.argv[1:]))
@@ -384,8 +388,8 @@ def add_parsers(sub) -> None:
     p.add_argument("--policy", nargs="+", default=DEFAULT_POLICIES, metavar="POLICY",
                    help="registry names (see `schedcast policies -v`), optionally name:key=value,... "
                    f"(default: {' '.join(DEFAULT_POLICIES)})")
-    p.add_argument("--placement", default="consolidate", help="first-fit, consolidate (strict, Lucid; default) "
-                   "or best-fit")
+    p.add_argument("--placement", default=None, help="first-fit, consolidate (strict, Lucid), best-fit or "
+                   "scored:KEY=WEIGHT,... (FGD-style weighted scores); default: the policy's own, else consolidate")
     p.add_argument("--predictor", default="oracle", type=predictor_arg,
                    help="for prediction-based policies: oracle (default), noisy:SIGMA, models:/NAME@ALIAS "
                    "(MLflow registry; the resolved version is recorded in meta.json) or an `mlflow models "

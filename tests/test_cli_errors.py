@@ -159,3 +159,9 @@ def test_help_is_complete(command, capsys):
     lines = [ln for ln in text.splitlines() if ln.strip().startswith("-")]
     for ln in lines:
         assert len(ln.split("  ")) > 1 and ln.split("  ", 1)[1].strip() or ln.strip().startswith(("-h",)), ln
+
+
+def test_unknown_placement_stops_before_loading(tmp_path, capsys):
+    code, out, err = run(capsys, *DEMO, "--placement", "nope", "--out", str(tmp_path / "o"))
+    one_line_error(code, err, "unknown placement 'nope'", "consolidate")
+    assert out == ""
