@@ -271,7 +271,7 @@ def _start_plotter():
 
     try:
         return PlotWorker()
-    except OSError:
+    except (OSError, ValueError):  # no interpreter to start: draw in this process
         return None
 
 
