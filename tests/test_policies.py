@@ -275,3 +275,16 @@ def test_tiresias_rounds_quota_rule_lets_any_waiting_job_displace_worse_running_
     assert quota.first_start[3] == 16 and head.first_start[3] > 16
     assert quota.first_start[:2] == head.first_start[:2] == [0, 12]
     assert quota.preemptions[0] >= 1
+
+
+def test_base_policy_waiting_count_and_release():
+    from sim.policies.base import Policy, SortedQueue
+
+    p = Policy()
+    assert p.waiting_count() == 0 and p.release(3) is False  # no queue
+    p.queue = SortedQueue()
+    for job in (5, 2, 9):
+        p.queue.add(job * 10, job)
+    assert p.waiting_count() == 3
+    assert p.release(2) is True and p.release(2) is False
+    assert [j for _, j in p.queue.items] == [5, 9]

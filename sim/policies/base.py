@@ -5,13 +5,24 @@ import bisect
 from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:
+    from sim.coordinator import Coordinator
     from sim.engine import Context
 
 
 class Policy:
     """Base policy. One instance per partition; the engine calls the hooks, then ``schedule``.
 
-    Class attributes describe the policy for the registry and the CLI.
+    Class attributes describe the policy for the registry and the CLI:
+    - ``preemptive``: the policy may stop a job it started before the job finishes, by a pause with
+      save (``ctx.preempt``) or an eviction (``ctx.evict``). Lucid is preemptive (its profiler pauses
+      jobs after T_prof and its binder evicts the guest of an unstable pair); so is Horus (evictions).
+      Non-preemptive policies never stop a started job (the property tests check it).
+    - ``uses_predictions``: reads duration predictions (``--predictor``).
+    - ``coordinator_class``: a :class:`sim.coordinator.Coordinator` the engine makes once per replay
+      (``ctx.coordinator``), for decisions that span partitions.
+    Parameters are the typed arguments of ``__init__`` (no ``**kwargs``): the registry derives a
+    pydantic model from the signature, or uses a class-level ``Params`` model; ``param_docs`` (name ->
+    one line) describes them for ``schedcast policies -v``.
     """
 
     name = "base"
@@ -19,6 +30,8 @@ class Policy:
     citation = ""
     preemptive = False
     uses_predictions = False
+    coordinator_class: "type[Coordinator] | None" = None
+    param_docs: dict[str, str] = {}
 
     ctx: "Context"
 
@@ -57,6 +70,23 @@ class Policy:
 
     def stats(self) -> dict[str, Any]:
         return {}
+
+    def waiting_count(self) -> int:
+        """Jobs waiting here (a coordinator's view reads it): ``len(self.queue)`` if there is a queue."""
+        queue = getattr(self, "queue", None)
+        return len(queue) if queue is not None else 0
+
+    def release(self, job: int) -> bool:
+        """Give up a waiting job (a coordinator moves it elsewhere): True if it was in ``self.queue``."""
+        queue = getattr(self, "queue", None)
+        items = getattr(queue, "items", None)
+        if items is None:
+            return False
+        for i, entry in enumerate(items):
+            if entry[1] == job:
+                del items[i]
+                return True
+        return False
 
 
 class SortedQueue:
