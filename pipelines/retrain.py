@@ -105,8 +105,8 @@ def comparison_holdout(task: str, result: TrainResult, champion: dict[str, str],
     new_src = DataSource.from_json(new["source"]) if new.get("source") else None
     same_data = bool(champion.get("sha256")) and champion.get("sha256") == new.get("sha256")
     if same_data or (new_src is not None and old_src.same_origin(new_src)):
-        why = "identical data" if same_data else "the same source, possibly updated"
-        return result.holdout, "challenger", f"challenger's holdout ({why} as the champion: {old_src.describe()})"
+        why = "the same data as the champion's" if same_data else "the champion's source, possibly updated since"
+        return result.holdout, "challenger", f"the challenger's holdout ({why}: {old_src.describe()})"
     # Different origin: the comparison must happen on the champion's own data.
     try:
         data = t.load(old_src)
