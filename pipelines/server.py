@@ -221,11 +221,47 @@ def cmd_serve(args: argparse.Namespace) -> int:
            "-h", args.host, "-p", str(args.port)]
     if args.workers:
         cmd += ["-w", str(args.workers)]
-    env = child_env({"MLFLOW_TRACKING_URI": uri, "MLFLOW_REGISTRY_URI": os.environ.get("MLFLOW_REGISTRY_URI", uri)})
+    registry = os.environ.get("MLFLOW_REGISTRY_URI", uri)
+    _check_registered(args.model_uri, uri, registry)
+    env = child_env({"MLFLOW_TRACKING_URI": uri, "MLFLOW_REGISTRY_URI": registry})
     print("starting:", " ".join(cmd[2:]), f"(tracking {uri})", flush=True)
     base = f"http://{_url_host(args.host)}:{args.port}"
     return run_managed(cmd, ready_url=f"{base}/ping", what=f"model server for {args.model_uri}",
                        banner=f"model {args.model_uri} at {base}/invocations", timeout=args.ready_timeout, env=env)
+
+
+def _check_registered(model_uri: str, tracking_uri: str, registry_uri: str) -> None:
+    """One clear line instead of mlflow's traceback when a models:/ URI names nothing."""
+    if not model_uri.startswith("models:/"):
+        return
+    if registry_uri.startswith("sqlite:///") and not Path(registry_uri[len("sqlite:///"):]).exists():
+        raise ValueError(f"no model registry at {registry_uri} (train a model first, or pass --tracking-uri)")
+    import logging
+
+    import mlflow
+    from mlflow.exceptions import MlflowException
+
+    logging.getLogger("mlflow").setLevel(logging.ERROR)  # no store-migration chatter for a look-up
+    client = mlflow.MlflowClient(tracking_uri=tracking_uri, registry_uri=registry_uri)
+    ref = model_uri[len("models:/"):]
+    name, at, alias = ref.partition("@")
+    try:
+        if at:
+            client.get_model_version_by_alias(name, alias)
+        elif "/" in name:
+            model, _, version = name.partition("/")
+            if not version.isdigit() and version.lower() != "latest":
+                return  # a stage name ('Production'): let mlflow resolve it
+            if version.isdigit():
+                client.get_model_version(model, version)
+            else:
+                client.get_registered_model(model)
+        elif not name.startswith("m-"):  # models:/m-<id> is a logged model, not a registered one
+            client.get_registered_model(name)
+    except MlflowException as exc:
+        reason = str(exc).splitlines()[0][:200]
+        raise ValueError(f"model {model_uri} is not in the registry at {registry_uri} ({reason}); "
+                         "see `schedcast models`") from None
 
 
 def _url_host(host: str) -> str:
