@@ -131,3 +131,36 @@ def test_concurrent_retrains_promote_at_most_one(store, capsys):
     assert winner.champion_version_before == loser.champion_version_before == "1"
     assert "moved from version 1 to" in loser.reason and not loser.promoted
     assert alias_version("duration", "champion") == winner.challenger_version
+
+
+def test_tag_lease_serialises_alias_changes(store):
+    """The lease used on stores without a shared file system (a tracking server): two holders never
+    overlap, and the lease tag is gone afterwards."""
+    import time
+
+    import mlflow
+
+    from models.registry import LEASE_TAG, alias_lock, configure
+
+    configure(store)
+    mlflow.MlflowClient().create_registered_model("leased")
+    spans, errors = [], []
+
+    def hold():
+        try:
+            with alias_lock("leased", timeout=60, lease=True):
+                t0 = time.monotonic()
+                time.sleep(0.5)
+                spans.append((t0, time.monotonic()))
+        except Exception as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=hold) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not errors and len(spans) == 2
+    (a0, a1), (b0, b1) = sorted(spans)
+    assert a1 <= b0  # no overlap
+    assert LEASE_TAG not in mlflow.MlflowClient().get_registered_model("leased").tags
