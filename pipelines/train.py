@@ -219,7 +219,6 @@ class DurationTask(Task):
 
     name, primary, holdout_days, min_holdout, holdout_unit = "duration", "log_mae", 30.0, 100, "jobs"
     units = {"log_mae": "log-s", "mae": "s", "rmse": "s", "spearman": "rank corr.", "r2": "", "unseen_share": "share"}
-    default_algo = "lightgbm"
 
     def load(self, source: DataSource) -> dict[str, Any]:
         if source.kind == "synthetic":
@@ -309,7 +308,6 @@ class IterationsTask(DurationTask):
     """A-SRPT's random forest on (group id, user); unseen groups -> 0 (paper) or the fallback."""
 
     name, primary, holdout_days, min_holdout, holdout_unit = "iterations", "log_mae", 30.0, 100, "jobs"
-    default_algo = "zero"
 
     def features(self, table: JobTable) -> pd.DataFrame:
         return duration_features(table)[["group_id", "user"]]
@@ -355,7 +353,6 @@ class ThroughputTask(Task):
 
     name, primary, holdout_days, min_holdout, holdout_unit = "throughput", "mae", 31.0, 144, "10-min steps"
     units = {"mae": "jobs/10 min", "rmse": "jobs/10 min", "r2": ""}
-    default_algo = "ebm"
 
     def load(self, source: DataSource) -> dict[str, Any]:
         from features.series import VENUS_THROUGHPUT, load_throughput
@@ -425,7 +422,6 @@ class DemandTask(Task):
     name, primary, holdout_days, min_holdout, holdout_unit = "demand", "ql_0.9", 7.0, 4, "forecast origins"
     units = {"ql_0.9": "GPUs", "ql_0.95": "GPUs", "mae": "GPUs", "crps": "GPUs", "coverage_0.9": "share",
              "coverage_0.95": "share"}
-    default_algo = "orglinear"
 
     def load(self, source: DataSource) -> dict[str, Any]:
         from features.paths import resolve_data_path
@@ -500,7 +496,6 @@ class PackingTask(Task):
     name, primary, holdout_days, min_holdout, holdout_unit = "packing", "error_rate", None, 30, "profiles"
     units = {"error_rate": "share", "accuracy": "share", "macro_f1": "", "random_split_accuracy": "share",
              "train_accuracy": "share"}
-    default_algo = "solo"
 
     def load(self, source: DataSource) -> dict[str, Any]:
         return {"data_dir": source.path, "source": source}

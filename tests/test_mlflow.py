@@ -9,8 +9,11 @@ from pipelines.cli import main
 def empty_store_db(tmp_path_factory):
     """A migrated, empty MLflow sqlite database, created once: creating the tables takes seconds, copying
     the file does not (each test still gets its own store and artifact folder)."""
+    import logging
+
     import mlflow
 
+    logging.getLogger("mlflow").setLevel(logging.WARNING)  # no "Creating initial MLflow database tables"
     db = tmp_path_factory.mktemp("template") / "mlflow.db"
     client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{db}", registry_uri=f"sqlite:///{db}")
     client.search_experiments()
