@@ -59,10 +59,13 @@ HISTORY_COLUMNS: dict[str, str] = {
     "job_name": "string", "group_id": "string",
 }
 #: Request columns and their MLflow schema types (all optional in the signature).
+#: Numbers and the flag are declared Any: MLflow refuses int64 for a double column in a local predict
+#: (its "safe conversion" rule), and it casts a boolean column with astype(bool), which turns the flag
+#: of a record that leaves it out into True. The model converts them itself.
 RAW_SCHEMA: dict[str, str] = {
-    "job_id": "string", "submit_ts": "string", "submit_time": "double", "num_gpus": "double",
-    "num_nodes": "double", "user": "string", "org": "string", "vc": "string", "job_name": "string",
-    "group_id": "string", "finished": "any", "duration": "double", "queue_time": "double",
+    "job_id": "string", "submit_ts": "string", "submit_time": "any", "num_gpus": "any",
+    "num_nodes": "any", "user": "string", "org": "string", "vc": "string", "job_name": "string",
+    "group_id": "string", "finished": "any", "duration": "any", "queue_time": "any",
 }
 TASKS = ("duration", "iterations")
 
@@ -137,7 +140,7 @@ class RawRecordModel(_python_model_base()):
         first = int(np.argmin(hist["submit_time"].to_numpy())) if len(hist) else None
         #: The timestamp of time zero of the training trace's clock (None without a clock).
         self.origin = ts.iloc[first] if first is not None and pd.notna(ts.iloc[first]) else None
-        self._keys = None  # per history key: key strings of the history rows (built lazily)
+        self._keys = None  # per history key: its _KeyIndex (built on load, or on first use)
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
@@ -168,11 +171,8 @@ class RawRecordModel(_python_model_base()):
         """Every request column optional; the engineered feature columns declared too (see module doc)."""
         from mlflow.models import ModelSignature
         from mlflow.types import ColSpec, Schema
-
         from mlflow.types.schema import AnyType
 
-        # 'finished' is declared Any: MLflow casts a boolean column with astype(bool), which turns the
-        # missing flag of a record that leaves the field out into True.
         specs = {name: ColSpec(AnyType() if t == "any" else t, name, required=False) for name, t in RAW_SCHEMA.items()}
         for col in self.columns:
             if col not in specs:

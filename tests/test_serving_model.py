@@ -217,8 +217,13 @@ def test_logged_model_round_trip(trained, store):
     assert not any(c.required for c in loaded.metadata.get_input_schema().inputs)
     np.testing.assert_array_equal(loaded.predict(result.holdout[0]), expected)  # feature frames too
 
+    from models.serving import to_records
+
     loaded2 = mlflow.pyfunc.load_model(logged["duration-raw-pickled"][0].model_uri)
     np.testing.assert_array_equal(loaded2.predict(records(frame[test]).head(50)), expected[:50])
+    ints = pd.DataFrame(to_records(frame[test]))  # integer GPUs / nodes, as a Python client builds them
+    assert ints["num_gpus"].dtype == np.int64
+    np.testing.assert_array_equal(loaded2.predict(ints), expected)
 
 
 def post(url: str, body: dict) -> tuple[int, dict]:
