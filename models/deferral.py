@@ -352,6 +352,7 @@ def _one_blas_thread():
     global _BLAS
     if _BLAS is None:
         try:
+            import scipy.linalg  # noqa: F401 - load scipy's own BLAS first, so that the controller sees it
             from threadpoolctl import ThreadpoolController
 
             _BLAS = ThreadpoolController()
