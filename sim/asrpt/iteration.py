@@ -1,0 +1,147 @@
+"""Per-iteration time of a pipelined, data-parallel job on a mapping (A-SRPT Eq. 4-7, our reading).
+
+The paper's equations are partly garbled in the text; this is the reading we implement.
+
+A job runs a :class:`~sim.asrpt.profiles.PipelineConfig`: stages s = 0..S-1 with k_s replicas. A
+**mapping** ``x`` gives ``x[j][s]``, the replicas of stage s on server j (``sum_j x[j][s] == k_s``).
+One iteration is one minibatch through the pipeline; each replica of stage s handles 1/k_s of it.
+For every (server j, stage s) with ``x[j][s] > 0``:
+
+- Eq. 4, computation: ``comp_s / k_s`` (forward + backward of the stage on one GPU, split over replicas).
+- Eq. 5, inter-stage communication: the replicas of s on j receive activations from stage s-1 and send
+  activations to stage s+1, and gradients flow back (factor 2): ``2 act_{s} x[j][s] / k_s`` bytes to the
+  next stage, ``2 act_{s-1} x[j][s] / k_s`` from the previous one. Peers are spread uniformly over the
+  neighbour stage's replicas, so the share ``x[j][s±1] / k_{s±1}`` stays on the server (over B_intra)
+  and the rest crosses the server's NIC (over B_inter). All replicas of s on j share that NIC.
+- Eq. 6, AllReduce of the stage's parameters P_s among its k_s replicas:
+  ``ring``: ``2 (k_s - 1) / k_s * P_s / B``, B = B_intra when every replica of s is on j, else B_inter
+  (a ring that leaves the server is as slow as its slowest link);
+  ``tree`` (hierarchical, non-pipelined binary trees, reduce then broadcast): within the server
+  ``2 ceil(log2 x[j][s]) P_s / B_intra`` plus, when s spans m > 1 servers, ``2 ceil(log2 m) P_s / B_inter``.
+- Eq. 7: ``alpha(x) = max_{j, s: x[j][s] > 0} (comp + comm + allreduce)`` — the slowest (server, stage)
+  paces the pipeline.
+
+``alpha_max``: fully spread, one GPU per server (every byte between GPUs crosses a NIC).
+``alpha_min`` (the paper's estimated alpha~_min): the fewest servers (full servers of
+``gpus_per_server`` plus the remainder) mapped by Heavy-Edge (sim/placement/heavy_edge.py).
+
+Bandwidths are bytes/s. Defaults are the paper's: B_inter = 10 Gb/s, B_intra = 300 GB/s;
+:meth:`Bandwidth.from_cluster` reads the cluster config's ``inter_node_bandwidth_gbps`` and
+``intra_node_bandwidth_gbps`` (both GB/s there).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+from sim.asrpt.profiles import PipelineConfig
+
+Mapping = Sequence[Sequence[int]]  # x[server][stage] = replicas
+
+B_INTER_DEFAULT = 10e9 / 8  # 10 Gb/s
+B_INTRA_DEFAULT = 300e9  # 300 GB/s
+
+
+@dataclass(frozen=True, slots=True)
+class Bandwidth:
+    """Inter-server (NIC) and intra-server bandwidth, bytes/s, and the AllReduce algorithm."""
+
+    inter: float = B_INTER_DEFAULT
+    intra: float = B_INTRA_DEFAULT
+    allreduce: str = "ring"
+
+    def __post_init__(self) -> None:
+        if self.inter <= 0 or self.intra <= 0:
+            raise ValueError("bandwidths must be positive")
+        if self.allreduce not in ("ring", "tree"):
+            raise ValueError(f"allreduce must be 'ring' or 'tree', not {self.allreduce!r}")
+
+    @classmethod
+    def from_cluster(cls, cluster, inter_gbit: float | None = None, intra_gbyte: float | None = None,
+                     allreduce: str = "ring") -> "Bandwidth":
+        """From the cluster config (GB/s fields); ``inter_gbit`` (Gb/s) / ``intra_gbyte`` (GB/s) override."""
+        inter = inter_gbit * 1e9 / 8 if inter_gbit is not None else cluster.inter_node_bandwidth_gbps * 1e9
+        intra = intra_gbyte * 1e9 if intra_gbyte is not None else cluster.intra_node_bandwidth_gbps * 1e9
+        return cls(inter, intra, allreduce)
+
+
+def check_mapping(config: PipelineConfig, x: Mapping) -> None:
+    """Raise ValueError unless x places exactly k_s replicas of every stage."""
+    S = config.num_stages
+    for row in x:
+        if len(row) != S or any(v < 0 for v in row):
+            raise ValueError(f"mapping rows need {S} non-negative entries: {row}")
+    for s, st in enumerate(config.stages):
+        if sum(row[s] for row in x) != st.replicas:
+            raise ValueError(f"stage {s} has {sum(row[s] for row in x)} replicas mapped, needs {st.replicas}")
+
+
+def terms(config: PipelineConfig, x: Mapping, bw: Bandwidth = Bandwidth()) -> dict[tuple[int, int], float]:
+    """Per-(server, stage) time of one iteration (Eq. 4-6) for every occupied pair."""
+    check_mapping(config, x)
+    stages = config.stages
+    S = len(stages)
+    spans = [sum(1 for row in x if row[s] > 0) for s in range(S)]
+    out = {}
+    for j, row in enumerate(x):
+        for s, n in enumerate(row):
+            if n <= 0:
+                continue
+            st = stages[s]
+            k = st.replicas
+            t = st.compute_s / k
+            inter = intra = 0.0
+            for nb, act in ((s + 1, st.activation_bytes), (s - 1, stages[s - 1].activation_bytes if s else 0.0)):
+                if 0 <= nb < S and act > 0:
+                    vol = 2.0 * act * n / k
+                    local = row[nb] / stages[nb].replicas
+                    intra += vol * local
+                    inter += vol * (1.0 - local)
+            t += inter / bw.inter + intra / bw.intra
+            P = st.parameter_bytes
+            if k > 1 and P > 0:
+                if bw.allreduce == "ring":
+                    t += 2.0 * (k - 1) / k * P / (bw.intra if n == k else bw.inter)
+                else:
+                    if n > 1:
+                        t += 2.0 * math.ceil(math.log2(n)) * P / bw.intra
+                    if spans[s] > 1:
+                        t += 2.0 * math.ceil(math.log2(spans[s])) * P / bw.inter
+            out[(j, s)] = t
+    return out
+
+
+def alpha(config: PipelineConfig, x: Mapping, bw: Bandwidth = Bandwidth()) -> float:
+    """Eq. 7: seconds per iteration on mapping x."""
+    return max(terms(config, x, bw).values())
+
+
+def spread_mapping(config: PipelineConfig) -> list[list[int]]:
+    """One GPU per server (fully spread)."""
+    S = config.num_stages
+    x = []
+    for s, st in enumerate(config.stages):
+        for _ in range(st.replicas):
+            row = [0] * S
+            row[s] = 1
+            x.append(row)
+    return x
+
+
+def alpha_max(config: PipelineConfig, bw: Bandwidth = Bandwidth()) -> float:
+    """Per-iteration time fully spread (the worst placement)."""
+    return alpha(config, spread_mapping(config), bw)
+
+
+def fewest_servers(gpus: int, gpus_per_server: int = 8) -> list[int]:
+    """GPUs per server on the fewest servers: full servers plus the remainder."""
+    full, rest = divmod(int(gpus), int(gpus_per_server))
+    return [gpus_per_server] * full + ([rest] if rest else [])
+
+
+def alpha_min(config: PipelineConfig, bw: Bandwidth = Bandwidth(), gpus_per_server: int = 8) -> float:
+    """The estimated best per-iteration time: fewest servers mapped by Heavy-Edge."""
+    from sim.placement.heavy_edge import heavy_edge_map
+
+    return alpha(config, heavy_edge_map(config, fewest_servers(config.gpus, gpus_per_server), bw), bw)

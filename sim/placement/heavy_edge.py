@@ -1,0 +1,166 @@
+"""Heavy-Edge: communication-aware mapping of a pipelined job's stage replicas onto servers (A-SRPT
+§III-B, Fig. 2; our reading, the pseudo-code is not in the text we had).
+
+The job is a graph whose vertices are stage replicas. Two kinds of edges carry bytes every iteration:
+
+- an **AllReduce edge** per stage s with k_s > 1, weight ``2 (k_s - 1) / k_s * P_s`` (ring volume);
+- a **pipeline edge** per pair of consecutive stages (s, s+1), weight ``2 act_s`` (activations forward,
+  gradients back).
+
+Heavy-Edge visits the edges from the heaviest to the lightest and tries to keep each edge inside a
+server: an AllReduce edge puts the stage's unplaced replicas on one server (the tightest server that
+holds them all, preferring one that already holds a neighbour stage), else fills servers that hold
+neighbours first and then the emptiest; a pipeline edge puts both stages' unplaced replicas on one
+server if one holds them all, else spreads them over servers (those holding a placed partner first,
+then the emptiest) in proportion, so each server holds replicas of both stages and most activation
+traffic stays local. Replicas not touched by any edge (a single stage with one replica) go to the
+tightest server. The result is ``x[server][stage]`` for :mod:`sim.asrpt.iteration`.
+
+The placement plug-in ``heavy-edge`` chooses the servers: a job that fits one server goes to the
+tightest such server; a larger one spans the fewest servers, emptiest first (``most_free=True``) — or,
+with ``most_free=False``, the fullest servers that still have room (A-SRPT's rule for
+communication-light jobs). The engine's placement is ``[(node, gpus)]``; the performance model
+(sim.asrpt.performance) maps the stages onto those per-node counts with :func:`heavy_edge_map`, the
+same deterministic function, so placement and speed agree.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from sim.placement import Consolidate
+from sim.placement.pool import NodePool, Placement_t
+
+if TYPE_CHECKING:
+    from sim.asrpt.iteration import Bandwidth
+    from sim.asrpt.profiles import PipelineConfig
+
+
+def job_edges(config: "PipelineConfig") -> list[tuple[float, str, int]]:
+    """(weight bytes, kind, stage) for every edge, heaviest first (ties: AllReduce before pipeline, then
+    lower stage)."""
+    edges = []
+    for s, st in enumerate(config.stages):
+        if st.replicas > 1 and st.parameter_bytes > 0:
+            edges.append((2.0 * (st.replicas - 1) / st.replicas * st.parameter_bytes, "allreduce", s))
+        if s + 1 < config.num_stages and st.activation_bytes > 0:
+            edges.append((2.0 * st.activation_bytes, "pipeline", s))
+    edges.sort(key=lambda e: (-e[0], e[1] != "allreduce", e[2]))
+    return edges
+
+
+def heavy_edge_map(config: "PipelineConfig", capacities: list[int],
+                   bw: "Bandwidth | None" = None) -> list[list[int]]:
+    """Map the stage replicas onto servers with ``capacities`` GPUs (sum >= the job's GPUs).
+
+    ``bw`` is accepted for interface symmetry with the ILP (the heuristic uses byte weights only)."""
+    S = config.num_stages
+    k = [st.replicas for st in config.stages]
+    if sum(capacities) < sum(k):
+        raise ValueError(f"{sum(k)} replicas do not fit servers {capacities}")
+    m = len(capacities)
+    x = [[0] * S for _ in range(m)]
+    free = list(capacities)
+    left = list(k)
+
+    def neighbours_on(j: int, s: int) -> int:
+        return sum(x[j][t] for t in (s - 1, s + 1) if 0 <= t < S)
+
+    def put(j: int, s: int, n: int) -> None:
+        x[j][s] += n
+        free[j] -= n
+        left[s] -= n
+
+    def place_whole(stages: tuple[int, ...]) -> bool:
+        need = sum(left[s] for s in stages)
+        if need == 0:
+            return True
+        fits = [j for j in range(m) if free[j] >= need]
+        if not fits:
+            return False
+        j = min(fits, key=lambda j: (-sum(neighbours_on(j, s) for s in stages), free[j], j))
+        for s in stages:
+            if left[s]:
+                put(j, s, left[s])
+        return True
+
+    def order_for(stages: tuple[int, ...]) -> list[int]:
+        return sorted(range(m), key=lambda j: (-sum(neighbours_on(j, s) for s in stages)
+                                                - sum(x[j][s] for s in stages), -free[j], j))
+
+    def spread_one(s: int) -> None:
+        for j in order_for((s,)):
+            if not left[s]:
+                break
+            n = min(free[j], left[s])
+            if n:
+                put(j, s, n)
+
+    def spread_pair(a: int, b: int) -> None:
+        for j in order_for((a, b)):
+            r = free[j]
+            if not r or not (left[a] or left[b]):
+                continue
+            tot = left[a] + left[b]
+            na = min(left[a], int(round(r * left[a] / tot)))
+            nb = min(left[b], r - na)
+            na = min(left[a], r - nb)
+            if na:
+                put(j, a, na)
+            if nb:
+                put(j, b, nb)
+
+    for _, kind, s in job_edges(config):
+        if kind == "allreduce":
+            if left[s] and not place_whole((s,)):
+                spread_one(s)
+        else:
+            a, b = s, s + 1
+            if (left[a] or left[b]) and not place_whole((a, b)):
+                if left[a] and left[b]:
+                    spread_pair(a, b)
+                else:
+                    spread_one(a if left[a] else b)
+    for s in range(S):
+        if left[s] and not place_whole((s,)):
+            spread_one(s)
+    return x
+
+
+class HeavyEdge(Consolidate):
+    """The ``heavy-edge`` placement: fewest servers (see module docstring); stage mapping by
+    :func:`heavy_edge_map` in the performance model."""
+
+    name = "heavy-edge"
+
+    def __init__(self, most_free: bool = True):
+        super().__init__(strict=False)
+        self.most_free = bool(most_free)
+
+    def place_gpus(self, pool: NodePool, gpus: int, gpu_type: str | None) -> Placement_t | None:
+        if self.most_free:
+            return super().place_gpus(pool, gpus, gpu_type)
+        return place_ordered(pool, gpus, gpu_type, most_free=False)
+
+
+def place_ordered(pool: NodePool, gpus: int, gpu_type: str | None = None, most_free: bool = True
+                  ) -> Placement_t | None:
+    """``gpus`` GPUs on the tightest single server that holds them, else over servers in order of
+    free GPUs (most first with ``most_free``, else fewest first)."""
+    if gpus > pool.total_free:
+        return None
+    if gpus <= pool.max_capacity_of(gpu_type):
+        node = pool.tightest_node_with(gpus, gpu_type)
+        if node is not None:
+            return [(node, gpus)]
+    types = pool.gpu_type if gpu_type is not None and pool.typed else None
+    nodes = [n for n, f in enumerate(pool.free) if f and n not in pool.cordoned
+             and (types is None or types[n] == gpu_type)]
+    nodes.sort(key=(lambda n: (-pool.free[n], n)) if most_free else (lambda n: (pool.free[n], n)))
+    out, need = [], gpus
+    for n in nodes:
+        take = min(pool.free[n], need)
+        out.append((n, take))
+        need -= take
+        if not need:
+            return out
+    return None
