@@ -14,7 +14,9 @@ neighbours first and then the emptiest; a pipeline edge puts both stages' unplac
 server if one holds them all, else spreads them over servers (those holding a placed partner first,
 then the emptiest) in proportion, so each server holds replicas of both stages and most activation
 traffic stays local. Replicas not touched by any edge (a single stage with one replica) go to the
-tightest server. The result is ``x[server][stage]`` for :mod:`sim.asrpt.iteration`.
+tightest server. A few swap steps then move replicas out of the bottleneck (server, stage) while that
+lowers alpha (ours: greedy packing can fill a server with one wide stage and strand its neighbour).
+The result is ``x[server][stage]`` for :mod:`sim.asrpt.iteration`.
 
 The placement plug-in ``heavy-edge`` chooses the servers: a job that fits one server goes to the
 tightest such server; a larger one spans the fewest servers, emptiest first (``most_free=True``) — or,
@@ -49,10 +51,11 @@ def job_edges(config: "PipelineConfig") -> list[tuple[float, str, int]]:
 
 
 def heavy_edge_map(config: "PipelineConfig", capacities: list[int],
-                   bw: "Bandwidth | None" = None) -> list[list[int]]:
+                   bw: "Bandwidth | None" = None, refine: int = 8) -> list[list[int]]:
     """Map the stage replicas onto servers with ``capacities`` GPUs (sum >= the job's GPUs).
 
-    ``bw`` is accepted for interface symmetry with the ILP (the heuristic uses byte weights only)."""
+    The greedy pass uses byte weights only; then up to ``refine`` swap steps (see :func:`_refine`) with
+    the time model at bandwidths ``bw`` (default: the paper's)."""
     S = config.num_stages
     k = [st.replicas for st in config.stages]
     if sum(capacities) < sum(k):
@@ -123,6 +126,39 @@ def heavy_edge_map(config: "PipelineConfig", capacities: list[int],
     for s in range(S):
         if left[s] and not place_whole((s,)):
             spread_one(s)
+    return _refine(config, x, bw, refine) if refine and m > 1 else x
+
+
+def _refine(config: "PipelineConfig", x: list[list[int]], bw: "Bandwidth | None", steps: int) -> list[list[int]]:
+    """Local improvement (ours, not in the paper's text): while it lowers alpha, swap one replica of the
+    bottleneck (server, stage) with one replica of another stage on another server. Greedy packing can
+    fill a server with one wide stage and leave its pipeline neighbour elsewhere; one swap fixes that.
+    At most ``steps`` swaps, each trying (servers x stages) candidates."""
+    from sim.asrpt.iteration import Bandwidth, terms
+
+    bw = bw or Bandwidth()
+    S, m = config.num_stages, len(x)
+    t = terms(config, x, bw)
+    best = max(t.values())
+    for _ in range(steps):
+        j0, s0 = max(t, key=lambda key: (t[key], -key[0], -key[1]))
+        found = None
+        for j1 in range(m):
+            if j1 == j0:
+                continue
+            for s1 in range(S):
+                if s1 == s0 or not x[j1][s1]:
+                    continue
+                x[j0][s0] -= 1; x[j0][s1] += 1; x[j1][s1] -= 1; x[j1][s0] += 1  # noqa: E702
+                cand = terms(config, x, bw)
+                a = max(cand.values())
+                x[j0][s0] += 1; x[j0][s1] -= 1; x[j1][s1] += 1; x[j1][s0] -= 1  # noqa: E702
+                if a < best * (1 - 1e-12):
+                    best, found = a, (j1, s1, cand)
+        if found is None:
+            break
+        j1, s1, t = found
+        x[j0][s0] -= 1; x[j0][s1] += 1; x[j1][s1] -= 1; x[j1][s0] += 1  # noqa: E702
     return x
 
 
