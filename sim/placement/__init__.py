@@ -183,9 +183,11 @@ class Consolidate(Placement):
 
     def __init__(self, strict: bool = True):
         self.strict = strict
+        # Subclasses that change place_gpus get no inlined shortcut past it.
+        self._inline = type(self).place_gpus is Consolidate.place_gpus
 
     def place(self, pool: NodePool, request) -> Placement_t | None:
-        if type(request) is int and not pool.typed:  # the hot path: inline, as before
+        if type(request) is int and self._inline and not pool.typed:  # the hot path: inline, as before
             gpus = request
             if gpus > pool.total_free:
                 return None
