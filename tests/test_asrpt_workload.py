@@ -1,0 +1,51 @@
+"""PAI-shaped generator for A-SRPT: shape, determinism, durations = iterations x alpha_min; pai-250."""
+from __future__ import annotations
+
+import pytest
+
+from features.traces.pai_synthetic import PaiSpec, generate_pai, recurring_share
+
+
+@pytest.fixture(scope="module")
+def table():
+    return generate_pai(PaiSpec(jobs=1500, models=("bert-large", "gnmt")), seed=3)
+
+
+def test_shape(table):
+    f = table.frame
+    assert len(f) == 1500
+    assert (f["num_gpus"] == 1).mean() > 0.70
+    assert recurring_share(f) == pytest.approx(0.65, abs=0.03)
+    # one user, GPU count and model per group; iterations spread inside groups
+    per_group = f.groupby("group_id").agg(users=("user", "nunique"), gpus=("num_gpus", "nunique"),
+                                          models=("dl_model", "nunique"))
+    assert (per_group == 1).all().all()
+    big = f.groupby("group_id").filter(lambda g: len(g) >= 5)
+    assert big.groupby("group_id")["iterations"].std().mean() > 0
+    assert table.report.synthetic
+
+
+def test_durations_are_iterations_times_alpha_min(table):
+    from sim.asrpt.iteration import Bandwidth, alpha_min
+    from sim.asrpt.profiles import StageCatalog
+
+    f = table.frame
+    row = f[f["num_gpus"] > 1].iloc[0]
+    cfg = StageCatalog().config(row["dl_model"], int(row["num_gpus"]))
+    assert row["duration"] == pytest.approx(row["iterations"] * alpha_min(cfg, Bandwidth(inter=10e9 / 8), 8))
+
+
+def test_deterministic():
+    a = generate_pai(PaiSpec(jobs=200, models=("gnmt",)), seed=5).frame
+    b = generate_pai(PaiSpec(jobs=200, models=("gnmt",)), seed=5).frame
+    c = generate_pai(PaiSpec(jobs=200, models=("gnmt",)), seed=6).frame
+    assert a["duration"].tolist() == b["duration"].tolist()
+    assert a["duration"].tolist() != c["duration"].tolist()
+
+
+def test_pai_250_cluster():
+    from sim.cluster import load_cluster
+
+    c = load_cluster("pai-250")
+    assert sum(p.gpus for p in c.partitions) == 2000
+    assert c.inter_node_bandwidth_gbps == pytest.approx(1.25)
