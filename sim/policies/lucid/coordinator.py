@@ -147,6 +147,12 @@ class LucidCoordinator(Coordinator):
             self.return_idle_nodes()
 
     # -- what policies report --------------------------------------------------------------------
+    def lender_waiting(self, partition: int) -> None:
+        """A VC ends its pass with jobs waiting: if it lent nodes, they start going back now (cordoned
+        before the profiler's pass of this instant can place new work on them)."""
+        if any(loan[0] == partition and not loan[2] for loan in self.loans):
+            self.start_returning(partition)
+
     def arrived(self, now: float) -> None:
         if self.throughput is not None:
             self.throughput.observe(now)

@@ -289,6 +289,8 @@ class Lucid(Policy):
                 continue
             keep.append(entry)
         self.queue.items = keep
+        if keep and c.loans:
+            c.lender_waiting(ctx.partition)  # a lender with jobs waiting takes its nodes back at once
 
     def stats(self) -> dict[str, Any]:
         return self.c.stats() if self.ctx.partition == 0 else {}
