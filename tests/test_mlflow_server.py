@@ -1,5 +1,6 @@
 """Integration: a real MLflow tracking server and a real `mlflow models serve` endpoint on free loopback
 ports; the simulator's REST predictor against the endpoint. Both processes are stopped at the end."""
+import json
 import os
 import signal
 import socket
@@ -43,6 +44,7 @@ def stop(proc: subprocess.Popen) -> None:
             proc.wait(timeout=20)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=20)
 
 
 def test_tracking_server_registry_and_serving_endpoint(tmp_path, philly_file, monkeypatch):
@@ -77,7 +79,19 @@ def test_tracking_server_registry_and_serving_endpoint(tmp_path, philly_file, mo
         wait_http(f"http://127.0.0.1:{serve_port}/ping", 120, serve)
         remote = RestPredictor(f"http://127.0.0.1:{serve_port}", batch=150).predict(jobs)
         assert np.allclose(local, remote, rtol=1e-6)
-        assert model.metadata.get_input_schema().input_names()[0] in duration_features(jobs).columns
+        names = model.metadata.get_input_schema().input_names()
+        features = duration_features(jobs)
+        assert "submit_ts" in names and {c for c in names if c.startswith("hist_")} <= set(features.columns)
+        # the registered model also takes raw job records (models.serving): same answers for these jobs,
+        # whose past lies inside the trace the model was trained with
+        from models.serving import to_records
+
+        body = json.dumps({"dataframe_records": to_records(jobs)}).encode()
+        req = urllib.request.Request(f"http://127.0.0.1:{serve_port}/invocations", data=body,
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=120) as resp:
+            raw = np.asarray(json.loads(resp.read())["predictions"], dtype=float)
+        assert np.allclose(raw, local, rtol=1e-9)
     finally:
         if serve is not None:
             stop(serve)
