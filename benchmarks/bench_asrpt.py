@@ -1,8 +1,10 @@
-"""A-SRPT benchmark (issue 13). Today: the Table II analogue — Heavy-Edge versus the exact integer
-programme (scipy.optimize.milp / HiGHS) on random availability cases.
+"""A-SRPT benchmark (issue 13): Table II analogue (Heavy-Edge versus the exact integer programme,
+scipy.optimize.milp / HiGHS, on random availability cases) and replays of the PAI-shaped trace on
+pai-250 (Fig. 6: total JCT vs jobs; Fig. 8: NIC bandwidth; Fig. 9: predictors; decision time).
 
     python benchmarks/bench_asrpt.py --only table2                   # default: 20 cases x 5 models
     python benchmarks/bench_asrpt.py --only table2 --cases 40 --gpus 16 --servers 6
+    python benchmarks/bench_asrpt.py --only replays --sizes 2500 5000 10000
 
 For every case, each of ``--servers`` 8-GPU servers has a random number of free GPUs (seeded; total >=
 the job's GPUs). Heavy-Edge picks servers the way the ``heavy-edge`` placement does (the tightest
@@ -11,8 +13,12 @@ ILP chooses any x over all free GPUs. PITT is the per-iteration training time al
 ring AllReduce, B_inter 10 Gb/s, B_intra 300 GB/s). Writes benchmarks/results/asrpt/report.md and
 table2.json. Figures depend on the machine: the script prints CPU and Python.
 
-Still to come (issue 13): Fig. 6-9 replays and decision-time P99 once the A-SRPT policy and the
-PAI-shaped generator exist.
+Replays: the trace is generated with ``--history`` extra jobs first (the predictors' training
+history: IterationForest on (group_id, user), median / mean of the group; unseen groups predict 0 for
+all three, as the paper's random forest does), then the replayed jobs over a fixed window of
+``--window`` seconds, so more jobs means more load (the paper's 37.5k-150k jobs scale to ``--sizes``).
+Every policy gets the same predictions (duration = predicted iterations x alpha~_min), the heavy-edge
+placement and the iteration-time speed model (true iterations).
 """
 from __future__ import annotations
 
@@ -100,11 +106,149 @@ def table2(models: list[str], cases: int, gpus: int, servers: int, seed: int) ->
     return rows
 
 
-def write_report(t2: dict, args, command: str) -> None:
+# -- replays ---------------------------------------------------------------------------------------
+BASELINES = ["spjf", "spwf", "wcs-duration", "wcs-workload", "wcs-subtime"]
+
+
+_CAT: list = []
+
+
+def _catalog() -> StageCatalog:
+    """One catalog for all replays (plans are cached per model)."""
+    if not _CAT:
+        _CAT.append(StageCatalog())
+    return _CAT[0]
+
+
+def make_trace(n: int, history: int, window: float, seed: int, single_share: float = 0.75):
+    from features.traces.pai_synthetic import PaiSpec, generate_pai
+
+    spec = PaiSpec(jobs=n + history, mean_interarrival=window / n, single_gpu_share=single_share)
+    return generate_pai(spec, seed=seed).frame
+
+
+def predictions(frame, history: int, kind: str) -> np.ndarray:
+    """Predicted iterations of the replayed jobs (rows history..) from the history rows."""
+    hist, rest = frame.iloc[:history], frame.iloc[history:]
+    y = hist["iterations"].to_numpy(float)
+    if kind == "perfect":
+        return rest["iterations"].to_numpy(float)
+    if kind == "rf":
+        from models.tabular import IterationForest
+
+        model = IterationForest(unseen="zero", n_estimators=100).fit(hist[["group_id", "user"]], y)
+        return np.maximum(0.0, model.predict(rest[["group_id", "user"]]))
+    stat = hist.groupby("group_id")["iterations"].agg(kind)
+    return rest["group_id"].map(stat).fillna(0.0).to_numpy(float)
+
+
+def replay(frame, history: int, policy: str, preds: np.ndarray, inter_gbit: float = 10.0, tau: float = 1.0,
+           time_decisions: bool = False) -> dict:
+    from features.jobtable import JobTable, LoadReport, finalize
+    from sim.asrpt.performance import IterationSpeed
+    from sim.cluster import load_cluster
+    from sim.engine import Engine
+    from sim.placement.heavy_edge import HeavyEdge
+    from sim.policies import queueing
+    from sim.policies.asrpt import ASrpt
+    from sim.workload import build_workload
+
+    rest = frame.iloc[history:].copy()
+    rest["submit_time"] = rest["submit_time"] - rest["submit_time"].iloc[0]
+    table = finalize(rest.drop(columns=["model", "num_nodes", "org", "job_name", "gpu_type", "job_class"],
+                               errors="ignore"), LoadReport(source="pai", format="synthetic", rows_read=len(rest)),
+                     path="pai", sort=False)
+    w = build_workload(table, load_cluster("pai-250"))
+    w.model = [str(m) for m in w.frame["dl_model"]]
+    iters = w.frame["iterations"].to_numpy(float).tolist()
+    perf = IterationSpeed(_catalog(), iterations=iters, inter_gbit=inter_gbit)
+    # predicted durations for the baselines: predicted iterations x alpha~_min (on this cluster)
+    probe = IterationSpeed(_catalog(), inter_gbit=inter_gbit, gpus_per_server=8)
+    amin = [probe.alpha_min(m, g) or 1.0 for m, g in zip(w.model, w.gpus)]
+    pred = {"iterations": list(map(float, preds)), "duration": [float(p * a) for p, a in zip(preds, amin)]}
+    factories = {"a-srpt": lambda: ASrpt(tau=tau, inter_gbit=inter_gbit),
+                 "spjf": queueing.Spjf, "spwf": queueing.Spwf, "wcs-duration": queueing.WcsDuration,
+                 "wcs-workload": queueing.WcsWorkload, "wcs-subtime": queueing.WcsSubTime}
+    t0 = time.perf_counter()
+    engine = Engine(w, factories[policy], placement=HeavyEdge(), predictions=pred, performance=perf,
+                    time_decisions=time_decisions, policy_name=policy)
+    res = engine.run()
+    wall = time.perf_counter() - t0
+    jct = [e - s for e, s in zip(res.end, w.submit)]
+    out = {"policy": policy, "jobs": len(w), "total_jct_h": sum(jct) / 3600, "mean_jct_s": float(np.mean(jct)),
+           "makespan_h": max(res.end) / 3600, "replay_s": wall}
+    if policy == "a-srpt":
+        out["max_waiting"] = max(pol.max_waiting for pol in engine.policies)
+    if time_decisions and res.decision_seconds:
+        d = np.array(res.decision_seconds) * 1e3
+        out.update(decision_p99_ms=float(np.percentile(d, 99)), decision_max_ms=float(d.max()))
+    return out
+
+
+def iteration_error(frame, history: int, preds: np.ndarray) -> float:
+    true = frame.iloc[history:]["iterations"].to_numpy(float)
+    return float(np.mean(np.abs(preds - true) / true))
+
+
+def replays(args) -> dict:
+    out: dict = {"fig6": [], "fig8": [], "fig9": []}
+    pols = ["a-srpt"] + BASELINES
+    for n in args.sizes:
+        frame = make_trace(n, args.history, args.window, args.seed)
+        preds = predictions(frame, args.history, "rf")
+        for pol in pols:
+            r = replay(frame, args.history, pol, preds)
+            r["n"] = n
+            out["fig6"].append(r)
+            print(f"  fig6 n={n} {pol:13s} total JCT {r['total_jct_h']:.0f} h makespan {r['makespan_h']:.1f} h "
+                  f"({r['replay_s']:.1f} s)", flush=True)
+    n = args.fig_jobs or args.sizes[min(1, len(args.sizes) - 1)]
+    out["fig89_jobs"] = n
+    frame = make_trace(n, args.history, args.window, args.seed)
+    preds = predictions(frame, args.history, "rf")
+    for bw in args.nic:
+        for pol in ("a-srpt", "spjf", "wcs-duration"):
+            r = replay(frame, args.history, pol, preds, inter_gbit=bw)
+            r["nic_gbit"] = bw
+            out["fig8"].append(r)
+            print(f"  fig8 nic={bw} {pol:13s} total JCT {r['total_jct_h']:.0f} h", flush=True)
+    for kind in ("rf", "median", "mean", "perfect"):
+        p = predictions(frame, args.history, kind)
+        r = replay(frame, args.history, "a-srpt", p)
+        r.update(predictor=kind, iteration_error=iteration_error(frame, args.history, p))
+        out["fig9"].append(r)
+        print(f"  fig9 {kind:8s} total JCT {r['total_jct_h']:.0f} h error {r['iteration_error']:.2f}", flush=True)
+    r = replay(frame, args.history, "a-srpt", preds, time_decisions=True)
+    out["decision"] = r
+    print(f"  decision P99 {r.get('decision_p99_ms', float('nan')):.2f} ms, max waiting {r.get('max_waiting')}",
+          flush=True)
+    if args.big:
+        frame = make_trace(args.big, args.history, args.window * args.big / n, args.seed)
+        r = replay(frame, args.history, "a-srpt", predictions(frame, args.history, "median"))
+        out["big"] = r
+        print(f"  {args.big} jobs: A-SRPT replay {r['replay_s']:.1f} s", flush=True)
+    return out
+
+
+def write_report(t2: dict, args, command: str, rp: dict | None = None) -> None:
     OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / "table2.json").write_text(json.dumps(t2, indent=1))
+    if t2:
+        (OUT / "table2.json").write_text(json.dumps(t2, indent=1))
+    if rp:
+        (OUT / "replays.json").write_text(json.dumps(rp, indent=1))
     lines = ["# A-SRPT benchmark", "", f"Command: `{command}`", "",
-             f"Machine: {platform.processor() or platform.machine()}, Python {platform.python_version()}", "",
+             f"Machine: {platform.processor() or platform.machine()}, Python {platform.python_version()}", ""]
+    if rp:
+        lines += _replay_lines(rp, args)
+    if not t2 and (OUT / "table2.json").exists():  # keep the last Table II run in the report
+        t2 = json.loads((OUT / "table2.json").read_text())
+        lines.append("(Table II below: from the last `--only table2` run, benchmarks/results/asrpt/table2.json.)")
+        args.cases, args.gpus, args.servers = next(iter(t2.values()))["cases"], args.gpus, args.servers
+    if not t2:
+        (OUT / "report.md").write_text("\n".join(lines) + "\n")
+        print(f"wrote {OUT / 'report.md'}")
+        return
+    lines += [
              f"## Table II analogue: Heavy-Edge vs the exact ILP ({args.cases} availability cases per model, "
              f"{args.gpus}-GPU job, {args.servers} servers x 8 GPUs, B_inter 10 Gb/s, ring AllReduce)", "",
              "Two optima: *ILP same servers* maps onto the GPUs Heavy-Edge's server choice took (the mapping "
@@ -126,9 +270,40 @@ def write_report(t2: dict, args, command: str) -> None:
     print(f"wrote {OUT / 'report.md'}")
 
 
+def _replay_lines(rp: dict, args) -> list[str]:
+    lines = [f"## Replays (PAI-shaped trace on pai-250, window {args.window:.0f} s, history {args.history} jobs, "
+             f"seed {args.seed})", "", "### Fig. 6: total JCT (h) vs number of jobs", ""]
+    pols = sorted({r["policy"] for r in rp["fig6"]}, key=lambda p: (p != "a-srpt", p))
+    lines += ["| jobs | " + " | ".join(pols) + " |", "|---" * (len(pols) + 1) + "|"]
+    for n in sorted({r["n"] for r in rp["fig6"]}):
+        row = {r["policy"]: r for r in rp["fig6"] if r["n"] == n}
+        lines.append(f"| {n} | " + " | ".join(f"{row[p]['total_jct_h']:.0f} (mk {row[p]['makespan_h']:.1f})"
+                                             for p in pols) + " |")
+    lines += ["", f"### Fig. 8: total JCT (h) vs NIC bandwidth ({rp.get('fig89_jobs')} jobs)", "", "| NIC Gb/s | policy | total JCT (h) |", "|---|---|---|"]
+    lines += [f"| {r['nic_gbit']} | {r['policy']} | {r['total_jct_h']:.0f} |" for r in rp["fig8"]]
+    lines += ["", f"### Fig. 9: predictors (A-SRPT, {rp.get('fig89_jobs')} jobs)", "", "| predictor | mean relative iteration error | total JCT (h) |",
+              "|---|---|---|"]
+    lines += [f"| {r['predictor']} | {r['iteration_error']:.2f} | {r['total_jct_h']:.0f} |" for r in rp["fig9"]]
+    d = rp.get("decision", {})
+    lines += ["", f"Decision time (A-SRPT, {d.get('jobs')} jobs, up to {d.get('max_waiting')} jobs waiting): P99 "
+              f"{d.get('decision_p99_ms', float('nan')):.2f} ms, max {d.get('decision_max_ms', float('nan')):.2f} ms; "
+              f"replay {d.get('replay_s', float('nan')):.1f} s", ""]
+    if rp.get("big"):
+        b = rp["big"]
+        lines += [f"A-SRPT replay of {b['jobs']} jobs (median-of-group predictions, same load per second): "
+                  f"{b['replay_s']:.1f} s (engine run only, trace generation excluded)", ""]
+    return lines
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--only", choices=["table2"], default="table2")
+    ap.add_argument("--only", choices=["table2", "replays", "all"], default="all")
+    ap.add_argument("--sizes", type=int, nargs="+", default=[2500, 5000, 10000])
+    ap.add_argument("--history", type=int, default=3000)
+    ap.add_argument("--window", type=float, default=14_000.0)
+    ap.add_argument("--nic", type=float, nargs="+", default=[1.0, 10.0, 50.0])
+    ap.add_argument("--fig-jobs", type=int, default=None, help="jobs for Fig. 8 / 9 (default: the second size)")
+    ap.add_argument("--big", type=int, default=0, help="also time an A-SRPT replay of this many jobs")
     ap.add_argument("--models", nargs="+", default=MODELS)
     ap.add_argument("--cases", type=int, default=20)
     ap.add_argument("--gpus", type=int, default=16)
@@ -137,8 +312,9 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     print(f"CPU {platform.processor() or platform.machine()}, Python {platform.python_version()}")
     command = "python benchmarks/bench_asrpt.py " + " ".join(sys.argv[1:] if argv is None else argv)
-    t2 = table2(args.models, args.cases, args.gpus, args.servers, args.seed)
-    write_report(t2, args, command.strip())
+    t2 = table2(args.models, args.cases, args.gpus, args.servers, args.seed) if args.only in ("table2", "all") else {}
+    rp = replays(args) if args.only in ("replays", "all") else None
+    write_report(t2, args, command.strip(), rp)
 
 
 if __name__ == "__main__":

@@ -66,6 +66,7 @@ class ASrpt(Policy):
         self.delayed = 0
         self.delay_expired = 0
         self.virtual_done = 0
+        self.max_waiting = 0
 
     # -- set-up ----------------------------------------------------------------------------------
     def _performance(self):
@@ -142,6 +143,9 @@ class ASrpt(Policy):
         self.heavy[job] = amax / amin >= self.heavy_ratio
         heapq.heappush(self.virtual, (p, job))
         self._advance()
+        waiting = len(self.virtual) + len(self.real)
+        if waiting > self.max_waiting:
+            self.max_waiting = waiting
 
     def on_requeue(self, job: int) -> None:
         self.real.insert(0, job)  # restarted after a failure: back at the head
@@ -212,7 +216,7 @@ class ASrpt(Policy):
 
     def stats(self) -> dict[str, Any]:
         return {"virtual_completions": self.virtual_done, "delayed_heads": self.delayed,
-                "delay_expiries": self.delay_expired}
+                "delay_expiries": self.delay_expired, "max_waiting": self.max_waiting}
 
 
 class ASrptPerfect(ASrpt):
