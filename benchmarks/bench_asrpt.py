@@ -185,6 +185,28 @@ def replay(frame, history: int, policy: str, preds: np.ndarray, inter_gbit: floa
     return out
 
 
+def extras(args, n: int, frame=None, preds=None) -> dict:
+    """Fig. 7 (single-GPU share) and the tau sweep of A-SRPT's delay rule, at ``n`` jobs."""
+    out: dict = {"fig7": [], "tau": []}
+    for share in args.shares:
+        f7 = make_trace(n, args.history, args.window, args.seed, single_share=share)
+        p7 = predictions(f7, args.history, "rf")
+        for pol in ("a-srpt", "spjf", "wcs-duration"):
+            r = replay(f7, args.history, pol, p7)
+            r["single_share"] = share
+            out["fig7"].append(r)
+            print(f"  fig7 share={share} {pol:13s} total JCT {r['total_jct_h']:.0f} h", flush=True)
+    if frame is None:
+        frame = make_trace(n, args.history, args.window, args.seed)
+        preds = predictions(frame, args.history, "rf")
+    for tau in args.taus:
+        r = replay(frame, args.history, "a-srpt", preds, tau=tau)
+        r["tau"] = tau
+        out["tau"].append(r)
+        print(f"  tau={tau} A-SRPT total JCT {r['total_jct_h']:.0f} h", flush=True)
+    return out
+
+
 def iteration_error(frame, history: int, preds: np.ndarray) -> float:
     true = frame.iloc[history:]["iterations"].to_numpy(float)
     return float(np.mean(np.abs(preds - true) / true))
@@ -212,6 +234,7 @@ def replays(args) -> dict:
             r["nic_gbit"] = bw
             out["fig8"].append(r)
             print(f"  fig8 nic={bw} {pol:13s} total JCT {r['total_jct_h']:.0f} h", flush=True)
+    out.update(extras(args, n, frame, preds))
     for kind in ("rf", "median", "mean", "perfect"):
         p = predictions(frame, args.history, kind)
         r = replay(frame, args.history, "a-srpt", p)
@@ -281,6 +304,14 @@ def _replay_lines(rp: dict, args) -> list[str]:
                                              for p in pols) + " |")
     lines += ["", f"### Fig. 8: total JCT (h) vs NIC bandwidth ({rp.get('fig89_jobs')} jobs)", "", "| NIC Gb/s | policy | total JCT (h) |", "|---|---|---|"]
     lines += [f"| {r['nic_gbit']} | {r['policy']} | {r['total_jct_h']:.0f} |" for r in rp["fig8"]]
+    if rp.get("fig7"):
+        lines += ["", f"### Fig. 7: total JCT (h) vs single-GPU share ({rp.get('fig89_jobs')} jobs)", "",
+                  "| single-GPU share | policy | total JCT (h) |", "|---|---|---|"]
+        lines += [f"| {r['single_share']} | {r['policy']} | {r['total_jct_h']:.0f} |" for r in rp["fig7"]]
+    if rp.get("tau"):
+        lines += ["", f"### A-SRPT delay factor tau ({rp.get('fig89_jobs')} jobs)", "", "| tau | total JCT (h) |",
+                  "|---|---|"]
+        lines += [f"| {r['tau']} | {r['total_jct_h']:.0f} |" for r in rp["tau"]]
     lines += ["", f"### Fig. 9: predictors (A-SRPT, {rp.get('fig89_jobs')} jobs)", "", "| predictor | mean relative iteration error | total JCT (h) |",
               "|---|---|---|"]
     lines += [f"| {r['predictor']} | {r['iteration_error']:.2f} | {r['total_jct_h']:.0f} |" for r in rp["fig9"]]
@@ -297,11 +328,15 @@ def _replay_lines(rp: dict, args) -> list[str]:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--only", choices=["table2", "replays", "all"], default="all")
+    ap.add_argument("--only", choices=["table2", "replays", "extras", "all"], default="all",
+                    help="extras: Fig. 7 and the tau sweep only, merged into the last replays.json")
+    ap.add_argument("--taus", type=float, nargs="*", default=[0.0, 1.0, 5.0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[2500, 5000, 10000])
     ap.add_argument("--history", type=int, default=3000)
     ap.add_argument("--window", type=float, default=14_000.0)
     ap.add_argument("--nic", type=float, nargs="+", default=[1.0, 10.0, 50.0])
+    ap.add_argument("--shares", type=float, nargs="*", default=[0.8, 0.5, 0.2, 0.0],
+                    help="Fig. 7: single-GPU shares of the groups")
     ap.add_argument("--fig-jobs", type=int, default=None, help="jobs for Fig. 8 / 9 (default: the second size)")
     ap.add_argument("--big", type=int, default=0, help="also time an A-SRPT replay of this many jobs")
     ap.add_argument("--models", nargs="+", default=MODELS)
@@ -314,6 +349,9 @@ def main(argv: list[str] | None = None) -> None:
     command = "python benchmarks/bench_asrpt.py " + " ".join(sys.argv[1:] if argv is None else argv)
     t2 = table2(args.models, args.cases, args.gpus, args.servers, args.seed) if args.only in ("table2", "all") else {}
     rp = replays(args) if args.only in ("replays", "all") else None
+    if args.only == "extras":
+        rp = json.loads((OUT / "replays.json").read_text())
+        rp.update(extras(args, args.fig_jobs or rp.get("fig89_jobs") or args.sizes[0]))
     write_report(t2, args, command.strip(), rp)
 
 
