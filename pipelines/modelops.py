@@ -16,7 +16,7 @@ import threading
 from typing import Any, Iterator
 
 #: Default algorithm per task (``--algo`` overrides). One place to change a task's default.
-TASK_DEFAULT_ALGO = {"duration": "lightgbm", "iterations": "zero", "throughput": "ebm", "demand": "orglinear",
+TASK_DEFAULT_ALGO = {"duration": "lightgbm", "iterations": "zero", "throughput": "blend-last", "demand": "orglinear",
                      "packing": "solo"}
 #: Exit code of a command stopped by SIGTERM (128 + 15), by Ctrl-C (128 + 2).
 EXIT_SIGTERM, EXIT_SIGINT = 143, 130

@@ -364,7 +364,7 @@ class ThroughputTask(Task):
     def data_sha256(self, data, labels="solo"):
         return source_sha256(data.get("source"), data["series"])
 
-    def train(self, data, *, algo="ebm", test_days=None, fast=True, horizon=None, freq="10min",
+    def train(self, data, *, algo="blend-last", test_days=None, fast=True, horizon=None, freq="10min",
               target: str = "submit_gpu_job", **params):
         from evaluation import plots
         from features.series import throughput_features, time_split
@@ -625,7 +625,7 @@ def train_iterations(table: JobTable, *, unseen: str = "zero", test_days: float 
                                      **params)
 
 
-def train_throughput(series: pd.DataFrame, *, algo: str = "ebm", target: str = "submit_gpu_job", horizon: int = 1,
+def train_throughput(series: pd.DataFrame, *, algo: str = "blend-last", target: str = "submit_gpu_job", horizon: int = 1,
                      test_days: float = 31.0, fast: bool = True, source: str | Path | DataSource | None = None,
                      **params) -> TrainResult:
     """Lucid's throughput predictor on the 10-minute series; scored against the naive last value."""
