@@ -427,6 +427,7 @@ class Engine:
                          for p in range(len(workload.cluster.partitions))]
         self._dirty = [False] * len(self.contexts)
         self._dirty_list: list[int] = []
+        self._what_if: dict[int, tuple] = {}  # partition -> (pool version, records released, scratch pool)
         self._failures = sorted(failures or (), key=lambda f: f.time)
         self._track_attempts = bool(self._failures)
         if restart is None:
@@ -591,6 +592,7 @@ class Engine:
         members.discard(job)
         ctx.running.discard(job)
         if members:
+            ctx.pool.version += 1
             self.used_gpus -= self._demand[job]
             # A packed partner keeps the GPUs and runs solo again.
             if record[2] == job:  # the pool's holder record passes to a partner
@@ -635,17 +637,55 @@ class Engine:
         return sorted(out)
 
     def _would_fit(self, ctx: Context, job: int, freed: Iterable[int]) -> Placement_t | None:
-        """Release the records all of whose members are freed, place, and restore the pool exactly."""
-        pool, alloc = ctx.pool, self.alloc
-        freed = set(freed)
+        """Would ``job`` fit if the records all of whose members are in ``freed`` were released?
+
+        Whole-GPU case (the common one): answered on a scratch copy of the pool kept while the pool
+        does not change, so that preemptive policies asking with a growing victim list pay only for
+        the new victims; a GPU count check comes first and avoids placing at all. Otherwise: release
+        on the pool itself, place, and restore it exactly. Either way nothing visible changes."""
+        pool, alloc, gpus, part_of, p = ctx.pool, self.alloc, self.workload.gpus, self.partition_of, ctx.partition
+        if not isinstance(freed, (set, frozenset)):
+            freed = set(freed)
+        if not self._milli[job] and not pool.shares:
+            cached = self._what_if.get(p)
+            if cached is not None and cached[0] == pool.version and cached[1] <= freed:
+                _, jobs, scratch, gained, pending = cached
+                new = freed - jobs
+            else:
+                jobs, scratch, gained, pending, new = frozenset(), None, 0, [], freed
+            simple = True
+            added = []
+            for j in new:
+                record = alloc[j]
+                if record is None or part_of[j] != p:
+                    raise SimulationError(f"t={self.now}: job {j} holds no GPUs in partition {p}")
+                if len(record[1]) > 1:
+                    simple = False  # packed GPUs free only with all their jobs: the general path
+                    break
+                added.append(record)
+                gained += gpus[j]
+            if simple:
+                pending = pending + added
+                if gpus[job] > pool.total_free + gained:
+                    self._what_if[p] = (pool.version, jobs | new, scratch, gained, pending)
+                    return None
+                if scratch is None:
+                    scratch = pool.scratch()
+                for record in pending:
+                    scratch.release(record[0])
+                self._what_if[p] = (pool.version, jobs | new, scratch, gained, [])
+                return ctx.placement.place(scratch, self._req[job])
         records, seen = [], set()
         for j in freed:
             record = alloc[j]
-            if record is None or self.partition_of[j] != ctx.partition:
-                raise SimulationError(f"t={self.now}: job {j} holds no GPUs in partition {ctx.partition}")
-            if id(record) in seen or not record[1] <= freed:
+            if record is None or part_of[j] != p:
+                raise SimulationError(f"t={self.now}: job {j} holds no GPUs in partition {p}")
+            key = id(record)
+            if key in seen:
                 continue
-            seen.add(id(record))
+            seen.add(key)
+            if len(record[1]) > 1 and not record[1] <= freed:
+                continue
             records.append(record)
         done = []
         try:
@@ -737,6 +777,7 @@ class Engine:
         record = self.alloc[host]
         record[1].add(job)
         self.alloc[job] = record
+        ctx.pool.version += 1
         self.used_gpus += self._demand[job]
         ctx.running.add(job)
         now = self.now

@@ -28,7 +28,7 @@ class NodePool:
 
     __slots__ = ("capacity", "free", "total_capacity", "total_free", "max_capacity", "buckets", "offline",
                  "cordoned", "gpu_type", "typed", "types", "type_buckets", "type_max", "holders", "shares",
-                 "down", "job_class")
+                 "down", "job_class", "version")
 
     def __init__(self, capacities: list[int], types: list[str | None] | None = None):
         if not capacities or min(capacities) < 1:
@@ -60,6 +60,18 @@ class NodePool:
         self.holders: list[dict[int, int]] = [{} for _ in capacities]
         self.shares: dict[int, dict[int, dict[int, int]]] = {}
         self.job_class: list[str | None] | None = None  # the workload's classes (set by the engine)
+        self.version = 0  # bumped by every change of what is allocated where (what-if caches key on it)
+
+    def scratch(self) -> "NodePool":
+        """A copy for what-if placement: own free counts and buckets; holders, shares, types and the
+        cordoned set are shared read-only (release on it with job=-1 only)."""
+        c = object.__new__(NodePool)
+        for name in NodePool.__slots__:
+            setattr(c, name, getattr(self, name))
+        c.free = list(self.free)
+        c.buckets = [set(b) for b in self.buckets]
+        c.type_buckets = {t: [set(b) for b in bs] for t, bs in self.type_buckets.items()}
+        return c
 
     # -- bucket bookkeeping ----------------------------------------------------------------------
     def _move(self, node: int, old: int, new: int) -> None:
@@ -80,6 +92,7 @@ class NodePool:
     def cordon(self, node: int) -> None:
         """Stop placing new work on ``node`` (its running jobs stay); used to drain a node before it
         moves to another partition."""
+        self.version += 1
         self.cordoned.add(node)
         self.buckets[self.free[node]].discard(node)
         if self.typed:
@@ -88,6 +101,7 @@ class NodePool:
     def take_offline(self, node: int) -> int:
         """Remove an idle node (it moves to another partition); returns its GPU count. Its slot stays,
         with capacity 0, so that node numbers and placements of running jobs do not change."""
+        self.version += 1
         cap = self.capacity[node]
         if cap == 0 or self.free[node] != cap or node in self.down:
             raise RuntimeError(f"node {node} is not idle ({self.free[node]} of {cap} GPUs free)")
@@ -104,6 +118,7 @@ class NodePool:
 
     def bring_online(self, gpus: int, gpu_type: str | None = None) -> int:
         """Add an idle node of ``gpus`` GPUs (reusing an offline slot first); returns its number."""
+        self.version += 1
         if gpus < 1:
             raise ValueError("a node needs at least one GPU")
         if self.typed and gpu_type not in self.type_buckets:
@@ -156,6 +171,7 @@ class NodePool:
 
     def set_up(self, node: int) -> None:
         """A repaired node takes work again (unless it was being drained before it failed)."""
+        self.version += 1
         if node not in self.down:
             return
         was_cordoned = self.down.pop(node)
@@ -177,6 +193,7 @@ class NodePool:
     def allocate(self, placement: Placement_t, job: int = -1) -> None:
         """Take whole GPUs: ``placement`` = [(node, gpus)], each node once; ``job`` >= 0 is recorded as
         their holder."""
+        self.version += 1
         free, buckets, cordoned = self.free, self.buckets, self.cordoned
         if self.typed:
             self._allocate_typed(placement, job)
@@ -207,6 +224,7 @@ class NodePool:
                 self.holders[node][job] = count
 
     def release(self, placement: Placement_t, job: int = -1) -> None:
+        self.version += 1
         free, buckets, cap, cordoned = self.free, self.buckets, self.capacity, self.cordoned
         typed, holders = self.typed, self.holders
         for node, count in placement:
@@ -226,6 +244,7 @@ class NodePool:
 
     def allocate_shares(self, placement: Placement_t, job: int) -> None:
         """Take fractions of GPUs: [(node, gpu, milli)]. A GPU number not shared yet opens a free GPU."""
+        self.version += 1
         for node, gpu, milli in placement:
             if not 0 < milli <= MILLI:
                 raise RuntimeError(f"a share must be 1..{MILLI} milli-GPUs, got {milli}")
@@ -243,6 +262,7 @@ class NodePool:
             holders[job] = holders.get(job, 0) + milli
 
     def release_shares(self, placement: Placement_t, job: int) -> None:
+        self.version += 1
         for node, gpu, milli in placement:
             shared = self.shares.get(node, {})
             holders = shared.get(gpu)
