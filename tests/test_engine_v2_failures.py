@@ -130,8 +130,6 @@ def test_failure_and_restart_rule_validation():
         RestartRule(max_attempts=0)
 
 
-@pytest.mark.xfail(strict=True, reason="Lucid's profiler preempts a failed-and-restarted job after it moved to its "
-                   "VC (sim/policies/lucid, POLICIES helper): remove this mark when it handles on_failure")
 def test_lucid_survives_a_job_failure_in_the_profiler():
     # One 1-GPU job profiled from 0; it fails at 39 and restarts; the profiling timer at 200 must not
     # preempt it from the profiler once it runs elsewhere.

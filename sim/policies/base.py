@@ -61,6 +61,11 @@ class Policy:
     def on_timer(self, payload: Any) -> None:
         """A timer this policy set has fired."""
 
+    def on_failure(self, job: int) -> None:
+        """A job of this partition failed (its GPUs are free); the engine's restart rule will hand it
+        back through ``on_requeue`` after the restart delay, or it ended in the terminal FAILED state.
+        Timers the policy set for the failed attempt must be ignored when they fire."""
+
     def schedule(self) -> None:
         """Make decisions after the events of one instant (start, preempt, pack, set timers)."""
         raise NotImplementedError

@@ -91,6 +91,9 @@ class Lucid(Policy):
         self.initial = initial
         self.packing_model, self.tracking_uri = packing_model, tracking_uri
         self.queue = SortedQueue()
+        self._profiling: dict[int, int] = {}  # profiler: job -> token of its running profiling attempt
+        self._attempts = 0
+        self._reprofile: set[int] = set()  # profiler: jobs that failed while profiling (profiled again)
         self._pass_est: dict[int, float] = {}
         self._sorted_version = 0
 
@@ -148,9 +151,20 @@ class Lucid(Policy):
         else:
             self.queue.add(self.priority(job), job)
 
+    def on_failure(self, job: int) -> None:
+        """A job that fails while profiling is profiled again when it restarts (its profile is
+        incomplete); its pending profile_end timer no longer applies."""
+        if self.is_profiler and self._profiling.pop(job, None) is not None:
+            self._reprofile.add(job)
+
     def on_requeue(self, job: int) -> None:
         c, ctx = self.c, self.ctx
+        if self.is_profiler and job in self._reprofile:
+            self._reprofile.discard(job)
+            self.on_arrival(job)
+            return
         if self.is_profiler:  # profiling time is over: carry the profile to the job's VC
+            self._profiling.pop(job, None)
             c.profiled.add(job)
             c.profiled_then_moved += 1
             ctx.transfer(job, c.home[job])
@@ -158,14 +172,15 @@ class Lucid(Policy):
         self.queue.add(self.priority(job), job)
 
     def on_finish(self, job: int) -> None:
+        self._profiling.pop(job, None)
         w = self.ctx.jobs
         self.c.finished_job(job, w.gpus[job], w.duration[job], self.ctx.now, self.is_profiler)
 
     def on_timer(self, payload: Any) -> None:
         kind = payload[0]
         if kind == "profile_end":
-            job = payload[1]
-            if self.ctx.state(job) in (LOADING, RUNNING):
+            job, token = payload[1], payload[2]
+            if self._profiling.get(job) == token and self.ctx.state(job) in (LOADING, RUNNING):
                 self.ctx.preempt(job)
         elif kind == "check_pair":
             self._check_pair(payload[1], payload[2])
@@ -178,7 +193,10 @@ class Lucid(Policy):
             job = entry[1]
             if ctx.jobs.gpus[job] <= ctx.free_gpus and ctx.try_start(job):
                 c.profiled.add(job)
-                ctx.set_timer(prof_rules.profile_ends(ctx.now, c.t_prof, ctx.jobs.load_time[job]), ("profile_end", job))
+                self._attempts += 1
+                self._profiling[job] = self._attempts
+                ctx.set_timer(prof_rules.profile_ends(ctx.now, c.t_prof, ctx.jobs.load_time[job]),
+                              ("profile_end", job, self._attempts))
             else:
                 keep.append(entry)
         self.queue.items = keep
