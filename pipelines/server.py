@@ -213,8 +213,12 @@ def cmd_server(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from models.registry import default_tracking_uri
+    from models.registry import UntrustedModelError, default_tracking_uri, is_store_uri, trust_local_from_env
 
+    if not is_store_uri(args.model_uri) and not (args.trust_local_models or trust_local_from_env()):
+        raise UntrustedModelError(
+            f"refusing to serve {args.model_uri}: a model is a pickle and loading it runs its code; pass "
+            "--trust-local-models or set SCHEDCAST_TRUST_LOCAL_MODELS=1 if you trust it")
     _check_port(args.host, args.port)
     uri = args.tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or default_tracking_uri()
     cmd = [sys.executable, "-m", "mlflow", "models", "serve", "-m", args.model_uri, "--env-manager", "local",
@@ -288,4 +292,6 @@ def add_parsers(sub) -> None:
                    "else sqlite:///mlruns/mlflow.db)")
     s.add_argument("--workers", type=int, help="scoring worker processes (mlflow's default: 1)")
     s.add_argument("--ready-timeout", type=float, default=180.0, help="seconds to wait for /ping (default 180)")
+    s.add_argument("--trust-local-models", action="store_true", help="serve a model from a local path or "
+                   "foreign URI (a model is a pickle: loading it runs its code)")
     s.set_defaults(func=cmd_serve)

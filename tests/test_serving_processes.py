@@ -308,3 +308,11 @@ def test_serve_names_a_model_missing_from_an_existing_registry(tmp_path, capsys)
         assert main(["serve", missing, "--tracking-uri", uri, "--port", str(free_port())]) == 2
         err = capsys.readouterr().err
         assert f"model {missing} is not in the registry at {uri}" in err and len(err.strip().splitlines()) == 1
+
+
+def test_serve_refuses_an_untrusted_local_model_path(tmp_path, capsys):
+    from pipelines.cli import main
+
+    assert main(["serve", str(tmp_path / "some_model_dir"), "--port", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "refusing to serve" in err and "--trust-local-models" in err and len(err.strip().splitlines()) == 1

@@ -243,12 +243,19 @@ def _scored(**weights: float) -> Placement:
     return ScoredPlacement(weights or None)
 
 
+def _heavy_edge(most_free: bool = True) -> Placement:
+    from sim.placement.heavy_edge import HeavyEdge  # lazy: heavy_edge imports this module
+
+    return HeavyEdge(most_free=most_free)
+
+
 #: name -> factory. The CLI, configs and tests read this registry.
 PLACEMENTS: dict[str, Callable[..., Placement]] = {
     "first-fit": FirstFit,
     "consolidate": Consolidate,
     "best-fit": lambda: Consolidate(strict=False),
     "scored": _scored,
+    "heavy-edge": _heavy_edge,
 }
 
 

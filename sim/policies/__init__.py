@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
+from sim.policies.asrpt import ASrpt, ASrptPerfect
 from sim.policies.base import Policy
 from sim.policies.lazer import Lazer
 from sim.policies.lucid import Horus, Lucid
@@ -145,7 +146,7 @@ def register(cls: type[Policy], name: str | None = None, summary: str | None = N
 
 
 for _cls in (Fifo, FifoBackfill, Sjf, Srtf, Tiresias, TiresiasRounds, PeriodicSrtf, Qssf, Spjf, Spwf, WcsDuration,
-             WcsWorkload, WcsSubTime, Lazer, Lucid, Horus):
+             WcsWorkload, WcsSubTime, Lazer, Lucid, Horus, ASrpt, ASrptPerfect):
     register(_cls)
 register(PeriodicSrtf, "pollux-60", "SRTF decided every 60 s (Pollux's scheduling interval)", interval=60.0)
 register(PeriodicSrtf, "muri-360", "SRTF decided every 360 s (Muri's scheduling interval)", interval=360.0)
