@@ -225,7 +225,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
            "-h", args.host, "-p", str(args.port)]
     if args.workers:
         cmd += ["-w", str(args.workers)]
-    registry = os.environ.get("MLFLOW_REGISTRY_URI", uri)
+    # An explicit --tracking-uri names the registry too; otherwise $MLFLOW_REGISTRY_URI may point elsewhere.
+    registry = uri if args.tracking_uri else os.environ.get("MLFLOW_REGISTRY_URI", uri)
     _check_registered(args.model_uri, uri, registry)
     env = child_env({"MLFLOW_TRACKING_URI": uri, "MLFLOW_REGISTRY_URI": registry})
     print("starting:", " ".join(cmd[2:]), f"(tracking {uri})", flush=True)
