@@ -440,7 +440,10 @@ def alias_lock(name: str, timeout: float = LOCK_TIMEOUT_S, lease_s: float = 300.
         held = client.get_registered_model(name).tags.get(LEASE_TAG, "")
         expired = not held or float(held.split()[-1]) < time.time()
         if expired:
-            client.set_registered_model_tag(name, LEASE_TAG, f"{token} {time.time() + lease_s:.0f}")
+            try:
+                client.set_registered_model_tag(name, LEASE_TAG, f"{token} {time.time() + lease_s:.0f}")
+            except MlflowException:  # another process wrote the tag at the same moment: it may hold it
+                pass
             time.sleep(0.2)
             if client.get_registered_model(name).tags.get(LEASE_TAG, "").startswith(token):
                 break
