@@ -15,6 +15,8 @@ import sys
 import threading
 from typing import Any, Iterator
 
+from pipelines.simulate import positive_int
+
 #: Default algorithm per task (``--algo`` overrides). One place to change a task's default.
 TASK_DEFAULT_ALGO = {"duration": "lightgbm", "iterations": "zero", "throughput": "blend-last", "demand": "orglinear",
                      "packing": "solo"}
@@ -309,16 +311,6 @@ def _non_negative(text: str) -> float:
     return v
 
 
-def _positive_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {text}")
-    return v
-
-
 def _positive(text: str) -> float:
     v = _non_negative(text)
     if v <= 0:
@@ -334,11 +326,11 @@ def _add_task_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trace", help="duration/iterations: job trace (default: the Philly file)")
     p.add_argument("--format")
     p.add_argument("--synthetic", metavar="PRESET")
-    p.add_argument("--jobs", type=_positive_int, help="synthetic: number of jobs; trace: the first N jobs by "
+    p.add_argument("--jobs", type=positive_int, help="synthetic: number of jobs; trace: the first N jobs by "
                    "submission (recorded in the run's lineage)")
     p.add_argument("--series", help="throughput/demand: series file (default: Venus / Earth in the data dir)")
     p.add_argument("--freq", default="10min", help="demand: bin size")
-    p.add_argument("--horizon", type=_positive_int, help="throughput/demand: steps ahead")
+    p.add_argument("--horizon", type=positive_int, help="throughput/demand: steps ahead")
     p.add_argument("--test-days", type=_positive, help="holdout at the end of the data (default 30/31/7 days)")
     p.add_argument("--full", action="store_true", help="full model settings (EBM interactions, 8 bags)")
     p.add_argument("--param", nargs="*", metavar="KEY=VALUE", help="estimator hyper-parameters")

@@ -255,9 +255,8 @@ class DurationTask(Task):
         X = duration_features(table)
         return X.loc[:, X.notna().any()]
 
-    def train(self, data, *, algo="lightgbm", test_days=None, fast=True, horizon=None, freq="10min", **params):
-        from evaluation import plots
-
+    def _prepare(self, data, test_days):
+        """Table, source, holdout days, frame, features, durations and the time split, checked."""
         table, source = data["table"], _as_source(data.get("source"), "trace")
         test_days = self.days(test_days)
         frame = table.frame
@@ -267,6 +266,12 @@ class DurationTask(Task):
         if train.sum() < 10 or test.sum() < 1:
             raise ValueError(f"not enough jobs for a {test_days:g}-day holdout ({train.sum()} train, "
                              f"{test.sum()} test)")
+        return table, source, test_days, frame, X, y, train, test
+
+    def train(self, data, *, algo="lightgbm", test_days=None, fast=True, horizon=None, freq="10min", **params):
+        from evaluation import plots
+
+        table, source, test_days, frame, X, y, train, test = self._prepare(data, test_days)
         model = make_duration_model(algo, fast, **params)
         pred, metrics, secs = _fit_and_score(model, X, y, train, test, scores.duration_scores)
         med = np.median(y[train])
@@ -316,15 +321,7 @@ class IterationsTask(DurationTask):
         from evaluation import plots
         from models.tabular import IterationForest
 
-        table, source = data["table"], _as_source(data.get("source"), "trace")
-        test_days = self.days(test_days)
-        frame = table.frame
-        X = self.features(table)
-        y = frame["duration"].to_numpy(dtype=float)
-        train, test = self.split(frame, test_days)
-        if train.sum() < 10 or test.sum() < 1:
-            raise ValueError(f"not enough jobs for a {test_days:g}-day holdout ({train.sum()} train, "
-                             f"{test.sum()} test)")
+        table, source, test_days, frame, X, y, train, test = self._prepare(data, test_days)
         model = IterationForest(unseen=algo, **params)
         pred, metrics, secs = _fit_and_score(model, X, y, train, test, scores.duration_scores)
         metrics["unseen_share"] = float((~X[test]["group_id"].isin(model.groups_)).mean())
