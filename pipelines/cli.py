@@ -29,9 +29,21 @@ def build_parser() -> argparse.ArgumentParser:
                     "SCHEDCAST_DEBUG=1 prints tracebacks.")
     parser.add_argument("--debug", action="store_true", help="show the traceback of any error")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (simulate, info, modelops, server):
+    for module in (simulate, info, modelops, server, *_plugin_command_modules()):
         module.add_parsers(sub)
     return parser
+
+
+_PLUGIN_COMMANDS = ("pipelines.experiment", "pipelines.semantics")
+
+
+def _plugin_command_modules() -> list:
+    """Command modules that add their own sub-commands (experiment; advise / track / diagnose); each
+    keeps heavy imports inside its commands."""
+    import importlib
+    import importlib.util
+
+    return [importlib.import_module(name) for name in _PLUGIN_COMMANDS if importlib.util.find_spec(name)]
 
 
 def _user_errors() -> tuple[type[BaseException], ...]:

@@ -214,6 +214,11 @@ class Context:
         """Whether predictions of ``kind`` were given (not the oracle fallback)."""
         return kind in self.engine.predictions
 
+    def failure_cause(self, job: int) -> str:
+        """The cause of ``job``'s latest failure ('' if it never failed): the Failure's ``cause``, or
+        'node N of partition P' / 'job failure'."""
+        return self.engine.fail_cause.get(job, "")
+
     @property
     def seed(self) -> int:
         return self.engine.seed
@@ -421,6 +426,7 @@ class Engine:
         self.events = 0
         self.unfinished = n
         self.failed_count = 0
+        self.fail_cause: dict[int, str] = {}  # job -> cause of its latest failure
         self.performance: "PerformanceModel | None" = None
         place = placement if isinstance(placement, Placement) else None
         self.contexts = [Context(self, p, place or make_placement(placement))
@@ -797,7 +803,7 @@ class Engine:
             self._begin_training(job)
 
     # -- failures ----------------------------------------------------------------------------------
-    def _fail_job(self, job: int, cause: str) -> None:
+    def _fail_job(self, job: int, cause: str, delay: float | None = None) -> None:
         """A failure hits ``job``: stop it, lose the work since its last checkpoint, apply the restart
         rule. Jobs not holding GPUs are not affected; a saving job keeps its checkpoint."""
         st = self.state[job]
@@ -830,13 +836,19 @@ class Engine:
             self.lost[job] += attempt - kept_wall
         self._release(ctx, job)
         self._log("fail", job, cause)
+        self.fail_cause[job] = cause
         on_failure = getattr(self.policies[ctx.partition], "on_failure", None)
         if self.restart.restart(self.failures[job]):
             self.state[job] = RESTARTING
             self.since[job] = now
             if on_failure is not None:
-                on_failure(job)
-            self._push(now + self.restart.delay, EV_RESTART, job)
+                asked = on_failure(job)  # a policy may choose the restart delay (seconds)
+                if isinstance(asked, (int, float)) and not isinstance(asked, bool):
+                    if not (math.isfinite(asked) and asked >= 0):
+                        raise SimulationError(f"t={now}: on_failure({job}) returned restart delay {asked}; "
+                                              "need a finite number >= 0")
+                    delay = float(asked)
+            self._push(now + (self.restart.delay if delay is None else delay), EV_RESTART, job)
         else:
             self.state[job] = FAILED
             self.end[job] = now
@@ -857,7 +869,7 @@ class Engine:
         if not pool.capacity[node] or node in pool.down:
             return  # moved away, or already down
         for job in sorted(set(pool.jobs_on(node)) | self._guests_on(ctx, node)):
-            self._fail_job(job, f"node {node} of partition {p}")
+            self._fail_job(job, failure.cause or f"node {node} of partition {p}", failure.restart_delay)
         pool.set_down(node)
         self._log("node-down", -1, (p, node))
         self._seq += 1
@@ -1147,7 +1159,8 @@ class Engine:
             if failure.node is not None:
                 self._node_failure(failure)
             if failure.job is not None:
-                self._fail_job(self._job_index(failure.job), "job failure")
+                self._fail_job(self._job_index(failure.job), failure.cause or "job failure",
+                               failure.restart_delay)
 
     def _job_index(self, job: int | str) -> int:
         if isinstance(job, int):

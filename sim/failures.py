@@ -10,7 +10,10 @@ per job; none: the whole attempt, i.e. everything since it last started, is lost
 when hit keeps its checkpoint (it is written to remote storage) and is requeued as after a normal
 save. Queued or finished jobs are not affected. A node failure fails every job holding GPUs on the
 node, takes the node down (no placements, its GPUs out of the totals) and brings it back ``repair``
-seconds later.
+seconds later. A failure may carry a ``cause`` (what the policy sees through ``ctx.failure_cause``) and
+its own ``restart_delay``; a policy's ``on_failure(job)`` may also return a delay (seconds) that then
+wins: e.g. SchedMate's failure handler restarts a recognised infrastructure failure after diagnosis and
+recovery instead of after a human's reaction time.
 """
 from __future__ import annotations
 
@@ -31,6 +34,8 @@ class Failure:
     node: int | None = None
     partition: int | str = 0
     repair: float = 0.0
+    cause: str = ""  # e.g. "infrastructure/nccl": policies read it as ctx.failure_cause(job)
+    restart_delay: float | None = None  # overrides the RestartRule's delay for the jobs it fails
 
     def __post_init__(self) -> None:
         if not math.isfinite(self.time) or self.time < 0:
@@ -39,6 +44,8 @@ class Failure:
             raise ValueError("a failure names a job, a node or both")
         if self.repair < 0 or not math.isfinite(self.repair):
             raise ValueError(f"repair time must be finite and >= 0, got {self.repair}")
+        if self.restart_delay is not None and (self.restart_delay < 0 or not math.isfinite(self.restart_delay)):
+            raise ValueError(f"restart delay must be finite and >= 0, got {self.restart_delay}")
 
 
 @dataclass(frozen=True)

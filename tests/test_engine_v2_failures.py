@@ -136,3 +136,42 @@ def test_lucid_survives_a_job_failure_in_the_profiler():
     w = workload([(0, 328, 1)], nodes=2, gpus=8)
     result = simulate(w, "lucid-noshare:profiler_from=extra", failures=[Failure(39, job=0)], check_invariants=True)
     check_identities(job_table(result))
+
+
+def test_a_failure_may_carry_its_own_restart_delay_and_cause():
+    # 1 GPU, j0 100 s fails at 30 with cause "infrastructure/nccl" and its own 50 s delay (the rule's 5 s is
+    # not used): restarts at 80, ends at 180.
+    w = workload([(0, 100, 1)], nodes=1, gpus=1)
+    result = simulate(w, "fifo", failures=[Failure(30, job=0, cause="infrastructure/nccl", restart_delay=50)],
+                      restart=RestartRule(delay=5), check_invariants=True, record_events=True)
+    jobs = job_table(result)
+    check_identities(jobs)
+    assert (jobs.iloc[0]["end"], jobs.iloc[0]["wait"]) == pytest.approx((180, 50))
+    assert ("fail", "infrastructure/nccl") in [(k, x) for _, k, _, x in result.event_log]
+    with pytest.raises(ValueError, match="restart delay"):
+        Failure(1, job=0, restart_delay=-1)
+
+
+class _DiagnosingFifo(Greedy):
+    """Restarts a failure whose cause starts with 'infra' after 7 s, others after the rule's delay."""
+
+    seen: list = []
+
+    def on_failure(self, job):
+        cause = self.ctx.failure_cause(job)
+        type(self).seen.append(cause)
+        return 7.0 if cause.startswith("infra") else None
+
+
+def test_policy_on_failure_may_choose_the_restart_delay():
+    # j0 fails at 10 (infra: policy says 7 s -> restart 17, ends 117); j1 fails at 10 (script: rule's 20 s
+    # -> restarts at 30, ends 130).
+    w = workload([(0, 100, 1), (0, 100, 1)], nodes=2, gpus=1)
+    _DiagnosingFifo.seen = []
+    engine = Engine(w, _DiagnosingFifo, failures=[Failure(10, job=0, cause="infra/xid"),
+                                                  Failure(10, job=1, cause="script/import")],
+                    restart=RestartRule(delay=20), check_invariants=True)
+    jobs = job_table(engine.run())
+    check_identities(jobs)
+    assert jobs["end"].tolist() == pytest.approx([117, 130])
+    assert sorted(_DiagnosingFifo.seen) == ["infra/xid", "script/import"]

@@ -157,6 +157,25 @@ register(Lucid, "lucid-noestimator", "Lucid ablation: no duration estimator (FIF
 register(Lucid, "lucid-nospace", "Lucid ablation: profiler without space-aware order", space_aware=False)
 
 
+# Plug-in modules register their own policies through ``register_policies(register)``, so a new system
+# (GFS, SchedMate) lives in its own files. Each is imported here, eagerly, and must keep heavy imports
+# inside functions: `from sim.policies import POLICIES` is on every simulation's start-up path.
+_PLUGIN_MODULES = ("sim.policies.gfs", "sim.policies.schedmate")
+
+
+def _load_plugins() -> None:
+    import importlib
+    import importlib.util
+
+    for module_name in _PLUGIN_MODULES:
+        if importlib.util.find_spec(module_name) is None:  # not built yet in this tree
+            continue
+        importlib.import_module(module_name).register_policies(register)
+
+
+_load_plugins()
+
+
 def parse_policy_spec(spec: str) -> tuple[str, dict[str, Any]]:
     """'name' or 'name:key=value,key=value' (values as Python literals, e.g. thresholds=[3600,36000];
     anything else stays a string and is coerced by the parameter's type, e.g. respect_wq=false)."""

@@ -61,10 +61,13 @@ class Policy:
     def on_timer(self, payload: Any) -> None:
         """A timer this policy set has fired."""
 
-    def on_failure(self, job: int) -> None:
+    def on_failure(self, job: int) -> float | None:
         """A job of this partition failed (its GPUs are free); the engine's restart rule will hand it
         back through ``on_requeue`` after the restart delay, or it ended in the terminal FAILED state.
-        Timers the policy set for the failed attempt must be ignored when they fire."""
+        Timers the policy set for the failed attempt must be ignored when they fire. Returning a number
+        sets this restart's delay in seconds (``ctx.failure_cause(job)`` says what failed); None keeps the
+        failure's or the restart rule's delay."""
+        return None
 
     def schedule(self) -> None:
         """Make decisions after the events of one instant (start, preempt, pack, set timers)."""
