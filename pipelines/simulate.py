@@ -124,44 +124,94 @@ def _trace_path(path: str) -> Path:
     return p
 
 
-def _build_workload(args: argparse.Namespace):
+def build_source(*, synthetic: str | None = None, trace: str | None = None, format: str | None = None,
+                 jobs: int | None = None, cluster: str | None = None, offered_load: float | None = None,
+                 costs: str = "none", default_gpus: int | None = None, data_dir: str | None = None,
+                 seed: int = 0):
+    """The (JobTable, Workload) that `schedcast simulate` replays, from the same choices as its flags:
+    a trace file or a synthetic preset (any ``generator:`` preset too), a cluster (the preset's by
+    default), optional offered-load sizing and a cost catalog. Experiments build their cells with it."""
     from features.traces import load_trace
-    from features.traces.synthetic import generate, load_preset
+    from features.traces.synthetic import build_preset
     from sim.cluster import load_cluster
     from sim.profiles import CostModel, ProfileCatalog
     from sim.workload import build_workload
 
-    if args.synthetic:
-        spec = load_preset(args.synthetic, jobs=args.jobs)
-        table = generate(spec, seed=args.seed)
-        cluster_name = args.cluster or spec.cluster
+    if synthetic:
+        table, preset_cluster = build_preset(synthetic, seed=seed, jobs=jobs)
+        cluster_name = cluster or preset_cluster
         limit = None
-    elif args.trace:
-        table = load_trace(_trace_path(args.trace), args.format)
-        cluster_name = args.cluster
-        limit = args.jobs
+    elif trace:
+        table = load_trace(_trace_path(trace), format)
+        cluster_name = cluster
+        limit = jobs
     else:
         raise ValueError("give --trace FILE or --synthetic PRESET")
     if not cluster_name:
         raise ValueError("give --cluster (see `schedcast clusters`)")
-    cluster = load_cluster(cluster_name, args.data_dir)
+    built = load_cluster(cluster_name, data_dir)
     sizing = None
-    if getattr(args, "offered_load", None):
-        from sim.sizing import offered_load, sized_for_load
+    if offered_load:
+        from sim.sizing import offered_load as load_of, sized_for_load
 
         frame = table.frame.iloc[:limit] if limit else table.frame
-        before = (cluster.nodes, offered_load(frame, cluster.gpus))
-        cluster = sized_for_load(frame, cluster, args.offered_load)
-        sizing = {"target": args.offered_load, "nodes_before": before[0], "load_before": before[1],
-                  "nodes_after": cluster.nodes}
-    catalog = costs = None
-    if args.costs != "none":
-        catalog = ProfileCatalog.build(args.costs, args.data_dir)
-        costs = CostModel()
-    workload = build_workload(table, cluster, costs=costs, catalog=catalog, seed=args.seed,
-                              default_gpus=args.default_gpus, limit=limit)
+        before = (built.nodes, load_of(frame, built.gpus))
+        built = sized_for_load(frame, built, offered_load)
+        sizing = {"target": offered_load, "nodes_before": before[0], "load_before": before[1],
+                  "nodes_after": built.nodes}
+    catalog = cost_model = None
+    if costs != "none":
+        catalog = ProfileCatalog.build(costs, data_dir)
+        cost_model = CostModel()
+    workload = build_workload(table, built, costs=cost_model, catalog=catalog, seed=seed,
+                              default_gpus=default_gpus, limit=limit)
     workload.report["sizing"] = sizing
     return table, workload
+
+
+def _build_workload(args: argparse.Namespace):
+    return build_source(synthetic=args.synthetic, trace=args.trace, format=args.format, jobs=args.jobs,
+                        cluster=args.cluster, offered_load=getattr(args, "offered_load", None),
+                        costs=args.costs, default_gpus=args.default_gpus, data_dir=args.data_dir,
+                        seed=args.seed)
+
+
+def _replay_extras(args: argparse.Namespace, workload) -> dict[str, Any]:
+    """What --failures, --performance and --predict add to every replay (built once, shared by the
+    policies): failure events and restart rule, a performance model, per-job predictions by kind."""
+    extras: dict[str, Any] = {}
+    spec = getattr(args, "failures", "none") or "none"
+    if spec != "none":
+        from sim.failures import failures_from_spec
+
+        failures, restart = failures_from_spec(spec, workload, args.seed)
+        extras["failures"] = failures
+        if restart is not None:
+            extras["restart"] = restart
+        print(f"failures:   {len(failures):,} failure events ({spec})")
+    perf = getattr(args, "performance", None)
+    if perf and perf != "none":
+        from sim.performance import make_performance
+
+        extras["performance"] = make_performance(perf, workload)
+        print(f"speed:      performance model {perf}")
+    predict = getattr(args, "predict", None) or []
+    if predict:
+        from sim.predictors import predict_kind
+
+        extras["predictions"] = {kind: predict_kind(kind, source, workload.frame, args.seed,
+                                                    getattr(args, "tracking_uri", None))
+                                 for kind, source in predict}
+        print("predictions: " + ", ".join(f"{k} from {v}" for k, v in predict))
+    return extras
+
+
+def predict_arg(text: str) -> tuple[str, str]:
+    """KIND=SPEC for --predict (e.g. iterations=models:/iterations@champion)."""
+    kind, eq, spec = text.partition("=")
+    if not eq or not kind.strip() or not spec.strip():
+        raise argparse.ArgumentTypeError(f"expected KIND=SPEC (e.g. iterations=group-median), got {text!r}")
+    return kind.strip(), spec.strip()
 
 
 class _Progress:
@@ -304,6 +354,7 @@ def _run(args, t0, out, force, window, predictor, predicted, predictor_info, plo
         print(f"note: offered load {load:.2f}: the cluster is mostly idle, so jobs barely wait and policies "
               "tie; --offered-load 0.9 sizes the cluster for contention")
     measured = _check_window(window, workload)
+    extras = _replay_extras(args, workload)
     if predicted and hasattr(predictor, "_predict"):
         # A model server or registry model is asked now, so that an unreachable or broken model stops
         # the command before any replay (the answer is reused by every policy).
@@ -318,7 +369,7 @@ def _run(args, t0, out, force, window, predictor, predicted, predictor_info, plo
         try:
             result = simulate(workload, policy, placement=args.placement, predictor=predictor,
                               seed=args.seed, check_invariants=args.check_invariants, progress=update,
-                              tracking_uri=getattr(args, "tracking_uri", None))
+                              tracking_uri=getattr(args, "tracking_uri", None), **extras)
         finally:
             stop()
         ev = evaluate(result, window)
@@ -341,6 +392,8 @@ def _run(args, t0, out, force, window, predictor, predicted, predictor_info, plo
             "cluster": workload.cluster.describe(), "cluster_name": workload.cluster.name,
             "cluster_gpus": workload.cluster.gpus, "offered_load": load, "policies": args.policy,
             "placement": args.placement or "policy default", "predictor": args.predictor, "predictor_resolved": predictor_info,
+            "failures": getattr(args, "failures", "none"), "performance": getattr(args, "performance", None),
+            "predict": dict(getattr(args, "predict", None) or []),
             "seed": args.seed, "window": list(window) if window else None, "measured_jobs": measured or len(workload),
             "jobs": len(workload), "workload_fingerprint": workload.fingerprint,
             "units": "times in seconds (columns *_s); gpu_utilisation_frac is a share in [0, 1]"}
@@ -396,6 +449,15 @@ def add_parsers(sub) -> None:
                    "serve` URL")
     p.add_argument("--tracking-uri", help="MLflow tracking URI for models:/ predictors (default "
                    "$MLFLOW_TRACKING_URI or sqlite:///mlruns/mlflow.db)")
+    p.add_argument("--failures", default="none", metavar="SPEC",
+                   help="failure events: none (default), trace (the trace's own failures), or "
+                   "rate=R,repair=S,... (parametric; see README 'Failures')")
+    p.add_argument("--performance", default=None, metavar="SPEC",
+                   help="placement-dependent speed model, e.g. asrpt or asrpt:inter_gbps=1 (default: "
+                   "speed 1 everywhere)")
+    p.add_argument("--predict", action="append", type=predict_arg, metavar="KIND=SPEC",
+                   help="per-job estimates by kind for policies that read them, e.g. "
+                   "iterations=models:/iterations@champion or iterations=group-median (repeatable)")
     p.add_argument("--window", nargs=2, metavar=("START", "END"), type=duration_arg,
                    help="measure only jobs submitted in [START, END) (seconds, or e.g. 1d 20d); the replay "
                    "is unchanged, job tables mark measured jobs (in_window) and the JCT plot shows only them")

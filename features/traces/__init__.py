@@ -20,6 +20,26 @@ FORMATS: dict[str, tuple[Callable[..., JobTable], str]] = {
     "alibaba-v2023": (load_alibaba_v2023, "Alibaba GPU cluster v2023 pod list (qos -> job_class)"),
 }
 
+#: modules that add formats: each exposes ``FORMATS`` (same shape) and is imported when present, so a new
+#: system's trace (GFS' spot trace, failure-annotated traces) plugs in from its own file
+_PLUGIN_FORMATS = ("features.traces.gfs", "features.traces.failures")
+
+
+def _load_plugin_formats() -> None:
+    import importlib
+    import importlib.util
+
+    for module_name in _PLUGIN_FORMATS:
+        if importlib.util.find_spec(module_name) is None:
+            continue
+        for name, entry in getattr(importlib.import_module(module_name), "FORMATS", {}).items():
+            if name in FORMATS:
+                raise ValueError(f"trace format {name!r} of {module_name} is already registered")
+            FORMATS[name] = entry
+
+
+_load_plugin_formats()
+
 
 def guess_format(path: str | Path) -> str:
     """Guess a format from the file name (a compression suffix is ignored); raise if unsure."""
