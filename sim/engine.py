@@ -11,7 +11,12 @@ Semantics (documented because results are compared with other simulators):
   began and before it trained); preempting a running job checkpoints its progress, holds the GPUs
   for the save time, then requeues it. JCT = wait + load + train + save, per job, exactly.
 - Evicting (spot) stops a job without saving: the training since it last started is lost and redone;
-  its wall time stays in ``train`` (so the JCT identity holds) and is reported as ``lost``.
+  its wall time stays in ``train`` (so the JCT identity holds) and is reported as ``lost``. A job with a
+  ``checkpoint_interval`` loses only the training since its last checkpoint (checkpoints every interval
+  of training since its attempt began, as for failures; the lost work goes to ``lost_work``).
+  ``evict(job, overhead=s)`` adds ``s`` seconds of load time to the job's next start (a restart
+  overhead), ``add_overhead(job, s)`` does so for a waiting job (e.g. the task whose start preempted
+  others); both are counted as load, so JCT = wait + load + train + save still holds.
 - Packed jobs share their host's GPUs at measured speeds; when one leaves, the other runs solo again.
 - An idle node can move between partitions (``Context.move_node``; Lucid's profiler borrows idle VC
   nodes on a burst). The cluster's GPU total never changes, so cluster-wide utilisation stays exact;
@@ -138,7 +143,7 @@ class SimResult:
     policy_stats: dict[str, Any] = field(default_factory=dict)
     alloc_held: array = field(default_factory=lambda: array("d"))  # physical GPUs held, per alloc_times row
     failures: list[int] = field(default_factory=list)  # failed attempts per job
-    lost_work: list[float] = field(default_factory=list)  # work (s at speed 1) lost to failures, redone
+    lost_work: list[float] = field(default_factory=list)  # work (s at speed 1) lost to failures and checkpointed evictions, redone
     failed: list[bool] = field(default_factory=list)  # ended in the terminal FAILED state
     seed: int = 0
 
@@ -275,10 +280,21 @@ class Context:
         """Pause a loading or running job; it comes back through policy.on_requeue."""
         self.engine._preempt(self, job)
 
-    def evict(self, job: int) -> None:
+    def evict(self, job: int, overhead: float = 0.0) -> None:
         """Stop a loading or running job at once, without saving: its GPUs free now and the work since
-        it last started training is lost (spot-job eviction). It comes back through on_requeue."""
+        it last started training (or since its last checkpoint, for jobs with a checkpoint interval) is
+        lost (spot-job eviction). ``overhead`` s of load time are added to its next start. It comes
+        back through on_requeue."""
         self.engine._evict(self, job)
+        if overhead:
+            self.add_overhead(job, overhead)
+
+    def add_overhead(self, job: int, seconds: float) -> None:
+        """The next start of ``job`` loads ``seconds`` longer (restart / preemption overhead)."""
+        if not (math.isfinite(seconds) and seconds >= 0):
+            raise SimulationError(f"overhead for job {job} must be a finite number >= 0, got {seconds}")
+        over = self.engine._overhead
+        over[job] = over.get(job, 0.0) + float(seconds)
 
     def pack(self, job: int, host: int, speed_job: float, speed_host: float) -> None:
         """Run a queued job on the GPUs of a running host job; both run at the given speeds."""
@@ -435,7 +451,9 @@ class Engine:
         self._dirty_list: list[int] = []
         self._what_if: dict[int, tuple] = {}  # partition -> (pool version, records released, scratch pool)
         self._failures = sorted(failures or (), key=lambda f: f.time)
-        self._track_attempts = bool(self._failures)
+        # Attempt starts are tracked for failures and for evictions that keep checkpoints.
+        self._track_attempts = bool(self._failures) or any(c < INF for c in workload.checkpoint)
+        self._overhead: dict[int, float] = {}  # job -> extra load time of its next start
         if restart is None:
             from sim.failures import RestartRule
 
@@ -533,6 +551,8 @@ class Engine:
         if self.performance is not None:
             self._respeed_start(ctx, job)
         lt = self.workload.load_time[job]
+        if self._overhead:
+            lt += self._overhead.pop(job, 0.0)
         if lt > 0:
             self.state[job] = LOADING
             self.since[job] = now
@@ -767,7 +787,9 @@ class Engine:
     def _evict(self, ctx: Context, job: int) -> None:
         st = self._stop(job, "evicted", ctx)
         self.evictions[job] += 1
-        if st == RUNNING:  # progress since the last start is lost and will be redone
+        if st == RUNNING and self.workload.checkpoint[job] < INF:
+            self._lose_since_checkpoint(job)
+        elif st == RUNNING:  # progress since the last start is lost and will be redone
             elapsed = self.now - self.seg_start[job]
             self.train[job] += elapsed
             self.lost[job] += elapsed
@@ -794,6 +816,8 @@ class Engine:
         self.speed[job] = speed_job
         self._set_speed(host, speed_host)
         lt = self.workload.load_time[job]
+        if self._overhead:
+            lt += self._overhead.pop(job, 0.0)
         if lt > 0:
             self.state[job] = LOADING
             self.since[job] = now
@@ -823,17 +847,7 @@ class Engine:
         if st == LOADING:
             self.load[job] += now - self.since[job]
         else:
-            self._checkpoint(job)
-            attempt = now - self.attempt_start[job]
-            work = self.work_done[job] - self.attempt_work[job]
-            interval = self.workload.checkpoint[job]
-            kept_wall = math.floor(attempt / interval) * interval if interval < INF else 0.0
-            kept = work * (kept_wall / attempt) if attempt > 0 else 0.0
-            lost_work = work - kept
-            self.work_done[job] -= lost_work
-            self.remaining[job] += lost_work
-            self.lost_work[job] += lost_work
-            self.lost[job] += attempt - kept_wall
+            self._lose_since_checkpoint(job)
         self._release(ctx, job)
         self._log("fail", job, cause)
         self.fail_cause[job] = cause
@@ -858,6 +872,22 @@ class Engine:
             if on_failure is not None:
                 on_failure(job)
         self.mark_dirty(ctx.partition)
+
+    def _lose_since_checkpoint(self, job: int) -> None:
+        """A running job stops without saving: fold its segment, then give back the work done since
+        its last checkpoint (every ``checkpoint`` s of training since the attempt began; none: the
+        whole attempt). The lost wall time stays in ``train`` and is counted in ``lost``."""
+        self._checkpoint(job)
+        attempt = self.now - self.attempt_start[job]
+        work = self.work_done[job] - self.attempt_work[job]
+        interval = self.workload.checkpoint[job]
+        kept_wall = math.floor(attempt / interval) * interval if interval < INF else 0.0
+        kept = work * (kept_wall / attempt) if attempt > 0 else 0.0
+        lost_work = work - kept
+        self.work_done[job] -= lost_work
+        self.remaining[job] += lost_work
+        self.lost_work[job] += lost_work
+        self.lost[job] += attempt - kept_wall
 
     def _node_failure(self, failure: "Failure") -> None:
         p = self.partition_index(failure.partition)

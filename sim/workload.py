@@ -18,8 +18,8 @@ once from optional job-table columns into per-job lists:
   a homogeneous cluster ignores it, noted in the report). Untyped jobs run on any one model: all their
   pods on nodes of the same model.
 - ``job_class`` (any label, e.g. hp / spot), ``stages`` / ``replicas`` (pipeline stages x replicas, for
-  A-SRPT), ``checkpoint_interval`` (s of training between checkpoints; none = a failure loses the
-  whole attempt).
+  A-SRPT), ``checkpoint_interval`` (s of training between checkpoints; none = a failure or an
+  eviction loses the whole attempt; GFS spot tasks checkpoint every 3,600 s).
 """
 from __future__ import annotations
 
