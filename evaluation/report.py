@@ -339,8 +339,11 @@ class PlotWorker:
         root = str(Path(__file__).resolve().parents[1])
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])),
                "MPLBACKEND": "Agg"}
-        self.proc = subprocess.Popen([sys.executable, "-c", "from evaluation.report import _plot_worker; "
-                                      "_plot_worker()"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+        # `python -c` puts the working directory first on sys.path: a user's timeit.py or pickle.py there
+        # would shadow the standard library inside matplotlib, so the worker drops it before importing.
+        code = ("import sys; sys.path[:] = [p for p in sys.path if p not in ('', '.')]; "
+                "from evaluation.report import _plot_worker; _plot_worker()")
+        self.proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.PIPE, env=env)
 
     def draw(self, tasks: list[tuple[str, dict, str, dict]]) -> None:

@@ -62,6 +62,18 @@ def test_plots_in_process_and_in_the_worker(tmp_path, capsys, monkeypatch):
         assert (tmp_path / "a" / name).stat().st_size > 10_000 and (tmp_path / "b" / name).stat().st_size > 10_000
 
 
+def test_plot_worker_ignores_modules_in_the_working_directory(tmp_path, capsys, monkeypatch):
+    # Seen: a `timeit.py` in the user's folder shadowed the standard library inside matplotlib and every
+    # `schedcast simulate` run there failed with "plotting failed: IndexError".
+    work = tmp_path / "work"
+    work.mkdir()
+    for name in ("timeit.py", "pickle.py", "numbers.py"):
+        (work / name).write_text("raise SystemExit('user module imported by the plot worker')\n")
+    monkeypatch.chdir(work)
+    assert run(capsys, *DEMO, "--policy", "fifo", "--out", str(tmp_path / "a"))[0] == 0
+    assert (tmp_path / "a" / "jct_cdf.png").stat().st_size > 10_000
+
+
 def test_a_failing_plot_worker_is_an_error(tmp_path):
     worker = report.PlotWorker()
     with pytest.raises(RuntimeError, match="plotting failed: KeyError"):
