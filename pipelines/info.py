@@ -58,7 +58,7 @@ def cmd_data_check(args: argparse.Namespace) -> int:
 
     from features.traces import load_trace
 
-    table = load_trace(args.path, args.format)
+    table = load_trace(args.path, args.format, cache=False)  # a check parses the file itself
     if args.json:
         print(json.dumps(table.report.as_dict(), indent=2))
     else:
@@ -78,6 +78,23 @@ def cmd_data_formats(args: argparse.Namespace) -> int:
         print(f"{name:<14} {desc}")
     print(f"{'synthetic':<14} seeded generator: `schedcast simulate --synthetic PRESET` (presets in "
           "configs/workloads/)")
+    return 0
+
+
+def cmd_data_cache(args: argparse.Namespace) -> int:
+    from features.traces import cache
+
+    folder = cache.cache_dir()
+    if folder is None:
+        print("trace cache: off (SCHEDCAST_TRACE_CACHE=0)")
+        return 0
+    if args.clear:
+        print(f"trace cache: removed {cache.clear()} entries from {folder}")
+        return 0
+    entries = list(folder.glob("*.pkl")) if folder.exists() else []
+    size = sum(e.stat().st_size for e in entries)
+    print(f"trace cache: {folder}: {len(entries)} parsed traces, {size / 2**20:.1f} MiB (at most "
+          f"{cache.MAX_ENTRIES} kept; --clear empties it; SCHEDCAST_TRACE_CACHE=0 turns it off)")
     return 0
 
 
@@ -103,3 +120,6 @@ def add_parsers(sub) -> None:
     p.set_defaults(func=cmd_data_check)
     p = data.add_parser("formats", help="list trace formats")
     p.set_defaults(func=cmd_data_formats)
+    p = data.add_parser("cache", help="where parsed traces are cached, how many, how large (--clear)")
+    p.add_argument("--clear", action="store_true", help="remove every cached trace")
+    p.set_defaults(func=cmd_data_cache)

@@ -1,10 +1,13 @@
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("MPLBACKEND", "Agg")
+# parsed traces are cached per user; tests keep theirs in a temporary folder (never in ~/.cache)
+os.environ.setdefault("SCHEDCAST_TRACE_CACHE", tempfile.mkdtemp(prefix="schedcast-trace-cache-"))
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 

@@ -63,16 +63,34 @@ def guess_format(path: str | Path) -> str:
     raise TraceError(path, f"cannot guess the trace format; pass one of: {', '.join(FORMATS)}")
 
 
-def load_trace(path: str | Path, format: str | None = None, **options) -> JobTable:
+def load_trace(path: str | Path, format: str | None = None, *, cache: bool = True, **options) -> JobTable:
     """Load any supported trace into a JobTable (format guessed from the name when not given).
 
     Every failure is a TraceError naming the file (the CLI prints it on one line and exits 2): the
     path is checked before the format is guessed, so a missing file says "file not found".
+
+    A parsed trace is kept in the trace cache (features.traces.cache: keyed by the file's path, size
+    and modification time, the format, the options and the loaders' code), so the next replay of the
+    same file skips parsing; ``cache=False`` or SCHEDCAST_TRACE_CACHE=0 turns it off.
     """
     check_path(path)
     fmt = format or guess_format(path)
     if fmt not in FORMATS:
         raise TraceError(path, f"unknown format {fmt!r}; known: {', '.join(FORMATS)}")
+    from features.traces import cache as trace_cache
+
+    key = trace_cache.key_for(path, fmt, options) if cache else None
+    if key is not None:
+        hit = trace_cache.get(key)
+        if hit is not None:
+            return hit
+    table = _parse(path, fmt, options)
+    if key is not None:
+        trace_cache.put(key, table)
+    return table
+
+
+def _parse(path: str | Path, fmt: str, options: dict) -> JobTable:
     try:
         return FORMATS[fmt][0](path, **options)
     except TraceError:

@@ -1,0 +1,123 @@
+"""The trace cache: parsed JobTables kept on disk so that replaying the same trace again skips parsing.
+
+Parsing a real trace costs more than replaying it for small runs (Philly's 74k-job CSV: ~0.4 s to parse,
+~0.02 s to read back from the cache), and researchers replay the same file many times. An entry is keyed
+by the file's resolved path, size and modification time, the format and loader options, and a digest of
+the loader code (features/traces/*.py, features/jobtable.py), so an edited trace or loader is parsed
+afresh. Entries are pickles written atomically; an unreadable entry is ignored and rewritten; a cache
+that cannot be written (read-only home) is skipped silently. At most ``MAX_ENTRIES`` entries are kept
+(oldest dropped).
+
+Location: $SCHEDCAST_TRACE_CACHE (a folder), else $XDG_CACHE_HOME/schedcast/traces, else
+~/.cache/schedcast/traces. SCHEDCAST_TRACE_CACHE=0 (or off/false/no) disables it.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+from pathlib import Path
+from typing import Any
+
+from features.jobtable import JobTable
+
+MAX_ENTRIES = 32
+_OFF = {"0", "off", "false", "no"}
+_code_digest: str | None = None
+
+
+def cache_dir() -> Path | None:
+    """The cache folder, or None when the cache is turned off."""
+    value = os.environ.get("SCHEDCAST_TRACE_CACHE", "").strip()
+    if value.lower() in _OFF:
+        return None
+    if value:
+        return Path(value)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "schedcast" / "traces"
+
+
+def _loader_code() -> str:
+    """Digest of the loaders' source: a changed loader must not serve tables parsed by the old one."""
+    global _code_digest
+    if _code_digest is None:
+        here = Path(__file__).resolve().parent
+        h = hashlib.sha1()
+        for src in sorted([*here.glob("*.py"), here.parent / "jobtable.py"]):
+            h.update(src.name.encode())
+            h.update(src.read_bytes())
+        _code_digest = h.hexdigest()
+    return _code_digest
+
+
+def key_for(path: str | Path, fmt: str, options: dict[str, Any]) -> str | None:
+    """The cache key of (file, format, options), or None when the cache is off or the file is not a
+    plain file (a pipe or /dev/stdin cannot be keyed by size and time)."""
+    if cache_dir() is None:
+        return None
+    try:
+        real = Path(path).resolve()
+        st = real.stat()
+    except OSError:
+        return None
+    if not real.is_file():
+        return None
+    ident = repr((str(path), str(real), st.st_size, st.st_mtime_ns, fmt, sorted(options.items()), _loader_code()))
+    return hashlib.sha1(ident.encode()).hexdigest()
+
+
+def get(key: str) -> JobTable | None:
+    folder = cache_dir()
+    if folder is None:
+        return None
+    entry = folder / f"{key}.pkl"
+    try:
+        with entry.open("rb") as fh:
+            table = pickle.load(fh)
+    except FileNotFoundError:
+        return None
+    except Exception:  # truncated or from another pandas: ignore it, it is rewritten after parsing
+        return None
+    if not isinstance(table, JobTable):
+        return None
+    try:
+        os.utime(entry)  # recently used entries are kept when pruning
+    except OSError:
+        pass
+    return table
+
+
+def put(key: str, table: JobTable) -> None:
+    folder = cache_dir()
+    if folder is None:
+        return
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = folder / f".{key}.{os.getpid()}.tmp"
+        with tmp.open("wb") as fh:
+            pickle.dump(table, fh, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, folder / f"{key}.pkl")
+        _prune(folder)
+    except OSError:
+        try:
+            tmp.unlink(missing_ok=True)  # type: ignore[possibly-undefined]
+        except (OSError, NameError):
+            pass
+
+
+def _prune(folder: Path) -> None:
+    entries = sorted(folder.glob("*.pkl"), key=lambda p: p.stat().st_mtime, reverse=True)
+    for old in entries[MAX_ENTRIES:]:
+        old.unlink(missing_ok=True)
+
+
+def clear() -> int:
+    """Remove every entry; returns how many were removed."""
+    folder = cache_dir()
+    if folder is None or not folder.exists():
+        return 0
+    removed = 0
+    for entry in folder.glob("*.pkl"):
+        entry.unlink(missing_ok=True)
+        removed += 1
+    return removed
