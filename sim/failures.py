@@ -92,3 +92,191 @@ def node_failures(nodes: Sequence[tuple[int | str, int]], rate_per_hour: float, 
 def cluster_nodes(cluster) -> list[tuple[int, int]]:
     """Every (partition index, node) of a built cluster, for :func:`node_failures`."""
     return [(p, n) for p, part in enumerate(cluster.partitions) for n in range(len(part.capacities))]
+
+
+# -- failures from a spec string (--failures SPEC) -------------------------------------------------
+#: failure categories and their components (the Failure Handler's classes); a cause reads "category/component"
+CATEGORIES: dict[str, tuple[str, ...]] = {
+    "infrastructure": ("gpu", "nvlink", "network", "nccl", "node", "storage"),
+    "framework": ("oom", "dataloader", "shape"),
+    "script": ("import", "key", "type", "syntax", "file"),
+}
+DEFAULT_MIX = (0.5, 0.3, 0.2)  # infrastructure / framework / script shares of parametric failures
+_TRACE_KEYS = ("reaction", "attempts", "checkpoint")
+_RATE_KEYS = ("rate", "repair", "checkpoint", "reaction", "mix", "attempts", "horizon")
+
+
+def failure_category(cause: str) -> str:
+    """'infrastructure/nccl' -> 'infrastructure'; '' or a node label -> 'infrastructure' when a node
+    failed ('node N of partition P'), else 'unknown'."""
+    head = cause.split("/", 1)[0].strip().lower()
+    if head in CATEGORIES:
+        return head
+    return "infrastructure" if cause.startswith("node ") else "unknown"
+
+
+def _number(field: str, text: str, *, minimum: float = 0.0, integer: bool = False) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"--failures: bad field {field!r}: expected a number, got {text!r}") from None
+    if not math.isfinite(value) or value < minimum or (integer and value != int(value)):
+        kind = "a whole number" if integer else "a number"
+        raise ValueError(f"--failures: bad field {field!r}: expected {kind} >= {minimum:g}, got {text!r}")
+    return value
+
+
+def parse_failure_spec(spec: str) -> tuple[str, dict[str, object]]:
+    """'none' | 'trace[,reaction=S,attempts=N,checkpoint=S]' |
+    'rate=R,repair=S,checkpoint=S,reaction=S[,mix=I/F/S,attempts=N,horizon=S]' -> (mode, fields).
+
+    Every error is one ValueError line naming the bad field."""
+    text = (spec or "").strip()
+    if text.lower() in ("", "none"):
+        return "none", {}
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    mode = "trace" if parts[0].lower() == "trace" else "rate"
+    if mode == "trace":
+        parts = parts[1:]
+    allowed = _TRACE_KEYS if mode == "trace" else _RATE_KEYS
+    fields: dict[str, object] = {}
+    for part in parts:
+        key, eq, value = part.partition("=")
+        key = key.strip().lower()
+        if not eq:
+            raise ValueError(f"--failures: bad field {key!r}: expected key=value (spec {spec!r}); use none, "
+                             "trace[,reaction=S] or rate=R,repair=S,checkpoint=S,reaction=S")
+        if key not in allowed:
+            raise ValueError(f"--failures: unknown field {key!r} for {mode} failures; valid: {', '.join(allowed)}")
+        if key in fields:
+            raise ValueError(f"--failures: field {key!r} given twice")
+        value = value.strip()
+        if key == "mix":
+            shares = value.split("/")
+            if len(shares) != 3:
+                raise ValueError(f"--failures: bad field 'mix': expected three shares "
+                                 f"infrastructure/framework/script, e.g. 0.5/0.3/0.2, got {value!r}")
+            mix = tuple(_number("mix", s) for s in shares)
+            if sum(mix) <= 0:
+                raise ValueError("--failures: bad field 'mix': the shares must not all be 0")
+            fields["mix"] = tuple(m / sum(mix) for m in mix)
+        elif key == "attempts":
+            fields[key] = int(_number(key, value, minimum=1, integer=True))
+        else:
+            fields[key] = _number(key, value)
+    if mode == "rate" and "rate" not in fields:
+        raise ValueError(f"--failures: missing field 'rate' (failures per hour, cluster-wide) in {spec!r}; "
+                         "use none, trace or rate=R,repair=S,checkpoint=S,reaction=S")
+    return mode, fields
+
+
+def failures_from_spec(spec: str, workload, seed: int) -> tuple[list[Failure], RestartRule | None]:
+    """The failures of a replay from ``--failures SPEC`` (see :func:`parse_failure_spec`).
+
+    - ``none``: no failures, no restart rule.
+    - ``trace``: from the workload frame's failure columns (features.traces.failures): every job whose
+      failed attempt was resubmitted (``fail_time`` set, ``resubmitted`` true) fails ``fail_time`` s
+      after it started in the trace (``submit + queue_time + fail_time``; queue_time 0 when the trace
+      has none) with its recorded ``failure_cause``, and restarts as the same job (the resubmission is
+      linked to it). Jobs that failed for good or were killed early already end early (their trace
+      duration). The engine's failure times are absolute: a job the replay has not started by then (or
+      already finished) is spared; the replay's ``failures`` counts say how many hit.
+    - ``rate=R,...``: R failures per hour over the whole cluster, a Poisson process until ``horizon`` s
+      (default: the last submission plus twice the time the cluster needs for all the work); each hits
+      a node drawn with probability proportional to its GPUs (so a job's chance grows with its GPU
+      count) and fails every job on it. Its cause is drawn from ``mix`` (infrastructure / framework /
+      script shares); an infrastructure failure takes the node down for ``repair`` s (default 3,600),
+      the others leave it up. Nodes that Lucid's profiler would carve out are never picked, so every
+      policy sees the same failures.
+    - ``checkpoint=S`` gives every job without its own checkpoint interval one of S s (the workload's
+      ``checkpoint`` list is updated in place); ``reaction=S`` is the human reaction time before a
+      failed job is resubmitted (default 600 s), ``attempts=N`` ends a job in FAILED after N failures.
+    """
+    mode, f = parse_failure_spec(spec)
+    if mode == "none":
+        return [], None
+    rule = RestartRule(delay=float(f.get("reaction", 600.0)), max_attempts=f.get("attempts"))  # type: ignore[arg-type]
+    if "checkpoint" in f:
+        c = float(f["checkpoint"])  # type: ignore[arg-type]
+        if c > 0:
+            workload.checkpoint[:] = [c if not math.isfinite(x) else x for x in workload.checkpoint]
+    if mode == "trace":
+        return trace_failures(workload), rule
+    return rate_failures(workload, rate_per_hour=float(f["rate"]), repair_s=float(f.get("repair", 3600.0)),
+                         mix=f.get("mix", DEFAULT_MIX), horizon_s=f.get("horizon"), seed=seed), rule  # type: ignore[arg-type]
+
+
+def trace_failures(workload) -> list[Failure]:
+    """Job failures from the frame's ``fail_time`` / ``resubmitted`` / ``failure_cause`` columns."""
+    frame = workload.frame
+    if "fail_time" not in frame:
+        raise ValueError("--failures trace: the workload has no failure columns (fail_time); use a preset "
+                         "with failures (--synthetic helios-failures or acme-failures) or --format acme-failures")
+    fail = np.asarray(frame["fail_time"].astype("Float64").fillna(np.nan).to_numpy(dtype=float))
+    if "resubmitted" in frame:
+        again = frame["resubmitted"].astype("boolean").fillna(False).to_numpy(dtype=bool)
+    else:
+        again = np.isfinite(fail)
+    queue = (frame["queue_time"].astype("Float64").fillna(0.0).to_numpy(dtype=float)
+             if "queue_time" in frame else np.zeros(len(frame)))
+    causes = (frame["failure_cause"].astype("string").fillna("").tolist() if "failure_cause" in frame
+              else [""] * len(frame))
+    out = []
+    for j in np.flatnonzero(np.isfinite(fail) & again & (fail >= 0)):
+        j = int(j)
+        if fail[j] >= workload.duration[j]:
+            continue  # it would have finished first
+        out.append(Failure(time=float(workload.submit[j] + max(queue[j], 0.0) + fail[j]), job=j,
+                           cause=causes[j] or "unknown"))
+    out.sort(key=lambda x: (x.time, x.job))
+    return out
+
+
+def _failure_nodes(workload) -> list[tuple[str, int, int]]:
+    """(partition name, node, GPUs) of every node that stays in its partition when Lucid carves its
+    profiler (auto size) out of the cluster, so that failures name the same nodes under every policy."""
+    cluster = workload.cluster
+    keep = [len(p.capacities) for p in cluster.partitions]
+    try:
+        from sim.policies.lucid.workload import with_profiler
+
+        carved = with_profiler(workload, nodes="auto", carve=True).cluster
+        keep = [len(p.capacities) for p in carved.partitions[: len(keep)]]
+    except ValueError:
+        pass
+    return [(p.name, n, int(p.capacities[n])) for p, k in zip(cluster.partitions, keep) for n in range(k)
+            if p.capacities[n] > 0]
+
+
+def rate_failures(workload, *, rate_per_hour: float, repair_s: float = 3600.0,
+                  mix: Sequence[float] = DEFAULT_MIX, horizon_s: float | None = None,
+                  seed: int = 0) -> list[Failure]:
+    """Cluster-wide Poisson failures on nodes drawn by GPU count (see :func:`failures_from_spec`)."""
+    if rate_per_hour < 0 or repair_s < 0:
+        raise ValueError("rate and repair time must be >= 0")
+    if rate_per_hour == 0 or len(workload) == 0:
+        return []
+    nodes = _failure_nodes(workload)
+    if not nodes:
+        return []
+    if horizon_s is None:
+        total_gpus = sum(g for _, _, g in nodes)
+        work = float(np.dot(workload.duration, workload.gpus))
+        horizon_s = max(workload.submit) + 2.0 * max(work / max(total_gpus, 1), max(workload.duration))
+    rng = np.random.default_rng(np.random.SeedSequence([int(seed) & 0xFFFFFFFF, 0x5C4ED]))
+    count = int(rng.poisson(rate_per_hour * horizon_s / 3600.0))
+    times = np.sort(rng.uniform(0.0, horizon_s, size=count))
+    weights = np.asarray([g for _, _, g in nodes], dtype=float)
+    which = rng.choice(len(nodes), size=count, p=weights / weights.sum())
+    mix_arr = np.asarray(mix, dtype=float)
+    cats = rng.choice(3, size=count, p=mix_arr / mix_arr.sum())
+    names = list(CATEGORIES)
+    out = []
+    for t, w, c in zip(times, which, cats):
+        category = names[int(c)]
+        component = CATEGORIES[category][int(rng.integers(len(CATEGORIES[category])))]
+        part, node, _ = nodes[int(w)]
+        out.append(Failure(time=float(t), node=node, partition=part,
+                           repair=repair_s if category == "infrastructure" else 0.0,
+                           cause=f"{category}/{component}"))
+    return out
