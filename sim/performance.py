@@ -6,7 +6,8 @@ which ``job`` trains on ``placement`` while the jobs in ``colocated`` share at l
 jobs sharing its GPUs changes; without a model every job runs at speed 1. Jobs packed explicitly by a
 policy (``ctx.pack``) run at the speeds the policy gave. Implementations: :class:`ConstantSpeed` (tests),
 :class:`sim.interference.PairInterference` (Lucid's measured pair speeds), A-SRPT's per-iteration model
-(later).
+(:class:`sim.asrpt.performance.IterationSpeed`). :func:`make_performance` builds one from a
+``--performance`` spec.
 """
 from __future__ import annotations
 
@@ -44,3 +45,83 @@ class ConstantSpeed(PerformanceModel):
         base = self.shared if colocated else self.solo
         nodes = len({entry[0] for entry in placement})
         return max(1e-6, base * (1.0 - self.per_extra_node * max(0, nodes - 1)))
+
+
+# -- --performance SPEC ------------------------------------------------------------------------------
+_SPECS_HELP = ("none, asrpt[:inter_gbps=G,intra_gbyte=B,allreduce=ring|tree,assign=true|false,seed=N,"
+               "ref_gbps=G,gpus_per_server=N] or constant[:solo=S,shared=S,per_extra_node=F]")
+
+
+def _spec_models():
+    """pydantic models of the spec parameters (built lazily: pydantic is not needed for plain replays)."""
+    from typing import Literal, Optional
+
+    from pydantic import BaseModel, ConfigDict, Field
+
+    class AsrptSpec(BaseModel):
+        """A-SRPT's per-iteration time model (sim.asrpt.performance.IterationSpeed)."""
+
+        model_config = ConfigDict(extra="forbid")
+        inter_gbps: Optional[float] = Field(None, gt=0, description="NIC between servers, Gb/s (default: the cluster's)")
+        intra_gbyte: Optional[float] = Field(None, gt=0, description="inside a server, GB/s (default: the cluster's)")
+        allreduce: Literal["ring", "tree"] = "ring"
+        assign: bool = Field(True, description="give jobs without a dl_model one model per recurring group")
+        seed: int = Field(0, ge=0, description="seed of that assignment")
+        ref_gbps: float = Field(10.0, gt=0, description="NIC at which a trace duration is the best-placement run time")
+        gpus_per_server: Optional[int] = Field(None, ge=1)
+
+    class ConstantSpec(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        solo: float = Field(1.0, gt=0)
+        shared: float = Field(1.0, gt=0)
+        per_extra_node: float = Field(0.0, ge=0, lt=1)
+
+    return {"asrpt": AsrptSpec, "constant": ConstantSpec}
+
+
+def parse_spec(spec: str, what: str = "--performance") -> tuple[str, dict[str, str]]:
+    """'name:key=value,key=value' -> (name, {key: value}); one-line ValueError on malformed text."""
+    name, _, rest = str(spec).strip().partition(":")
+    params: dict[str, str] = {}
+    for item in filter(None, (p.strip() for p in rest.split(","))):
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            raise ValueError(f"{what} {spec!r}: expected key=value, got {item!r}")
+        if key.strip() in params:
+            raise ValueError(f"{what} {spec!r}: {key.strip()} given twice")
+        params[key.strip()] = value.strip()
+    return name.strip(), params
+
+
+def make_performance(spec: str | None, workload=None) -> PerformanceModel | None:
+    """The performance model named by ``spec`` (``--performance``): None for 'none', A-SRPT's iteration
+    model for 'asrpt[:...]', :class:`ConstantSpeed` for 'constant[:...]'. Parameters are typed and
+    checked: a bad one is a one-line ValueError naming the field. With ``workload`` the model reads it
+    at once (bad inputs surface before any replay)."""
+    if spec is None or str(spec).strip() in ("", "none"):
+        return None
+    from pydantic import ValidationError
+
+    name, raw = parse_spec(spec)
+    models = _spec_models()
+    if name not in models:
+        raise ValueError(f"unknown performance model {name!r} in {spec!r}; use {_SPECS_HELP}")
+    cls = models[name]
+    try:
+        params = cls(**raw)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err.get("loc", ())) or "?"
+        valid = ", ".join(cls.model_fields)
+        raise ValueError(f"--performance {spec!r}: {field}: {err.get('msg', 'invalid')} (parameters of {name}: "
+                         f"{valid})") from None
+    if name == "constant":
+        return ConstantSpeed(**params.model_dump())
+    from sim.asrpt.performance import IterationSpeed
+
+    model = IterationSpeed(inter_gbit=params.inter_gbps, intra_gbyte=params.intra_gbyte, allreduce=params.allreduce,
+                           gpus_per_server=params.gpus_per_server, assign=params.assign, seed=params.seed,
+                           ref_gbit=params.ref_gbps)
+    if workload is not None:
+        model.bind_workload(workload)
+    return model

@@ -256,3 +256,149 @@ def predict_durations(predictor: Predictor, jobs: pd.DataFrame) -> list[float]:
         raise ValueError(f"predictor returned {int(bad.sum())} invalid values (first at job "
                          f"{jobs['job_id'].iloc[int(np.flatnonzero(bad)[0])]})")
     return values.tolist()
+
+
+# -- per-kind predictions (--predict KIND=SPEC) --------------------------------------------------------
+#: what ``predict_kind`` accepts as SPEC
+KIND_SPECS = ("oracle (alias perfect), noisy:SIGMA, group-median, group-mean, models:/NAME@ALIAS "
+              "(or models:/NAME/VERSION, runs:/ID/PATH) or an http(s) serving URL")
+
+
+def _end_times(frame: pd.DataFrame) -> np.ndarray:
+    """When each job of the trace finished: submit (+ recorded queueing) + duration."""
+    queue = frame["queue_time"].fillna(0.0).to_numpy(dtype=float) if "queue_time" in frame else 0.0
+    return frame["submit_time"].to_numpy(dtype=float) + queue + frame["duration"].to_numpy(dtype=float)
+
+
+def group_statistic(keys, submit, end, values, stat: str = "median") -> np.ndarray:
+    """Per job: the ``stat`` (median or mean) of ``values`` over the jobs of the same group that ended
+    strictly before its submission — what a scheduler knows then; 0 for a group with no finished job
+    yet (an unseen group, as A-SRPT's random forest predicts 0 for one)."""
+    import bisect
+
+    if stat not in ("median", "mean"):
+        raise ValueError(f"stat must be median or mean, not {stat!r}")
+    keys = np.asarray(keys, dtype=object)
+    submit, end, values = (np.asarray(a, dtype=float) for a in (submit, end, values))
+    n = len(keys)
+    out = np.zeros(n)
+    by_submit = np.argsort(submit, kind="stable")
+    by_end = np.argsort(end, kind="stable")
+    seen: dict = {}
+    k = 0
+    for i in by_submit:
+        t = submit[i]
+        while k < n and end[by_end[k]] < t:
+            j = by_end[k]
+            entry = seen.get(keys[j])
+            if entry is None:
+                entry = seen[keys[j]] = [[], 0.0]
+            if stat == "median":
+                bisect.insort(entry[0], values[j])
+            else:
+                entry[0].append(values[j])
+            entry[1] += values[j]
+            k += 1
+        entry = seen.get(keys[i])
+        if entry is None or not entry[0]:
+            continue
+        vals = entry[0]
+        m = len(vals)
+        if stat == "mean":
+            out[i] = entry[1] / m
+        else:
+            out[i] = vals[m // 2] if m % 2 else 0.5 * (vals[m // 2 - 1] + vals[m // 2])
+    return out
+
+
+def _truth(kind: str, frame: pd.DataFrame) -> np.ndarray:
+    """The true value of ``kind`` per job: the duration, the iterations (the trace's column or derived,
+    sim.asrpt.jobs) or a numeric column named like the kind."""
+    if kind == "duration":
+        return frame["duration"].to_numpy(dtype=float)
+    if kind == "iterations":
+        from sim.asrpt.jobs import job_models, true_iterations
+
+        return true_iterations(frame, job_models(frame))
+    return pd.to_numeric(frame[kind], errors="coerce").to_numpy(dtype=float)
+
+
+def _model_target(predictor: "ModelPredictor") -> str:
+    """What a registered model predicts: its run's ``target`` parameter, else ``duration`` (schedcast's
+    ``iterations`` task fits the random forest to durations)."""
+    info = predictor.resolve()
+    run_id = info.get("run_id")
+    if not run_id:
+        return "duration"
+    import mlflow
+
+    client = mlflow.MlflowClient(tracking_uri=info["tracking_uri"], registry_uri=info["tracking_uri"])
+    return str(client.get_run(run_id).data.params.get("target", "duration"))
+
+
+def predict_kind(kind: str, spec: str, frame: pd.DataFrame, seed: int = 0,
+                 tracking_uri: str | None = None) -> list[float]:
+    """Per-job estimates of ``kind`` (``--predict KIND=SPEC``), one finite value >= 0 per row of ``frame``.
+
+    Kinds: ``duration``, ``iterations`` (A-SRPT; true counts from the trace's ``iterations`` column, else
+    duration / alpha~_min at the reference NIC, sim.asrpt.jobs) or any numeric column of the frame.
+    Specs: ``oracle`` / ``perfect`` (the truth), ``noisy:SIGMA`` (truth x exp(N(0, SIGMA^2)), seeded by
+    ``seed``), ``group-median`` / ``group-mean`` (of the same recurring group's jobs finished before the
+    submission, sim.asrpt.jobs.group_keys; 0 for an unseen group, as the paper), a registry model
+    (``models:/iterations@champion``) or a serving URL. A model trained on durations (what schedcast's
+    ``iterations`` task does) answers iterations as its predicted duration / alpha~_min of the job. Bad
+    kinds or specs are one-line ValueErrors."""
+    where = f"--predict {kind}={spec}"
+    kind, spec = str(kind).strip(), str(spec).strip()
+    if kind not in ("duration", "iterations") and kind not in frame:
+        raise ValueError(f"{where}: unknown kind {kind!r}; use duration, iterations or a numeric column of the trace")
+    n = len(frame)
+    if spec in ("oracle", "perfect"):
+        values = _truth(kind, frame)
+    elif spec == "noisy" or spec.startswith("noisy:"):
+        text = spec.partition(":")[2] or "0.5"
+        try:
+            sigma = float(text)
+        except ValueError:
+            sigma = -1.0
+        if not np.isfinite(sigma) or sigma < 0:
+            raise ValueError(f"{where}: noisy:SIGMA needs a number >= 0 (e.g. noisy:0.3)")
+        rng = np.random.default_rng([int(seed), 0x5EED])
+        values = _truth(kind, frame) * np.exp(rng.normal(0.0, sigma, size=n))
+    elif spec in ("group-median", "group-mean"):
+        from sim.asrpt.jobs import group_keys
+
+        values = group_statistic(group_keys(frame), frame["submit_time"], _end_times(frame), _truth(kind, frame),
+                                 spec.partition("-")[2])
+    elif spec.startswith(("models:/", "runs:/", "http://", "https://")):
+        if kind not in ("duration", "iterations"):
+            raise ValueError(f"{where}: models predict durations or iterations, not {kind!r}")
+        try:
+            predictor = make_predictor(spec, seed=seed, tracking_uri=tracking_uri)
+            values = np.asarray(predict_durations(predictor, frame), dtype=float)
+            target = _model_target(predictor) if isinstance(predictor, ModelPredictor) else "duration"
+        except ValueError as exc:
+            raise ValueError(f"{where}: {exc}") from None
+        if kind == "iterations" and target == "duration":
+            from sim.asrpt.jobs import job_models
+
+            values = _truth_ratio(frame, job_models(frame)) * values
+    else:
+        raise ValueError(f"{where}: unknown spec {spec!r}; use {KIND_SPECS}")
+    values = np.asarray(values, dtype=float).reshape(-1)
+    if len(values) != n:
+        raise ValueError(f"{where}: {len(values)} values for {n} jobs")
+    bad = ~np.isfinite(values) | (values < 0)
+    if bad.any():
+        raise ValueError(f"{where}: {int(bad.sum())} invalid values (first at job "
+                         f"{frame['job_id'].iloc[int(np.flatnonzero(bad)[0])]})")
+    return values.tolist()
+
+
+def _truth_ratio(frame: pd.DataFrame, models) -> np.ndarray:
+    """Iterations per second of duration on the best placement at the reference NIC: 1 / alpha~_min
+    (1 for jobs without a profile)."""
+    from sim.asrpt.jobs import true_iterations
+
+    probe = frame[["num_gpus"]].assign(duration=1.0)
+    return true_iterations(probe, models)

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from features.jobtable import JobTable, LoadReport, finalize
 
-#: models drawn per group (measured PipeDream profiles and derived transformers)
+#: models drawn per group (measured PipeDream profiles and derived transformers; sim.asrpt.jobs too)
 DEFAULT_MODELS = ("resnet50", "vgg16", "gnmt", "inception_v3", "resnet18", "bert-large", "gpt-6.7b", "t5-large")
 
 
@@ -109,6 +109,33 @@ def generate_pai(spec: PaiSpec | None = None, seed: int = 0) -> JobTable:
     table = finalize(frame, report, path=report.source)
     table.frame.attrs["synthetic"] = True
     return table
+
+
+def generate_from_preset(params: dict, seed: int, jobs: int | None) -> JobTable:
+    """The ``generator:`` of configs/workloads/pai.yaml: ``params`` are :class:`PaiSpec` fields (the YAML's
+    keys other than name / cluster / source / generator); ``jobs`` overrides the preset's count. An
+    unknown or mistyped field is a one-line ValueError naming it."""
+    from pydantic import ValidationError
+
+    data = dict(params or {})
+    if jobs is not None:
+        data["jobs"] = jobs
+    if isinstance(data.get("models"), list):
+        data["models"] = tuple(data["models"])
+    try:
+        spec = PaiSpec(**data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err.get("loc", ())) or "?"
+        msg = "unknown field" if err.get("type") == "extra_forbidden" else err.get("msg", "invalid")
+        raise ValueError(f"pai preset: {field}: {msg} (fields: {', '.join(PaiSpec.model_fields)})") from None
+    from sim.asrpt.profiles import all_profiles
+
+    unknown = [m for m in spec.models if m not in all_profiles()]
+    if unknown:
+        raise ValueError(f"pai preset: models: no stage profile for {', '.join(unknown)} "
+                         f"(known: {', '.join(sorted(all_profiles()))})")
+    return generate_pai(spec, seed=seed)
 
 
 def recurring_share(frame: pd.DataFrame, min_size: int = 5) -> float:

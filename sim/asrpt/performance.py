@@ -1,21 +1,27 @@
 """A-SRPT's placement-dependent speed as an Engine v2 performance model (sim.performance hook).
 
-A job with a stage profile (its ``model`` names a profile of :class:`~sim.asrpt.profiles.StageCatalog`)
-runs ``n_i`` iterations of ``alpha_i(x)`` seconds (sim.asrpt.iteration, Eq. 4-7), x being its stages
-mapped by Heavy-Edge onto the per-node GPU counts of the placement chosen at its start (fixed while it
-runs). The engine counts work in the trace's seconds, so the model returns
+A job with a stage profile runs ``n_i`` iterations of ``alpha_i(x)`` seconds (sim.asrpt.iteration,
+Eq. 4-7), x being its stages mapped by Heavy-Edge onto the per-node GPU counts of the placement chosen at
+its start (fixed while it runs). The engine counts work in the trace's seconds, so the model returns
 ``speed = duration_i / (n_i * alpha_i(x))`` and the wall time is exactly ``n_i * alpha_i(x)``.
 
-``n_i``: the given ``iterations`` per job, else ``duration_i / alpha~_min_i`` — the trace duration is
-read as the run time on the best (fewest-servers) placement, so a job placed that way runs at speed 1
-and a spread one slower. Jobs without a profile, fractional jobs and jobs whose GPU count has no plan
-keep speed 1, so every other policy and golden replay is unchanged.
+- **Model per job** (sim.asrpt.jobs.job_models): the trace's ``dl_model`` column, else
+  ``Workload.model``, else (``assign=True``, what ``--performance asrpt`` does) one model per recurring
+  group by a seeded hash; a job left without a profile keeps speed 1.
+- **Iterations** ``n_i``: the given ``iterations``, else the trace's ``iterations`` column, else
+  ``duration_i / alpha~_min_i`` at the reference bandwidths: ``ref_gbit`` Gb/s between servers, 300 GB/s
+  inside, ring AllReduce (``--performance asrpt`` uses 10 Gb/s, as sim.asrpt.jobs; None: the model's own
+  bandwidths, so a fewest-servers placement runs at speed 1 whatever the NIC) — the trace duration is
+  read as the run time on the best placement of the reference cluster.
+
+Fractional jobs and jobs whose GPU count has no plan keep speed 1, so every other policy and golden
+replay is unchanged.
 """
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Sequence
 
-from sim.asrpt.iteration import Bandwidth, alpha, fewest_servers
+from sim.asrpt.iteration import Bandwidth, alpha, fewest_servers, spread_mapping
 from sim.asrpt.profiles import StageCatalog
 from sim.performance import PerformanceModel
 from sim.placement.heavy_edge import heavy_edge_map
@@ -26,33 +32,70 @@ if TYPE_CHECKING:
 
 class IterationSpeed(PerformanceModel):
     """Speed from the per-iteration model. ``inter_gbit`` (Gb/s) / ``intra_gbyte`` (GB/s) override the
-    cluster's bandwidths; ``allreduce`` is ``ring`` or ``tree``."""
+    cluster's bandwidths; ``allreduce`` is ``ring`` or ``tree``; ``assign`` / ``seed``: models for jobs
+    without one (per group); ``ref_gbit``: reference NIC for iterations derived from durations."""
 
     name = "asrpt"
 
     def __init__(self, catalog: StageCatalog | None = None, iterations: Sequence[float] | None = None,
                  inter_gbit: float | None = None, intra_gbyte: float | None = None,
-                 allreduce: str = "ring", gpus_per_server: int | None = None):
-        self.catalog = catalog if catalog is not None else StageCatalog()
+                 allreduce: str = "ring", gpus_per_server: int | None = None, assign: bool = False,
+                 seed: int = 0, ref_gbit: float | None = None):
+        if catalog is None:
+            from sim.asrpt.jobs import shared_catalog
+
+            catalog = shared_catalog()
+        self.catalog = catalog
         self.iterations = iterations
         self.inter_gbit, self.intra_gbyte, self.allreduce = inter_gbit, intra_gbyte, allreduce
         self.gpus_per_server = gpus_per_server
+        self.assign, self.seed, self.ref_gbit = bool(assign), int(seed), ref_gbit
         self.bw = Bandwidth(allreduce=allreduce) if inter_gbit is None and intra_gbyte is None else \
             Bandwidth(inter=(inter_gbit or 10.0) * 1e9 / 8, intra=(intra_gbyte or 300.0) * 1e9, allreduce=allreduce)
-        self._alpha: dict[tuple, float] = {}
+        self._alpha: dict[tuple, float | None] = {}
+        self._amax: dict[tuple, float | None] = {}
         self.model: list[str | None] = []
         self.gpus: list[int] = []
         self.duration: list[float] = []
+        self.true_iterations: list[float] = []
 
     def bind(self, engine: "Engine") -> None:
         super().bind(engine)
-        w = engine.workload
+        self.bind_workload(engine.workload)
+
+    def bind_workload(self, w) -> None:
+        """Read models, GPU counts, durations and true iterations of a workload (also without an engine)."""
+        from sim.asrpt.jobs import job_models, true_iterations
+
+        if getattr(self, "_bound", None) is w:  # the same workload again (one replay per policy)
+            return
+        self._bound = w
         self.bw = Bandwidth.from_cluster(w.cluster, self.inter_gbit, self.intra_gbyte, self.allreduce)
         if self.gpus_per_server is None:
             self.gpus_per_server = max(max(p.capacities) for p in w.cluster.partitions)
-        self.model, self.gpus, self.duration = list(w.model), list(w.gpus), list(w.duration)
-        if self.iterations is not None and len(self.iterations) != len(w):
-            raise ValueError(f"{len(self.iterations)} iteration counts for {len(w)} jobs")
+        self.model = job_models(w.frame, w.model, assign=self.assign, seed=self.seed) if len(w.frame) == len(w) \
+            else list(w.model)
+        self.gpus, self.duration = list(w.gpus), list(w.duration)
+        if self.iterations is not None:
+            if len(self.iterations) != len(w):
+                raise ValueError(f"{len(self.iterations)} iteration counts for {len(w)} jobs")
+            self.true_iterations = [float(v) for v in self.iterations]
+            return
+        if self.ref_gbit is None:
+            ref = self.bw
+        else:
+            from sim.asrpt.jobs import REF_INTRA_GBYTE
+
+            ref = Bandwidth(self.ref_gbit * 1e9 / 8, REF_INTRA_GBYTE * 1e9)  # ring, as sim.asrpt.jobs
+        frame = w.frame if len(w.frame) == len(w) else None
+        if frame is None:
+            import pandas as pd
+
+            frame = pd.DataFrame({"duration": self.duration, "num_gpus": self.gpus})
+        else:
+            frame = frame.assign(duration=self.duration)
+        self.true_iterations = true_iterations(frame, self.model, self.gpus, self.catalog, ref,
+                                               self.gpus_per_server or 8).tolist()
 
     def alpha_of(self, model: str | None, gpus: int, counts: tuple[int, ...]) -> float | None:
         """Seconds per iteration of ``model`` on ``gpus`` GPUs split over servers as ``counts``."""
@@ -67,6 +110,14 @@ class IterationSpeed(PerformanceModel):
     def alpha_min(self, model: str | None, gpus: int) -> float | None:
         return self.alpha_of(model, gpus, tuple(fewest_servers(gpus, self.gpus_per_server or 8)))
 
+    def alpha_max(self, model: str | None, gpus: int) -> float | None:
+        """Fully spread (one GPU per server)."""
+        key = (model, gpus)
+        if key not in self._amax:
+            cfg = self.catalog.config(model, gpus)
+            self._amax[key] = None if cfg is None else alpha(cfg, spread_mapping(cfg), self.bw)
+        return self._amax[key]
+
     def speed(self, job: int, placement: list[tuple], colocated: Sequence[int]) -> float:
         model = self.model[job] if job < len(self.model) else None
         if model is None or not placement or len(placement[0]) != 2:
@@ -78,9 +129,7 @@ class IterationSpeed(PerformanceModel):
         a = self.alpha_of(model, g, counts)
         if a is None:
             return 1.0
-        if self.iterations is not None:
-            n = float(self.iterations[job])
-            if n <= 0:
-                return 1.0
-            return max(1e-9, self.duration[job] / (n * a))
-        return max(1e-9, self.alpha_min(model, g) / a)
+        n = float(self.true_iterations[job])
+        if n <= 0:
+            return 1.0
+        return max(1e-9, self.duration[job] / (n * a))

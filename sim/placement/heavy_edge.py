@@ -126,7 +126,8 @@ def heavy_edge_map(config: "PipelineConfig", capacities: list[int],
     for s in range(S):
         if left[s] and not place_whole((s,)):
             spread_one(s)
-    return _refine(config, x, bw, refine) if refine and m > 1 else x
+    # one GPU per server: every replica is alone, a swap changes nothing
+    return _refine(config, x, bw, refine) if refine and m > 1 and max(capacities) > 1 else x
 
 
 def _refine(config: "PipelineConfig", x: list[list[int]], bw: "Bandwidth | None", steps: int) -> list[list[int]]:

@@ -4,7 +4,8 @@ non-preemptive, strictly ordered real cluster with communication-aware placement
 - **Sizes.** Job i asks for g_i GPUs; its predicted iterations ñ_i come from ``ctx.prediction(job,
   "iterations")`` (the registered ``iterations`` task: a random forest on group and user ids; unseen
   groups predict 0). With ``iterations="perfect"`` (A-SRPT-Perfect) the true count is used:
-  ``duration_i / alpha~_min_i`` (sim.asrpt.performance's reading of a trace duration). Without any
+  of the performance model (the trace's ``iterations`` column, else ``duration_i / alpha~_min_i``: see
+  sim.asrpt.jobs). Without any
   iteration predictions the duration prediction stands in (``duration / alpha~_min``).
   alpha~_min_i / alpha_max_i come from sim.asrpt.iteration (Heavy-Edge on the fewest servers / fully
   spread); a job without a stage profile has alpha = 1 (an "iteration" is a second) and is never
@@ -19,6 +20,10 @@ non-preemptive, strictly ordered real cluster with communication-aware placement
   ``tau p_i`` seconds (from when it reached the head) for a faster one, then takes what there is. Other
   jobs take the servers with the fewest free GPUs (the tightest fit). ``tau`` defaults to 1.0 (the
   paper leaves it open; the benchmark sweeps it).
+- **Work-conserving variant** (``work_conserving=True``, ours, not the paper's): when the head cannot
+  start, later jobs of the real queue that fit start (in real-queue order); a communication-heavy job's
+  delay then runs from when it was first tried. The benchmark uses it to measure how much of the gap to
+  the work-conserving (WCS) baselines is the strict order.
 - **Speed.** At its first decision the policy installs :class:`sim.asrpt.performance.IterationSpeed`
   (Eq. 4-7 with the cluster's bandwidths, ``inter_gbit`` / ``allreduce`` override them) unless the
   replay already has a performance model, so a job's run time is n_i x alpha_i(x).
@@ -45,16 +50,18 @@ class ASrpt(Policy):
         "iterations": "predicted (ctx.prediction 'iterations') or perfect (true iterations)",
         "inter_gbit": "NIC bandwidth in Gb/s (default: the cluster's)",
         "allreduce": "ring or tree",
+        "work_conserving": "ours, not the paper's: when the head cannot start, later jobs of the real queue may",
     }
 
     def __init__(self, tau: float = 1.0, heavy_ratio: float = 1.5, iterations: str = "predicted",
-                 inter_gbit: float | None = None, allreduce: str = "ring"):
+                 inter_gbit: float | None = None, allreduce: str = "ring", work_conserving: bool = False):
         if tau < 0 or heavy_ratio < 1:
             raise ValueError("tau must be >= 0 and heavy_ratio >= 1")
         if iterations not in ("predicted", "perfect"):
             raise ValueError("iterations must be 'predicted' or 'perfect'")
         self.tau, self.heavy_ratio, self.mode = float(tau), float(heavy_ratio), iterations
         self.inter_gbit, self.allreduce = inter_gbit, allreduce
+        self.work_conserving = bool(work_conserving)
         self.virtual: list[tuple[float, int]] = []  # (remaining virtual work, job): a heap
         self.vnow = 0.0
         self.real: list[int] = []  # real queue in virtual completion order
@@ -87,21 +94,17 @@ class ASrpt(Policy):
     def alphas(self, job: int) -> tuple[float, float]:
         """(alpha~_min, alpha_max) of a job; (1, 1) without a stage profile."""
         perf = self._performance()
-        jobs = self.ctx.jobs
-        model, g = jobs.model[job], jobs.gpus[job]
+        model, g = perf.model[job], self.ctx.jobs.gpus[job]
         amin = perf.alpha_min(model, g) if model is not None else None
         if amin is None:
             return 1.0, 1.0
-        amax = perf.alpha_of(model, g, tuple([1] * g))
+        amax = perf.alpha_max(model, g)
         return amin, amax if amax is not None else amin
 
     def predicted_iterations(self, job: int, amin: float) -> float:
         ctx = self.ctx
         if self.mode == "perfect":
-            perf = self._performance()
-            if perf.iterations is not None:
-                return float(perf.iterations[job])
-            return ctx.jobs.duration[job] / amin
+            return float(self._performance().true_iterations[job])
         if ctx.has_prediction("iterations"):
             return max(0.0, float(ctx.prediction(job, "iterations")))
         return max(0.0, ctx.prediction(job)) / amin
@@ -158,14 +161,28 @@ class ASrpt(Policy):
 
     def schedule(self) -> None:
         self._advance()
-        ctx = self.ctx
-        started = 0
-        for job in self.real:
-            if not self._try(job):
+        real = self.real
+        if not real:
+            return
+        if not self.work_conserving:
+            started = 0
+            for job in real:
+                if not self._try(job):
+                    break
+                started += 1
+            if started:
+                del real[:started]
+            return
+        pool = self.ctx.pool
+        keep = []
+        for i, job in enumerate(real):
+            if pool.total_free <= 0:
+                keep.extend(real[i:])
                 break
-            started += 1
-        if started:
-            del self.real[:started]
+            if not self._try(job):
+                keep.append(job)
+        if len(keep) != len(real):
+            self.real = keep
 
     def _try(self, job: int) -> bool:
         ctx = self.ctx
@@ -185,7 +202,7 @@ class ASrpt(Policy):
             amin, _ = self.alphas(job)
             perf = self._performance()
             counts = tuple(sorted((n for _, n in placement), reverse=True))
-            a = perf.alpha_of(jobs.model[job], g, counts)
+            a = perf.alpha_of(perf.model[job], g, counts)
             if a is not None and a > amin * (1 + 1e-9):
                 since = self.head_since.setdefault(job, ctx.now)
                 deadline = since + self.tau * self.size.get(job, 0.0)
@@ -224,5 +241,5 @@ class ASrptPerfect(ASrpt):
     summary = "A-SRPT with the true iteration counts (the paper's A-SRPT-Perfect)"
 
     def __init__(self, tau: float = 1.0, heavy_ratio: float = 1.5, iterations: str = "perfect",
-                 inter_gbit: float | None = None, allreduce: str = "ring"):
-        super().__init__(tau, heavy_ratio, iterations, inter_gbit, allreduce)
+                 inter_gbit: float | None = None, allreduce: str = "ring", work_conserving: bool = False):
+        super().__init__(tau, heavy_ratio, iterations, inter_gbit, allreduce, work_conserving)
