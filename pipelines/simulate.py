@@ -471,7 +471,7 @@ def add_parsers(sub) -> None:
                    "(slow)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (it is shown only when "
                    "stderr is a terminal)")
-    p.set_defaults(func=cmd_simulate)
+    p.set_defaults(func=cmd_simulate, fast_exit=True)
 
     p = sub.add_parser("demo", help="a first run on a seeded synthetic workload (no data needed)",
                        description="Replay a seeded synthetic Helios-like workload (2,000 jobs, 16 x 8 GPUs) "
@@ -484,4 +484,4 @@ def add_parsers(sub) -> None:
     p.add_argument("--plots", action=argparse.BooleanOptionalAction, default=True,
                    help="write the plots (default: yes)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.set_defaults(func=cmd_demo)
+    p.set_defaults(func=cmd_demo, fast_exit=True)

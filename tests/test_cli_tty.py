@@ -63,3 +63,18 @@ def test_no_progress_in_a_terminal_draws_none(tmp_path):
                              "--out", str(tmp_path / "out"), "--no-progress"])
     assert code == 0, text[-2000:]
     assert "/200 jobs" not in text
+
+
+def test_console_script_output_is_complete_through_a_pipe_with_the_fast_exit(tmp_path):
+    # simulate ends with os._exit after flushing: nothing printed may be lost when stdout is a pipe
+    out = tmp_path / "res"
+    proc = subprocess.run([sys.executable, "-m", "pipelines.cli", "simulate", "--synthetic", "demo", "--jobs", "60",
+                           "--policy", "fifo", "sjf", "--no-plots", "--out", str(out)], capture_output=True, text=True,
+                          cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.rstrip().splitlines()[-1].startswith("time: ") and "results in" in proc.stdout
+    assert (out / "meta.json").exists()
+    bad = subprocess.run([sys.executable, "-m", "pipelines.cli", "simulate", "--synthetic", "nope", "--out",
+                          str(tmp_path / "x")], capture_output=True, text=True, cwd=tmp_path,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1
