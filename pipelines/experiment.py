@@ -1,0 +1,944 @@
+"""`schedcast experiment run SPEC` and `schedcast experiment report RUN|SPEC`: grids of replays.
+
+A spec (configs/experiments/*.yaml, validated by :class:`ExperimentSpec`) names workloads (trace files or
+synthetic presets, a cluster, optional offered-load sizing, costs, failures, performance model,
+predictions), policies (registry names, ``all``, parameter grids), duration predictors, seeds and the
+metrics to rank by. It expands into cells, one replay each: (workload, policy, predictor, seed).
+
+Cells run on an engine: ``dask`` (default: a LocalCluster of worker processes bound to 127.0.0.1, one
+per core, or the user's scheduler with ``--dask-scheduler tcp://HOST:PORT``), ``ray`` (``--ray-address``)
+or ``serial`` (this process). Each worker builds a workload once and keeps it for the next cells of the
+same workload (cells are routed to workers by workload). A run folder holds one result folder per cell
+(``cells/ID/``, the files of `schedcast simulate`) and a status file (``cells/ID.json``); running the
+same spec into the same folder again skips every cell already finished with the same cell hash and
+code version, so an interrupted sweep resumes. A cell that fails is recorded with its error
+(``skipped``: the policy cannot run on that workload, a one-line reason; ``failed``: anything else, with
+the traceback) and the other cells go on. The driver alone writes the MLflow store (tracking on as for
+simulate: --track, --tracking-uri or $MLFLOW_TRACKING_URI): a parent run for the invocation with one
+nested run per cell, and the leaderboard (evaluation.leaderboard) as its artifact.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import itertools
+import json
+import os
+import sys
+import time
+import traceback
+from collections import OrderedDict
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+DEFAULT_METRICS = ["jct_mean", "jct_p99", "wait_mean", "gpu_utilisation"]
+RESULTS_ROOT = Path("results") / "experiments"
+#: Exceptions that mean "this policy cannot run on this workload" (a recorded skip, not a crash).
+_SKIP_ERRORS: tuple[type[BaseException], ...] = (ValueError, NotImplementedError, KeyError, LookupError)
+
+
+# -- the spec ---------------------------------------------------------------------------------------
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class WorkloadSpec(_Strict):
+    """One workload: what `schedcast simulate` builds from --trace/--synthetic and its options."""
+
+    name: str = Field(min_length=1)
+    synthetic: str | None = None
+    trace: str | None = None
+    format: str | None = None
+    jobs: int | None = Field(None, ge=1)
+    cluster: str | None = None
+    offered_load: float | None = Field(None, gt=0, le=10)
+    costs: str = "none"
+    default_gpus: int | None = Field(None, ge=1)
+    window: tuple[float, float] | None = None
+    seeds: list[int] | None = None
+    failures: str | None = None
+    performance: str | None = None
+    predict: dict[str, str] | None = None
+    placement: str | None = None
+
+    @model_validator(mode="after")
+    def _one_source(self) -> "WorkloadSpec":
+        if bool(self.synthetic) == bool(self.trace):
+            raise ValueError("give exactly one of 'synthetic' (a preset) or 'trace' (a file)")
+        if self.trace and not self.cluster:
+            raise ValueError("a trace workload needs 'cluster'")
+        if self.window is not None and self.window[1] <= self.window[0]:
+            raise ValueError("window: END must be after START")
+        return self
+
+    def source(self, data_dir: str | None) -> dict[str, Any]:
+        """build_source keyword arguments (without the seed); a relative trace path that does not exist
+        here is taken relative to the data directory."""
+        trace = self.trace
+        if trace and not Path(trace).exists():
+            from features.paths import resolve_data_path
+
+            trace = str(resolve_data_path(trace, data_dir))
+        return {"synthetic": self.synthetic, "trace": trace, "format": self.format, "jobs": self.jobs,
+                "cluster": self.cluster, "offered_load": self.offered_load, "costs": self.costs,
+                "default_gpus": self.default_gpus, "data_dir": data_dir}
+
+
+class PolicyEntry(_Strict):
+    """A policy (registry name), its fixed parameters, an optional grid (every combination is a cell),
+    and per-policy overrides of predictors, placement, failures, performance and predictions."""
+
+    name: str = Field(min_length=1)
+    label: str | None = None
+    params: dict[str, Any] = Field(default_factory=dict)
+    grid: dict[str, list[Any]] = Field(default_factory=dict)
+    predictors: list[str] | None = None
+    placement: str | None = None
+    failures: str | None = None
+    performance: str | None = None
+    predict: dict[str, str] | None = None
+    workloads: list[str] | None = None
+
+    @field_validator("grid")
+    @classmethod
+    def _grid(cls, grid: dict[str, list[Any]]) -> dict[str, list[Any]]:
+        for key, values in grid.items():
+            if not values:
+                raise ValueError(f"grid {key!r} has no values")
+        return grid
+
+
+class ExperimentSpec(_Strict):
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.\-]+$")
+    description: str = ""
+    workloads: list[WorkloadSpec] = Field(min_length=1)
+    policies: list[str | PolicyEntry] = Field(min_length=1)
+    exclude: list[str] = Field(default_factory=list)
+    seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
+    predictors: list[str] = Field(default_factory=lambda: ["oracle"], min_length=1)
+    placement: str | None = None
+    failures: str = "none"
+    performance: str = "none"
+    predict: dict[str, str] = Field(default_factory=dict)
+    metrics: list[str] = Field(default_factory=lambda: list(DEFAULT_METRICS), min_length=1)
+    rank_by: str = "jct_mean"
+    plots: bool = False
+    check_invariants: bool = False
+
+    @field_validator("seeds", mode="before")
+    @classmethod
+    def _seeds(cls, value: Any) -> Any:
+        if isinstance(value, int) and not isinstance(value, bool):  # seeds: 3 -> [0, 1, 2]
+            if value < 1:
+                raise ValueError("a seed count must be >= 1")
+            return list(range(value))
+        return value
+
+    @field_validator("policies", mode="before")
+    @classmethod
+    def _policies(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _names(self) -> "ExperimentSpec":
+        names = [w.name for w in self.workloads]
+        dup = {n for n in names if names.count(n) > 1}
+        if dup:
+            raise ValueError(f"workload names must be unique: {sorted(dup)}")
+        if self.rank_by not in self.metrics:
+            self.metrics = [self.rank_by, *self.metrics]
+        return self
+
+
+def _where(loc: tuple) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part in ("str", "PolicyEntry", "function-after[_grid(), dict[str,list[any]]]"):
+            continue
+        else:
+            out += ("." if out else "") + str(part)
+    return out or "(top level)"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def load_spec(path: str | Path) -> ExperimentSpec:
+    """Read and validate a spec; every error is one line naming the file and the field."""
+    import yaml
+
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"experiment spec {path} not found")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise ValueError(f"{path}: not valid YAML ({_one_line(exc)})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: an experiment spec is a mapping (name, workloads, policies, ...)")
+    return parse_spec(data, source=str(path))
+
+
+def parse_spec(data: dict[str, Any], source: str = "spec") -> ExperimentSpec:
+    """Validate a spec mapping (pydantic, then the registry: policy names and parameters, predictors,
+    presets); a ValueError names the field, e.g. ``spec: field policies[2].grid: ...``."""
+    try:
+        spec = ExperimentSpec.model_validate(data)
+    except ValidationError as exc:
+        errors = exc.errors()
+        # A union (str | PolicyEntry) reports one error per branch: show the dict branch for dicts.
+        err = next((e for e in errors if "PolicyEntry" in e["loc"]), errors[0])
+        msg = err["msg"].removeprefix("Value error, ")
+        raise ValueError(f"{source}: field {_where(err['loc'])}: {msg}") from None
+    _check_registry(spec, source)
+    return spec
+
+
+def _check_registry(spec: ExperimentSpec, source: str) -> None:
+    from sim.policies import POLICIES
+
+    for i, entry in enumerate(spec.policies):
+        where = f"policies[{i}]"
+        name = entry if isinstance(entry, str) else entry.name
+        if name == "all":
+            continue
+        try:
+            for spec_text, _label in _expand_entry(_entry(entry)):
+                _policy_info(spec_text)
+        except ValueError as exc:
+            raise ValueError(f"{source}: field {where}: {_one_line(exc)}") from None
+        if isinstance(entry, PolicyEntry):
+            for j, w in enumerate(entry.workloads or []):
+                if w not in {x.name for x in spec.workloads}:
+                    raise ValueError(f"{source}: field {where}.workloads[{j}]: no workload named {w!r}")
+    for i, name in enumerate(spec.exclude):
+        if name not in POLICIES:
+            raise ValueError(f"{source}: field exclude[{i}]: unknown policy {name!r}")
+    from sim.predictors import make_predictor
+
+    lists = [("predictors", spec.predictors)] + [
+        (f"policies[{i}].predictors", e.predictors) for i, e in enumerate(spec.policies)
+        if isinstance(e, PolicyEntry) and e.predictors]
+    for where, predictors in lists:
+        for j, p in enumerate(predictors):
+            if p.startswith(("models:/", "runs:/", "http://", "https://")):
+                if p.startswith(("models:/", "runs:/")):
+                    from sim.predictors import parse_model_uri
+
+                    try:
+                        parse_model_uri(p)
+                    except ValueError as exc:
+                        raise ValueError(f"{source}: field {where}[{j}]: {_one_line(exc)}") from None
+                continue
+            try:
+                make_predictor(p)
+            except ValueError as exc:
+                raise ValueError(f"{source}: field {where}[{j}]: {_one_line(exc)}") from None
+    from features.traces.synthetic import preset_names
+
+    presets = set(preset_names())
+    for i, w in enumerate(spec.workloads):
+        if w.synthetic and w.synthetic not in presets:
+            raise ValueError(f"{source}: field workloads[{i}].synthetic: unknown preset {w.synthetic!r}; "
+                             f"known: {', '.join(sorted(presets))}")
+
+
+def _entry(entry: str | PolicyEntry) -> PolicyEntry:
+    if isinstance(entry, PolicyEntry):
+        return entry
+    from sim.policies import parse_policy_spec
+
+    name, params = parse_policy_spec(entry)
+    return PolicyEntry(name=name, params=params, label=entry if params else None)
+
+
+def _expand_entry(entry: PolicyEntry) -> list[tuple[str, str]]:
+    """(policy spec 'name:k=v,...', label) for every combination of the entry's grid."""
+    from sim.policies import policy_spec
+
+    keys = list(entry.grid)
+    out = []
+    for combo in itertools.product(*(entry.grid[k] for k in keys)) if keys else [()]:
+        params = {**entry.params, **dict(zip(keys, combo))}
+        spec = policy_spec(entry.name, params)
+        base = entry.label or entry.name
+        label = base + (":" + ",".join(f"{k}={v}" for k, v in zip(keys, combo)) if keys else "")
+        if not entry.label and entry.params and not keys:
+            label = spec
+        out.append((spec, label))
+    return out
+
+
+def _policy_info(spec_text: str):
+    from sim.policies import get_policy
+
+    info, _, params = get_policy(spec_text)
+    return info, params
+
+
+def _uses_predictions(spec_text: str) -> bool:
+    info, params = _policy_info(spec_text)
+    return bool(info.uses_predictions or {**info.defaults, **params}.get("history") is False)
+
+
+# -- cells ------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Cell:
+    """One replay: everything that determines its numbers (its hash is the resume key)."""
+
+    workload: str
+    policy: str
+    label: str
+    seed: int
+    predictor: str
+    source: dict[str, Any] = field(hash=False)
+    placement: str | None = None
+    failures: str = "none"
+    performance: str = "none"
+    predict: tuple[tuple[str, str], ...] = ()
+    window: tuple[float, float] | None = None
+
+    def key(self) -> str:
+        body = {k: v for k, v in asdict(self).items() if k != "label"}
+        body["source"] = {k: v for k, v in self.source.items() if k != "data_dir"}
+        text = json.dumps(body, sort_keys=True, default=str)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    @property
+    def id(self) -> str:
+        pred = "" if self.predictor in ("oracle", "unused") else f"-{self.predictor}"
+        safe = "".join(ch if ch.isalnum() or ch in "-._" else "_" for ch in f"{self.workload}-{self.label}{pred}")
+        return f"{safe[:80]}-s{self.seed}-{self.key()[:10]}"
+
+    def describe(self) -> str:
+        pred = f" [{self.predictor}]" if self.predictor not in ("oracle", "unused") else ""
+        return f"{self.label}{pred} | {self.workload} | seed {self.seed}"
+
+
+def expand(spec: ExperimentSpec, data_dir: str | None = None) -> list[Cell]:
+    """The spec's grid as cells, grouped by workload (so a worker reuses what it built): workloads x
+    policies (``all`` = every registered policy, minus ``exclude``; an explicit entry replaces the
+    ``all`` entry of the same name) x parameter grid x predictors (for policies that use predictions;
+    others get 'unused') x seeds. Duplicates (same hash) are dropped."""
+    from sim.policies import POLICIES
+
+    entries: list[PolicyEntry] = []
+    explicit = {(_entry(e)).name for e in spec.policies if not (isinstance(e, str) and e == "all")}
+    for e in spec.policies:
+        if isinstance(e, str) and e == "all":
+            entries += [PolicyEntry(name=n) for n in POLICIES if n not in spec.exclude and n not in explicit]
+        else:
+            entries.append(_entry(e))
+    cells: dict[str, Cell] = {}
+    for w in spec.workloads:
+        source = w.source(data_dir)
+        for entry in entries:
+            if entry.workloads and w.name not in entry.workloads:
+                continue
+            for policy, label in _expand_entry(entry):
+                predictors = (entry.predictors or spec.predictors) if _uses_predictions(policy) else ["unused"]
+                predict = entry.predict if entry.predict is not None else (
+                    w.predict if w.predict is not None else spec.predict)
+                for predictor in predictors:
+                    for seed in (w.seeds or spec.seeds):
+                        cell = Cell(workload=w.name, policy=policy, label=label, seed=int(seed),
+                                    predictor=predictor, source=source,
+                                    placement=entry.placement or w.placement or spec.placement,
+                                    failures=entry.failures or w.failures or spec.failures,
+                                    performance=entry.performance or w.performance or spec.performance,
+                                    predict=tuple(sorted(predict.items())), window=w.window)
+                        cells.setdefault(cell.key(), cell)
+    return list(cells.values())
+
+
+# -- running one cell (in a worker) -----------------------------------------------------------------
+_WORKLOADS: "OrderedDict[str, tuple[Any, Any]]" = OrderedDict()
+_PREDICTORS: dict[tuple, Any] = {}
+_CACHE_SIZE = int(os.environ.get("SCHEDCAST_EXPERIMENT_CACHE", "4"))
+
+
+def _seed_matters(source: dict[str, Any]) -> bool:
+    """A trace replayed without a cost catalog is the same workload for every seed (the seed only
+    reaches the policies); a synthetic trace or a catalog assignment depends on it."""
+    return bool(source.get("synthetic")) or source.get("costs", "none") != "none"
+
+
+def cached_workload(source: dict[str, Any], seed: int) -> tuple[Any, Any, bool]:
+    """(JobTable, Workload, was cached): built once per worker process and kept (LRU, a few)."""
+    from pipelines.simulate import build_source
+
+    wseed = seed if _seed_matters(source) else 0
+    key = json.dumps({**source, "seed": wseed}, sort_keys=True, default=str)
+    if key in _WORKLOADS:
+        _WORKLOADS.move_to_end(key)
+        return (*_WORKLOADS[key], True)
+    table, workload = build_source(**source, seed=wseed)
+    if not len(workload):
+        raise ValueError("no job is left to simulate in this workload")
+    _WORKLOADS[key] = (table, workload)
+    while len(_WORKLOADS) > max(_CACHE_SIZE, 1):
+        _WORKLOADS.popitem(last=False)
+    return table, workload, False
+
+
+def _predictor(spec: str, seed: int, tracking_uri: str | None):
+    """Predictors are kept per worker, so a registry model is loaded once and its answers for a cached
+    workload's frame are reused (sim.predictors caches by frame)."""
+    from sim.predictors import make_predictor
+
+    key = (spec, seed if spec.startswith("noisy") else 0, tracking_uri)
+    if key not in _PREDICTORS:
+        _PREDICTORS[key] = make_predictor(spec, seed=seed, tracking_uri=tracking_uri)
+    return _PREDICTORS[key]
+
+
+def _extras(cell: Cell, workload, tracking_uri: str | None) -> dict[str, Any]:
+    """--failures / --performance / --predict for one cell (sim.failures, sim.performance,
+    sim.predictors helpers, when they exist in this tree)."""
+    extras: dict[str, Any] = {}
+    if cell.failures and cell.failures != "none":
+        try:
+            from sim.failures import failures_from_spec
+        except ImportError:
+            raise ValueError(f"failures {cell.failures!r}: sim.failures.failures_from_spec is not available") from None
+        failures, restart = failures_from_spec(cell.failures, workload, cell.seed)
+        extras["failures"] = failures
+        if restart is not None:
+            extras["restart"] = restart
+    if cell.performance and cell.performance != "none":
+        from sim.performance import make_performance
+
+        extras["performance"] = make_performance(cell.performance, workload)
+    if cell.predict:
+        try:
+            from sim.predictors import predict_kind
+        except ImportError:
+            raise ValueError("predict: sim.predictors.predict_kind is not available") from None
+        extras["predictions"] = {kind: predict_kind(kind, spec, workload.frame, cell.seed, tracking_uri)
+                                 for kind, spec in cell.predict}
+    return extras
+
+
+def _json_safe(summary: dict[str, Any]) -> dict[str, Any]:
+    out = {}
+    for k, v in summary.items():
+        if hasattr(v, "item"):
+            v = v.item()
+        out[k] = v if isinstance(v, (int, float, str, bool)) or v is None else str(v)
+    return out
+
+
+def run_cell(cell: Cell, cell_dir: str, code: str, tracking_uri: str | None = None, plots: bool = False,
+             check_invariants: bool = False) -> dict[str, Any]:
+    """Replay one cell, write its result folder (evaluation.report.write_results) and return its status
+    record; never raises for the cell's own errors (they are the record's ``error``)."""
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    t0, c0 = time.perf_counter(), time.process_time()
+    record: dict[str, Any] = {"id": cell.id, "key": cell.key(), "code_version": code, "cell": asdict(cell),
+                              "pid": os.getpid()}
+    stage = "workload"
+    try:
+        from evaluation.metrics import check_identities, evaluate
+        from evaluation.report import write_results
+        from pipelines.tracking import summary_metrics
+        from sim import simulate
+        from sim.sizing import offered_load
+
+        table, workload, cached = cached_workload(cell.source, cell.seed)
+        t_load = time.perf_counter() - t0
+        stage = "setup"
+        extras = _extras(cell, workload, tracking_uri)
+        predictor = None if cell.predictor == "unused" else _predictor(cell.predictor, cell.seed, tracking_uri)
+        stage = "replay"
+        t1 = time.perf_counter()
+        result = simulate(workload, cell.policy, placement=cell.placement, predictor=predictor, seed=cell.seed,
+                          check_invariants=check_invariants, tracking_uri=tracking_uri, **extras)
+        ev = evaluate(result, cell.window)
+        check_identities(ev["jobs"])
+        t_replay = time.perf_counter() - t1
+        stage = "write"
+        from sim.predictors import describe_predictor
+
+        meta = {"kind": "experiment-cell", "cell": asdict(cell), "cell_key": cell.key(), "code_version": code,
+                "trace": table.report.as_dict(), "trace_name": cell.workload, "workload": workload.report,
+                "cluster": workload.cluster.describe(), "cluster_name": workload.cluster.name,
+                "cluster_gpus": workload.cluster.gpus, "offered_load": offered_load(workload, workload.cluster.gpus),
+                "policies": [cell.label], "placement": cell.placement or "policy default",
+                "predictor": cell.predictor,
+                "predictor_resolved": describe_predictor(predictor) if predictor is not None else {"kind": "unused"},
+                "failures": cell.failures, "performance": cell.performance, "predict": dict(cell.predict),
+                "seed": cell.seed, "window": list(cell.window) if cell.window else None,
+                "measured_jobs": int(len(ev["jobs"]) if cell.window is None else ev["summary"]["jobs"]),
+                "jobs": len(workload), "workload_fingerprint": workload.fingerprint,
+                "units": "times in seconds (columns *_s); gpu_utilisation_frac is a share in [0, 1]"}
+        write_results(cell_dir, {cell.label: ev}, meta, force=True, plots=plots)
+        record.update(status="ok", summary=_json_safe(ev["summary"]), metrics=summary_metrics(ev["summary"], ev),
+                      meta={k: meta[k] for k in ("trace_name", "cluster", "cluster_name", "cluster_gpus",
+                                                 "offered_load", "placement", "predictor", "predictor_resolved",
+                                                 "failures", "performance", "predict", "seed", "window", "jobs",
+                                                 "workload_fingerprint", "trace")},
+                      workload_cached=cached, load_s=t_load, replay_s=t_replay)
+    except Exception as exc:  # noqa: BLE001 - a cell's failure is its record, the sweep goes on
+        skipped = isinstance(exc, _SKIP_ERRORS) or type(exc).__name__ in ("TraceError", "SimulationError",
+                                                                            "OutputError")
+        record.update(status="skipped" if skipped and stage in ("workload", "setup", "replay") else "failed",
+                      stage=stage, error=f"{type(exc).__name__}: {_one_line(exc)[:500]}",
+                      traceback=traceback.format_exc(limit=20))
+    record.update(wall_s=time.perf_counter() - t0, cpu_s=time.process_time() - c0, finished=time.time())
+    return record
+
+
+# -- engines ----------------------------------------------------------------------------------------
+Submit = Callable[[Cell, str], Any]
+
+
+class SerialEngine:
+    """Cells one after the other in this process (debugging; the reference for parallel runs)."""
+
+    name = "serial"
+    workers = 1
+
+    def __init__(self, **_: Any) -> None:
+        pass
+
+    def run(self, jobs: list[tuple[Cell, dict[str, Any]]]) -> Iterator[tuple[Cell, dict[str, Any]]]:
+        for cell, kwargs in jobs:
+            yield cell, run_cell(cell, **kwargs)
+
+    def close(self) -> None:
+        pass
+
+
+class DaskEngine:
+    """A Dask LocalCluster on 127.0.0.1 (worker processes, one thread each, no dashboard) or the user's
+    scheduler. Cells of one workload are routed to one worker (loosely: idle workers may steal), so
+    the workload is built once per worker, not once per cell."""
+
+    name = "dask"
+
+    def __init__(self, workers: int | None = None, scheduler: str | None = None, **_: Any) -> None:
+        import logging
+
+        try:
+            from distributed import Client, LocalCluster
+        except ImportError:
+            raise ValueError("--engine dask needs dask[distributed] (pip install 'schedcast[ml]' or "
+                             "'dask[distributed]'); --engine serial runs without it") from None
+        self.cluster = None
+        if scheduler:
+            try:
+                self.client = Client(scheduler, timeout="20s")
+            except (OSError, TimeoutError) as exc:
+                raise ValueError(f"cannot reach the Dask scheduler at {scheduler}: {_one_line(exc)}") from None
+        else:
+            n = workers or os.cpu_count() or 1
+            os.environ.setdefault("OMP_NUM_THREADS", "1")
+            os.environ.setdefault("MPLBACKEND", "Agg")
+            self.cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                        dashboard_address=None, silence_logs=logging.ERROR)
+            self.client = Client(self.cluster)
+        self.workers = len(self.client.scheduler_info()["workers"]) or (workers or 1)
+
+    def run(self, jobs: list[tuple[Cell, dict[str, Any]]]) -> Iterator[tuple[Cell, dict[str, Any]]]:
+        from distributed import as_completed
+
+        addresses = sorted(self.client.scheduler_info()["workers"])
+        slot: dict[str, str] = {}
+        futures = {}
+        for cell, kwargs in jobs:
+            group = json.dumps(cell.source, sort_keys=True, default=str) + (
+                f"#{cell.seed}" if _seed_matters(cell.source) else "")
+            if addresses and group not in slot:
+                slot[group] = addresses[len(slot) % len(addresses)]
+            fut = self.client.submit(run_cell, cell, pure=False, key=f"cell-{cell.id}-{time.time_ns()}",
+                                     workers=[slot[group]] if addresses else None, allow_other_workers=True,
+                                     **kwargs)
+            futures[fut] = cell
+        for fut in as_completed(futures):
+            cell = futures[fut]
+            try:
+                record = fut.result()
+            except Exception as exc:  # noqa: BLE001 - a worker died (KilledWorker) or could not unpickle
+                record = {"id": cell.id, "key": cell.key(), "cell": asdict(cell), "status": "failed",
+                          "stage": "worker", "error": f"{type(exc).__name__}: {_one_line(exc)[:500]}",
+                          "wall_s": float("nan"), "cpu_s": float("nan"), "finished": time.time()}
+            fut.release()
+            yield cell, record
+
+    def close(self) -> None:
+        self.client.close()
+        if self.cluster is not None:
+            self.cluster.close()
+
+
+class RayEngine:
+    """Ray tasks (``--ray-address auto`` or ray://HOST:10001 for an existing cluster; without an address
+    Ray starts a local one, which opens ports beyond loopback). Needs ray installed everywhere."""
+
+    name = "ray"
+
+    def __init__(self, workers: int | None = None, address: str | None = None, **_: Any) -> None:
+        try:
+            import ray
+        except ImportError:
+            raise ValueError("--engine ray needs Ray (pip install 'ray[default]' on this machine and every "
+                             "node of the Ray cluster); --engine dask needs no extra package") from None
+        self.ray = ray
+        ray.init(address=address, ignore_reinit_error=True, include_dashboard=False, log_to_driver=False,
+                 **({"num_cpus": workers} if workers and not address else {}))
+        self.remote = ray.remote(num_cpus=1)(run_cell)
+        self.workers = int(ray.cluster_resources().get("CPU", workers or 1))
+
+    def run(self, jobs: list[tuple[Cell, dict[str, Any]]]) -> Iterator[tuple[Cell, dict[str, Any]]]:
+        pending = {self.remote.remote(cell, **kwargs): cell for cell, kwargs in jobs}
+        while pending:
+            ready, _ = self.ray.wait(list(pending), num_returns=1)
+            for ref in ready:
+                cell = pending.pop(ref)
+                try:
+                    record = self.ray.get(ref)
+                except Exception as exc:  # noqa: BLE001 - a worker died
+                    record = {"id": cell.id, "key": cell.key(), "cell": asdict(cell), "status": "failed",
+                              "stage": "worker", "error": f"{type(exc).__name__}: {_one_line(exc)[:500]}",
+                              "wall_s": float("nan"), "cpu_s": float("nan"), "finished": time.time()}
+                yield cell, record
+
+    def close(self) -> None:
+        self.ray.shutdown()
+
+
+def make_engine(engine: str, workers: int | None = None, scheduler: str | None = None,
+                ray_address: str | None = None):
+    if engine == "serial":
+        return SerialEngine()
+    if engine == "dask":
+        return DaskEngine(workers=workers, scheduler=scheduler)
+    if engine == "ray":
+        return RayEngine(workers=workers, address=ray_address)
+    raise ValueError(f"unknown engine {engine!r}; use dask, ray or serial")
+
+
+# -- the run folder ---------------------------------------------------------------------------------
+def default_out(spec: ExperimentSpec) -> Path:
+    return RESULTS_ROOT / spec.name
+
+
+def _status_path(out: Path, cell: Cell) -> Path:
+    return out / "cells" / f"{cell.id}.json"
+
+
+def finished(out: Path, cell: Cell, code: str) -> dict[str, Any] | None:
+    """The record of a cell already finished (status ok) with the same hash and code version whose
+    result folder is complete; None when it must run."""
+    try:
+        record = json.loads(_status_path(out, cell).read_text())
+        meta = json.loads((out / "cells" / cell.id / "meta.json").read_text())
+    except (OSError, ValueError):
+        return None
+    if (record.get("status") == "ok" and record.get("key") == cell.key() and record.get("code_version") == code
+            and meta.get("complete") and meta.get("cell_key") == cell.key()):
+        return record
+    return None
+
+
+def _write_json(path: Path, data: Any) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=1, default=str))
+    os.replace(tmp, path)
+
+
+class _CellProgress:
+    """A rich progress bar over cells with an ETA (on a terminal), else one line per finished cell."""
+
+    def __init__(self, total: int, done: int, show_bar: bool) -> None:
+        self.total, self.count = total, done
+        self.bar = None
+        if show_bar:
+            from rich.console import Console
+            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                                       TimeRemainingColumn)
+
+            self.bar = Progress(TextColumn("cells"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
+                                TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+                                console=Console(stderr=True), transient=False)
+            self.task = self.bar.add_task("", total=total, completed=done)
+            self.bar.start()
+
+    def advance(self, cell: Cell, record: dict[str, Any]) -> None:
+        self.count += 1
+        status = record["status"]
+        text = f"{status:<7} {cell.describe()}  {record.get('wall_s', float('nan')):.2f} s"
+        if status != "ok":
+            text += f"  ({record.get('error', '')[:160]})"
+        if self.bar is not None:
+            self.bar.update(self.task, advance=1, description=f"last: {cell.label[:30]}")
+            if status != "ok":
+                self.bar.console.print(text)
+        else:
+            print(f"[{self.count}/{self.total}] {text}", flush=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+@dataclass
+class RunOutcome:
+    out: Path
+    cells: int
+    ran: int
+    reused: int
+    ok: int
+    skipped: int
+    failed: int
+    wall_s: float
+    cpu_s: float
+    parent_run_id: str | None
+    report: dict[str, Path]
+
+
+def run_experiment(spec: ExperimentSpec, out: str | Path, *, engine: str = "dask", workers: int | None = None,
+                   scheduler: str | None = None, ray_address: str | None = None, data_dir: str | None = None,
+                   tracking_uri: str | None = None, rerun: bool = False, progress: bool = False,
+                   spec_text: str | None = None, report: bool = True) -> RunOutcome:
+    """Run every cell of ``spec`` not already finished in ``out`` on ``engine``; write status files,
+    results.csv and the leaderboard; track in MLflow when ``tracking_uri`` is given."""
+    from pipelines.tracking import code_version
+
+    t0, c0 = time.perf_counter(), time.process_time()
+    out = Path(out)
+    (out / "cells").mkdir(parents=True, exist_ok=True)
+    code = code_version()
+    cells = expand(spec, data_dir)
+    todo, reused = [], 0
+    for cell in cells:
+        if not rerun and finished(out, cell, code) is not None:
+            reused += 1
+        else:
+            todo.append(cell)
+    (out / "spec.yaml").write_text(spec_text if spec_text is not None else json.dumps(spec.model_dump(), indent=1))
+    run_info = {"spec": spec.name, "code_version": code, "engine": engine, "cells": len(cells), "to_run": len(todo),
+                "reused": reused, "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "spec_hash": hashlib.sha256(json.dumps(spec.model_dump(), sort_keys=True, default=str).encode()).hexdigest()[:16]}
+    tracker = parent = None
+    if tracking_uri:
+        from pipelines.tracking import Tracker
+
+        tracker = Tracker(tracking_uri)
+        parent = tracker.start(f"experiment {spec.name}", params={
+            "spec": spec.name, "spec_hash": run_info["spec_hash"], "code_version": code, "engine": engine,
+            "workers": workers or "", "cells": len(cells), "cells_to_run": len(todo), "cells_reused": reused,
+            "seeds": spec.seeds, "rank_by": spec.rank_by, "out_dir": str(out.resolve())},
+            tags={"schedcast.kind": "experiment", "schedcast.code_version": code})
+        run_info["parent_run_id"] = parent
+        run_info["tracking_uri"] = tracking_uri
+    counts = {"ok": 0, "skipped": 0, "failed": 0}
+    eng = None
+    status = "FAILED"
+    bar = _CellProgress(len(cells), reused, progress)
+    try:
+        if todo:
+            eng = make_engine(engine, workers=workers, scheduler=scheduler, ray_address=ray_address)
+            run_info["workers"] = eng.workers
+            kwargs = {"code": code, "tracking_uri": tracking_uri, "plots": spec.plots,
+                      "check_invariants": spec.check_invariants}
+            jobs = [(c, {"cell_dir": str((out / "cells" / c.id).resolve()), **kwargs}) for c in todo]
+            for cell, record in eng.run(jobs):
+                _write_json(_status_path(out, cell), record)
+                counts[record["status"]] = counts.get(record["status"], 0) + 1
+                if tracker is not None:
+                    _track_cell(tracker, parent, spec, cell, record, out, code)
+                bar.advance(cell, record)
+        status = "FINISHED"
+    finally:
+        bar.close()
+        if eng is not None:
+            eng.close()
+        run_info.update(finished=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                        wall_s=time.perf_counter() - t0, driver_cpu_s=time.process_time() - c0, **counts)
+        _write_json(out / "run.json", run_info)
+        paths: dict[str, Path] = {}
+        if report:
+            paths = build_report(out, spec)
+        if tracker is not None:
+            tracker.log(parent, metrics={"cells_ok": counts["ok"], "cells_skipped": counts["skipped"],
+                                         "cells_failed": counts["failed"], "wall_s": run_info["wall_s"]})
+            tracker.artifacts(parent, [out / "spec.yaml", out / "run.json", *paths.values()])
+            tracker.end(parent, status)
+    return RunOutcome(out=out, cells=len(cells), ran=len(todo), reused=reused, ok=counts["ok"],
+                      skipped=counts["skipped"], failed=counts["failed"], wall_s=run_info["wall_s"],
+                      cpu_s=run_info["driver_cpu_s"], parent_run_id=parent, report=paths)
+
+
+def _track_cell(tracker, parent: str, spec: ExperimentSpec, cell: Cell, record: dict[str, Any], out: Path,
+                code: str) -> None:
+    """One nested run per cell: the replay's params / metrics / files and lineage, or its error."""
+    from pipelines.tracking import _model_id, replay_params
+
+    meta = dict(record.get("meta") or {"trace_name": cell.workload, "seed": cell.seed, "predictor": cell.predictor})
+    params, tags, models = replay_params(cell.policy, meta, code)
+    params.update({"experiment": spec.name, "workload": cell.workload, "label": cell.label, "cell": cell.id,
+                   "cell_key": cell.key(), "predictor": cell.predictor})
+    tags.update({"schedcast.cell_status": record["status"]})
+    if record["status"] != "ok":
+        tags["schedcast.error"] = record.get("error", "")
+    run = tracker.start(cell.describe(), params=params, tags=tags, parent=parent)
+    metrics = dict(record.get("metrics") or {})
+    metrics.update({"cell_wall_s": record.get("wall_s", float("nan")), "cell_cpu_s": record.get("cpu_s", float("nan"))})
+    tracker.log(run, metrics={k: v for k, v in metrics.items() if v == v})
+    folder = out / "cells" / cell.id
+    if record["status"] == "ok" and folder.is_dir():
+        tracker.artifacts(run, sorted(p for p in folder.iterdir() if p.suffix in (".csv", ".parquet", ".json", ".png")))
+        tracker.link_models(run, [_model_id(m, tracker.client) for m in models])
+    tracker.end(run, "FINISHED" if record["status"] == "ok" else "FAILED")
+
+
+def collect(out: str | Path, spec: ExperimentSpec | None = None) -> list[dict[str, Any]]:
+    """The status records of a run folder: the spec's cells when given (in spec order; cells never run
+    are 'missing'), else every cells/*.json."""
+    out = Path(out)
+    if spec is None:
+        records = []
+        for p in sorted((out / "cells").glob("*.json")):
+            try:
+                records.append(json.loads(p.read_text()))
+            except (OSError, ValueError):
+                continue
+        return records
+    records = []
+    for cell in expand(spec):
+        try:
+            rec = json.loads(_status_path(out, cell).read_text())
+        except (OSError, ValueError):
+            rec = {"id": cell.id, "key": cell.key(), "cell": asdict(cell), "status": "missing"}
+        records.append(rec)
+    return records
+
+
+def build_report(out: str | Path, spec: ExperimentSpec | None = None) -> dict[str, Path]:
+    """results.csv, leaderboard.csv and leaderboard.html of a run folder (evaluation.leaderboard)."""
+    from evaluation.leaderboard import write_report
+
+    out = Path(out)
+    if spec is None:
+        spec = _spec_of_run(out)
+    records = collect(out, spec)
+    return write_report(out, records, metrics=spec.metrics if spec else DEFAULT_METRICS,
+                        rank_by=spec.rank_by if spec else "jct_mean", title=spec.name if spec else out.name,
+                        description=spec.description if spec else "")
+
+
+def _spec_of_run(out: Path) -> ExperimentSpec | None:
+    path = out / "spec.yaml"
+    if not path.is_file():
+        return None
+    import yaml
+
+    try:
+        return parse_spec(yaml.safe_load(path.read_text()), source=str(path))
+    except (ValueError, yaml.YAMLError):
+        return None
+
+
+# -- CLI ----------------------------------------------------------------------------------------------
+def _workers_arg(text: str) -> int:
+    from pipelines.simulate import positive_int
+
+    return positive_int(text)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from pipelines.tracking import tracking_destination
+
+    spec = load_spec(args.spec)
+    out = Path(args.out) if args.out else default_out(spec)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out} is a file")
+    cells = expand(spec, args.data_dir)
+    if args.dry_run:
+        for cell in cells:
+            print(f"{cell.id}  {cell.describe()}")
+        print(f"{len(cells)} cells")
+        return 0
+    if args.engine == "serial" and (args.dask_scheduler or args.ray_address):
+        raise ValueError("--dask-scheduler / --ray-address need --engine dask / ray")
+    if args.ray_address and args.engine != "ray":
+        raise ValueError("--ray-address needs --engine ray")
+    if args.dask_scheduler and args.engine != "dask":
+        raise ValueError("--dask-scheduler needs --engine dask")
+    uri = tracking_destination(args.track, args.tracking_uri)
+    print(f"experiment {spec.name}: {len(cells)} cells ({len(spec.workloads)} workloads) -> {out}/"
+          + (f"; tracking in {uri}" if uri else ""), flush=True)
+    outcome = run_experiment(spec, out, engine=args.engine, workers=args.workers, scheduler=args.dask_scheduler,
+                             ray_address=args.ray_address, data_dir=args.data_dir, tracking_uri=uri,
+                             rerun=args.rerun, progress=not args.no_progress and sys.stderr.isatty(),
+                             spec_text=Path(args.spec).read_text())
+    rate = outcome.ran / outcome.wall_s * 60 if outcome.wall_s > 0 else float("nan")
+    print(f"\n{outcome.ok + outcome.reused} ok ({outcome.reused} reused from earlier runs), {outcome.skipped} skipped, "
+          f"{outcome.failed} failed of {outcome.cells} cells; {outcome.wall_s:.1f} s wall ({rate:.1f} cells/min)")
+    if outcome.report:
+        print("report: " + ", ".join(str(p) for p in outcome.report.values()))
+    if outcome.parent_run_id:
+        print(f"MLflow: parent run {outcome.parent_run_id} in {uri}")
+    return 0 if outcome.failed == 0 else 1
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    target = Path(args.target)
+    spec = None
+    if target.is_file():
+        spec = load_spec(target)
+        out = Path(args.out) if args.out else default_out(spec)
+    else:
+        out = target
+    if not (out / "cells").is_dir():
+        raise ValueError(f"{out} is not an experiment run folder (no cells/); run `schedcast experiment run` first")
+    paths = build_report(out, spec)
+    print("report: " + ", ".join(str(p) for p in paths.values()))
+    return 0
+
+
+def add_parsers(sub) -> None:
+    """Register `experiment run` and `experiment report`."""
+    p = sub.add_parser("experiment", help="run a grid of replays from a spec (Dask / Ray), rebuild its report",
+                       description="Experiments: a spec (configs/experiments/*.yaml) expands into cells "
+                       "(workload x policy x parameters x predictor x seed), run in parallel, resumable, "
+                       "tracked in MLflow, summarised in a leaderboard (CSV + static HTML).")
+    esub = p.add_subparsers(dest="experiment_command", required=True, metavar="ACTION")
+    r = esub.add_parser("run", help="run a spec's cells (finished cells in --out are skipped)",
+                        description="Run every cell of SPEC not already finished in --out (same cell hash and "
+                        "code version), on a Dask LocalCluster bound to 127.0.0.1 by default.")
+    r.add_argument("spec", help="experiment spec (YAML), e.g. configs/experiments/leaderboard.yaml")
+    r.add_argument("--out", metavar="DIR", help="run folder (default results/experiments/<spec name>); "
+                   "reused: finished cells are skipped")
+    r.add_argument("--engine", choices=["dask", "ray", "serial"], default="dask",
+                   help="dask (default), ray, or serial (in this process)")
+    r.add_argument("--workers", type=_workers_arg, metavar="N", help="local workers (default: CPU cores)")
+    r.add_argument("--dask-scheduler", metavar="ADDR", help="an existing Dask scheduler, e.g. tcp://HOST:8786 "
+                   "(its workers need schedcast and the data)")
+    r.add_argument("--ray-address", metavar="ADDR", help="an existing Ray cluster (auto, ray://HOST:10001)")
+    r.add_argument("--data-dir", help="shared data directory (default $SCHEDCAST_DATA or ../shared/data)")
+    r.add_argument("--track", action=argparse.BooleanOptionalAction, default=None,
+                   help="log to MLflow (default: only when --tracking-uri or $MLFLOW_TRACKING_URI is set)")
+    r.add_argument("--tracking-uri", help="MLflow tracking URI (runs and models:/ predictors)")
+    r.add_argument("--rerun", action="store_true", help="run every cell again, even finished ones")
+    r.add_argument("--dry-run", action="store_true", help="list the cells and stop")
+    r.add_argument("--no-progress", action="store_true", help="one line per cell instead of a progress bar")
+    r.set_defaults(func=cmd_run)
+    rep = esub.add_parser("report", help="rebuild results.csv and the leaderboard of a run",
+                          description="Rebuild results.csv, leaderboard.csv and leaderboard.html from a run "
+                          "folder (or from a spec: its default or --out folder).")
+    rep.add_argument("target", metavar="RUN_DIR|SPEC")
+    rep.add_argument("--out", metavar="DIR", help="with a SPEC: its run folder (default results/experiments/<name>)")
+    rep.set_defaults(func=cmd_report)
+
+
+__all__ = ["Cell", "ExperimentSpec", "PolicyEntry", "WorkloadSpec", "build_report", "cached_workload", "collect",
+           "expand", "finished", "load_spec", "make_engine", "parse_spec", "run_cell", "run_experiment"]
