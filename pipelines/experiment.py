@@ -51,6 +51,8 @@ class WorkloadSpec(_Strict):
     name: str = Field(min_length=1)
     synthetic: str | None = None
     trace: str | None = None
+    generator: str | None = Field(None, pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+    params: dict[str, Any] = Field(default_factory=dict)
     format: str | None = None
     jobs: int | None = Field(None, ge=1)
     cluster: str | None = None
@@ -64,12 +66,25 @@ class WorkloadSpec(_Strict):
     predict: dict[str, str] | None = None
     placement: str | None = None
 
+    @field_validator("window", mode="before")
+    @classmethod
+    def _window(cls, value: Any) -> Any:
+        """[START, END] in seconds or as times like 57d, 12h."""
+        if isinstance(value, (list, tuple)):
+            from pipelines.simulate import _duration
+
+            return [_duration(v) if isinstance(v, str) else v for v in value]
+        return value
+
     @model_validator(mode="after")
     def _one_source(self) -> "WorkloadSpec":
-        if bool(self.synthetic) == bool(self.trace):
-            raise ValueError("give exactly one of 'synthetic' (a preset) or 'trace' (a file)")
-        if self.trace and not self.cluster:
-            raise ValueError("a trace workload needs 'cluster'")
+        if sum(bool(x) for x in (self.synthetic, self.trace, self.generator)) != 1:
+            raise ValueError("give exactly one of 'synthetic' (a preset), 'trace' (a file) or 'generator' "
+                             "('package.module:function')")
+        if (self.trace or self.generator) and not self.cluster:
+            raise ValueError(f"a {'trace' if self.trace else 'generator'} workload needs 'cluster'")
+        if self.params and not self.generator:
+            raise ValueError("'params' are for a 'generator' workload")
         if self.window is not None and self.window[1] <= self.window[0]:
             raise ValueError("window: END must be after START")
         return self
@@ -82,6 +97,10 @@ class WorkloadSpec(_Strict):
             from features.paths import resolve_data_path
 
             trace = str(resolve_data_path(trace, data_dir))
+        if self.generator:
+            return {"generator": self.generator, "params": self.params, "jobs": self.jobs, "cluster": self.cluster,
+                    "offered_load": self.offered_load, "costs": self.costs, "default_gpus": self.default_gpus,
+                    "data_dir": data_dir}
         return {"synthetic": self.synthetic, "trace": trace, "format": self.format, "jobs": self.jobs,
                 "cluster": self.cluster, "offered_load": self.offered_load, "costs": self.costs,
                 "default_gpus": self.default_gpus, "data_dir": data_dir}
@@ -366,7 +385,7 @@ _CACHE_SIZE = int(os.environ.get("SCHEDCAST_EXPERIMENT_CACHE", "4"))
 def _seed_matters(source: dict[str, Any]) -> bool:
     """A trace replayed without a cost catalog is the same workload for every seed (the seed only
     reaches the policies); a synthetic trace or a catalog assignment depends on it."""
-    return bool(source.get("synthetic")) or source.get("costs", "none") != "none"
+    return bool(source.get("synthetic") or source.get("generator")) or source.get("costs", "none") != "none"
 
 
 def cached_workload(source: dict[str, Any], seed: int) -> tuple[Any, Any, bool]:
@@ -378,13 +397,78 @@ def cached_workload(source: dict[str, Any], seed: int) -> tuple[Any, Any, bool]:
     if key in _WORKLOADS:
         _WORKLOADS.move_to_end(key)
         return (*_WORKLOADS[key], True)
-    table, workload = build_source(**source, seed=wseed)
+    if source.get("generator"):
+        table, workload = build_generated(**source, seed=wseed)
+    else:
+        table, workload = build_source(**source, seed=wseed)
     if not len(workload):
         raise ValueError("no job is left to simulate in this workload")
     _WORKLOADS[key] = (table, workload)
     while len(_WORKLOADS) > max(_CACHE_SIZE, 1):
         _WORKLOADS.popitem(last=False)
     return table, workload, False
+
+
+def build_generated(*, generator: str, params: dict[str, Any], jobs: int | None, cluster: str,
+                    offered_load: float | None = None, costs: str = "none", default_gpus: int | None = None,
+                    data_dir: str | None = None, seed: int = 0):
+    """(JobTable, Workload) of a spec's ``generator: package.module:function`` workload, called as a
+    preset generator is (``function(params, seed, jobs) -> JobTable``), on ``cluster``, then sized and
+    built as pipelines.simulate.build_source does."""
+    import importlib
+
+    from features.jobtable import JobTable
+    from sim.cluster import load_cluster
+    from sim.workload import build_workload
+
+    module, _, func = generator.partition(":")
+    try:
+        fn = getattr(importlib.import_module(module), func)
+    except (ImportError, AttributeError) as exc:
+        raise ValueError(f"cannot import generator {generator!r} ({exc})") from None
+    table = fn(dict(params), seed, jobs)
+    if not isinstance(table, JobTable):
+        raise TypeError(f"generator {generator} returned {type(table).__name__}, not a JobTable")
+    built = load_cluster(cluster, data_dir)
+    sizing = None
+    if offered_load:
+        from sim.sizing import offered_load as load_of, sized_for_load
+
+        before = (built.nodes, load_of(table.frame, built.gpus))
+        built = sized_for_load(table.frame, built, offered_load)
+        sizing = {"target": offered_load, "nodes_before": before[0], "load_before": before[1],
+                  "nodes_after": built.nodes}
+    catalog = cost_model = None
+    if costs != "none":
+        from sim.profiles import CostModel, ProfileCatalog
+
+        catalog, cost_model = ProfileCatalog.build(costs, data_dir), CostModel()
+    workload = build_workload(table, built, costs=cost_model, catalog=catalog, seed=seed, default_gpus=default_gpus)
+    workload.report["sizing"] = sizing
+    return table, workload
+
+
+def venus_shaped(params: dict[str, Any], seed: int, jobs: int | None) -> Any:
+    """Lucid's Venus-shaped setting (benchmarks/bench_lucid.py): synthetic Helios-like jobs (preset
+    ``params['preset']``, default earth) spread over Venus' real VCs in proportion to their GPUs (each
+    generated VC is mapped to a Venus VC drawn by size, seeded). Use with ``cluster: venus``; jobs
+    larger than their VC are rejected (and counted) by the workload layer. A preset generator:
+    ``function(params, seed, jobs) -> JobTable``."""
+    import numpy as np
+
+    from features.traces.synthetic import generate, load_preset
+    from sim.cluster import load_cluster
+
+    cluster = load_cluster(params.get("cluster", "venus"), params.get("data_dir"))
+    spec = load_preset(params.get("preset", "earth"), jobs=jobs or params.get("jobs"),
+                       num_vcs=len(cluster.partitions))
+    table = generate(spec, seed=seed)
+    sizes = np.array([p.gpus for p in cluster.partitions], dtype=float)
+    rng = np.random.default_rng(seed)
+    vc_of_org = {f"vc{i:02d}": cluster.partitions[k].name
+                 for i, k in enumerate(rng.choice(len(sizes), size=spec.num_vcs, p=sizes / sizes.sum()))}
+    table.frame["org"] = table.frame["org"].map(vc_of_org).astype("string")
+    return table
 
 
 def _predictor(spec: str, seed: int, tracking_uri: str | None):
@@ -523,7 +607,8 @@ class DaskEngine:
 
     name = "dask"
 
-    def __init__(self, workers: int | None = None, scheduler: str | None = None, **_: Any) -> None:
+    def __init__(self, workers: int | None = None, scheduler: str | None = None, connect_timeout: float = 20.0,
+                 **_: Any) -> None:
         import logging
 
         try:
@@ -534,7 +619,7 @@ class DaskEngine:
         self.cluster = None
         if scheduler:
             try:
-                self.client = Client(scheduler, timeout="20s")
+                self.client = Client(scheduler, timeout=f"{connect_timeout}s")
             except (OSError, TimeoutError) as exc:
                 raise ValueError(f"cannot reach the Dask scheduler at {scheduler}: {_one_line(exc)}") from None
         else:
