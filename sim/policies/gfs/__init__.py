@@ -1,0 +1,398 @@
+"""GFS (Duan et al., "GFS: A Preemption-aware Scheduling Framework for GPU Clusters with Predictive Spot
+Instance Management", ASPLOS '26), its ablations and the baselines it is compared with, on Engine v2.
+
+Task model (sim.engine / sim.workload): ``job_class`` "spot" (also lp / be) marks spot tasks, anything else
+is HP. HP tasks are never evicted once started (only spot tasks are ever victims; the property test checks
+it). Spot tasks carry ``checkpoint_interval`` (3,600 s of run time by default, set by the loaders and the
+generator); an eviction loses only the work since the last checkpoint and the task's next start loads 40 s
+longer (60 s above 8 GPUs); the HP task whose start evicted others loads 40 s longer. Evicted spot tasks
+re-queue; their queueing time is the sum of all their waits (the engine's ``wait``).
+
+Pools: each GPU model of a partition is its own pool with its own HP and spot queues, quota and statistics
+(jobs without a GPU model share the pool "*" of their partition).
+
+Our readings where the paper leaves details open (each a parameter where it matters):
+- SQA (sqa.py): Eq. 9 with max/min fixed; S_0 / S_a of Eq. 10 read as spot GPUs held now / idle GPUs now;
+  eta starts at 1 and is clamped to [0.05, 4] (above 1 so that Eq. 11's raise can undo an over-cautious
+  forecast when spot tasks wait longer than theta while evictions stay under target); the eviction rate e of Eq. 11 is evictions / spot starts of
+  the pool over the trailing 24 h; l is the longest current wait of the pool's spot queue; theta = 3,600 s.
+  HP demand is sampled every 60 s per organisation from the simulation's own allocation; hourly maxima feed
+  the estimator (default ``persistence``: the last hourly maximum with the spread of h-hour changes as
+  sigma, re-estimated daily; ``seasonal``: hour-of-day mean over the last week with a residual sigma; ``orglinear`` trains models.forecast.OrgLinear in the replay; ``models:/demand@champion`` uses the
+  registered model as trained; GFS-e ``prev-week-peak``). Until the first complete hour the forecast is the
+  demand held now. The forecast for an hour is never below what the organisations already hold in it.
+- PTS (pts.py): queue order (GPU request, pod count, submission), ascending: small tasks first, with
+  backfilling (a task that does not fit does not block later ones; a failed shape is not retried in the
+  same pass). Score1 packing = allocated share after placement; Score2 = share of the node's allocated
+  GPUs held by the task's class; Score3 = 1 / (1 + gamma e_1h + (1 - gamma) e_24h / 24), spot only; the
+  breaker closes a node to spot pods at m = 3 evictions in the last hour. Eq. 19 cost = beta x (victims'
+  waste / (pod GPUs x 1 h)) + (1 - beta) x (victims' GPUs / pod GPUs), beta = 0.5.
+- Baselines: YARN-CS = FIFO per class, best fit, HP preempts the newest-started spot tasks on the node
+  needing the fewest victims, no quota. Chronus = FIFO, best fit, spot leases of 5 min (HP 20 min: HP is
+  never preempted here, so its lease only matters for the paper's deadline scheduling): an HP task that
+  does not fit marks victims (fewest, newest) that are evicted when their current lease ends, never
+  inside one. Lyra = FIFO, best fit, victims of least preemption cost (GPUs x run time since start, the
+  work at risk without checkpoint knowledge), no quota. FGD = FIFO, FGD placement (score_fgd: the
+  fragmentation gradient against the workload's own request distribution), YARN's preemption; ``fgd``
+  with ``preempt=false`` is FGD alone (as evaluated on the v2023 trace).
+- Ablations: gfs-e (prev-week-peak), gfs-d (eta fixed at its start value), gfs-s (packing-only placement,
+  no co-location / eviction score, no breaker), gfs-p (random victims on a random feasible node), gfs-sp
+  (both); H (hours of the quota horizon) is a parameter of every GFS variant (``gfs:H=1``).
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+from sim.engine import LOADING, RUNNING
+from sim.placement import Consolidate, Placement
+from sim.placement.pool import NodePool, Placement_t
+from sim.policies.gfs.pts import GfsPlacement, HpSpotPolicy, is_spot, plan_preemption
+from sim.policies.gfs.sqa import SpotQuotaAllocator
+
+__all__ = ["Gfs", "GfsE", "GfsD", "GfsS", "GfsP", "GfsSP", "YarnCs", "Chronus", "Lyra", "Fgd", "register_policies"]
+
+
+class Gfs(HpSpotPolicy):
+    """GFS: SQA quotas for spot + PTS (Alg. 1 placement, Alg. 2 preemption for HP)."""
+
+    name = "gfs"
+    summary = "GFS: forecast-driven spot quotas (SQA) + preemption-aware HP/spot placement (PTS)"
+    citation = "Duan et al., ASPLOS '26"
+    coordinator_class = SpotQuotaAllocator
+    order = "gfs"
+    victim_cost = "gfs"
+    param_docs = {"H": "quota horizon (hours)", "p": "forecast confidence (target eviction rate 1 - p)",
+                  "estimator": "persistence | seasonal | prev-week-peak | orglinear | models:/demand@champion",
+                  "adapt_eta": "Eq. 11 feedback on eta", "summed": "summed-Gaussian per-step inventory",
+                  "placement_mode": "pts (Alg. 1) or best-fit", "preemption": "gfs (Alg. 2) or random",
+                  "beta": "Eq. 19 weight", "gamma": "Eq. 15 weight", "m": "circuit breaker threshold",
+                  "quota": "apply the spot quota", "retrain_hours": "estimator retraining period"}
+
+    def __init__(self, H: int = 4, p: float = 0.99, estimator: str = "persistence", adapt_eta: bool = True,
+                 summed: bool = False, placement_mode: str = "pts", preemption: str = "gfs", beta: float = 0.5,
+                 gamma: float = 0.8, m: int = 3, quota: bool = True, retrain_hours: float = 24.0,
+                 eta0: float = 1.0, period_s: float = 300.0, sample_s: float = 60.0, eta_max: float = 4.0):
+        super().__init__(preempt=True)
+        if H < 1:
+            raise ValueError("H must be >= 1 hour")
+        if not 0 < p < 1:
+            raise ValueError("p must be in (0, 1)")
+        if placement_mode not in ("pts", "best-fit"):
+            raise ValueError("placement_mode must be pts or best-fit")
+        if preemption not in ("gfs", "random"):
+            raise ValueError("preemption must be gfs or random")
+        self.H, self.p, self.estimator, self.adapt_eta, self.summed = H, p, estimator, adapt_eta, summed
+        self.placement_mode, self.preemption, self.beta, self.gamma, self.m = placement_mode, preemption, beta, gamma, m
+        self.use_quota, self.retrain_hours, self.eta0 = quota, retrain_hours, eta0
+        self.period_s, self.sample_s, self.eta_max = period_s, sample_s, eta_max
+
+    def make_placement(self) -> Placement:
+        if self.placement_mode == "best-fit":
+            return GfsPlacement(self.history, lambda: self.ctx.now, colocation=False, eviction=False, breaker=False)
+        return GfsPlacement(self.history, lambda: self.ctx.now, gamma=self.gamma, m=self.m)
+
+    def on_start(self) -> None:
+        super().on_start()
+        coord = self.coordinator
+        if isinstance(coord, SpotQuotaAllocator) and not coord._started:
+            coord._started = True
+            coord.configure(p=self.p, H=self.H, summed=self.summed, adapt_eta=self.adapt_eta,
+                            estimator_spec=self.estimator, retrain_s=self.retrain_hours * 3600.0, eta0=self.eta0,
+                            period_s=self.period_s, sample_s=self.sample_s, enabled=self.use_quota,
+                            eta_max=self.eta_max)
+        # Register every pool of this partition now (the coordinator's on_start comes after ours).
+        w = self.ctx.jobs
+        for j in range(len(w)):
+            if w.partition[j] == self.ctx.partition:
+                self._queues(self.pool_key(j))
+
+    def on_new_pool(self, pool: str) -> None:
+        coord = self.coordinator
+        if isinstance(coord, SpotQuotaAllocator) and self.use_quota:
+            orgs = sorted({o for j, o in enumerate(self.org) if self.ctx.jobs.partition[j] == self.ctx.partition
+                           and self.pool_key(j) == pool and not self.spot[j]})
+            coord.register_pool((self.ctx.partition, pool), self.pool_capacity(pool), orgs, self)
+
+    def quota_allows(self, pool: str, job: int) -> bool:
+        if not self.use_quota or self.coordinator is None:
+            return True
+        q = self.coordinator.quota_of((self.ctx.partition, pool))
+        return self.spot_held[pool] + self.ctx.jobs.gpu_demand[job] <= q + 1e-9
+
+    def victim_order(self):
+        if self.preemption == "random":
+            rng = self.ctx.rng("gfs-p")
+            return lambda jobs: [jobs[i] for i in rng.permutation(len(jobs))]
+        return None
+
+    def node_order(self):
+        if self.preemption == "random":
+            rng = self.ctx.rng("gfs-p-nodes")
+            return lambda nodes: [nodes[i] for i in rng.permutation(len(nodes))]
+        return None
+
+    @property
+    def victim_cost(self) -> str:  # type: ignore[override]
+        return "first" if self.preemption == "random" else "gfs"
+
+    def stats(self) -> dict[str, Any]:
+        return super().stats()
+
+
+class GfsE(Gfs):
+    name = "gfs-e"
+    summary = "GFS with the previous-week-peak demand estimate (production heuristic)"
+
+    def __init__(self, H: int = 4, p: float = 0.99, estimator: str = "prev-week-peak", adapt_eta: bool = True,
+                 summed: bool = False, placement_mode: str = "pts", preemption: str = "gfs", beta: float = 0.5,
+                 gamma: float = 0.8, m: int = 3, quota: bool = True, retrain_hours: float = 24.0,
+                 eta0: float = 1.0, period_s: float = 300.0, sample_s: float = 60.0):
+        super().__init__(H, p, estimator, adapt_eta, summed, placement_mode, preemption, beta, gamma, m, quota,
+                         retrain_hours, eta0, period_s, sample_s)
+
+
+class GfsD(Gfs):
+    name = "gfs-d"
+    summary = "GFS with eta fixed (no eviction-rate feedback)"
+
+    def __init__(self, H: int = 4, p: float = 0.99, estimator: str = "persistence", adapt_eta: bool = False,
+                 summed: bool = False, placement_mode: str = "pts", preemption: str = "gfs", beta: float = 0.5,
+                 gamma: float = 0.8, m: int = 3, quota: bool = True, retrain_hours: float = 24.0,
+                 eta0: float = 1.0, period_s: float = 300.0, sample_s: float = 60.0):
+        super().__init__(H, p, estimator, adapt_eta, summed, placement_mode, preemption, beta, gamma, m, quota,
+                         retrain_hours, eta0, period_s, sample_s)
+
+
+class GfsS(Gfs):
+    name = "gfs-s"
+    summary = "GFS with best-fit placement instead of PTS Alg. 1"
+
+    def __init__(self, H: int = 4, p: float = 0.99, estimator: str = "persistence", adapt_eta: bool = True,
+                 summed: bool = False, placement_mode: str = "best-fit", preemption: str = "gfs",
+                 beta: float = 0.5, gamma: float = 0.8, m: int = 3, quota: bool = True, retrain_hours: float = 24.0,
+                 eta0: float = 1.0, period_s: float = 300.0, sample_s: float = 60.0):
+        super().__init__(H, p, estimator, adapt_eta, summed, placement_mode, preemption, beta, gamma, m, quota,
+                         retrain_hours, eta0, period_s, sample_s)
+
+
+class GfsP(Gfs):
+    name = "gfs-p"
+    summary = "GFS with random preemption instead of Alg. 2"
+
+    def __init__(self, H: int = 4, p: float = 0.99, estimator: str = "persistence", adapt_eta: bool = True,
+                 summed: bool = False, placement_mode: str = "pts", preemption: str = "random",
+                 beta: float = 0.5, gamma: float = 0.8, m: int = 3, quota: bool = True, retrain_hours: float = 24.0,
+                 eta0: float = 1.0, period_s: float = 300.0, sample_s: float = 60.0):
+        super().__init__(H, p, estimator, adapt_eta, summed, placement_mode, preemption, beta, gamma, m, quota,
+                         retrain_hours, eta0, period_s, sample_s)
+
+
+class GfsSP(Gfs):
+    name = "gfs-sp"
+    summary = "GFS with best-fit placement and random preemption"
+
+    def __init__(self, H: int = 4, p: float = 0.99, estimator: str = "persistence", adapt_eta: bool = True,
+                 summed: bool = False, placement_mode: str = "best-fit", preemption: str = "random",
+                 beta: float = 0.5, gamma: float = 0.8, m: int = 3, quota: bool = True, retrain_hours: float = 24.0,
+                 eta0: float = 1.0, period_s: float = 300.0, sample_s: float = 60.0):
+        super().__init__(H, p, estimator, adapt_eta, summed, placement_mode, preemption, beta, gamma, m, quota,
+                         retrain_hours, eta0, period_s, sample_s)
+
+
+# --- baselines -------------------------------------------------------------------------------------------------
+class YarnCs(HpSpotPolicy):
+    """YARN Capacity Scheduler: FIFO per class, best fit, HP preempts the newest spot tasks."""
+
+    name = "yarn-cs"
+    summary = "YARN-CS: FIFO, best fit, HP preempts the newest spot containers (no quota)"
+    citation = "Apache Hadoop YARN CapacityScheduler"
+    order = "fifo"
+    victim_cost = "count"
+
+    def __init__(self, preempt: bool = True):
+        super().__init__(preempt)
+
+    def make_placement(self) -> Placement:
+        return GfsPlacement(self.history, lambda: self.ctx.now, colocation=False, eviction=False, breaker=False)
+
+    def victim_order(self):
+        started = self.started_at
+        return lambda jobs: sorted(jobs, key=lambda j: (-started.get(j, 0.0), j))
+
+
+class Lyra(YarnCs):
+    """Lyra (EuroSys '23) preemption: victims of least preemption cost (GPUs x run time since start)."""
+
+    name = "lyra"
+    summary = "Lyra: FIFO, best fit, HP preempts the spot tasks of least preemption cost"
+    citation = "Li et al., EuroSys '23"
+    victim_cost = "value"
+
+    def victim_value(self, job: int) -> float:
+        since = self.started_at.get(job, self.ctx.now)
+        return self.ctx.jobs.gpu_demand[job] * (self.ctx.now - since)
+
+    def victim_order(self):
+        return None
+
+
+class Chronus(YarnCs):
+    """Chronus (SoCC '21) leases: spot tasks are evicted only at the end of a 5-minute lease."""
+
+    name = "chronus"
+    summary = "Chronus: lease-based (spot 5 min, HP 20 min); victims evicted when their lease ends"
+    citation = "Gao et al., SoCC '21"
+
+    def __init__(self, preempt: bool = True, spot_lease: float = 300.0, hp_lease: float = 1200.0):
+        super().__init__(preempt)
+        if spot_lease <= 0 or hp_lease <= 0:
+            raise ValueError("leases must be > 0 s")
+        self.spot_lease, self.hp_lease = spot_lease, hp_lease
+
+    def on_start(self) -> None:
+        super().on_start()
+        self.draining: dict[int, float] = {}  # victim -> lease end at which it is evicted
+        self.blocked: dict[int, set[int]] = {}  # HP job -> its marked victims
+
+    def lease_end(self, job: int) -> float:
+        start = self.started_at.get(job, self.ctx.now)
+        k = math.floor((self.ctx.now - start) / self.spot_lease) + 1
+        return start + k * self.spot_lease
+
+    def candidates(self, pool: str) -> dict[int, list[int]]:
+        out = super().candidates(pool)
+        return {n: [j for j in js if j not in self.draining] for n, js in out.items()}
+
+    def _execute(self, job: int, victims: set[int], placement: Placement_t | None) -> bool:
+        if not victims:
+            return super()._execute(job, victims, placement)
+        for v in victims:  # evict at the end of each victim's current lease, never inside it
+            end = self.lease_end(v)
+            self.draining[v] = end
+            self.ctx.set_timer(end, ("lease", v, self.started_at.get(v)))
+        self.blocked[job] = set(victims)
+        return False
+
+    def try_preempt(self, job: int) -> bool:
+        if job in self.blocked and any(v in self.draining for v in self.blocked[job]):
+            return False  # its victims are still draining: wait for them
+        self.blocked.pop(job, None)
+        return super().try_preempt(job)
+
+    def on_timer(self, payload: Any) -> None:
+        if isinstance(payload, tuple) and payload[0] == "lease":
+            _, v, started = payload
+            if self.draining.get(v) is not None and self.started_at.get(v) == started \
+                    and self.ctx.state(v) in (LOADING, RUNNING):
+                self.draining.pop(v, None)
+                self.evict(v)
+            else:
+                self.draining.pop(v, None)
+
+    def _forget(self, job: int) -> None:
+        super()._forget(job)
+        self.draining.pop(job, None)
+
+
+class Fgd(YarnCs):
+    """FGD (ATC '23): fragmentation-gradient placement against the workload's request distribution."""
+
+    name = "fgd"
+    summary = "FGD: fragmentation gradient descent placement (FIFO, YARN-style preemption of spot)"
+    citation = "Weng et al., ATC '23"
+
+    def make_placement(self) -> Placement:
+        from sim.placement import score_fgd
+
+        w = self.ctx.jobs
+        return FgdPlacement(score_fgd.distribution_of(w.gpus, w.gpu_milli, w.pods))
+
+
+class FgdPlacement(Placement):
+    """Pod by pod, the feasible node (and shared GPU) where the fragmentation gradient is least."""
+
+    name = "fgd"
+
+    def __init__(self, distribution):
+        self.distribution = tuple(distribution)
+        self._spread = Consolidate(strict=False)
+
+    def _state(self, pool: NodePool, n: int):
+        from sim.placement.state import NodeState
+
+        shared = tuple(pool.shared_free(n).values()) if n in pool.shares else ()
+        return NodeState(pool.capacity[n], pool.free[n], shared, pool.gpu_type[n], {})
+
+    def pick_node(self, pool: NodePool, gpus: int, gpu_type: str | None) -> int | None:
+        from sim.placement import score_fgd
+
+        buckets = pool.type_buckets.get(gpu_type, pool.buckets) if gpu_type is not None else pool.buckets
+        best, best_key = None, None
+        for f in range(gpus, pool.max_capacity + 1):
+            bucket = buckets[f]
+            if not bucket:
+                continue
+            # Nodes with the same free count and no shared GPUs have the same gradient: score one of them.
+            plain = [n for n in bucket if n not in pool.shares]
+            others = [n for n in bucket if n in pool.shares]
+            for n in ([min(plain)] if plain else []) + sorted(others):
+                g = score_fgd.gradient(self._state(pool, n), gpus, 0, self.distribution)
+                if best_key is None or (g, n) < best_key:
+                    best, best_key = n, (g, n)
+        return best
+
+    def place_gpus(self, pool: NodePool, gpus: int, gpu_type: str | None) -> Placement_t | None:
+        if gpus > pool.total_free:
+            return None
+        if gpus <= pool.max_capacity_of(gpu_type):
+            node = self.pick_node(pool, gpus, gpu_type)
+            return None if node is None else [(node, gpus)]
+        return self._spread.place_gpus(pool, gpus, gpu_type)
+
+    def place_fractional(self, pool: NodePool, request, gpu_type: str | None) -> Placement_t | None:
+        """Each fractional pod: the shared GPU (or a free GPU) whose node's gradient is least."""
+        from sim.placement import score_fgd
+
+        milli = request.milli
+        extra: dict[tuple[int, int], int] = {}
+        opened: dict[int, int] = {}
+        out: Placement_t = []
+        for _ in range(request.pods):
+            best, best_key = None, None
+            nodes = set(pool.shares) | {n for (n, _) in extra}
+            for node in sorted(nodes):
+                if node in pool.cordoned or (gpu_type is not None and pool.gpu_type[node] != gpu_type):
+                    continue
+                shared = dict(pool.shared_free(node))
+                for (n, g), used in extra.items():
+                    if n == node:
+                        shared[g] = shared.get(g, 1000) - used
+                free = pool.free[node] - opened.get(node, 0)
+                for g, left in shared.items():
+                    if left >= milli:
+                        rest = dict(shared)
+                        rest[g] = left - milli
+                        after = score_fgd.node_fragmentation(free, [v for v in rest.values() if v > 0],
+                                                             self.distribution)
+                        key = (after - score_fgd.node_fragmentation(free, tuple(shared.values()), self.distribution),
+                               node, g)
+                        if best_key is None or key < best_key:
+                            best, best_key = (node, g), key
+            if best is None:
+                node = self._pick_tentative(pool, 1, gpu_type, opened)
+                if node is None:
+                    return None
+                used_ids = set(pool.shares.get(node, {})) | {g for (n, g) in extra if n == node}
+                gpu = next(g for g in range(pool.capacity[node]) if g not in used_ids)
+                opened[node] = opened.get(node, 0) + 1
+                best = (node, gpu)
+            extra[best] = extra.get(best, 0) + milli
+            out.append((best[0], best[1], milli))
+        return out
+
+
+def register_policies(register: Callable[..., None]) -> None:
+    """Called by sim/policies/__init__.py: every GFS variant and baseline."""
+    for cls in (Gfs, GfsE, GfsD, GfsS, GfsP, GfsSP, YarnCs, Chronus, Lyra, Fgd):
+        register(cls)

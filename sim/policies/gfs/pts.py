@@ -1,0 +1,500 @@
+"""GFS Preemptive Task Scheduler (PTS, §4.3, Alg. 1-3) and the HP / spot machinery its baselines share.
+
+- :class:`GfsPlacement` (Alg. 1): pod by pod, feasible nodes ranked lexicographically by Score1 packing
+  (sim/placement/score_gfs_packing.py), Score2 same-class co-location (score_gfs_colocation.py), Score3
+  eviction awareness (score_gfs_eviction.py), lowest node number last; spot pods skip nodes whose circuit
+  breaker is tripped. Packing first means only the nodes of the tightest feasible free count are scored.
+- :func:`plan_preemption` (Alg. 2, HP only): per node, the spot tasks there sorted by waste (Eq. 17: GPUs x
+  run time since their last checkpoint), taken until the pod fits, then the ones that can be spared are
+  given back (largest waste first); the node of least cost (Eq. 19: beta x normalised waste + (1 - beta) x
+  evicted GPUs per needed GPU, beta = 0.5) wins; pod by pod for gangs. Baselines plug other victim orders
+  and costs into the same function.
+- :class:`HpSpotPolicy` (Alg. 3): per pool (partition x GPU model) an HP queue and a spot queue; HP before
+  spot; each queue in the policy's order; spot tasks start only within the pool's quota when a quota
+  allocator runs. Restart overheads: an evicted spot task's next start loads 40 s (60 s above 8 GPUs); the
+  HP task that preempted pays 40 s.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+from sim.engine import LOADING, RUNNING
+from sim.placement import Consolidate, Placement
+from sim.placement.pool import MILLI, NodePool, Placement_t
+from sim.placement import score_gfs_colocation, score_gfs_eviction, score_gfs_packing
+from sim.placement.score_gfs_colocation import GpuClassState
+from sim.policies.base import Policy, SortedQueue
+
+HOUR = 3600.0
+
+
+def is_spot(label: str | None) -> bool:
+    return label is not None and str(label).lower() in ("spot", "lp", "be", "low")
+
+
+class EvictionHistory:
+    """Eviction times per node (1 h and 24 h windows) for Score3 and the circuit breaker."""
+
+    def __init__(self) -> None:
+        self.times: dict[int, list[float]] = {}
+
+    def add(self, node: int, t: float) -> None:
+        self.times.setdefault(node, []).append(t)
+
+    def counts(self, node: int, now: float) -> tuple[int, int]:
+        ts = self.times.get(node)
+        if not ts:
+            return 0, 0
+        while ts and ts[0] < now - 24 * HOUR:
+            ts.pop(0)
+        return sum(1 for t in ts if t >= now - HOUR), len(ts)
+
+
+class GfsPlacement(Placement):
+    """Alg. 1 as a placement plug-in (see the module docstring). ``scores``: which of Score2 / Score3 break
+    the packing ties (GFS-s uses packing only); ``breaker``: the spot circuit breaker."""
+
+    name = "gfs"
+
+    def __init__(self, history: EvictionHistory | None = None, clock: Callable[[], float] | None = None,
+                 colocation: bool = True, eviction: bool = True, breaker: bool = True,
+                 gamma: float = score_gfs_eviction.GAMMA, m: int = score_gfs_eviction.BREAKER_M):
+        self.history = history or EvictionHistory()
+        self.clock = clock or (lambda: 0.0)
+        self.colocation, self.eviction, self.breaker, self.gamma, self.m = colocation, eviction, breaker, gamma, m
+        self._cls: str | None = None
+        self._spread = Consolidate(strict=False)
+
+    def state(self, pool: NodePool, node: int) -> GpuClassState:
+        """The node snapshot the scores read: GPUs per class and recent evictions."""
+        class_gpus: dict[Any, float] = {}
+        classes = pool.job_class
+        for job, g in pool.jobs_on(node).items():
+            c = "spot" if classes is not None and is_spot(classes[job]) else "hp"
+            class_gpus[c] = class_gpus.get(c, 0) + g
+        e1, e24 = self.history.counts(node, self.clock())
+        shared = tuple(pool.shared_free(node).values()) if node in pool.shares else ()
+        return GpuClassState(pool.capacity[node], pool.free[node], shared, pool.gpu_type[node], {},
+                             class_gpus=class_gpus, evictions_1h=e1, evictions_24h=e24)
+
+    def place(self, pool: NodePool, request) -> Placement_t | None:
+        if type(request) is int:
+            from sim.workload import Request
+
+            request = Request(1, request)
+        self._cls = "spot" if is_spot(request.job_class) else "hp"
+        return Placement.place(self, pool, request)
+
+    def _rank(self, pool: NodePool, nodes, gpus: int, milli: int) -> int | None:
+        cls = self._cls
+        best, best_key = None, None
+        for n in nodes:
+            st = self.state(pool, n) if (self.colocation or self.eviction or self.breaker) else None
+            if cls == "spot" and self.breaker and score_gfs_eviction.tripped(st, self.m):
+                continue
+            key = (score_gfs_colocation.score(st, gpus, milli, cls) if self.colocation else 0.0,
+                   score_gfs_eviction.score(st, gpus, milli, cls, self.gamma) if self.eviction else 0.0, -n)
+            if best_key is None or key > best_key:
+                best, best_key = n, key
+        return best
+
+    def pick_node(self, pool: NodePool, gpus: int, gpu_type: str | None) -> int | None:
+        buckets = pool.type_buckets.get(gpu_type, pool.buckets) if gpu_type is not None else pool.buckets
+        for f in range(gpus, pool.max_capacity + 1):  # Score1: the tightest feasible free count first
+            bucket = buckets[f]
+            if bucket:
+                if len(bucket) == 1 and not (self.breaker and self._cls == "spot"):
+                    return next(iter(bucket))
+                node = self._rank(pool, sorted(bucket), gpus, 0)
+                if node is not None:
+                    return node
+        return None
+
+    def place_gpus(self, pool: NodePool, gpus: int, gpu_type: str | None) -> Placement_t | None:
+        if gpus > pool.total_free:
+            return None
+        if gpus <= pool.max_capacity_of(gpu_type):
+            node = self.pick_node(pool, gpus, gpu_type)
+            return None if node is None else [(node, gpus)]
+        return self._spread.place_gpus(pool, gpus, gpu_type)  # one pod larger than any node: spread
+
+
+# --- Alg. 2 -----------------------------------------------------------------------------------------------------
+def plan_preemption(pool: NodePool, request, candidates: dict[int, list[int]], value: Callable[[int], float],
+                    gpus_of: Callable[[int, int], int], *, cost: str = "gfs", beta: float = 0.5,
+                    spare: bool = True, order: Callable[[list[int]], list[int]] | None = None,
+                    node_order: Callable[[list[int]], list[int]] | None = None
+                    ) -> tuple[Placement_t, set[int]] | None:
+    """Victims and placement for a whole-GPU request that does not fit now (Alg. 2).
+
+    ``candidates``: node -> evictable (spot) jobs there; ``value(job)``: the job's waste (Eq. 17) or the
+    baseline's victim cost; ``gpus_of(job, node)``: GPUs the job holds on the node. Victims on a node are
+    taken in ``order`` (default: ascending value), the spared ones given back if ``spare``; the node of
+    least cost wins (``cost="gfs"``: Eq. 19; ``"count"``: fewest victims; ``"value"``: least total value;
+    ``"first"``: the first feasible node in ``node_order``). Pod by pod for gangs. None if impossible."""
+    gpp = request.gpus_per_pod
+    pods = request.pods
+    if gpp > pool.max_capacity_of(request.gpu_type):
+        return None
+    taken: dict[int, int] = {}
+    victims: set[int] = set()
+    freed: dict[int, int] = {}
+    nodes_all = [n for n in (pool.nodes_of(request.gpu_type)) if pool.capacity[n] and n not in pool.cordoned]
+    if node_order is not None:
+        nodes_all = node_order(nodes_all)
+    for _ in range(pods):
+        best = None
+        for n in nodes_all:
+            avail = pool.free[n] - taken.get(n, 0) + freed.get(n, 0)
+            chosen: list[int] = []
+            if avail >= gpp:
+                c = -1.0  # fits without a new victim: always preferred
+            else:
+                jobs = [j for j in candidates.get(n, ()) if j not in victims]
+                if not jobs:
+                    continue
+                jobs = order(jobs) if order is not None else sorted(jobs, key=lambda j: (value(j), j))
+                got = avail
+                for j in jobs:
+                    chosen.append(j)
+                    got += gpus_of(j, n)
+                    if got >= gpp:
+                        break
+                if got < gpp:
+                    continue
+                if spare:  # give back what can be spared, the most wasteful first
+                    for j in sorted(chosen, key=lambda j: (-value(j), j)):
+                        if got - gpus_of(j, n) >= gpp:
+                            chosen.remove(j)
+                            got -= gpus_of(j, n)
+                if cost == "gfs":  # Eq. 19
+                    c = (beta * sum(value(j) for j in chosen) / (gpp * HOUR)
+                         + (1 - beta) * sum(gpus_of(j, n) for j in chosen) / gpp)
+                elif cost == "count":
+                    c = float(len(chosen))
+                elif cost == "value":
+                    c = float(sum(value(j) for j in chosen))
+                else:  # "first": the first feasible node in node order
+                    c = 0.0
+            if best is None or (c, n) < best[0]:
+                best = ((c, n), n, chosen)
+                if cost == "first" or c < 0:
+                    break
+        if best is None:
+            return None
+        _, n, chosen = best
+        for j in chosen:
+            victims.add(j)
+            for node, g in _holdings(pool, j).items():
+                freed[node] = freed.get(node, 0) + g
+        taken[n] = taken.get(n, 0) + gpp
+    return sorted(taken.items()), victims
+
+
+def _holdings(pool: NodePool, job: int) -> dict[int, int]:
+    """Whole GPUs ``job`` holds per node (shared GPUs count when the job is their only holder)."""
+    out: dict[int, int] = {}
+    for n, h in enumerate(pool.holders):
+        if job in h:
+            out[n] = out.get(n, 0) + h[job]
+    for n, shared in pool.shares.items():
+        for holders in shared.values():
+            if job in holders and len(holders) == 1:
+                out[n] = out.get(n, 0) + 1
+    return out
+
+
+# --- the policy ----------------------------------------------------------------------------------------------------
+class HpSpotPolicy(Policy):
+    """HP / spot scheduling per pool; subclasses choose order, placement, victims and the quota."""
+
+    name = "hp-spot"
+    preemptive = True
+    #: queue order: "gfs" (GPU request, pod count, submission) or "fifo" (submission)
+    order = "gfs"
+    victim_cost = "gfs"
+    restart_overhead, restart_overhead_big, preempt_overhead = 40.0, 60.0, 40.0
+
+    def __init__(self, preempt: bool = True):
+        self.preempt_enabled = preempt
+
+    # -- set-up -----------------------------------------------------------------------------------------------
+    def make_placement(self) -> Placement:
+        return Consolidate(strict=False)
+
+    def on_start(self) -> None:
+        ctx = self.ctx
+        w = ctx.jobs
+        self.history = EvictionHistory()
+        self.placement = self.make_placement()
+        ctx.placement = self.placement  # would_fit and try_start see the same rule
+        self.spot = [is_spot(c) for c in w.job_class]
+        frame = w.frame
+        self.org = (frame["org"].astype("string").fillna("<none>").astype(str).tolist() if "org" in frame
+                    else ["<none>"] * len(w))
+        self.pool_of_job = [t if t is not None else "*" for t in w.gpu_type]
+        self.queues: dict[str, tuple[SortedQueue, SortedQueue]] = {}
+        self.hp_org: dict[str, dict[str, float]] = {}
+        self.spot_held: dict[str, float] = {}
+        self.started_at: dict[int, float] = {}
+        self.run_since: dict[int, float] = {}
+        self.placed: dict[int, Placement_t] = {}
+        self.waiting_since: dict[int, float] = {}
+        self.n_evictions = 0
+        self.n_preempting = 0
+        self.wasted_evictions = 0
+        self.coordinator = ctx.coordinator
+
+    def pool_key(self, job: int) -> str:
+        return self.pool_of_job[job]
+
+    def pool_capacity(self, pool: str) -> int:
+        p = self.ctx.pool
+        if pool == "*":
+            return p.total_capacity
+        return sum(c for c, t in zip(p.capacity, p.gpu_type) if t == pool)
+
+    def _queues(self, pool: str) -> tuple[SortedQueue, SortedQueue]:
+        q = self.queues.get(pool)
+        if q is None:
+            q = self.queues[pool] = (SortedQueue(), SortedQueue())
+            self.hp_org.setdefault(pool, {})
+            self.spot_held.setdefault(pool, 0.0)
+            self.on_new_pool(pool)
+        return q
+
+    def on_new_pool(self, pool: str) -> None:
+        """Hook: a pool was seen for the first time (GFS registers it with its quota allocator)."""
+
+    def key(self, job: int) -> tuple:
+        w = self.ctx.jobs
+        if self.order == "gfs":
+            return (w.gpu_demand[job], w.pods[job], w.submit[job])
+        return (w.submit[job],)
+
+    # -- events ----------------------------------------------------------------------------------------------
+    def on_arrival(self, job: int) -> None:
+        hp, spot = self._queues(self.pool_key(job))
+        (spot if self.spot[job] else hp).add(self.key(job), job)
+        self.waiting_since[job] = self.ctx.now
+
+    def on_finish(self, job: int) -> None:
+        self._forget(job)
+
+    def on_loaded(self, job: int) -> None:
+        self.run_since[job] = self.ctx.now
+
+    def _forget(self, job: int) -> None:
+        pool = self.pool_key(job)
+        g = self.ctx.jobs.gpu_demand[job]
+        if self.spot[job]:
+            self.spot_held[pool] -= g
+        else:
+            d = self.hp_org[pool]
+            d[self.org[job]] -= g
+        self.started_at.pop(job, None)
+        self.run_since.pop(job, None)
+        self.placed.pop(job, None)
+
+    def waiting_count(self) -> int:
+        return sum(len(h) + len(s) for h, s in self.queues.values())
+
+    def release(self, job: int) -> bool:
+        return False
+
+    # -- reading the state (quota allocator and victims) -----------------------------------------------------
+    def hp_by_org(self, key) -> dict[str, float]:
+        return dict(self.hp_org.get(key[1], {}))
+
+    def spot_gpus(self, key) -> float:
+        return self.spot_held.get(key[1], 0.0)
+
+    def idle_gpus(self, key) -> float:
+        pool = key[1]
+        p = self.ctx.pool
+        if pool == "*":
+            return p.total_free
+        return sum(f for f, t in zip(p.free, p.gpu_type) if t == pool)
+
+    def max_spot_wait(self, key, now: float) -> float:
+        q = self.queues.get(key[1])
+        if q is None or not q[1].items:
+            return 0.0
+        return max(now - self.waiting_since.get(j, now) for _, j in q[1].items)
+
+    def waste(self, job: int) -> float:
+        """Eq. 17: GPUs x run time since the job's last checkpoint (0 while it is loading)."""
+        since = self.run_since.get(job)
+        if since is None:
+            return 0.0
+        run = self.ctx.now - since
+        interval = self.ctx.jobs.checkpoint[job]
+        if interval < math.inf:
+            run = run % interval
+        return self.ctx.jobs.gpu_demand[job] * run
+
+    # -- starting and evicting ----------------------------------------------------------------------------------
+    def quota_allows(self, pool: str, job: int) -> bool:
+        return True
+
+    def _start(self, job: int, placement: Placement_t) -> None:
+        ctx = self.ctx
+        ctx.start(job, placement)
+        now = ctx.now
+        pool = self.pool_key(job)
+        g = ctx.jobs.gpu_demand[job]
+        if self.spot[job]:
+            self.spot_held[pool] += g
+            if self.coordinator is not None and hasattr(self.coordinator, "note_spot_start"):
+                self.coordinator.note_spot_start((ctx.partition, pool), now)
+        else:
+            d = self.hp_org[pool]
+            d[self.org[job]] = d.get(self.org[job], 0.0) + g
+        self.started_at[job] = now
+        self.placed[job] = placement
+        if ctx.state(job) == RUNNING:
+            self.run_since[job] = now
+        self.waiting_since.pop(job, None)
+
+    def evict(self, job: int) -> None:
+        ctx = self.ctx
+        nodes = {e[0] for e in self.placed.get(job, ())}
+        over = self.restart_overhead_big if ctx.jobs.gpus[job] > 8 else self.restart_overhead
+        self._forget(job)
+        for n in nodes:
+            self.history.add(n, ctx.now)
+        self.n_evictions += 1
+        if self.coordinator is not None and hasattr(self.coordinator, "note_eviction"):
+            self.coordinator.note_eviction((ctx.partition, self.pool_key(job)), ctx.now)
+        ctx.evict(job, overhead=over)  # re-queued through on_requeue -> on_arrival
+
+    def candidates(self, pool: str) -> dict[int, list[int]]:
+        """Evictable jobs per node: running or loading spot tasks of this pool."""
+        out: dict[int, list[int]] = {}
+        p = self.ctx.pool
+        for job in self.ctx.running:
+            if self.spot[job] and self.pool_key(job) == pool and self.ctx.state(job) in (LOADING, RUNNING):
+                for node in _holdings(p, job):
+                    out.setdefault(node, []).append(job)
+        return out
+
+    def victim_value(self, job: int) -> float:
+        return self.waste(job)
+
+    def victim_order(self) -> Callable[[list[int]], list[int]] | None:
+        return None
+
+    def node_order(self) -> Callable[[list[int]], list[int]] | None:
+        return None
+
+    def try_preempt(self, job: int) -> bool:
+        """Alg. 2 for an HP task: evict the planned victims, start it (it pays the preemption overhead)."""
+        ctx = self.ctx
+        req = ctx.request(job)
+        pool = self.pool_key(job)
+        cands = self.candidates(pool)
+        if not cands:
+            return False
+        if req.milli:
+            return self._preempt_fractional(job, cands)
+        p = ctx.pool
+        plan = plan_preemption(p, req, cands, self.victim_value, lambda j, n: p.holders[n].get(j, 0) + sum(
+            1 for h in p.shares.get(n, {}).values() if j in h and len(h) == 1),
+            cost=self.victim_cost, order=self.victim_order(), node_order=self.node_order(),
+            spare=self.victim_cost != "first")
+        if plan is None:
+            return False
+        placement, victims = plan
+        return self._execute(job, victims, placement)
+
+    def _preempt_fractional(self, job: int, cands: dict[int, list[int]]) -> bool:
+        """A fractional HP pod: per node, victims by value until ``would_fit`` says the pod fits."""
+        ctx = self.ctx
+        best = None
+        for node in sorted(cands):
+            victims: list[int] = []
+            for j in sorted(cands[node], key=lambda j: (self.victim_value(j), j)):
+                victims.append(j)
+                if ctx.would_fit(job, victims) is not None:
+                    c = sum(self.victim_value(v) for v in victims)
+                    if best is None or (c, node) < best[0]:
+                        best = ((c, node), list(victims))
+                    break
+        if best is None:
+            return False
+        return self._execute(job, set(best[1]), None)
+
+    def _execute(self, job: int, victims: set[int], placement: Placement_t | None) -> bool:
+        ctx = self.ctx
+        for v in sorted(victims):
+            self.evict(v)
+        if placement is None or not victims:
+            placement = self.placement.place(ctx.pool, ctx.request(job))
+        if placement is None:
+            self.wasted_evictions += len(victims)
+            return False
+        if victims:
+            ctx.add_overhead(job, self.preempt_overhead)
+            self.n_preempting += 1
+        self._start(job, placement)
+        return True
+
+    # -- Alg. 3 ------------------------------------------------------------------------------------------------
+    def schedule(self) -> None:
+        for pool, (hp, spot) in self.queues.items():
+            if hp.items:
+                self._schedule_hp(pool, hp)
+            if spot.items:
+                self._schedule_spot(pool, spot)
+
+    def _shape(self, job: int) -> tuple:
+        w = self.ctx.jobs
+        return (w.gpus_per_pod[job], w.gpu_milli[job], w.spread[job])
+
+    def _schedule_hp(self, pool: str, queue: SortedQueue) -> None:
+        ctx = self.ctx
+        failed: dict[tuple, int] = {}  # shape -> fewest pods that failed in this pass
+        keep = []
+        for entry in queue.items:
+            job = entry[1]
+            shape = self._shape(job)
+            pods = ctx.jobs.pods[job]
+            if failed.get(shape, 1 << 30) <= pods or not ctx.may_fit(job) and not self.preempt_enabled:
+                keep.append(entry)
+                continue
+            placement = self.placement.place(ctx.pool, ctx.request(job)) if ctx.may_fit(job) else None
+            if placement is not None:
+                self._start(job, placement)
+                continue
+            if self.preempt_enabled and self.try_preempt(job):
+                continue
+            failed[shape] = min(failed.get(shape, 1 << 30), pods)
+            keep.append(entry)
+        queue.items = keep
+
+    def _schedule_spot(self, pool: str, queue: SortedQueue) -> None:
+        ctx = self.ctx
+        failed: dict[tuple, int] = {}
+        keep = []
+        for i, entry in enumerate(queue.items):
+            job = entry[1]
+            if ctx.pool.total_free == 0 and not ctx.pool.shares:
+                keep.extend(queue.items[i:])
+                break
+            shape = self._shape(job)
+            pods = ctx.jobs.pods[job]
+            if failed.get(shape, 1 << 30) <= pods or not self.quota_allows(pool, job) or not ctx.may_fit(job):
+                keep.append(entry)
+                continue
+            placement = self.placement.place(ctx.pool, ctx.request(job))
+            if placement is None:
+                failed[shape] = min(failed.get(shape, 1 << 30), pods)
+                keep.append(entry)
+                continue
+            self._start(job, placement)
+        queue.items = keep
+
+    def stats(self) -> dict[str, Any]:
+        return {"evictions": self.n_evictions, "preempting_starts": self.n_preempting,
+                "wasted_evictions": self.wasted_evictions}

@@ -1,0 +1,421 @@
+"""GFS Spot Quota Allocator (SQA, §4.2): demand estimators, Eq. 9-11 as pure functions, and the coordinator
+that samples HP demand, forecasts it and sets a spot quota per pool every 300 s.
+
+Eq. 9 (printed with max and min swapped; fixed): inventory over the next H hours at confidence p,
+    f(p, H) = max(0, C - sum_o max_{h <= H} y_o[h]),  y_o[h] = mu_o[h] + sigma_o[h] * Phi^-1(p)
+(``summed=True``: the per-step variant of the summed Gaussian, f = max(0, C - max_h [sum_o mu_o[h] +
+Phi^-1(p) sqrt(sum_o sigma_o[h]^2)])). Eq. 10: Q_H = min(f * eta, S_0 + S_a), our reading: S_0 the GPUs spot
+tasks hold now, S_a the idle GPUs now (spot can never be granted more than it could hold at once). Eq. 11:
+with target eviction rate eps = 1 - p and e the observed rate: e > 1.5 eps -> eta * eps / e; e < 0.5 eps and
+the longest current spot wait l > theta (3,600 s) -> eta * (1.5 - e / eps); eta clamped to [eta_min, eta_max].
+"""
+from __future__ import annotations
+
+import math
+from collections import deque
+from statistics import NormalDist
+from typing import Any, Protocol
+
+import numpy as np
+
+from sim.coordinator import Coordinator
+
+HOUR = 3600.0
+
+
+# --- Eq. 9-11 -------------------------------------------------------------------------------------------------
+def z_value(p: float) -> float:
+    """Phi^-1(p) (statistics.NormalDist: no scipy on the simulator's import path)."""
+    if not 0.0 < p < 1.0:
+        raise ValueError(f"confidence p must be in (0, 1), got {p}")
+    return NormalDist().inv_cdf(p)
+
+
+def inventory(capacity: float, mu: np.ndarray, sigma: np.ndarray | None, p: float, summed: bool = False) -> float:
+    """Eq. 9 with its typo fixed. ``mu``/``sigma``: (orgs, H) demand forecasts of the pool's organisations."""
+    mu = np.asarray(mu, dtype=float)
+    if mu.size == 0:
+        return max(0.0, float(capacity))
+    z = z_value(p)
+    sig = np.zeros_like(mu) if sigma is None else np.asarray(sigma, dtype=float)
+    if summed:
+        peak = float(np.max(mu.sum(axis=0) + z * np.sqrt((sig ** 2).sum(axis=0))))
+    else:
+        peak = float(np.sum(np.max(mu + z * sig, axis=1)))
+    return max(0.0, float(capacity) - peak)
+
+
+def quota(f: float, eta: float, spot_held: float, idle: float) -> float:
+    """Eq. 10 (our reading of S_0, S_a: spot GPUs held now, idle GPUs now)."""
+    return max(0.0, min(f * eta, spot_held + idle))
+
+
+def update_eta(eta: float, e: float, p: float, max_wait: float, theta: float = HOUR,
+               eta_min: float = 0.05, eta_max: float = 1.0) -> float:
+    """Eq. 11: the eviction-rate feedback on eta, clamped to [eta_min, eta_max]."""
+    eps = 1.0 - p
+    if e > 1.5 * eps:
+        eta = eta * eps / e
+    elif e < 0.5 * eps and max_wait > theta:
+        eta = eta * (1.5 - e / eps)
+    return min(eta_max, max(eta_min, eta))
+
+
+# --- demand estimators ----------------------------------------------------------------------------------------
+class DemandEstimator(Protocol):
+    """Forecasts the next H hourly maxima per organisation from complete past hours only.
+
+    ``hist`` is (hours, orgs) of hourly maxima of the HP GPUs each organisation held; ``hour0`` is the hour
+    index (since time zero) of the first forecast step. ``predict`` returns (mu, sigma), each (orgs, H);
+    sigma None means a point forecast used as every quantile."""
+
+    name: str
+
+    def fit(self, hist: np.ndarray) -> None: ...
+
+    def predict(self, hist: np.ndarray, hour0: int, horizon: int) -> tuple[np.ndarray, np.ndarray | None]: ...
+
+
+class SeasonalGaussian:
+    """Light default (numpy): mu = mean of the same hour of day over the last ``days`` days (the last value
+    while there is less than a day), sigma = the residual spread of that rule on the history (per org and
+    step ahead, re-estimated by ``fit``: the daily retraining), floored at ``min_sigma`` GPUs."""
+
+    name = "seasonal"
+
+    def __init__(self, days: int = 7, min_sigma: float = 1.0):
+        self.days, self.min_sigma = days, min_sigma
+        self.sigma_: np.ndarray | None = None
+
+    def _point(self, hist: np.ndarray, hour0: int, horizon: int) -> np.ndarray:
+        n, orgs = hist.shape
+        out = np.empty((orgs, horizon))
+        for h in range(horizon):
+            t = hour0 + h
+            idx = [t - 24 * d for d in range(1, self.days + 1) if 0 <= t - 24 * d < n]
+            out[:, h] = hist[idx].mean(axis=0) if idx else hist[-1]
+        return out
+
+    def fit(self, hist: np.ndarray) -> None:
+        n, orgs = hist.shape
+        if n < 26:
+            self.sigma_ = None
+            return
+        errs = []
+        for origin in range(24, n - 1):
+            pred = self._point(hist[:origin], origin, 1)[:, 0]
+            errs.append(hist[origin] - pred)
+        self.sigma_ = np.maximum(np.std(np.array(errs), axis=0), self.min_sigma)
+
+    def predict(self, hist: np.ndarray, hour0: int, horizon: int) -> tuple[np.ndarray, np.ndarray | None]:
+        mu = self._point(hist, hour0, horizon)
+        if self.sigma_ is None or len(self.sigma_) != hist.shape[1]:
+            sigma = np.maximum(np.std(hist[-24:], axis=0), self.min_sigma) if len(hist) > 1 else \
+                np.full(hist.shape[1], self.min_sigma)
+        else:
+            sigma = self.sigma_
+        return mu, np.repeat(sigma[:, None], horizon, axis=1)
+
+
+class Persistence:
+    """Default (numpy): the last hourly maximum carried forward, mu_o[h] = y_o(last), with sigma_o[h] the
+    spread of the h-hour-ahead changes of that organisation's hourly maxima in the history (a random-walk
+    forecast: calibrated by construction, re-estimated by ``fit``: the daily retraining), floored at
+    ``min_sigma`` GPUs."""
+
+    name = "persistence"
+
+    def __init__(self, min_sigma: float = 0.5):
+        self.min_sigma = min_sigma
+        self.sigma_: np.ndarray | None = None
+
+    def fit(self, hist: np.ndarray) -> None:
+        n, orgs = hist.shape
+        if n < 3:
+            self.sigma_ = None
+            return
+        H = min(24, n - 1)
+        self.sigma_ = np.stack([np.sqrt(np.mean((hist[h:] - hist[:-h]) ** 2, axis=0)) for h in range(1, H + 1)],
+                               axis=1)  # (orgs, H): root mean square change over h hours
+
+    def predict(self, hist: np.ndarray, hour0: int, horizon: int) -> tuple[np.ndarray, np.ndarray | None]:
+        mu = np.repeat(hist[-1][:, None], horizon, axis=1)
+        sig = self.sigma_
+        if sig is None or sig.shape[0] != hist.shape[1]:
+            self.fit(hist)
+            sig = self.sigma_
+        if sig is None:
+            sig = np.zeros((hist.shape[1], 1))
+        steps = np.minimum(np.arange(horizon), sig.shape[1] - 1)
+        return mu, np.maximum(sig[:, steps], self.min_sigma)
+
+
+class PreviousWeekPeak:
+    """GFS-e: the peak of the previous week (168 hourly maxima) as every quantile of every step."""
+
+    name = "prev-week-peak"
+
+    def fit(self, hist: np.ndarray) -> None:
+        return None
+
+    def predict(self, hist: np.ndarray, hour0: int, horizon: int) -> tuple[np.ndarray, np.ndarray | None]:
+        peak = hist[-168:].max(axis=0)
+        return np.repeat(peak[:, None], horizon, axis=1), None
+
+
+class ModelEstimator:
+    """Any models.forecast forecaster (``orglinear``) or a registered ``demand`` model (``models:/...``)
+    on the simulation's own hourly maxima; retrained by ``fit`` (registry models are used as trained).
+    Before ``lookback`` hours exist, the seasonal default answers."""
+
+    def __init__(self, spec: str, orgs: list[str], horizon: int, seed: int = 0):
+        self.spec, self.orgs, self.horizon, self.seed = spec, orgs, horizon, seed
+        self.name = spec
+        self.fallback = Persistence()
+        self.model = None
+        self.pyfunc = None
+        self.lookback = 48
+        if spec.startswith(("models:/", "runs:/")):
+            from models.registry import load
+
+            self.pyfunc = load(spec)
+            self.lookback = 168
+
+    def _frame(self, hist: np.ndarray):
+        import pandas as pd
+
+        index = pd.Timestamp("2020-05-01") + pd.to_timedelta(np.arange(len(hist)), unit="h")
+        return pd.DataFrame(hist, index=index, columns=self.orgs)
+
+    def fit(self, hist: np.ndarray) -> None:
+        self.fallback.fit(hist)
+        if self.pyfunc is not None or len(hist) < self.lookback + self.horizon + 24:
+            return
+        from models.forecast import OrgLinear
+
+        self.model = OrgLinear(lookback=self.lookback, horizon=self.horizon, kernel=5, max_epochs=2,
+                               seed=self.seed).fit(self._frame(hist), None)
+
+    def predict(self, hist: np.ndarray, hour0: int, horizon: int) -> tuple[np.ndarray, np.ndarray | None]:
+        if self.pyfunc is not None and len(hist) >= self.lookback:
+            import pandas as pd
+
+            frame = self._frame(hist)
+            long = frame.stack().rename("demand").reset_index()
+            long.columns = ["time", "org", "demand"]
+            out = self.pyfunc.predict(long)
+            mu = np.zeros((len(self.orgs), horizon))
+            sig = np.zeros_like(mu)
+            z = z_value(0.95)
+            for o, org in enumerate(self.orgs):
+                rows = out[out["org"] == org].sort_values("time")
+                if rows.empty:
+                    continue
+                m = rows["mean"].to_numpy(float)
+                s = np.maximum(rows["q0.95"].to_numpy(float) - m, 0.0) / z
+                k = max(1, len(m) // horizon)  # model steps per hour (the model's own frequency)
+                for h in range(horizon):
+                    seg = slice(h * k, min(len(m), (h + 1) * k))
+                    if seg.start < len(m):
+                        j = seg.start + int(np.argmax(m[seg]))
+                        mu[o, h], sig[o, h] = m[j], s[j]
+            return mu, sig
+        if self.model is None:
+            return self.fallback.predict(hist, hour0, horizon)
+        import pandas as pd
+
+        frame = self._frame(np.vstack([hist, np.zeros((horizon, hist.shape[1]))]))
+        fc = self.model.forecast(frame, None, [frame.index[len(hist)]])
+        return fc.mean[0], fc.scale[0]
+
+
+def make_estimator(spec: str, orgs: list[str], horizon: int, seed: int = 0) -> DemandEstimator:
+    if spec == "persistence":
+        return Persistence()
+    if spec == "seasonal":
+        return SeasonalGaussian()
+    if spec in ("prev-week-peak", "gfs-e"):
+        return PreviousWeekPeak()
+    if spec == "orglinear" or spec.startswith(("models:/", "runs:/")):
+        return ModelEstimator(spec, orgs, horizon, seed)
+    raise ValueError(f"unknown demand estimator {spec!r}; use persistence, seasonal, prev-week-peak, orglinear or models:/NAME@ALIAS")
+
+
+# --- the coordinator ------------------------------------------------------------------------------------------
+class PoolState:
+    """What the SQA keeps per pool (partition x GPU model): samples, hourly maxima, eta, quota, history."""
+
+    def __init__(self, key: tuple[int, str], capacity: int, orgs: list[str]):
+        self.key, self.capacity, self.orgs = key, capacity, orgs
+        self.org_index = {o: i for i, o in enumerate(orgs)}
+        self.hourly: list[np.ndarray] = []  # complete hours: max per org
+        self.current = np.zeros(len(orgs))  # running max of the hour in progress
+        self.hour = 0
+        self.eta = 1.0
+        self.quota = math.inf
+        self.f = math.inf
+        self.estimator: Any = None
+        self.forecast: tuple[int, np.ndarray, np.ndarray | None] | None = None  # (hour0, mu, sigma)
+        self.quota_log: list[tuple[float, float, float, float]] = []  # (t, quota, f, eta)
+        self.coverage: list[tuple[int, float, float]] = []  # (hour, predicted quantile sum, observed sum)
+        self.evictions: deque[float] = deque()
+        self.starts: deque[float] = deque()
+
+
+class SpotQuotaAllocator(Coordinator):
+    """Samples each pool's HP GPUs per organisation every ``sample_s`` (60 s), keeps hourly maxima, asks the
+    demand estimator for the next H hours and sets the spot quota every ``period_s`` (300 s); retrains the
+    estimator every ``retrain_s`` (daily). Policies register their pools and report evictions and starts;
+    they read ``quota(partition, pool)``. Parameters come from the first policy (``configure``)."""
+
+    def __init__(self) -> None:
+        self.pools: dict[tuple[int, str], PoolState] = {}
+        self.providers: dict[tuple[int, str], Any] = {}
+        self.p, self.H, self.summed, self.adapt_eta = 0.99, 4, False, True
+        self.estimator_spec = "persistence"
+        self.sample_s, self.period_s, self.retrain_s, self.window_s = 60.0, 300.0, 86400.0, 86400.0
+        self.theta, self.eta_min, self.eta_max, self.eta0 = HOUR, 0.05, 4.0, 1.0
+        self.enabled = True
+        self.forecast_seconds = 0.0
+        self.fit_seconds = 0.0
+        self.fits = 0
+        self._started = False
+
+    def configure(self, **params: Any) -> None:
+        for k, v in params.items():
+            if not hasattr(self, k):
+                raise ValueError(f"unknown SQA parameter {k!r}")
+            setattr(self, k, v)
+
+    def register_pool(self, key: tuple[int, str], capacity: int, orgs: list[str], provider: Any) -> None:
+        if key in self.pools:
+            return
+        st = PoolState(key, capacity, orgs)
+        st.eta = self.eta0
+        st.estimator = make_estimator(self.estimator_spec, orgs, self.H, self.cctx.seed)
+        self.pools[key] = st
+        self.providers[key] = provider
+
+    def on_start(self) -> None:
+        if not self.enabled:
+            return
+        self.cctx.set_timer(0.0, "sample")
+        self.cctx.set_timer(0.0, "quota")
+        self.cctx.set_timer(self.retrain_s, "retrain")
+
+    def _more(self) -> bool:
+        return self.cctx._engine.unfinished > 0
+
+    def on_timer(self, payload: Any) -> None:
+        now = self.cctx.now
+        if payload == "sample":
+            self.sample(now)
+            if self._more():
+                self.cctx.set_timer(now + self.sample_s, "sample")
+        elif payload == "quota":
+            self.update(now)
+            if self._more():
+                self.cctx.set_timer(now + self.period_s, "quota")
+        elif payload == "retrain":
+            self.retrain(now)
+            if self._more():
+                self.cctx.set_timer(now + self.retrain_s, "retrain")
+
+    # -- sampling and forecasts ----------------------------------------------------------------------------
+    def sample(self, now: float) -> None:
+        hour = int(now // HOUR)
+        for key, st in self.pools.items():
+            while st.hour < hour:  # close the hours that ended
+                st.hourly.append(st.current.copy())
+                self._score_coverage(st, st.hour, st.current)
+                st.current = np.zeros(len(st.orgs))
+                st.hour += 1
+            for org, gpus in self.providers[key].hp_by_org(key).items():
+                i = st.org_index.get(org)
+                if i is not None and gpus > st.current[i]:
+                    st.current[i] = gpus
+
+    def _score_coverage(self, st: PoolState, hour: int, observed: np.ndarray) -> None:
+        """Quota fidelity: did the hour's HP demand stay below the forecast quantile made for it?"""
+        if st.forecast is None:
+            return
+        hour0, mu, sigma = st.forecast
+        h = hour - hour0
+        if 0 <= h < mu.shape[1]:
+            z = z_value(self.p)
+            q = mu[:, h] + (0.0 if sigma is None else z * sigma[:, h])
+            st.coverage.append((hour, float(q.sum()), float(observed.sum())))
+
+    def _forecast(self, st: PoolState, now: float) -> tuple[np.ndarray, np.ndarray | None]:
+        import time
+
+        hour0 = int(now // HOUR)
+        if st.forecast is not None and st.forecast[0] == hour0:
+            return st.forecast[1], st.forecast[2]
+        if not st.hourly:
+            cur = np.maximum(st.current, 0.0)
+            mu, sigma = np.repeat(cur[:, None], self.H, axis=1), None
+        else:
+            t0 = time.perf_counter()
+            hist = np.vstack(st.hourly + [st.current])  # the hour in progress counts as seen so far
+            mu, sigma = st.estimator.predict(hist[:-1] if len(hist) > 1 else hist, hour0, self.H)
+            mu = np.maximum(mu, st.current[:, None])  # never below what is already held this hour
+            self.forecast_seconds += time.perf_counter() - t0
+        st.forecast = (hour0, mu, sigma)
+        return mu, sigma
+
+    def retrain(self, now: float) -> None:
+        import time
+
+        for st in self.pools.values():
+            if len(st.hourly) < 2:
+                continue
+            t0 = time.perf_counter()
+            st.estimator.fit(np.vstack(st.hourly))
+            self.fit_seconds += time.perf_counter() - t0
+            self.fits += 1
+            st.forecast = None
+
+    # -- the quota -----------------------------------------------------------------------------------------
+    def _trim(self, q: deque, now: float) -> None:
+        while q and q[0] < now - self.window_s:
+            q.popleft()
+
+    def eviction_rate(self, st: PoolState, now: float) -> float:
+        self._trim(st.evictions, now)
+        self._trim(st.starts, now)
+        return len(st.evictions) / len(st.starts) if st.starts else 0.0
+
+    def update(self, now: float) -> None:
+        self.sample(now)
+        for key, st in self.pools.items():
+            prov = self.providers[key]
+            mu, sigma = self._forecast(st, now)
+            st.f = inventory(st.capacity, mu, sigma, self.p, self.summed)
+            if self.adapt_eta:
+                st.eta = update_eta(st.eta, self.eviction_rate(st, now), self.p, prov.max_spot_wait(key, now),
+                                    self.theta, self.eta_min, self.eta_max)
+            st.quota = quota(st.f, st.eta, prov.spot_gpus(key), prov.idle_gpus(key))
+            st.quota_log.append((now, st.quota, st.f, st.eta))
+            self.cctx.reschedule(key[0])
+
+    def quota_of(self, key: tuple[int, str]) -> float:
+        st = self.pools.get(key)
+        return math.inf if st is None else st.quota
+
+    def note_eviction(self, key: tuple[int, str], now: float) -> None:
+        st = self.pools.get(key)
+        if st is not None:
+            st.evictions.append(now)
+
+    def note_spot_start(self, key: tuple[int, str], now: float) -> None:
+        st = self.pools.get(key)
+        if st is not None:
+            st.starts.append(now)
+
+    def stats(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"sqa_forecast_seconds": self.forecast_seconds, "sqa_fit_seconds": self.fit_seconds,
+                               "sqa_fits": self.fits}
+        out["sqa_quota_log"] = [(f"{k[0]}:{k[1]}",) + row for k, st in self.pools.items() for row in st.quota_log]
+        out["sqa_coverage"] = [(f"{k[0]}:{k[1]}",) + row for k, st in self.pools.items() for row in st.coverage]
+        return out
