@@ -13,7 +13,8 @@
 Job text. Each job's text is the canonical text of the metadata extracted (models.schedmate.extract)
 from the job material SchedMate's corpus binds to its group (features.jobcorpus.material_for_job,
 ``text_source=corpus``): jobs of one group (``group_id``, else user + job name, else VC + GPU count)
-share a repository template with small changes. ``text_source=trace`` uses only what the trace says
+share a repository template with small changes; the GPU and node counts in the text are the job's
+request (the corpus draws its own per group). ``text_source=trace`` uses only what the trace says
 (name, user, VC, GPUs). Texts are built when a job arrives, cached per (group, variant), and embedded
 once per distinct text, so the advice per job costs microseconds after the first of its group.
 
@@ -130,14 +131,20 @@ class JobTexts:
             return (f"job {name or 'unnamed'} model {model or 'unknown'} user {user or 'unknown'} "
                     f"vc {org or 'none'} gpus {self.gpus[job]}")
         variant = self.index[job] % self.variants
-        key = ("corpus", self.seed, self.keys[job], variant)
+        gpus = int(self.gpus[job])
+        key = ("corpus", self.seed, self.keys[job], variant, gpus)
         t = _TEXT_CACHE.get(key)
         if t is None:
+            from dataclasses import replace
+
             from features.jobcorpus import material_for_job
             from models.schedmate.extract import extract_metadata
 
             m = material_for_job(self.keys[job], variant, self.seed)
-            t = _TEXT_CACHE[key] = extract_metadata(m.command, m.files).canonical_text()
+            meta = extract_metadata(m.command, m.files)
+            # The request's GPUs are what the scheduler knows for sure; the corpus draws its own per group.
+            meta = replace(meta, gpus=gpus, nodes=max(1, -(-gpus // 8)))
+            t = _TEXT_CACHE[key] = meta.canonical_text()
             self.built += 1
         return t
 
@@ -153,6 +160,7 @@ class SchedMateParts:
         self.advisor = SchedulingAdvisor(t_score=policy.t_score, k=policy.k, embedder=policy.embedder)
         self.texts = JobTexts(jobs.frame, jobs.gpus, policy.text_source, policy.corpus_seed, policy.variants)
         self.advice: dict[int, Any] = {}
+        self._memo: dict[str, tuple[int, Any]] = {}
         self.fh_rng = rng
         self.recall = self.precision = None
         self.fh = {"failures": 0, "infrastructure": 0, "recognised": 0, "false_alarms": 0, "cordoned": 0}
@@ -164,7 +172,16 @@ class SchedMateParts:
     def advise(self, job: int, now: float) -> Any:
         """The Advisor's advice for ``job`` at ``now`` (None: no similar finished job)."""
         self.advised += 1
-        adv = self.advisor.advise(self.texts.text(job), now)
+        text = self.texts.text(job)
+        # Observations happen at finish events (finished_at <= now), so the advice for a text changes only
+        # when a job was observed since it was last asked: answer from the memo until then.
+        seen = self.advisor.n_observed
+        memo = self._memo.get(text)
+        if memo is not None and memo[0] == seen:
+            adv = memo[1]
+        else:
+            adv = self.advisor.advise(text, now)
+            self._memo[text] = (seen, adv)
         if adv is not None:
             self.matched += 1
             self.advice[job] = adv
@@ -327,7 +344,7 @@ class SchedMateSjf(SchedMateParams, Policy):
 
     def __init__(self, failure_handler: bool = False, t_score: float = 0.9, k: int = 3,
                  embedder: Literal["hash", "minilm"] = "hash", text_source: Literal["corpus", "trace"] = "corpus",
-                 corpus_seed: int = 0, variants: int = 4, host: Literal["prediction", "history"] = "prediction",
+                 corpus_seed: int = 0, variants: int = 1, host: Literal["prediction", "history"] = "prediction",
                  recall: float | None = None, precision: float | None = None, infra_share: float = 0.5,
                  diagnosis: float = 60.0, recovery: float = 120.0, repair: float = 1800.0,
                  work_conserving: bool = False) -> None:
@@ -433,7 +450,7 @@ class LucidSchedMate(SchedMateParams, Lucid):
 
     def __init__(self, failure_handler: bool = True, t_score: float = 0.9, k: int = 3,
                  embedder: Literal["hash", "minilm"] = "hash", text_source: Literal["corpus", "trace"] = "corpus",
-                 corpus_seed: int = 0, variants: int = 4, recall: float | None = None,
+                 corpus_seed: int = 0, variants: int = 1, recall: float | None = None,
                  precision: float | None = None, infra_share: float = 0.5, diagnosis: float = 60.0,
                  recovery: float = 120.0, repair: float = 1800.0, theta: float = 0.5, track_after: float = 60.0,
                  tracker_error: float = 0.05, skip_profiling: bool = True,

@@ -1,0 +1,290 @@
+"""SchedMate in the replay: Table-1-style Lucid vs Lucid + SchedMate, standalone SchedMate +/- the
+Failure Handler against FIFO, QSSF, Tiresias and Horus, the Advisor's duration error against Lucid's
+GA2M estimate, a detection-rate ablation and the replay time with and without SchedMate.
+
+    python benchmarks/bench_schedmate.py              # small sizes, a few minutes on 2 shared cores
+    python benchmarks/bench_schedmate.py --full       # 2,000 jobs per synthetic workload, 5,000 Philly jobs
+
+Writes benchmarks/results/schedmate/report.md (and results.json). The job material SchedMate reads is
+SYNTHETIC (features.jobcorpus): its link to a trace job is the job's group key only, so every result
+here depends on that binding (see the report's notes).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+PHILLY = "philly/philly_jobs_2017-09-04_2017-11-30.csv.gz"
+
+
+def _summary(w, r) -> dict:
+    end = np.asarray(r.end, dtype=float)
+    submit = np.asarray(w.submit, dtype=float)
+    ok = np.isfinite(end)
+    return {"avg_jct": float(np.mean(end[ok] - submit[ok])), "avg_wait": float(np.mean(np.asarray(r.wait)[ok])),
+            "failures": int(sum(r.failures)), "lost_work_h": float(sum(r.lost_work) / 3600.0),
+            "wall_s": float(r.wall_seconds)}
+
+
+def _replay(w, policy: str, failures_spec: str, seed: int) -> tuple[dict, dict, float, float]:
+    """One replay: summary, policy stats, wall and CPU seconds of the whole simulate() call."""
+    from sim import simulate
+    from sim.failures import failures_from_spec
+
+    failures, rule = failures_from_spec(failures_spec, w, seed)
+    t0, c0 = time.perf_counter(), time.process_time()
+    r = simulate(w, policy, failures=failures, restart=rule, seed=seed)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    return _summary(w, r), dict(r.policy_stats), wall, cpu
+
+
+def _workloads(args) -> dict:
+    from pipelines.simulate import build_source
+
+    out = {}
+    for name in ("helios-failures", "acme-failures"):
+        out[name] = build_source(synthetic=name, jobs=args.jobs, seed=args.seed, offered_load=args.load)[1]
+    if not args.no_philly:
+        from features.paths import resolve_data_path
+
+        path = resolve_data_path(PHILLY)
+        out["philly"] = build_source(trace=str(path), format="philly", jobs=args.philly_jobs, cluster="philly-pool",
+                                     offered_load=args.load, seed=args.seed)[1]
+    return out
+
+
+def table1(works: dict, args, sm: str) -> list[dict]:
+    """Lucid vs Lucid + SchedMate (avg JCT and queueing), Lucid on history estimates (no oracle)."""
+    rows = []
+    for name, w in works.items():
+        spec = "none" if name == "philly" else args.failures
+        base = f"lucid:initial=history"
+        ours = f"lucid-schedmate:initial=history,{sm}"
+        a, _, _, _ = _replay(w, base, spec, args.seed)
+        b, stats, _, _ = _replay(w, ours, spec, args.seed)
+        rows.append({"workload": name, "failures": spec, "jobs": len(w), "lucid_jct": a["avg_jct"],
+                     "lucid_wait": a["avg_wait"], "lucid_sm_jct": b["avg_jct"], "lucid_sm_wait": b["avg_wait"],
+                     "jct_speedup": a["avg_jct"] / b["avg_jct"], "coverage": stats.get("schedmate_coverage"),
+                     "skipped_profiling": stats.get("schedmate_skipped_profiling"),
+                     "cancelled": stats.get("schedmate_cancelled_packings")})
+        print(f"table1 {name}: lucid {a['avg_jct']:.0f} s, +schedmate {b['avg_jct']:.0f} s", flush=True)
+    return rows
+
+
+def standalone(works: dict, args, sm: str) -> list[dict]:
+    rows = []
+    policies = ["fifo", "qssf", "tiresias", "horus", f"schedmate-sjf:host=history,{sm}",
+                f"schedmate-sjf-fh:host=history,{sm}"]
+    for name in ("helios-failures", "acme-failures"):
+        w = works[name]
+        for spec in (args.failures, args.rate):
+            for pol in policies:
+                s, stats, _, _ = _replay(w, pol, spec, args.seed)
+                rows.append({"workload": name, "spec": spec, "policy": pol.split(":")[0], **s,
+                             "fh_recognised": stats.get("schedmate_fh_recognised")})
+            print(f"standalone {name} {spec}: done", flush=True)
+    return rows
+
+
+def advisor_error(works: dict, args, sm_params: dict) -> list[dict]:
+    """Share of jobs with relative error < 100 %: SchedMate (matched jobs; and with Lucid's estimate
+    where it has no match) vs Lucid's GA2M (EBM) trained on the same finished jobs. Jobs finished by the
+    cut (median submission; end = submit + duration) are history, later submissions are asked at the cut."""
+    from features.duration import duration_features
+    from models.schedmate.advisor import SchedulingAdvisor
+    from models.tabular import make_duration_model
+    from sim.policies.schedmate import JobTexts
+
+    rows = []
+    for name, w in works.items():
+        f = w.frame
+        submit, dur = np.asarray(w.submit), np.asarray(w.duration)
+        cut = float(np.median(submit))
+        hist = np.flatnonzero(submit + dur <= cut)
+        test = np.flatnonzero(submit > cut)
+        X = duration_features(f)
+        X = X.loc[:, X.notna().any()]
+        t0 = time.perf_counter()
+        ga2m = make_duration_model("ebm", fast=True).fit(X.iloc[hist], dur[hist])  # Lucid's GA2M, monotone in GPUs
+        lucid = np.asarray(ga2m.predict(X.iloc[test]), dtype=float)
+        fit_s = time.perf_counter() - t0
+        texts = JobTexts(f, w.gpus, sm_params["text_source"], 0, 1)
+        adv = SchedulingAdvisor(t_score=sm_params["t_score"], k=3, embedder=sm_params["embedder"])
+        t0 = time.perf_counter()
+        for j in hist:
+            adv.observe(str(j), texts.text(int(j)), float(dur[j]), float(submit[j] + dur[j]))
+        advice = [adv.advise(texts.text(int(j)), cut) for j in test]
+        adv_s = time.perf_counter() - t0
+        matched = np.array([a is not None for a in advice])
+        sm = np.array([a.duration if a is not None else np.nan for a in advice])
+        both = np.where(matched, sm, lucid)
+        truth = dur[test]
+
+        def ok(pred, mask=None):
+            mask = np.ones(len(truth), bool) if mask is None else mask
+            e = np.abs(pred[mask] - truth[mask]) / np.maximum(truth[mask], 1.0)
+            return float(np.mean(e < 1.0)) if mask.any() else float("nan")
+
+        rows.append({"workload": name, "history": int(len(hist)), "asked": int(len(test)),
+                     "coverage": float(matched.mean()), "schedmate_matched": ok(sm, matched),
+                     "lucid_on_matched": ok(lucid, matched), "schedmate_with_fallback": ok(both),
+                     "lucid_ga2m": ok(lucid), "ga2m_fit_s": fit_s, "advisor_s": adv_s})
+        print(f"advisor {name}: coverage {matched.mean():.2f}", flush=True)
+    return rows
+
+
+def detection_ablation(works: dict, args, sm: str) -> list[dict]:
+    w = works["helios-failures"]
+    rows = []
+    spec = args.rate
+    base, _, _, _ = _replay(w, f"schedmate-sjf:host=history,{sm}", spec, args.seed)  # sm: no recall/precision
+    rows.append({"recall": "no handler", **base})
+    for recall in (0.0, 0.25, 0.5, 0.75, 1.0):
+        s, stats, _, _ = _replay(w, f"schedmate-sjf-fh:host=history,{sm},recall={recall},precision=0.95", spec,
+                                 args.seed)
+        rows.append({"recall": recall, **s, "recognised": stats.get("schedmate_fh_recognised"),
+                     "infrastructure": stats.get("schedmate_fh_infrastructure")})
+    return rows
+
+
+def timing(works: dict, args, sm: str) -> list[dict]:
+    """Replay time with SchedMate over the same replay without it (cold text cache, then warm)."""
+    from sim.policies.schedmate import clear_text_cache
+
+    rows = []
+    w = works["helios-failures"]
+    pairs = [("qssf", f"schedmate-sjf:host=history,{sm}"),
+             ("lucid:initial=history", f"lucid-schedmate:initial=history,{sm}")]
+    for base, ours in pairs:
+        _, _, bw, bc = _replay(w, base, args.failures, args.seed)  # warm-up of shared caches
+        _, _, bw, bc = _replay(w, base, args.failures, args.seed)
+        clear_text_cache()
+        _, _, cw, cc = _replay(w, ours, args.failures, args.seed)
+        _, _, ww, wc = _replay(w, ours, args.failures, args.seed)
+        rows.append({"without": base, "with": ours.split(":")[0], "without_wall_s": bw, "without_cpu_s": bc,
+                     "cold_wall_s": cw, "cold_cpu_s": cc, "warm_wall_s": ww, "warm_cpu_s": wc,
+                     "ratio_cold": cw / bw, "ratio_warm": ww / bw})
+    return rows
+
+
+def _fmt(x, digits=0):
+    if x is None:
+        return "-"
+    if isinstance(x, float):
+        if not np.isfinite(x):
+            return "-"
+        return f"{x:,.{digits}f}"
+    return str(x)
+
+
+def report(res: dict, args, path: Path) -> None:
+    L = ["# SchedMate in the replay", "",
+         f"Command: `python benchmarks/bench_schedmate.py {' '.join(sys.argv[1:])}`".rstrip(), "",
+         f"Jobs: {args.jobs} per synthetic workload (helios-failures, acme-failures), {args.philly_jobs} Philly "
+         f"jobs; clusters sized to offered load {args.load}; seed {args.seed}; SchedMate: `{res['sm']}`.",
+         f"Machine: shared, 2 cores; total {res['total_s']:.0f} s wall.", "",
+         "**The job material SchedMate reads is synthetic** (features.jobcorpus): no public trace carries code "
+         "or logs. A trace job gets the material of its group key (the generator's `group_id`; Philly has no "
+         "user or name, so VC + GPU count, a weak key), variant = its index in the group. Jobs of one group "
+         "share a template, so SchedMate's matches are, by construction, mostly the job's own group: its "
+         "advantage measures how well recurrence predicts duration in the workload, passed through the "
+         "extractor and embedder, not how well an LLM reads real code. Killed jobs (early exits) and failed-"
+         "for-good jobs keep their short trace durations, which the Advisor averages in like real history.", ""]
+    L += ["## Table 1: Lucid vs Lucid + SchedMate", "",
+          "| workload | failures | jobs | Lucid JCT (s) | Lucid wait (s) | +SchedMate JCT (s) | +SchedMate wait (s) "
+          "| JCT ratio | coverage | profiling skipped | packings cancelled |", "|" + "---|" * 11]
+    for r in res["table1"]:
+        L.append(f"| {r['workload']} | {r['failures']} | {r['jobs']} | {_fmt(r['lucid_jct'])} | {_fmt(r['lucid_wait'])} "
+                 f"| {_fmt(r['lucid_sm_jct'])} | {_fmt(r['lucid_sm_wait'])} | {_fmt(r['jct_speedup'], 2)} "
+                 f"| {_fmt(r['coverage'], 2)} | {_fmt(r['skipped_profiling'])} | {_fmt(r['cancelled'])} |")
+    L += ["", "Paper (SchedMate, Table 1): Lucid + SchedMate 1.23-1.91x lower average JCT than Lucid. Lucid runs "
+          "here on history estimates (`initial=history`, its weekly update engine), not on the oracle.", ""]
+    L += ["## Standalone SchedMate +/- Failure Handler", "",
+          "| workload | failures | policy | avg JCT (s) | avg wait (s) | failures hit | lost work (h) "
+          "| FH recognised |", "|" + "---|" * 8]
+    for r in res["standalone"]:
+        L.append(f"| {r['workload']} | {r['spec']} | {r['policy']} | {_fmt(r['avg_jct'])} | {_fmt(r['avg_wait'])} "
+                 f"| {r['failures']} | {_fmt(r['lost_work_h'], 1)} | {_fmt(r['fh_recognised'])} |")
+    L += ["", "Paper: standalone SchedMate 25.7 % below QSSF, the Failure Handler a further ~12.5 %. Trace "
+          "failures are absolute times (the engine has no 'after N s of training' failure yet): a job the "
+          "replay has not started by its trace failure time is spared, so 'failures hit' differs by policy.", ""]
+    L += ["## Advisor duration error (share of jobs with relative error < 100 %)", "",
+          "| workload | history | asked | coverage | SchedMate (matched) | GA2M on the same jobs "
+          "| SchedMate + GA2M fallback | GA2M (all) | GA2M fit (s) | advice (s) |", "|" + "---|" * 10]
+    for r in res["advisor"]:
+        L.append(f"| {r['workload']} | {r['history']} | {r['asked']} | {_fmt(r['coverage'], 2)} "
+                 f"| {_fmt(r['schedmate_matched'], 2)} | {_fmt(r['lucid_on_matched'], 2)} "
+                 f"| {_fmt(r['schedmate_with_fallback'], 2)} | {_fmt(r['lucid_ga2m'], 2)} | {_fmt(r['ga2m_fit_s'], 1)} "
+                 f"| {_fmt(r['advisor_s'], 2)} |")
+    L += ["", "History = jobs finished (submit + duration) by the median submission; asked = jobs submitted "
+          "after it, all advised at that instant. GA2M = Lucid's update-engine model with `ebm` (interpret's "
+          "EBM) on the same finished jobs and features known at submission.", ""]
+    L += ["## Detection-rate ablation (schedmate-sjf-fh, helios-failures, parametric failures)", "",
+          "| recall | avg JCT (s) | avg wait (s) | failures hit | recognised / infrastructure |", "|---|---|---|---|---|"]
+    for r in res["ablation"]:
+        L.append(f"| {r['recall']} | {_fmt(r['avg_jct'])} | {_fmt(r['avg_wait'])} | {r['failures']} "
+                 f"| {_fmt(r.get('recognised'))} / {_fmt(r.get('infrastructure'))} |")
+    L += ["", "## Replay time with / without SchedMate (helios-failures)", "",
+          "| without | with | without: wall / CPU (s) | with, cold texts: wall / CPU | with, warm: wall / CPU "
+          "| ratio cold | ratio warm |", "|---|---|---|---|---|---|---|"]
+    for r in res["timing"]:
+        L.append(f"| {r['without']} | {r['with']} | {r['without_wall_s']:.2f} / {r['without_cpu_s']:.2f} "
+                 f"| {r['cold_wall_s']:.2f} / {r['cold_cpu_s']:.2f} | {r['warm_wall_s']:.2f} / {r['warm_cpu_s']:.2f} "
+                 f"| {r['ratio_cold']:.2f} | {r['ratio_warm']:.2f} |")
+    L += ["", "Cold: the job texts are built in the replay (corpus material + metadata extraction per group "
+          "variant); warm: cached in the process. Shared machine: compare CPU times.", ""]
+    path.write_text("\n".join(L) + "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--jobs", type=int, default=300)
+    ap.add_argument("--philly-jobs", type=int, default=1500)
+    ap.add_argument("--full", action="store_true", help="2,000 jobs per synthetic workload, 5,000 Philly jobs")
+    ap.add_argument("--load", type=float, default=0.9, help="offered load the clusters are sized for")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--failures", default="trace,reaction=1800", help="trace-driven failure spec")
+    ap.add_argument("--rate", default="rate=1,repair=3600,checkpoint=1800,reaction=1800,mix=0.6/0.2/0.2",
+                    help="parametric failure spec")
+    ap.add_argument("--embedder", choices=["hash", "minilm"], default="hash")
+    ap.add_argument("--text", choices=["corpus", "trace"], default="corpus")
+    ap.add_argument("--t-score", type=float, default=0.9)
+    ap.add_argument("--recall", type=float, default=None, help="Failure Handler recall (default: measured)")
+    ap.add_argument("--precision", type=float, default=None, help="Failure Handler precision (default: measured)")
+    ap.add_argument("--no-philly", action="store_true")
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "schedmate"))
+    args = ap.parse_args(argv)
+    if args.full:
+        args.jobs, args.philly_jobs = max(args.jobs, 2000), max(args.philly_jobs, 5000)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    sm_params = {"embedder": args.embedder, "text_source": args.text, "t_score": args.t_score}
+    sm = sm_base = f"embedder={args.embedder},text_source={args.text},t_score={args.t_score}"
+    if args.recall is not None:
+        sm += f",recall={args.recall}"
+    if args.precision is not None:
+        sm += f",precision={args.precision}"
+    t0 = time.perf_counter()
+    works = _workloads(args)
+    res = {"sm": sm, "table1": table1(works, args, sm), "standalone": standalone(works, args, sm),
+           "advisor": advisor_error(works, args, sm_params), "ablation": detection_ablation(works, args, sm_base),
+           "timing": timing(works, args, sm)}
+    res["total_s"] = time.perf_counter() - t0
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").write_text(json.dumps(res, indent=1, default=str) + "\n")
+    report(res, args, out / "report.md")
+    print(f"wrote {out / 'report.md'} ({res['total_s']:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
