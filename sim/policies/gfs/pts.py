@@ -375,7 +375,7 @@ class HpSpotPolicy(Policy):
         p = self.ctx.pool
         for job in self.ctx.running:
             if self.spot[job] and self.pool_key(job) == pool and self.ctx.state(job) in (LOADING, RUNNING):
-                for node in _holdings(p, job):
+                for node in {e[0] for e in self.placed.get(job, ())}:
                     out.setdefault(node, []).append(job)
         return out
 
