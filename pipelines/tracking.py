@@ -131,17 +131,24 @@ def _resolve_model(spec: str, tracking_uri: str | None) -> dict[str, Any]:
 
 
 def _model_id(resolved: Mapping[str, Any], client) -> str | None:
-    """The MLflow 3 logged-model id behind a resolved registry version (None before MLflow 3 or when the
-    version was registered from a plain run artifact)."""
+    """The MLflow 3 logged-model id behind a resolved registry version: the version's ``model_id``, or
+    its source when that is a logged model (``models:/m-...``); None before MLflow 3 or when the version
+    was registered from a plain run artifact."""
     if resolved.get("model_id"):
         return str(resolved["model_id"])
-    if "name" not in resolved or "version" not in resolved:
-        return None
-    try:
-        mv = client.get_model_version(resolved["name"], str(resolved["version"]))
-    except Exception:  # noqa: BLE001 - lineage links are best effort; the params are always written
-        return None
-    return getattr(mv, "model_id", None) or None
+    source = str(resolved.get("source") or "")
+    if "name" in resolved and "version" in resolved:
+        try:
+            mv = client.get_model_version(resolved["name"], str(resolved["version"]))
+        except Exception:  # noqa: BLE001 - lineage links are best effort; the params are always written
+            mv = None
+        if mv is not None:
+            if getattr(mv, "model_id", None):
+                return str(mv.model_id)
+            source = str(mv.source or source)
+    if source.startswith("models:/m-") and "/" not in source[len("models:/"):]:
+        return source[len("models:/"):]
+    return None
 
 
 class Tracker:

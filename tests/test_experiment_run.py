@@ -51,6 +51,8 @@ def test_serial_and_dask_two_workers_agree(tmp_path):
 
 
 def test_resume_skips_finished_cells_and_reruns_on_new_code(tmp_path, monkeypatch):
+    # a fixed code version: other edits to the working tree during the test must not defeat the resume
+    monkeypatch.setattr("pipelines.tracking.code_version", lambda: "test-version")
     spec = parse_spec({**TINY, "workloads": TINY["workloads"][:1], "seeds": 1})
     out = tmp_path / "run"
     first = run_experiment(spec, out, engine="serial")
@@ -74,7 +76,8 @@ def test_resume_skips_finished_cells_and_reruns_on_new_code(tmp_path, monkeypatc
     assert fifth.ran == fifth.cells - first.ok and fifth.reused == first.ok
 
 
-def test_crashing_and_impossible_cells_are_isolated(tmp_path):
+def test_crashing_and_impossible_cells_are_isolated(tmp_path, monkeypatch):
+    monkeypatch.setattr("pipelines.tracking.code_version", lambda: "test-version")
     spec = parse_spec({
         "name": "crash",
         "workloads": [{"name": "good", "synthetic": "demo", "jobs": 80},

@@ -1,0 +1,153 @@
+"""Simulations in MLflow (a real sqlite store in tmp_path): nested runs carry params, metrics, artifacts
+and the lineage of the registry model that drove them; experiments log one nested run per cell."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from pipelines.tracking import summary_metrics, tracking_destination
+
+pytest.importorskip("mlflow")
+
+
+def _store(tmp_path) -> str:
+    return f"sqlite:///{tmp_path / 'mlruns' / 'mlflow.db'}"
+
+
+def test_tracking_destination(monkeypatch):
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    assert tracking_destination(None, None) is None
+    assert tracking_destination(False, "sqlite:///x.db") is None
+    assert tracking_destination(None, "sqlite:///x.db") == "sqlite:///x.db"
+    assert tracking_destination(True, None).endswith("mlruns/mlflow.db")
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "sqlite:///env.db")
+    assert tracking_destination(None, None) == "sqlite:///env.db"
+    assert tracking_destination(False, None) is None
+
+
+def test_tracking_modules_import_no_mlflow_or_dask():
+    code = ("import sys, pipelines.tracking, pipelines.experiment, evaluation.leaderboard; "
+            "print(sorted(m for m in ('mlflow', 'distributed', 'dask', 'ray') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_summary_metrics_groups_only_when_more_than_one():
+    import pandas as pd
+
+    s = {"policy": "sjf", "jct_mean": 10.0, "jct_p99.9": float("nan"), "jobs": 3, "flag": True}
+    parts = pd.DataFrame({"partition": ["vc a", "vc/b"], "jobs": [1, 2], "jct_mean": [5.0, 12.5]})
+    one = pd.DataFrame({"job_class": ["all"], "jobs": [3], "jct_mean": [10.0]})
+    m = summary_metrics(s, {"by_partition": parts, "by_class": one})
+    assert m == {"jct_mean": 10.0, "jobs": 3.0, "partition/vc a/jobs": 1.0, "partition/vc a/jct_mean": 5.0,
+                 "partition/vc/b/jobs": 2.0, "partition/vc/b/jct_mean": 12.5}
+
+
+def _registered_duration_model(uri: str) -> tuple[str, str]:
+    """A real pyfunc duration model (constant 1 h) registered as duration@champion: (training run id, version)."""
+    import mlflow
+    import mlflow.pyfunc
+
+    class OneHour(mlflow.pyfunc.PythonModel):
+        def predict(self, context, model_input, params=None):
+            return [3600.0] * len(model_input)
+
+    mlflow.set_tracking_uri(uri)
+    mlflow.set_registry_uri(uri)
+    mlflow.set_experiment("training")
+    with mlflow.start_run() as run:
+        info = mlflow.pyfunc.log_model(name="model", python_model=OneHour(), pip_requirements=["mlflow"],
+                                       registered_model_name="duration")
+    client = mlflow.MlflowClient(uri, uri)
+    version = client.search_model_versions("name='duration'")[0].version
+    client.set_registered_model_alias("duration", "champion", version)
+    assert info.model_id
+    return run.info.run_id, str(version)
+
+
+def test_track_simulation_params_metrics_artifacts_lineage(tmp_path):
+    import mlflow
+
+    from evaluation.metrics import evaluate
+    from evaluation.report import write_results
+    from pipelines.simulate import build_source
+    from pipelines.tracking import EXPERIMENT, track_simulation
+    from sim import simulate
+    from sim.predictors import describe_predictor, make_predictor
+
+    uri = _store(tmp_path)
+    train_run, version = _registered_duration_model(uri)
+    table, workload = build_source(synthetic="demo", jobs=150, seed=3)
+    predictor = make_predictor("models:/duration@champion", tracking_uri=uri)
+    runs = {p: evaluate(simulate(workload, p, predictor=predictor, seed=3)) for p in ("fifo", "spjf")}
+    meta = {"kind": "simulate", "command": "schedcast simulate ...", "trace": table.report.as_dict(),
+            "trace_name": "synthetic demo", "cluster": workload.cluster.describe(), "cluster_name": workload.cluster.name,
+            "cluster_gpus": workload.cluster.gpus, "placement": "policy default", "predictor": "models:/duration@champion",
+            "predictor_resolved": describe_predictor(predictor), "seed": 3, "jobs": len(workload),
+            "workload_fingerprint": workload.fingerprint}
+    out = tmp_path / "out"
+    write_results(out, runs, meta, plots=False)
+    parent = track_simulation(out, runs, meta, uri)
+
+    client = mlflow.MlflowClient(uri)
+    exp = client.get_experiment_by_name(EXPERIMENT)
+    children = client.search_runs([exp.experiment_id], f"tags.mlflow.parentRunId = '{parent}'")
+    assert len(children) == 2
+    by_policy = {r.data.params["policy"]: r for r in children}
+    spjf, fifo = by_policy["spjf"], by_policy["fifo"]
+    for run in (spjf, fifo):
+        p = run.data.params
+        assert p["seed"] == "3" and p["trace.fingerprint"] == workload.fingerprint
+        assert p["cluster"] == workload.cluster.name and p["code_version"]
+        assert run.data.metrics["jobs"] == 150
+        assert run.info.status == "FINISHED"
+    assert spjf.data.metrics["jct_mean"] == pytest.approx(runs["spjf"]["summary"]["jct_mean"])
+    assert fifo.data.metrics["wait_mean"] == pytest.approx(runs["fifo"]["summary"]["wait_mean"])
+    # lineage: the resolved version and its training run, for the policy that used predictions only
+    assert spjf.data.params["predictor.version"] == version
+    assert spjf.data.params["predictor.run_id"] == train_run
+    assert spjf.data.tags["schedcast.model_run_id"] == train_run
+    assert fifo.data.params["predictor"] == "unused" and "predictor.run_id" not in fifo.data.params
+    linked = [m.model_id for m in (client.get_run(spjf.info.run_id).inputs.model_inputs or [])]
+    mv = client.get_model_version("duration", version)
+    assert linked and linked[0] in (mv.model_id, mv.source.removeprefix("models:/"))
+    files = {a.path for a in client.list_artifacts(spjf.info.run_id)}
+    assert {"summary.csv", "jobs_spjf.parquet", "allocation_spjf.parquet", "by_partition_spjf.csv"} <= files
+    top = client.get_run(parent)
+    assert top.data.params["policies"] == "fifo,spjf" and top.info.status == "FINISHED"
+    assert {"summary.csv", "meta.json"} <= {a.path for a in client.list_artifacts(parent)}
+
+
+def test_experiment_run_logs_nested_runs_and_the_leaderboard(tmp_path, monkeypatch):
+    import mlflow
+
+    # a fixed code version: other edits to the working tree during the test must not defeat the resume
+    monkeypatch.setattr("pipelines.tracking.code_version", lambda: "test-version")
+
+    from pipelines.experiment import expand, parse_spec, run_experiment
+    from pipelines.tracking import EXPERIMENT
+
+    uri = _store(tmp_path)
+    spec = parse_spec({"name": "tracked", "workloads": [{"name": "demo", "synthetic": "demo", "jobs": 80}],
+                       "policies": ["fifo", "sjf", {"name": "fifo", "label": "bad", "performance": "nope"}],
+                       "seeds": 2})
+    res = run_experiment(spec, tmp_path / "run", engine="serial", tracking_uri=uri)
+    assert res.parent_run_id and (res.ok, res.skipped) == (4, 2)
+    client = mlflow.MlflowClient(uri)
+    exp = client.get_experiment_by_name(EXPERIMENT)
+    children = client.search_runs([exp.experiment_id], f"tags.mlflow.parentRunId = '{res.parent_run_id}'")
+    assert len(children) == len(expand(spec)) == 6
+    ok = [r for r in children if r.info.status == "FINISHED"]
+    bad = [r for r in children if r.info.status == "FAILED"]
+    assert len(ok) == 4 and len(bad) == 2
+    assert all("nope" in r.data.tags["schedcast.error"] for r in bad)
+    assert all({"experiment", "workload", "cell_key", "seed", "policy.name"} <= set(r.data.params) for r in ok)
+    assert all("jct_mean" in r.data.metrics for r in ok)
+    parent_files = {a.path for a in client.list_artifacts(res.parent_run_id)}
+    assert {"leaderboard.html", "leaderboard.csv", "results.csv", "spec.yaml"} <= parent_files
+    # a resumed invocation logs only the cells it ran
+    again = run_experiment(spec, tmp_path / "run", engine="serial", tracking_uri=uri)
+    rerun = client.search_runs([exp.experiment_id], f"tags.mlflow.parentRunId = '{again.parent_run_id}'")
+    assert again.reused == 4 and len(rerun) == 2
