@@ -114,11 +114,10 @@ class Gfs(HpSpotPolicy):
                            and self.pool_key(j) == pool and not self.spot[j]})
             coord.register_pool((self.ctx.partition, pool), self.pool_capacity(pool), orgs, self)
 
-    def quota_allows(self, pool: str, job: int) -> bool:
+    def quota_room(self, pool: str) -> float:
         if not self.use_quota or self.coordinator is None:
-            return True
-        q = self.coordinator.quota_of((self.ctx.partition, pool))
-        return self.spot_held[pool] + self.ctx.jobs.gpu_demand[job] <= q + 1e-9
+            return math.inf
+        return self.coordinator.quota_of((self.ctx.partition, pool)) - self.spot_held[pool]
 
     def victim_order(self):
         if self.preemption == "random":

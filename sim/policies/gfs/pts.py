@@ -245,6 +245,12 @@ class HpSpotPolicy(Policy):
         self.n_preempting = 0
         self.wasted_evictions = 0
         self.coordinator = ctx.coordinator
+        self.shape_of = list(zip(w.gpus_per_pod, w.gpu_milli, w.spread))
+        self.pods_of = w.pods
+        self._new_hp: set[str] = set()
+        self._new_spot: set[str] = set()
+        self._hp_sig: dict[str, int] = {}
+        self._spot_sig: dict[str, tuple] = {}
 
     def pool_key(self, job: int) -> str:
         return self.pool_of_job[job]
@@ -275,8 +281,10 @@ class HpSpotPolicy(Policy):
 
     # -- events ----------------------------------------------------------------------------------------------
     def on_arrival(self, job: int) -> None:
-        hp, spot = self._queues(self.pool_key(job))
+        pool = self.pool_key(job)
+        hp, spot = self._queues(pool)
         (spot if self.spot[job] else hp).add(self.key(job), job)
+        (self._new_spot if self.spot[job] else self._new_hp).add(pool)
         self.waiting_since[job] = self.ctx.now
 
     def on_finish(self, job: int) -> None:
@@ -335,9 +343,6 @@ class HpSpotPolicy(Policy):
         return self.ctx.jobs.gpu_demand[job] * run
 
     # -- starting and evicting ----------------------------------------------------------------------------------
-    def quota_allows(self, pool: str, job: int) -> bool:
-        return True
-
     def _start(self, job: int, placement: Placement_t) -> None:
         ctx = self.ctx
         ctx.start(job, placement)
@@ -441,26 +446,35 @@ class HpSpotPolicy(Policy):
         return True
 
     # -- Alg. 3 ------------------------------------------------------------------------------------------------
-    def schedule(self) -> None:
-        for pool, (hp, spot) in self.queues.items():
-            if hp.items:
-                self._schedule_hp(pool, hp)
-            if spot.items:
-                self._schedule_spot(pool, spot)
+    def quota_room(self, pool: str) -> float:
+        """GPUs the pool's spot tasks may still take under the quota (inf without one)."""
+        return math.inf
 
-    def _shape(self, job: int) -> tuple:
-        w = self.ctx.jobs
-        return (w.gpus_per_pod[job], w.gpu_milli[job], w.spread[job])
+    def schedule(self) -> None:
+        version = self.ctx.pool.version
+        for pool, (hp, spot) in self.queues.items():
+            if hp.items and (pool in self._new_hp or self._hp_sig.get(pool) != version):
+                self._new_hp.discard(pool)
+                self._schedule_hp(pool, hp)
+                self._hp_sig[pool] = self.ctx.pool.version
+            if spot.items:
+                room = self.quota_room(pool)
+                sig = (self.ctx.pool.version, room)
+                if pool in self._new_spot or self._spot_sig.get(pool) != sig:
+                    self._new_spot.discard(pool)
+                    self._schedule_spot(pool, spot, room)
+                    self._spot_sig[pool] = (self.ctx.pool.version, self.quota_room(pool))
 
     def _schedule_hp(self, pool: str, queue: SortedQueue) -> None:
         ctx = self.ctx
         failed: dict[tuple, int] = {}  # shape -> fewest pods that failed in this pass
         keep = []
+        shape_of, pods_of = self.shape_of, self.pods_of
         for entry in queue.items:
             job = entry[1]
-            shape = self._shape(job)
-            pods = ctx.jobs.pods[job]
-            if failed.get(shape, 1 << 30) <= pods or not ctx.may_fit(job) and not self.preempt_enabled:
+            shape = shape_of[job]
+            pods = pods_of[job]
+            if failed.get(shape, 1 << 30) <= pods:
                 keep.append(entry)
                 continue
             placement = self.placement.place(ctx.pool, ctx.request(job)) if ctx.may_fit(job) else None
@@ -473,18 +487,28 @@ class HpSpotPolicy(Policy):
             keep.append(entry)
         queue.items = keep
 
-    def _schedule_spot(self, pool: str, queue: SortedQueue) -> None:
+    def _schedule_spot(self, pool: str, queue: SortedQueue, room: float) -> None:
         ctx = self.ctx
         failed: dict[tuple, int] = {}
         keep = []
-        for i, entry in enumerate(queue.items):
+        items = queue.items
+        shape_of, pods_of, demand = self.shape_of, self.pods_of, ctx.jobs.gpu_demand
+        sorted_by_demand = self.order == "gfs"
+        for i, entry in enumerate(items):
             job = entry[1]
+            d = demand[job]
+            if d > room + 1e-9:
+                if sorted_by_demand:  # every later task asks for at least as much
+                    keep.extend(items[i:])
+                    break
+                keep.append(entry)
+                continue
             if ctx.pool.total_free == 0 and not ctx.pool.shares:
-                keep.extend(queue.items[i:])
+                keep.extend(items[i:])
                 break
-            shape = self._shape(job)
-            pods = ctx.jobs.pods[job]
-            if failed.get(shape, 1 << 30) <= pods or not self.quota_allows(pool, job) or not ctx.may_fit(job):
+            shape = shape_of[job]
+            pods = pods_of[job]
+            if failed.get(shape, 1 << 30) <= pods or not ctx.may_fit(job):
                 keep.append(entry)
                 continue
             placement = self.placement.place(ctx.pool, ctx.request(job))
@@ -493,6 +517,7 @@ class HpSpotPolicy(Policy):
                 keep.append(entry)
                 continue
             self._start(job, placement)
+            room -= d
         queue.items = keep
 
     def stats(self) -> dict[str, Any]:
