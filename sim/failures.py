@@ -36,6 +36,10 @@ class Failure:
     repair: float = 0.0
     cause: str = ""  # e.g. "infrastructure/nccl": policies read it as ctx.failure_cause(job)
     restart_delay: float | None = None  # overrides the RestartRule's delay for the jobs it fails
+    # A job failure that strikes when the job has done ``after`` s of work (at speed 1), wherever and
+    # whenever it runs (a trace's failed attempt), once. Engines that know it (``Engine.RELATIVE_FAILURES``)
+    # ignore ``time`` for it; older ones fail the job at ``time`` (the trace's wall-clock estimate).
+    after: float | None = None
 
     def __post_init__(self) -> None:
         if not math.isfinite(self.time) or self.time < 0:
@@ -46,6 +50,8 @@ class Failure:
             raise ValueError(f"repair time must be finite and >= 0, got {self.repair}")
         if self.restart_delay is not None and (self.restart_delay < 0 or not math.isfinite(self.restart_delay)):
             raise ValueError(f"restart delay must be finite and >= 0, got {self.restart_delay}")
+        if self.after is not None and (self.job is None or not math.isfinite(self.after) or self.after < 0):
+            raise ValueError(f"a failure 'after' N s of work names a job and N >= 0, got {self.after}")
 
 
 @dataclass(frozen=True)
@@ -179,8 +185,10 @@ def failures_from_spec(spec: str, workload, seed: int) -> tuple[list[Failure], R
       after it started in the trace (``submit + queue_time + fail_time``; queue_time 0 when the trace
       has none) with its recorded ``failure_cause``, and restarts as the same job (the resubmission is
       linked to it). Jobs that failed for good or were killed early already end early (their trace
-      duration). The engine's failure times are absolute: a job the replay has not started by then (or
-      already finished) is spared; the replay's ``failures`` counts say how many hit.
+      duration). Each failure also carries ``after`` = ``fail_time``: an engine with relative failures
+      (``Engine.RELATIVE_FAILURES``) fails the job when it has done that much work, wherever the replay
+      scheduled it; an engine without them fails it at the absolute ``time``, and a job the replay has
+      not started by then (or already finished) is spared (the replay's ``failures`` say how many hit).
     - ``rate=R,...``: R failures per hour over the whole cluster, a Poisson process until ``horizon`` s
       (default: the last submission plus twice the time the cluster needs for all the work); each hits
       a node drawn with probability proportional to its GPUs (so a job's chance grows with its GPU
@@ -227,7 +235,7 @@ def trace_failures(workload) -> list[Failure]:
         if fail[j] >= workload.duration[j]:
             continue  # it would have finished first
         out.append(Failure(time=float(workload.submit[j] + max(queue[j], 0.0) + fail[j]), job=j,
-                           cause=causes[j] or "unknown"))
+                           cause=causes[j] or "unknown", after=float(fail[j])))
     out.sort(key=lambda x: (x.time, x.job))
     return out
 

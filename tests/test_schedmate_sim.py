@@ -285,3 +285,46 @@ def test_cli_replays_the_schedmate_policies_on_trace_failures(tmp_path, capsys):
     assert code == 0, text
     for name in ("schedmate-sjf", "schedmate-sjf-fh", "lucid-schedmate"):
         assert name in text
+
+
+# -- relative failures ("after N s of work"): active once the engine understands Failure.after --------------
+_RELATIVE = getattr(Engine, "RELATIVE_FAILURES", False)
+
+
+def test_trace_failures_carry_their_work_offset():
+    table = generate_failures(FailureWorkloadSpec(jobs=200), seed=6)
+    w = build_workload(table, cluster(64, 8))
+    failures = trace_failures(w)
+    assert failures
+    assert all(f.after == pytest.approx(w.frame["fail_time"].iloc[f.job]) and f.after < w.duration[f.job]
+               for f in failures)
+    with pytest.raises(ValueError, match="after"):
+        Failure(10, node=0, after=5)
+
+
+@pytest.mark.skipif(not _RELATIVE, reason="engine without Failure.after (see the SchedMate-sim report's patch)")
+def test_relative_failure_strikes_after_its_work_wherever_the_job_runs():
+    # 1 GPU: j0 holds it 0-100; j1 (50 s, fails after 20 s of work) starts at 100, fails at 120, restarts
+    # at 130 (delay 10) from scratch and ends at 180.
+    w = workload([(0, 100, 1), (0, 50, 1)], nodes=1, gpus=1)
+    r = simulate(w, "fifo", failures=[Failure(0, job=1, after=20, cause="script/key")],
+                 restart=RestartRule(delay=10), check_invariants=True)
+    check_identities(job_table(r))
+    assert r.end == pytest.approx([100, 180]) and r.failures == [0, 1] and r.lost_work[1] == pytest.approx(20)
+
+
+@pytest.mark.skipif(not _RELATIVE, reason="engine without Failure.after (see the SchedMate-sim report's patch)")
+def test_relative_failure_fires_once_and_keeps_the_checkpoint():
+    # checkpoints every 10 s: failing after 35 s keeps 30, restarts at once, 70 s left: ends at 105
+    w = workload([(0, 100, 1)], nodes=1, gpus=1, checkpoint_interval=[10.0])
+    r = simulate(w, "fifo", failures=[Failure(0, job=0, after=35)], check_invariants=True)
+    assert r.end == pytest.approx([105]) and r.failures == [1]
+
+
+@pytest.mark.skipif(not _RELATIVE, reason="engine without Failure.after (see the SchedMate-sim report's patch)")
+def test_every_trace_failure_hits_under_load(busy):
+    failures, rule = failures_from_spec("trace,reaction=600", busy, 0)
+    for pol in ("fifo", "tiresias", f"schedmate-sjf-fh:{TRACE_TEXT},recall=0.9,precision=0.9"):
+        r = simulate(busy, pol, failures=failures, restart=rule, check_invariants=True)
+        check_identities(job_table(r))
+        assert sum(r.failures) == len(failures), pol

@@ -98,7 +98,7 @@ def group_keys(frame: Any) -> list[str]:
 class JobTexts:
     """Per-job canonical texts, built lazily (see the module docstring)."""
 
-    def __init__(self, frame: Any, gpus: list[int], source: str = "corpus", seed: int = 0, variants: int = 4):
+    def __init__(self, frame: Any, gpus: list[int], source: str = "corpus", seed: int = 0, variants: int = 1):
         self.source, self.seed, self.variants = source, int(seed), max(1, int(variants))
         self.keys = group_keys(frame)
         seen: dict[str, int] = {}
