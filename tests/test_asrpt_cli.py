@@ -229,3 +229,21 @@ def test_invariants_and_run_times_with_placement_dependent_speed(policy):
         a = perf.alpha_of(perf.model[j], w.gpus[j], counts)
         assert res.end[j] - t == pytest.approx(perf.true_iterations[j] * a, rel=1e-6)
     assert spread > 0  # some jobs did span servers, so speeds differed from 1
+
+
+def test_eager_variant_starts_jobs_still_on_the_virtual_machine():
+    # One 4-GPU server, no profiles (alpha = 1). j0 (t=0, 4 GPUs, n=10 -> p=10, 20 s); j1 (t=1, 2 GPUs,
+    # n=2 -> p=1, 3 s). Paper's rule: j0 waits on the virtual machine until 11 (j1 preempts it there from
+    # 1 to 2), j1 runs 2-5, j0 11-31. Eager: the idle cluster takes j0 at 0 (it leaves the virtual
+    # machine); j1 completes there at 2 and runs after j0, 20-23.
+    w = workload([(0, 20, 4), (1, 3, 2)], nodes=1, gpus=4)
+    runs = {}
+    for eager in (False, True):
+        eng = Engine(w, lambda: ASrpt(eager=eager), placement=HeavyEdge(), predictions={"iterations": [10.0, 2.0]},
+                     check_invariants=True, record_events=True)
+        res = eng.run()
+        check_identities(job_table(res))
+        runs[eager] = (res.end, eng.policies[0].stats())
+    assert runs[False][0] == pytest.approx([31.0, 5.0]) and runs[False][1]["eager_starts"] == 0
+    assert runs[False][1]["virtual_delay_h"] == pytest.approx((11 + 1) / 3600)  # j0 11 s, j1 1 s
+    assert runs[True][0] == pytest.approx([20.0, 23.0]) and runs[True][1]["eager_starts"] == 1

@@ -204,12 +204,22 @@ class ASrpt(Policy):
     def _start_virtual(self) -> None:
         """``eager`` (ours): GPUs left idle take jobs still on the virtual machine, in virtual SRPT order
         (least remaining virtual work first); strict mode stops at the first that cannot start, the
-        work-conserving one looks at up to ``EAGER_SCAN`` of them. A job started this way leaves the
-        virtual machine."""
+        work-conserving one skips it; at most ``EAGER_SCAN`` are looked at per pass. A job started this
+        way leaves the virtual machine."""
         pool, now = self.ctx.pool, self.ctx.now
+        if pool.total_free <= 0:
+            return
+        gpus = self.ctx.jobs.gpus
         started = set()
-        for i, (_, job) in enumerate(sorted(self.virtual)):
-            if pool.total_free <= 0 or i >= self.EAGER_SCAN:
+        heap = list(self.virtual)  # popped lazily: only the entries looked at are ordered
+        for _ in range(min(len(heap), self.EAGER_SCAN)):
+            _, job = heapq.heappop(heap)
+            free = pool.total_free
+            if free <= 0:
+                break
+            if gpus[job] > free:
+                if self.work_conserving:
+                    continue
                 break
             if self._try(job):
                 started.add(job)
