@@ -48,7 +48,7 @@ class ConstantSpeed(PerformanceModel):
 
 
 # -- --performance SPEC ------------------------------------------------------------------------------
-_SPECS_HELP = ("none, asrpt[:inter_gbps=G,intra_gbyte=B,allreduce=ring|tree,assign=true|false,seed=N,"
+_SPECS_HELP = ("none, asrpt[:inter_gbps=G,intra_gbyte=B,allreduce=ring|tree,assign=true|false,"
                "ref_gbps=G,gpus_per_server=N] or constant[:solo=S,shared=S,per_extra_node=F]")
 
 
@@ -66,7 +66,6 @@ def _spec_models():
         intra_gbyte: Optional[float] = Field(None, gt=0, description="inside a server, GB/s (default: the cluster's)")
         allreduce: Literal["ring", "tree"] = "ring"
         assign: bool = Field(True, description="give jobs without a dl_model one model per recurring group")
-        seed: int = Field(0, ge=0, description="seed of that assignment")
         ref_gbps: float = Field(10.0, gt=0, description="NIC at which a trace duration is the best-placement run time")
         gpus_per_server: Optional[int] = Field(None, ge=1)
 
@@ -97,7 +96,8 @@ def make_performance(spec: str | None, workload=None) -> PerformanceModel | None
     """The performance model named by ``spec`` (``--performance``): None for 'none', A-SRPT's iteration
     model for 'asrpt[:...]', :class:`ConstantSpeed` for 'constant[:...]'. Parameters are typed and
     checked: a bad one is a one-line ValueError naming the field. With ``workload`` the model reads it
-    at once (bad inputs surface before any replay)."""
+    at once (bad inputs surface before any replay). Models are assigned per group with seed 0, the
+    same assignment sim.predictors.predict_kind uses for iterations derived from durations."""
     if spec is None or str(spec).strip() in ("", "none"):
         return None
     from pydantic import ValidationError
@@ -113,14 +113,14 @@ def make_performance(spec: str | None, workload=None) -> PerformanceModel | None
         err = exc.errors()[0]
         field = ".".join(str(p) for p in err.get("loc", ())) or "?"
         valid = ", ".join(cls.model_fields)
-        raise ValueError(f"--performance {spec!r}: {field}: {err.get('msg', 'invalid')} (parameters of {name}: "
-                         f"{valid})") from None
+        msg = "unknown parameter" if err.get("type") == "extra_forbidden" else err.get("msg", "invalid")
+        raise ValueError(f"--performance {spec!r}: {field}: {msg} (parameters of {name}: {valid})") from None
     if name == "constant":
         return ConstantSpeed(**params.model_dump())
     from sim.asrpt.performance import IterationSpeed
 
     model = IterationSpeed(inter_gbit=params.inter_gbps, intra_gbyte=params.intra_gbyte, allreduce=params.allreduce,
-                           gpus_per_server=params.gpus_per_server, assign=params.assign, seed=params.seed,
+                           gpus_per_server=params.gpus_per_server, assign=params.assign,
                            ref_gbit=params.ref_gbps)
     if workload is not None:
         model.bind_workload(workload)

@@ -39,7 +39,8 @@ def test_performance_specs_build_typed_models():
 @pytest.mark.parametrize("spec, field", [
     ("asrpt:inter_gbps=0", "inter_gbps"), ("asrpt:inter_gbps=fast", "inter_gbps"),
     ("asrpt:allreduce=star", "allreduce"), ("asrpt:assign=maybe", "assign"), ("asrpt:bogus=1", "bogus"),
-    ("asrpt:inter_gbps", "key=value"), ("asrpt:seed=1,seed=2", "seed"), ("warp", "warp"),
+    ("asrpt:inter_gbps", "key=value"), ("asrpt:ref_gbps=1,ref_gbps=2", "ref_gbps"), ("asrpt:seed=1", "seed"),
+    ("warp", "warp"),
     ("constant:solo=-1", "solo"),
 ])
 def test_performance_spec_errors_are_one_line_naming_the_field(spec, field):
