@@ -97,7 +97,7 @@ FAMILIES: tuple[Family, ...] = (
     Family("bert-base", "BERT", "text-classification", ("glue-sst2", "glue-mnli"),
            {"hf": ("bert-base-uncased", "bert-base-cased", "google-bert/bert-base-uncased"), "plain": ("BERT-base",)},
            "epochs", (3, 4, 5), (16, 32), (1, 2, 4, 8), (0.12, 0.3), (70, 92), ("hf", "launcher", "json", "lightning")),
-    Family("bert-large-qa", "BERT", "question-answering", ("squad",),
+    Family("bert-large", "BERT", "question-answering", ("squad",),
            {"hf": ("bert-large-uncased-whole-word-masking", "google-bert/bert-large-uncased"), "plain": ("BERT-large",)},
            "epochs", (2, 3), (12, 24), (4, 8), (0.4, 0.8), (85, 97), ("hf", "launcher")),
     Family("roberta-large", None, "text-classification", ("glue-mnli", "glue-sst2"),

@@ -299,6 +299,23 @@ def _noise_line(rng: random.Random, clock: _Clock) -> str:
                       word=rng.choice(_WORDS), word2=rng.choice(_WORDS), iso=clock.iso(), er=rng.uniform(0, 0.3))
 
 
+def _red_herring(rng: random.Random, clock: _Clock) -> list[str]:
+    """An error that was handled (a metrics upload, a prefetch retry): failure-looking, not a failure."""
+    if rng.random() < 0.5:
+        return [f"wandb: ERROR Error while calling W&B API: An internal error occurred (<Response [502]>)",
+                "Traceback (most recent call last):",
+                '  File "/opt/conda/lib/python3.10/site-packages/wandb/sdk/internal/internal_api.py", line 212, in execute',
+                "    return self.client.execute(*args, **kwargs)",
+                "requests.exceptions.HTTPError: 502 Server Error: Bad Gateway for url: https://api.wandb.example/graphql",
+                f"wandb: Network error resolved after 0:00:{rng.randrange(10, 59)}, resuming normal operation."]
+    return [f"[{clock.iso()}] prefetcher: caught exception while reading shard {rng.randrange(1000)}, skipping sample",
+            "Traceback (most recent call last):",
+            '  File "/workspace/data/prefetch.py", line 88, in _load',
+            "    img = Image.open(path).convert('RGB')",
+            "PIL.UnidentifiedImageError: cannot identify image file '/datasets/cache/broken_00042.jpg'",
+            f"[{clock.iso()}] prefetcher: continuing ({rng.randrange(1, 9)} samples skipped so far)"]
+
+
 def _eval_lines(spec: JobSpec, clock: _Clock, rng: random.Random, ep: int) -> list[str]:
     f = spec.truth.log_format
     n = rng.choice([50, 98, 196])
@@ -337,10 +354,15 @@ def _simulate(spec: JobSpec, rng: random.Random, cut_step: int, noisy: bool,
     every = max(spec.log_every, 1)
     while cut_step / every > 250:
         every *= 2 if every < 10 else (5 if str(every).startswith("2") else 2)
+    if t.iteration_unit == "epochs":  # every epoch shows progress, as real logs do
+        while every > max(1, geo.spe // 2) and every > 1:
+            every = max(1, every // 2)
     if t.log_format == "hf":
         every = max(every, 1)
     recent: list[float] = []
     loss = _loss(spec, 1, geo.total, rng)
+    n_records = max(1, cut_step // every)
+    herring = rng.randrange(n_records) if noisy and rng.random() < 0.6 else -1
     last = 0
     n_progress = 0
     for step in range(every, cut_step + 1, every):
@@ -366,6 +388,8 @@ def _simulate(spec: JobSpec, rng: random.Random, cut_step: int, noisy: bool,
             lines.append(f"[{clock.iso()}] Saving checkpoint to /checkpoints/{t.model}/epoch_{ep}.pth")
         elif step % (every * 40) == 0:
             lines.append(f"[{clock.iso()}] saving checkpoint at step {step} -> /checkpoints/{t.model}/step_{step}")
+        if n_progress - 1 == herring:  # a handled error: training goes on (a linear scan's trap)
+            lines.extend(_red_herring(rng, clock))
         if noisy:
             for _ in range(rng.randrange(4, 30)):
                 lines.append(_noise_line(rng, clock))

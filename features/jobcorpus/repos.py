@@ -425,8 +425,9 @@ def render_lightning(spec: JobSpec, rng: random.Random) -> tuple[dict[str, str],
     src = spec.source if spec.source in ("timm", "tv", "hf") else "timm"
     builder = {"timm": "timm.create_model(self.hparams.model_name, num_classes=self.hparams.num_classes)",
                "tv": "torchvision.models.get_model(self.hparams.model_name, num_classes=self.hparams.num_classes)",
-               "hf": "AutoModelForSequenceClassification.from_pretrained(self.hparams.model_name)"}[src]
-    imp = {"timm": "import timm", "tv": "import torchvision", "hf": "from transformers import AutoModelForSequenceClassification"}[src]
+               "hf": f"{_HF_AUTO.get(t.task, 'AutoModel')}.from_pretrained(self.hparams.model_name)"}[src]
+    imp = {"timm": "import timm", "tv": "import torchvision",
+           "hf": f"from transformers import {_HF_AUTO.get(t.task, 'AutoModel')}"}[src]
     it_kw = f"max_epochs={t.iterations}" if t.iteration_unit == "epochs" else f"max_steps={t.iterations}"
     cli = spec.on_cli
     model_default = spec.decoys[0] if ("model" in cli and spec.decoys) else spec.model_surface

@@ -49,6 +49,10 @@ class Embedder:
 
 _TOKEN = re.compile(r"[a-z]+|\d+(?:\.\d+)?")
 
+#: weights of canonical-metadata fields in the hash embedder: the model says most about duration
+FIELD_WEIGHTS = {"model": 3.0, "task": 1.0, "dataset": 2.0, "iterations": 2.0, "batch size": 1.0,
+                 "gpus": 1.5, "nodes": 0.5}
+
 
 class HashEmbedder(Embedder):
     """Hashed bag of word tokens and character n-grams (n = 3..5 within words), signed, L2-normalised.
@@ -74,15 +78,26 @@ class HashEmbedder(Embedder):
         return hit
 
     def _features(self, text: str) -> Iterable[tuple[str, float]]:
+        """Tokens and n-grams; in "key: value; key: value" texts (canonical metadata) each feature is
+        tagged with its field and weighted by FIELD_WEIGHTS, and the field names themselves are not
+        features (they are the same in every text)."""
         lo, hi = self.ngrams
-        for tok in _TOKEN.findall(text.lower()):
-            yield "w:" + tok, 2.0
-            if tok[0].isdigit():
-                continue
-            padded = f"<{tok}>"
-            for n in range(lo, hi + 1):
-                for i in range(max(1, len(padded) - n + 1)):
-                    yield padded[i:i + n], 1.0
+        for seg in text.split(";"):
+            key, sep, value = seg.partition(":")
+            key = key.strip().lower()
+            if sep and key in FIELD_WEIGHTS:
+                tag, weight = key + "|", FIELD_WEIGHTS[key]
+            else:
+                tag, weight, value = "", 1.0, seg
+            for tok in _TOKEN.findall(value.lower()):
+                if tok[0].isdigit():  # one feature, as heavy as a word's n-grams
+                    yield tag + "w:" + tok, 6.0 * weight
+                    continue
+                yield tag + "w:" + tok, 2.0 * weight
+                padded = f"<{tok}>"
+                for n in range(lo, hi + 1):
+                    for i in range(max(1, len(padded) - n + 1)):
+                        yield tag + padded[i:i + n], weight
 
     def _encode_new(self, texts: list[str]) -> np.ndarray:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)

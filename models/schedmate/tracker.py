@@ -1,0 +1,376 @@
+"""SchedMate's Metric Tracker: read a running job's log and say where it is.
+
+Each line is classified (progress / eval / checkpoint / error / warning / init / other): a fast regex
+path recognises the common progress formats (tqdm and Lightning bars, Hugging Face dicts, timm,
+Megatron iteration lines, mmengine, DeepSpeed, plain prints), and lines it cannot place are given the
+category of their nearest embedding prototype. From the last N training-progress lines (evaluation
+bars, other ranks' echoes and warnings excluded) it extracts the global step, the total steps
+(from the line, the log's header, or a hint from the job's metadata), seconds per step (explicit
+per-step times, else the bar's rate, else timestamps; outliers beyond 3 MADs removed), the loss and
+the throughput in samples/s where the log gives the batch size.
+"""
+from __future__ import annotations
+
+import math
+import re
+import statistics
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from typing import Iterable, Sequence
+
+CATEGORIES = ("progress", "eval", "checkpoint", "error", "warning", "init", "other")
+
+
+@dataclass(frozen=True)
+class Progress:
+    step: int | None
+    total_steps: int | None
+    step_time: float | None     # seconds per step
+    loss: float | None
+    throughput: float | None    # samples / s (None when the log does not give the batch size)
+    epoch: int | None = None
+    lines_used: int = 0
+
+    @property
+    def fraction(self) -> float | None:
+        return self.step / self.total_steps if self.step is not None and self.total_steps else None
+
+    @property
+    def remaining(self) -> float | None:
+        """Seconds to the end at the current speed."""
+        if self.step is None or not self.total_steps or self.step_time is None:
+            return None
+        return max(0, self.total_steps - self.step) * self.step_time
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["fraction"], d["remaining_s"] = self.fraction, self.remaining
+        return d
+
+
+_NUM = r"([-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)"
+_RANK = re.compile(r"^\s*\[rank(\d+)\]:\s?")
+_EVAL = re.compile(r"Validation|Validating|Test:|\bTesting\b|Epoch\(val\)|Epoch\(test\)|\bEval\b|\beval\b|val_loss|Predicting", re.I)
+_TQDM = re.compile(r"(?:(?P<desc>[^|]*?):\s*)?(?P<pct>\d+)%\|[^|]*\|\s*(?P<n>\d+)/(?P<tot>\d+)\s*\[(?P<el>[\d:]+)<(?P<rem>[\d:?]+),\s*"
+                   r"(?P<rate>[\d.]+|\?)\s*(?P<unit>it/s|s/it)?")
+_MEGATRON = re.compile(r"iteration\s+(\d+)\s*/\s*(\d+)\s*\|")
+_MM_EPOCH = re.compile(r"Epoch\(train\)\s*\[(\d+)\]\s*\[\s*(\d+)\s*/\s*(\d+)\]")
+_MM_ITER = re.compile(r"Iter\(train\)\s*\[\s*(\d+)\s*/\s*(\d+)\]")
+_TIMM = re.compile(r"Train:\s*(\d+)\s*\[\s*(\d+)\s*/\s*(\d+)")
+_HF_DICT = re.compile(r"^\s*\{.*'loss':\s*" + _NUM)
+_EPOCH_OF = re.compile(r"\bEpoch\s*\[?\s*(\d+)\s*(?:/\s*(\d+))?\]?", re.I)
+_STEP_OF = re.compile(r"\b(?:global[ _]step|step|iter(?:ation)?|it)\s*[=:]?\s*\[?\s*(\d+)\s*(?:/\s*(\d+))?", re.I)
+_BRACKET = re.compile(r"\[\s*(\d+)\s*/\s*(\d+)\s*\]")
+_LOSS = re.compile(r"(?<![\w.])(?:lm[ _])?(?:train[_ ])?loss\s*[:=]?\s*" + _NUM, re.I)
+_TS = re.compile(r"(\d{4}[-/]\d{2}[-/]\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?)")
+_TIME_MS = re.compile(r"(?:elapsed time per iteration \(ms\)|time/step|step time|iter time)\s*[:=]?\s*" + _NUM + r"\s*(ms)?", re.I)
+_MS_STEP = re.compile(_NUM + r"\s*ms\s*/\s*(?:step|it)", re.I)
+_S_IT = re.compile(_NUM + r"\s*s/it\b")
+_IT_S = re.compile(_NUM + r"\s*it/s\b")
+_TIME_S = re.compile(r"(?<![_\w])time:\s*" + _NUM + r"s?\b")
+_SAMPLES = re.compile(r"(?:CurrSamplesPerSec|samples/s|samples_per_second|SamplesPerSec)\s*[=:]?\s*" + _NUM, re.I)
+_TIMM_RATE = re.compile(r"Time:\s*" + _NUM + r"s,\s*" + _NUM + r"/s")
+_GBS = re.compile(r"global batch size\s*[:.=\s]*\s*(\d+)", re.I)
+
+# header facts: totals and batch sizes printed before training
+_H_EPOCHS = re.compile(r"(?:Num Epochs\s*=|Scheduled epochs:|max_epochs\s*[=:]|\bepochs\s*[=:]|num_train_epochs\s*[=:]|"
+                       r"n_epochs\s*[=:])\s*(\d+)", re.I)
+_H_STEPS = re.compile(r"(?:Total optimization steps\s*=|max_steps\s*[=:]|train_iters\s*(?:\.+|[=:])|max_iters\s*[=:]|"
+                      r"total_steps\s*[=:])\s*([\d,]+)", re.I)
+_H_GBS = re.compile(r"(?:Total train batch size[^=]*=|global_batch_size\s*\.+)\s*([\d,]+)", re.I)
+_H_BS = re.compile(r"(?:batch_size\s*[=:]|Instantaneous batch size per device\s*=|train_micro_batch_size_per_gpu\s+)\s*(\d+)", re.I)
+_H_WORLD = re.compile(r"world_size\s*[=:]\s*(\d+)", re.I)
+
+PROTOTYPES = {
+    "progress": ("epoch 3 step 120/500 loss 0.53 lr 0.001 time 0.21", "iteration 100 / 5000 loss 2.3 ms per iteration",
+                 "train step 40 of 900 loss 1.2 it/s"),
+    "eval": ("validation accuracy 0.91 val loss 0.3", "evaluating on test set top1 76.1"),
+    "checkpoint": ("saving checkpoint to /checkpoints/model_step_1000.pt", "saved model weights"),
+    "error": ("Traceback error exception raised", "CUDA error fatal failure killed"),
+    "warning": ("UserWarning deprecated will be removed", "warning retrying connection"),
+    "init": ("NCCL INFO init complete rank world size", "loading config arguments namespace model created param count"),
+    "other": ("wandb syncing run view project", "heartbeat ok host", "data shard loaded from cache"),
+}
+
+
+def _parse_ts(text: str) -> float | None:
+    m = _TS.search(text)
+    if not m:
+        return None
+    s = m.group(1).replace("/", "-").replace(",", ".").replace("T", " ")
+    try:
+        return datetime.fromisoformat(s).timestamp()
+    except ValueError:
+        return None
+
+
+def _hms(s: str) -> float | None:
+    try:
+        parts = [float(p) for p in s.split(":")]
+    except ValueError:
+        return None
+    v = 0.0
+    for p in parts:
+        v = v * 60 + p
+    return v
+
+
+@dataclass
+class _Rec:
+    idx: int
+    epoch: int | None = None
+    epoch_total: int | None = None
+    s_in: int | None = None       # step within epoch (1-based)
+    spe: int | None = None        # steps per epoch
+    step: int | None = None       # global step
+    total: int | None = None
+    step_time: float | None = None
+    rate_time: float | None = None  # from a bar's rate (smoothed)
+    loss: float | None = None
+    samples: float | None = None
+    ts: float | None = None
+    gbs: int | None = None
+    zero_based_idx: bool = False
+    kind: str = ""
+
+
+_CAND = re.compile(r"%\||iteration|[Ee]poch|[Ss]tep|Iter|Train:|it/s|s/it|[Ll]oss")
+
+
+def parse_progress(line: str) -> _Rec | None:
+    """Progress fields of a training-progress line, or None (fast regex path)."""
+    if not _CAND.search(line) or _EVAL.search(line):
+        return None
+    r = _Rec(idx=-1)
+    m = _MEGATRON.search(line)
+    if m:
+        r.kind, r.step, r.total = "megatron", int(m.group(1)), int(m.group(2))
+        t = _TIME_MS.search(line)
+        if t:
+            r.step_time = float(t.group(1)) / 1000.0
+        g = _GBS.search(line)
+        r.gbs = int(g.group(1)) if g else None
+    elif (m := _MM_EPOCH.search(line)):
+        r.kind, r.epoch, r.s_in, r.spe = "mmengine", int(m.group(1)), int(m.group(2)), int(m.group(3))
+    elif (m := _MM_ITER.search(line)):
+        r.kind, r.step, r.total = "mmengine", int(m.group(1)), int(m.group(2))
+    elif (m := _TIMM.search(line)):
+        r.kind, r.epoch, r.s_in, r.spe = "timm", int(m.group(1)), int(m.group(2)) + 1, int(m.group(3))
+        r.zero_based_idx = True
+        t = _TIMM_RATE.search(line)
+        if t:
+            r.step_time, r.samples = float(t.group(1)), float(t.group(2))
+    elif (m := _TQDM.search(line)):
+        desc = m.group("desc") or ""
+        n, tot = int(m.group("n")), int(m.group("tot"))
+        e = re.search(r"Epoch\s*(\d+)", desc)
+        if e:
+            r.kind, r.epoch, r.s_in, r.spe = "bar", int(e.group(1)), n, tot
+        else:
+            r.kind, r.step, r.total = "bar", n, tot
+        if m.group("rate") not in (None, "?"):
+            rate = float(m.group("rate"))
+            if rate > 0:
+                r.rate_time = rate if m.group("unit") == "s/it" else 1.0 / rate
+    else:
+        e = _EPOCH_OF.search(line)
+        s = _STEP_OF.search(line)
+        b = _BRACKET.search(line)
+        if not (s or (e and b)):
+            return None
+        r.kind = "plain"
+        if e:
+            r.epoch = int(e.group(1))
+            r.epoch_total = int(e.group(2)) if e.group(2) else None
+            if s and s.group(2):
+                r.s_in, r.spe = int(s.group(1)), int(s.group(2))
+            elif b and (b.start() > e.end() or not e.group(2)):
+                r.s_in, r.spe = int(b.group(1)), int(b.group(2))
+            elif s:
+                r.step = int(s.group(1))
+        elif s:
+            r.step = int(s.group(1))
+            r.total = int(s.group(2)) if s.group(2) else None
+        if r.step is None and r.s_in is None:
+            return None
+        if not (_LOSS.search(line) or _TIME_MS.search(line) or _MS_STEP.search(line) or _S_IT.search(line)
+                or _IT_S.search(line) or _TIME_S.search(line)):
+            return None  # "oldest step 3000", "rank 3 step 12": a number, not a progress record
+    # common fields
+    if r.step_time is None and r.kind != "bar":
+        for rx, scale in ((_TIME_MS, None), (_MS_STEP, 1e-3), (_S_IT, 1.0), (_TIME_S, 1.0)):
+            t = rx.search(line)
+            if t:
+                if scale is None:
+                    v = float(t.group(1))
+                    r.step_time = v / 1000.0 if (t.group(2) or "ms" in t.group(0).lower() or v > 50) else v
+                else:
+                    r.step_time = float(t.group(1)) * scale
+                break
+        if r.step_time is None and r.rate_time is None:
+            t = _IT_S.search(line)
+            if t and float(t.group(1)) > 0:
+                r.rate_time = 1.0 / float(t.group(1))
+    lm = _LOSS.search(line)
+    if lm:
+        try:
+            r.loss = float(lm.group(1))
+        except ValueError:
+            pass
+    sm = _SAMPLES.search(line)
+    if sm and r.samples is None:
+        r.samples = float(sm.group(1))
+    r.ts = _parse_ts(line)
+    return r
+
+
+class MetricTracker:
+    """track(lines) -> Progress from the last `window` progress lines."""
+
+    def __init__(self, window: int = 20, embedder: str = "hash", use_prototypes: bool = True) -> None:
+        self.window = int(window)
+        self.embedder = embedder
+        self.use_prototypes = use_prototypes
+        self._proto = None
+
+    # -- line classification -------------------------------------------------------------------
+    def classify(self, line: str) -> str:
+        """Category of a log line: regexes first, then the nearest prototype."""
+        from models.schedmate.failures import is_failure_line
+
+        if _EVAL.search(line) and re.search(r"\d", line):
+            return "eval"
+        if parse_progress(line) is not None or _HF_DICT.search(line):
+            return "progress"
+        if is_failure_line(line):
+            return "error"
+        if re.search(r"saving checkpoint|checkpoint saved|save_checkpoint|Saving model", line, re.I):
+            return "checkpoint"
+        if re.search(r"warn", line, re.I):
+            return "warning"
+        if not self.use_prototypes:
+            return "other"
+        return self._nearest(line)
+
+    def _nearest(self, line: str) -> str:
+        import numpy as np
+
+        from models.schedmate.embed import get_embedder
+
+        emb = get_embedder(self.embedder)
+        if self._proto is None:
+            names = [c for c, ps in PROTOTYPES.items() for _ in ps]
+            self._proto = (names, emb.encode([p for ps in PROTOTYPES.values() for p in ps]))
+        names, mat = self._proto
+        return names[int(np.argmax(mat @ emb.encode(line)))]
+
+    # -- tracking ------------------------------------------------------------------------------
+    def track(self, lines: Iterable[str], total_steps: int | None = None, iterations: int | None = None,
+              iteration_unit: str | None = None, global_batch: int | None = None) -> Progress:
+        """Progress of a running job from its log lines. Hints (from the job's metadata) fill what the
+        log does not print: total steps, or iterations + unit ("epochs" uses the log's steps/epoch)."""
+        flat: list[str] = []
+        for line in lines:
+            flat.extend(p for p in str(line).replace("\r\n", "\n").split("\r") if p.strip())
+        header = self._header(flat)
+
+        def record(i: int) -> _Rec | None:
+            raw = flat[i]
+            rk = _RANK.match(raw)
+            if rk and rk.group(1) != "0":
+                return None  # another rank's echo
+            r = parse_progress(raw[rk.end():] if rk else raw)
+            if r is not None:
+                r.idx = i
+            return r
+
+        # the last `window` records, scanning back from the end (a long log is not parsed whole)
+        recs: list[_Rec] = []
+        hf_loss = None
+        for i in range(len(flat) - 1, -1, -1):
+            if hf_loss is None and (m := _HF_DICT.search(flat[i])):
+                hf_loss = (i, float(m.group(1)))
+            r = record(i)
+            if r is not None:
+                recs.append(r)
+                if len(recs) >= self.window:
+                    break
+        recs.reverse()
+        if not recs:
+            return Progress(None, None, None, hf_loss[1] if hf_loss else None, None)
+        # the first record says whether epochs count from 0 (Lightning) or 1
+        min_epoch = None
+        for i in range(len(flat)):
+            r = record(i)
+            if r is not None and r.kind == recs[-1].kind:
+                min_epoch = r.epoch if r.kind != "timm" else None
+                break
+        base = 0 if min_epoch == 0 else 1
+        epochs_total = header.get("epochs")
+        if iteration_unit == "epochs" and iterations:
+            epochs_total = epochs_total or iterations
+        for r in recs:
+            if r.s_in is not None and r.spe:
+                e = r.epoch - (0 if r.kind == "timm" else base)
+                r.step = e * r.spe + r.s_in
+                et = r.epoch_total or epochs_total
+                r.total = et * r.spe if et else None
+        last = recs[-self.window:]
+        step = last[-1].step
+        totals = [r.total for r in last if r.total]
+        total = totals[-1] if totals else None
+        if total is None:
+            total = total_steps or header.get("steps")
+            if total is None and iteration_unit == "steps" and iterations:
+                total = iterations
+        # seconds per step: explicit per-step times, else bar rates, else timestamps
+        times = [r.step_time or r.rate_time for r in last if r.step_time or r.rate_time]
+        if not times:
+            pts = [(r.step, r.ts) for r in last if r.ts is not None and r.step is not None]
+            times = [(t2 - t1) / (s2 - s1) for (s1, t1), (s2, t2) in zip(pts, pts[1:]) if s2 > s1 and t2 >= t1]
+        st = _robust_mean(times)
+        loss = next((r.loss for r in reversed(last) if r.loss is not None), None)
+        if hf_loss and (loss is None or hf_loss[0] > last[-1].idx - 50):
+            loss = hf_loss[1] if loss is None else loss
+        samples = [r.samples for r in last if r.samples]
+        thr = _robust_mean(samples) if samples else None
+        if thr is None and st:
+            gbs = global_batch or next((r.gbs for r in reversed(last) if r.gbs), None) or header.get("gbs")
+            thr = gbs / st if gbs else None
+        ep = None
+        if last[-1].epoch is not None:
+            ep = last[-1].epoch + (1 if last[-1].kind == "timm" or base == 0 else 0)
+        return Progress(step=step, total_steps=total, step_time=st, loss=loss, throughput=thr, epoch=ep,
+                        lines_used=len(last))
+
+    @staticmethod
+    def _header(lines: Sequence[str], limit: int = 400) -> dict:
+        out: dict = {}
+        bs = world = None
+        for line in lines[:limit]:
+            if "epochs" not in out and (m := _H_EPOCHS.search(line)):
+                out["epochs"] = int(m.group(1))
+            if "steps" not in out and (m := _H_STEPS.search(line)):
+                out["steps"] = int(m.group(1).replace(",", ""))
+            if "gbs" not in out and (m := _H_GBS.search(line)):
+                out["gbs"] = int(m.group(1).replace(",", ""))
+            if bs is None and (m := _H_BS.search(line)):
+                bs = int(m.group(1))
+            if world is None and (m := _H_WORLD.search(line)):
+                world = int(m.group(1))
+        if "gbs" not in out and bs and world:
+            out["gbs"] = bs * world
+        return out
+
+
+def _robust_mean(values: Sequence[float]) -> float | None:
+    """Mean after dropping values more than 3 MADs from the median (stalls, eval pauses)."""
+    vals = [v for v in values if v is not None and math.isfinite(v) and v > 0]
+    if not vals:
+        return None
+    if len(vals) < 3:
+        return statistics.median(vals)
+    med = statistics.median(vals)
+    mad = statistics.median(abs(v - med) for v in vals) or 0.01 * med
+    kept = [v for v in vals if abs(v - med) <= 3 * 1.4826 * mad]
+    return statistics.fmean(kept or vals)
