@@ -273,16 +273,29 @@ _CORPUS = (importlib.util.find_spec("features.jobcorpus") is not None
            and importlib.util.find_spec("models.schedmate.evaluate") is not None)
 
 
-@pytest.mark.skipif(not _CORPUS, reason="SchedMate's corpus / evaluation modules are not in this tree yet")
-def test_cli_replays_the_schedmate_policies_on_trace_failures(tmp_path, capsys):
+def _cli(capsys, tmp_path, *policies):
     from pipelines.cli import main
 
-    out = tmp_path / "o"
     code = main(["simulate", "--synthetic", "helios-failures", "--jobs", "300", "--failures", "trace",
-                 "--policy", "schedmate-sjf", "schedmate-sjf-fh", "lucid-schedmate", "--no-plots",
-                 "--no-progress", "--out", str(out)])
+                 "--policy", *policies, "--no-plots", "--no-progress", "--out", str(tmp_path / "o")])
     text = capsys.readouterr().out
     assert code == 0, text
+    return text
+
+
+@pytest.mark.skipif(not _CORPUS, reason="SchedMate's corpus / evaluation modules are not in this tree yet")
+def test_cli_replays_the_schedmate_policies_on_trace_failures(tmp_path, capsys):
+    text = _cli(capsys, tmp_path, "schedmate-sjf", "schedmate-sjf-fh:recall=0.9,precision=0.95",
+                "lucid-schedmate:recall=0.9,precision=0.95")
+    assert "failure events (trace)" in text
+    for name in ("schedmate-sjf", "schedmate-sjf-fh", "lucid-schedmate"):
+        assert name in text
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not _CORPUS, reason="SchedMate's corpus / evaluation modules are not in this tree yet")
+def test_cli_with_the_failure_handlers_measured_rates(tmp_path, capsys):
+    text = _cli(capsys, tmp_path, "schedmate-sjf", "schedmate-sjf-fh", "lucid-schedmate")
     for name in ("schedmate-sjf", "schedmate-sjf-fh", "lucid-schedmate"):
         assert name in text
 

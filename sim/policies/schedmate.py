@@ -53,7 +53,7 @@ def clear_text_cache() -> None:
     _TEXT_CACHE.clear()
 
 
-def measured_failure_handler(n: int = 200, seed: int = 0) -> dict:
+def measured_failure_handler(n: int = 150, seed: int = 0) -> dict:
     """The Failure Handler's precision / recall on ``n`` generated failed logs (cached per process)."""
     key = (n, seed)
     if key not in _FH_SCORES:
@@ -291,7 +291,7 @@ class SchedMateParams:
         "host": "estimate without a match: the replay's prediction, or Helios' history predictor",
         "recall": "Failure Handler recall (default: measured on the corpus)",
         "precision": "Failure Handler precision (default: measured on the corpus)",
-        "infra_share": "share of infrastructure failures assumed to turn precision into a false-alarm rate",
+        "infra_share": "infrastructure share of the logs precision was measured on (7 of the 15 causes)",
         "diagnosis": "s to diagnose a failure",
         "recovery": "s to recover (restart from the last checkpoint) after diagnosis",
         "repair": "s a node stays cordoned after a recognised infrastructure job failure (0: never)",
@@ -345,7 +345,7 @@ class SchedMateSjf(SchedMateParams, Policy):
     def __init__(self, failure_handler: bool = False, t_score: float = 0.9, k: int = 3,
                  embedder: Literal["hash", "minilm"] = "hash", text_source: Literal["corpus", "trace"] = "corpus",
                  corpus_seed: int = 0, variants: int = 1, host: Literal["prediction", "history"] = "prediction",
-                 recall: float | None = None, precision: float | None = None, infra_share: float = 0.5,
+                 recall: float | None = None, precision: float | None = None, infra_share: float = 7 / 15,
                  diagnosis: float = 60.0, recovery: float = 120.0, repair: float = 1800.0,
                  work_conserving: bool = False) -> None:
         self._set_schedmate(failure_handler, t_score, k, embedder, text_source, corpus_seed, variants, recall,
@@ -451,7 +451,7 @@ class LucidSchedMate(SchedMateParams, Lucid):
     def __init__(self, failure_handler: bool = True, t_score: float = 0.9, k: int = 3,
                  embedder: Literal["hash", "minilm"] = "hash", text_source: Literal["corpus", "trace"] = "corpus",
                  corpus_seed: int = 0, variants: int = 1, recall: float | None = None,
-                 precision: float | None = None, infra_share: float = 0.5, diagnosis: float = 60.0,
+                 precision: float | None = None, infra_share: float = 7 / 15, diagnosis: float = 60.0,
                  recovery: float = 120.0, repair: float = 1800.0, theta: float = 0.5, track_after: float = 60.0,
                  tracker_error: float = 0.05, skip_profiling: bool = True,
                  profiler: bool = True, sharing: bool = True, n_prof: int = 8, t_prof: float = 200.0,
