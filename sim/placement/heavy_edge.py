@@ -132,34 +132,44 @@ def heavy_edge_map(config: "PipelineConfig", capacities: list[int],
 
 def _refine(config: "PipelineConfig", x: list[list[int]], bw: "Bandwidth | None", steps: int) -> list[list[int]]:
     """Local improvement (ours, not in the paper's text): while it lowers alpha, swap one replica of the
-    bottleneck (server, stage) with one replica of another stage on another server. Greedy packing can
-    fill a server with one wide stage and leave its pipeline neighbour elsewhere; one swap fixes that.
-    At most ``steps`` swaps, each trying (servers x stages) candidates."""
+    bottleneck (server, stage) with one replica of another stage on another server; when no such swap
+    helps, any replica on the bottleneck server may swap (e.g. a wide stage's replica makes room for a
+    single-replica stage next to its pipeline neighbour). Greedy packing can fill a server with one wide
+    stage and leave its pipeline neighbour elsewhere; one swap fixes that. At most ``steps`` swaps."""
     from sim.asrpt.iteration import Bandwidth, terms
 
     bw = bw or Bandwidth()
     S, m = config.num_stages, len(x)
     t = terms(config, x, bw)
     best = max(t.values())
+
+    def search(j0: int, sources: list[int]):
+        nonlocal best
+        found = None
+        for sa in sources:
+            for j1 in range(m):
+                if j1 == j0:
+                    continue
+                for s1 in range(S):
+                    if s1 == sa or not x[j1][s1]:
+                        continue
+                    x[j0][sa] -= 1; x[j0][s1] += 1; x[j1][s1] -= 1; x[j1][sa] += 1  # noqa: E702
+                    cand = terms(config, x, bw)
+                    a = max(cand.values())
+                    x[j0][sa] += 1; x[j0][s1] -= 1; x[j1][s1] += 1; x[j1][sa] -= 1  # noqa: E702
+                    if a < best * (1 - 1e-12):
+                        best, found = a, (sa, j1, s1, cand)
+        return found
+
     for _ in range(steps):
         j0, s0 = max(t, key=lambda key: (t[key], -key[0], -key[1]))
-        found = None
-        for j1 in range(m):
-            if j1 == j0:
-                continue
-            for s1 in range(S):
-                if s1 == s0 or not x[j1][s1]:
-                    continue
-                x[j0][s0] -= 1; x[j0][s1] += 1; x[j1][s1] -= 1; x[j1][s0] += 1  # noqa: E702
-                cand = terms(config, x, bw)
-                a = max(cand.values())
-                x[j0][s0] += 1; x[j0][s1] -= 1; x[j1][s1] += 1; x[j1][s0] -= 1  # noqa: E702
-                if a < best * (1 - 1e-12):
-                    best, found = a, (j1, s1, cand)
+        found = search(j0, [s0])
+        if found is None:
+            found = search(j0, [s for s in range(S) if s != s0 and x[j0][s]])
         if found is None:
             break
-        j1, s1, t = found
-        x[j0][s0] -= 1; x[j0][s1] += 1; x[j1][s1] -= 1; x[j1][s0] += 1  # noqa: E702
+        sa, j1, s1, t = found
+        x[j0][sa] -= 1; x[j0][s1] += 1; x[j1][s1] -= 1; x[j1][sa] += 1  # noqa: E702
     return x
 
 
