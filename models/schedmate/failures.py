@@ -33,7 +33,7 @@ _FAILURE = re.compile(
     r"killed by signal|DUE TO NODE FAILURE|NodeNotReady|lost heartbeat|node unreachable|link is down|"
     r"Input/output error|Stale file handle|No space left|file write failed|ChildFailedError|closing signal SIGTERM|"
     r"terminate called|Segmentation fault|[Bb]us error|\bFAILED\b|exitcode|Root Cause \(first observed|"
-    r"srun: error|slurmstepd: error|Killed\b|core dumped|fatal error", re.I)
+    r"srun: error|slurmstepd: error|Killed\b|core dumped|fatal error|\bFATAL\b|\bCRITICAL\b|kernel panic", re.I)
 
 # a traceback's lines: header, frames, code, caret
 _TB_FRAME = re.compile(r'^\s*(?:\[rank\d+\]:\s*)?(?:\s+File "|\s{2,}\S|\s*\^+\s*$|Traceback \(most recent)')
