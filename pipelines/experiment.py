@@ -548,6 +548,7 @@ def run_cell(cell: Cell, cell_dir: str, code: str, tracking_uri: str | None = No
         check_identities(ev["jobs"])
         t_replay = time.perf_counter() - t1
         stage = "write"
+        t2 = time.perf_counter()
         from sim.predictors import describe_predictor
 
         meta = {"kind": "experiment-cell", "cell": asdict(cell), "cell_key": cell.key(), "code_version": code,
@@ -568,7 +569,7 @@ def run_cell(cell: Cell, cell_dir: str, code: str, tracking_uri: str | None = No
                                                  "offered_load", "placement", "predictor", "predictor_resolved",
                                                  "failures", "performance", "predict", "seed", "window", "jobs",
                                                  "workload_fingerprint", "trace")},
-                      workload_cached=cached, load_s=t_load, replay_s=t_replay)
+                      workload_cached=cached, load_s=t_load, replay_s=t_replay, write_s=time.perf_counter() - t2)
     except Exception as exc:  # noqa: BLE001 - a cell's failure is its record, the sweep goes on
         skipped = isinstance(exc, _SKIP_ERRORS) or type(exc).__name__ in ("TraceError", "SimulationError",
                                                                             "OutputError")
@@ -830,17 +831,27 @@ def run_experiment(spec: ExperimentSpec, out: str | Path, *, engine: str = "dask
     bar = _CellProgress(len(cells), reused, progress)
     try:
         if todo:
+            t_start = time.perf_counter()
             eng = make_engine(engine, workers=workers, scheduler=scheduler, ray_address=ray_address)
-            run_info["workers"] = eng.workers
+            run_info.update(workers=eng.workers, engine_start_s=time.perf_counter() - t_start)
             kwargs = {"code": code, "tracking_uri": tracking_uri, "plots": spec.plots,
                       "check_invariants": spec.check_invariants}
             jobs = [(c, {"cell_dir": str((out / "cells" / c.id).resolve()), **kwargs}) for c in todo]
-            for cell, record in eng.run(jobs):
-                _write_json(_status_path(out, cell), record)
-                counts[record["status"]] = counts.get(record["status"], 0) + 1
-                if tracker is not None:
-                    _track_cell(tracker, parent, spec, cell, record, out, code)
-                bar.advance(cell, record)
+            t_cells = time.perf_counter()
+            logger = _TrackingThread(tracker, parent, spec, out, code) if tracker is not None else None
+            try:
+                for cell, record in eng.run(jobs):
+                    _write_json(_status_path(out, cell), record)
+                    counts[record["status"]] = counts.get(record["status"], 0) + 1
+                    if logger is not None:
+                        logger.submit(cell, record)
+                    bar.advance(cell, record)
+            finally:
+                if logger is not None:
+                    logger.close()
+                    run_info.update(tracking_s=logger.busy_s, tracking_cpu_s=logger.cpu_s, tracking_wait_s=logger.wait_s,
+                                    tracking_errors=logger.errors)
+            run_info.update(cells_s=time.perf_counter() - t_cells)
         status = "FINISHED"
     finally:
         bar.close()
@@ -862,6 +873,42 @@ def run_experiment(spec: ExperimentSpec, out: str | Path, *, engine: str = "dask
                       cpu_s=run_info["driver_cpu_s"], parent_run_id=parent, report=paths)
 
 
+class _TrackingThread:
+    """Logs finished cells from one background thread of the driver (the store's only writer), so the
+    driver keeps collecting results while a sqlite store commits; ``close()`` waits for the backlog."""
+
+    def __init__(self, tracker, parent: str, spec: ExperimentSpec, out: Path, code: str) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.args = (tracker, parent, spec)
+        self.out, self.code = out, code
+        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="schedcast-tracking")
+        self.futures: list = []
+        self.busy_s = self.cpu_s = self.wait_s = 0.0
+        self.errors: list[str] = []
+
+    def _log(self, cell: Cell, record: dict[str, Any]) -> None:
+        t0, c0 = time.perf_counter(), time.thread_time()
+        try:
+            tracker, parent, spec = self.args
+            _track_cell(tracker, parent, spec, cell, record, self.out, self.code)
+        except Exception as exc:  # noqa: BLE001 - a store hiccup must not lose the sweep's results
+            self.errors.append(f"{cell.id}: {type(exc).__name__}: {_one_line(exc)[:200]}")
+        finally:
+            self.busy_s += time.perf_counter() - t0
+            self.cpu_s += time.thread_time() - c0
+
+    def submit(self, cell: Cell, record: dict[str, Any]) -> None:
+        self.futures.append(self.pool.submit(self._log, cell, record))
+
+    def close(self) -> None:
+        t0 = time.perf_counter()
+        self.pool.shutdown(wait=True)
+        self.wait_s = time.perf_counter() - t0
+        for err in self.errors[:5]:
+            print(f"warning: MLflow tracking failed for cell {err}", file=sys.stderr)
+
+
 def _track_cell(tracker, parent: str, spec: ExperimentSpec, cell: Cell, record: dict[str, Any], out: Path,
                 code: str) -> None:
     """One nested run per cell: the replay's params / metrics / files and lineage, or its error."""
@@ -874,10 +921,10 @@ def _track_cell(tracker, parent: str, spec: ExperimentSpec, cell: Cell, record: 
     tags.update({"schedcast.cell_status": record["status"]})
     if record["status"] != "ok":
         tags["schedcast.error"] = record.get("error", "")
-    run = tracker.start(cell.describe(), params=params, tags=tags, parent=parent)
     metrics = dict(record.get("metrics") or {})
     metrics.update({"cell_wall_s": record.get("wall_s", float("nan")), "cell_cpu_s": record.get("cpu_s", float("nan"))})
-    tracker.log(run, metrics={k: v for k, v in metrics.items() if v == v})
+    run = tracker.start(cell.describe(), params=params, tags=tags, parent=parent,
+                        metrics={k: v for k, v in metrics.items() if v == v})
     folder = out / "cells" / cell.id
     if record["status"] == "ok" and folder.is_dir():
         tracker.artifacts(run, sorted(p for p in folder.iterdir() if p.suffix in (".csv", ".parquet", ".json", ".png")))
