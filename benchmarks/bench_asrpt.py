@@ -27,8 +27,8 @@ user) fitted to the history's iterations; unseen groups 0), ``group-median`` / `
 alpha~_min at the replay's NIC, and place with ``heavy-edge`` (``+consolidate``: Lucid's strict
 consolidate placement instead). Our variants of A-SRPT (not the paper's; sim/policies/asrpt.py):
 ``a-srpt-eager`` (idle GPUs take jobs still on the virtual machine, in virtual SRPT order),
-``a-srpt-wc`` (work-conserving real queue) and ``a-srpt-wce`` (both; ``a-srpt-perfect-wce`` with true
-iterations).
+``a-srpt-wc`` (work-conserving real queue; ``a-srpt-perfect-wc`` with true iterations), ``a-srpt-wce``
+(both) and ``a-srpt-packed`` (heavy_ratio 1: every profiled job on the fewest, emptiest servers).
 """
 from __future__ import annotations
 
@@ -121,7 +121,7 @@ def table2(models: list[str], cases: int, gpus: int, servers: int, seed: int) ->
 
 # -- replays ---------------------------------------------------------------------------------------
 BASELINES = ["spjf", "spwf", "wcs-duration", "wcs-workload", "wcs-subtime"]
-POLICIES = ["a-srpt", "a-srpt-wce", "a-srpt-perfect", *BASELINES, "spjf+consolidate", "wcs-duration+consolidate"]
+POLICIES = ["a-srpt", "a-srpt-wc", "a-srpt-perfect", *BASELINES, "spjf+consolidate", "wcs-duration+consolidate"]
 
 
 class Case:
@@ -213,9 +213,10 @@ def replay(case: Case, policy: str, pred: str = "rf", nic: float = 10.0, tau: fl
     name, _, place = policy.partition("+")
     factories = {"a-srpt": (lambda: ASrpt(tau=tau)) if not time_decisions else _timed_asrpt(tau), "a-srpt-wc": lambda: ASrpt(tau=tau, work_conserving=True),
                  "a-srpt-eager": lambda: ASrpt(tau=tau, eager=True),
+                 "a-srpt-packed": lambda: ASrpt(tau=tau, heavy_ratio=1.0),
                  "a-srpt-wce": lambda: ASrpt(tau=tau, work_conserving=True, eager=True),
                  "a-srpt-perfect": lambda: ASrptPerfect(tau=tau),
-                 "a-srpt-perfect-wce": lambda: ASrptPerfect(tau=tau, work_conserving=True, eager=True),
+                 "a-srpt-perfect-wc": lambda: ASrptPerfect(tau=tau, work_conserving=True),
                  "spjf": queueing.Spjf, "spwf": queueing.Spwf, "wcs-duration": queueing.WcsDuration,
                  "wcs-workload": queueing.WcsWorkload, "wcs-subtime": queueing.WcsSubTime}
     placement = make_placement(place) if place else HeavyEdge()
@@ -289,7 +290,8 @@ def _line(tag: str, r: dict) -> None:
 
 
 def replays(args) -> dict:
-    out: dict = {"fig6": [], "fig7": [], "fig8": [], "fig9": [], "tau": [], "why": [], "philly": []}
+    out: dict = {"fig6": [], "fig7": [], "fig8": [], "fig9": [], "tau": [], "why": [], "philly": [],
+                 "settings": {"window": args.window, "history": args.history, "seed": args.seed}}
     for n in args.sizes:
         case = pai_case(n, args)
         for pol in POLICIES:
@@ -302,18 +304,18 @@ def replays(args) -> dict:
     case = pai_case(n, args)
     for share in args.shares:
         c7 = pai_case(n, args, single_share=share)
-        for pol in ("a-srpt", "a-srpt-wce", "spjf", "wcs-duration"):
+        for pol in ("a-srpt", "a-srpt-wc", "spjf", "wcs-duration"):
             r = replay(c7, pol)
             r["single_share"] = share
             out["fig7"].append(_public(r))
             _line(f"fig7 share={share}", r)
     for nic in args.nic:
-        for pol in ("a-srpt", "a-srpt-wce", "a-srpt-perfect", "spjf", "wcs-duration", "wcs-duration+consolidate"):
+        for pol in ("a-srpt", "a-srpt-wc", "a-srpt-perfect", "spjf", "wcs-duration", "wcs-duration+consolidate"):
             r = replay(case, pol, nic=nic)
             out["fig8"].append(_public(r))
             _line(f"fig8 nic={nic:g}", r)
     for kind in ("rf", "group-median", "group-mean", "noisy:0.3", "perfect"):
-        for pol in ("a-srpt", "a-srpt-wce", "wcs-duration"):
+        for pol in ("a-srpt", "a-srpt-wc", "wcs-duration"):
             r = replay(case, pol, pred=kind)
             r.update(iteration_error=case.error(kind), zero_share=float(np.mean(case.predictions(kind) == 0)))
             out["fig9"].append(_public(r))
@@ -323,6 +325,7 @@ def replays(args) -> dict:
         out["tau"].append(_public(r))
         _line(f"tau={tau:g}", r)
     out["why"] = why(case)
+    out["placement"] = placement_rule(case, [1.0, 10.0])
     r = replay(case, "a-srpt", time_decisions=True)
     out["decision"] = _public(r)
     print(f"  decision P99 {r.get('decision_p99_ms', float('nan')):.3f} ms with up to {r.get('max_waiting')} waiting",
@@ -349,7 +352,7 @@ def why(case: Case) -> list[dict]:
     order is to smallest-predicted-work-first (Spearman rank correlation with SPWF's start times)."""
     rows = []
     runs = [("a-srpt", "rf", 1.0), ("a-srpt", "rf", 0.0), ("a-srpt-eager", "rf", 1.0), ("a-srpt-wc", "rf", 1.0),
-            ("a-srpt-wce", "rf", 1.0), ("a-srpt", "perfect", 1.0), ("a-srpt-perfect-wce", "perfect", 1.0),
+            ("a-srpt-wce", "rf", 1.0), ("a-srpt", "perfect", 1.0), ("a-srpt-perfect-wc", "perfect", 1.0),
             ("spwf", "rf", 1.0), ("wcs-workload", "rf", 1.0), ("wcs-duration", "rf", 1.0), ("wcs-subtime", "rf", 1.0),
             ("spwf", "perfect", 1.0), ("wcs-workload", "perfect", 1.0)]
     starts = {}
@@ -366,8 +369,22 @@ def why(case: Case) -> list[dict]:
     return rows
 
 
+def placement_rule(case: Case, nics: list[float]) -> list[dict]:
+    """A-SRPT's placement rule for communication-light jobs (the servers with the FEWEST free GPUs) versus
+    ``a-srpt-packed`` (heavy_ratio 1: every profiled multi-GPU job is treated as heavy, so it takes the
+    fewest, emptiest servers) and WCS-Duration on heavy-edge, at several NICs: running hours show what
+    spreading light jobs costs."""
+    rows = []
+    for nic in nics:
+        for pol in ("a-srpt", "a-srpt-packed", "wcs-duration"):
+            r = replay(case, pol, nic=nic)
+            rows.append(_public(r))
+            _line(f"placement nic={nic:g}", r)
+    return rows
+
+
 def philly(args) -> list[dict]:
-    """The first ``--philly`` jobs of the processed Philly trace on philly-pool resized to offered load 0.9
+    """The first ``--philly`` jobs of the processed Philly trace on philly-pool resized to offered load 0.7
     (sim.sizing), 10 Gb/s NIC, models assigned per (VC, GPUs) group (sim.asrpt.jobs)."""
     from features.traces import load_trace
     from sim.cluster import load_cluster
@@ -379,11 +396,11 @@ def philly(args) -> list[dict]:
         return []
     frame = load_trace(path, "philly").frame.iloc[: args.philly].reset_index(drop=True)
     frame = frame[frame["num_gpus"] <= 64].reset_index(drop=True)
-    cl = sized_for_load(frame, load_cluster("philly-pool"), 0.9)
+    cl = sized_for_load(frame, load_cluster("philly-pool"), 0.7)
     case = Case(frame, 0, cl, "philly")
     rows = []
     for pred in ("group-median", "perfect"):
-        for pol in ("a-srpt", "a-srpt-wce", "spjf", "spwf", "wcs-duration", "wcs-workload", "wcs-subtime"):
+        for pol in ("a-srpt", "a-srpt-wc", "spjf", "spwf", "wcs-duration", "wcs-workload", "wcs-subtime"):
             r = replay(case, pol, pred=pred)
             r.update(iteration_error=case.error(pred), nodes=sum(len(p.capacities) for p in cl.partitions))
             rows.append(_public(r))
@@ -415,8 +432,11 @@ def write_report(t2: dict, args, command: str, rp: dict | None, seconds: float, 
     lines = ["# A-SRPT benchmark", "", f"Command: `{command}`", "",
              f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs (shared), Python "
              f"{platform.python_version()}; this run: {seconds:.0f} s wall, {cpu:.0f} s CPU.", ""]
+    if rp is None and (OUT / "replays.json").exists():  # keep the last replays in the report
+        rp = json.loads((OUT / "replays.json").read_text())
+        lines.append("(Replays below: from the last run with replays, replays.json.)")
     if rp:
-        lines += _replay_lines(rp, args)
+        lines += _summary_lines(rp) + _replay_lines(rp, args)
     if not t2 and (OUT / "table2.json").exists():
         t2 = json.loads((OUT / "table2.json").read_text())
         lines.append("(Table II below: from the last `--only table2` or full run, table2.json.)")
@@ -447,7 +467,85 @@ def _table2_lines(t2: dict) -> list[str]:
     return lines
 
 
+def _summary_lines(rp: dict) -> list[str]:
+    """Headline numbers, computed from this run's results (nothing here is typed in by hand)."""
+    out = ["## Summary (computed from the tables below)", ""]
+    sizes = sorted({r["n"] for r in rp.get("fig6", [])})
+    if sizes:
+        n = sizes[-1]
+        by = {r["policy"]: r for r in rp["fig6"] if r["n"] == n}
+        a = by["a-srpt"]["total_jct_h"]
+        wcs = min((p for p in by if p.startswith("wcs")), key=lambda p: by[p]["total_jct_h"])
+        strict = [p for p in ("spjf", "spwf") if p in by]
+        out.append(f"- Fig. 6, {n:,} jobs: A-SRPT (the paper's rules) {a:.0f} h total JCT: "
+                   + ", ".join(f"{_pct(a, by[p]['total_jct_h'])} vs {p}" for p in strict)
+                   + f", {_pct(a, by[wcs]['total_jct_h'])} vs the best work-conserving baseline ({wcs}); "
+                   f"A-SRPT-Perfect {_pct(by['a-srpt-perfect']['total_jct_h'], by[wcs]['total_jct_h'])} vs {wcs} and "
+                   f"{_pct(a, by['a-srpt-perfect']['total_jct_h'])} A-SRPT vs A-SRPT-Perfect (paper: within ~15 %); "
+                   f"our work-conserving A-SRPT-WC {_pct(by['a-srpt-wc']['total_jct_h'], by[wcs]['total_jct_h'])} vs {wcs}. "
+                   f"Makespans {min(r['makespan_h'] for r in by.values()):.1f}-{max(r['makespan_h'] for r in by.values()):.1f} h.")
+    why = {(r["policy"], r["pred"], r["tau"]): r for r in rp.get("why", [])}
+    a = why.get(("a-srpt", "rf", 1.0))
+    if a:
+        base = why[("wcs-workload", "rf", 1.0)]
+        out.append(f"- Where A-SRPT's waiting comes from ({a['jobs']:,} jobs, RF predictions): {a['wait_h']:.0f} h of waiting, "
+                   f"{a['virtual_delay_h']:.0f} h of it on the virtual machine (a job enters the real queue only when "
+                   f"it completes there); {a['idle_waiting_gpu_h']:.0f} GPU-h idle while jobs waited vs "
+                   f"{base['idle_waiting_gpu_h']:.0f} for WCS-Workload.")
+        parts = []
+        for key, label in ((("a-srpt", "rf", 0.0), "tau = 0"), (("a-srpt-eager", "rf", 1.0), "eager"),
+                           (("a-srpt-wc", "rf", 1.0), "work-conserving"), (("a-srpt-wce", "rf", 1.0), "both")):
+            if key in why:
+                parts.append(f"{label} {_pct(why[key]['total_jct_h'], a['total_jct_h'])} "
+                             f"(idle {why[key]['idle_waiting_gpu_h']:.0f} GPU-h)")
+        out.append("- Changing one rule at a time (total JCT vs A-SRPT): " + "; ".join(parts) + ".")
+        p = why.get(("a-srpt", "perfect", 1.0))
+        if p:
+            worse = p["total_jct_h"] > a["total_jct_h"]
+            out.append(f"- Perfect predictions: A-SRPT {_pct(p['total_jct_h'], a['total_jct_h'])} vs RF, with "
+                       f"{p['virtual_delay_h']:.0f} h on the virtual machine and {p['idle_waiting_gpu_h']:.0f} GPU-h idle "
+                       "while jobs waited" + (" (exact sizes keep long jobs on the virtual machine while GPUs idle)"
+                                              if worse else "") +
+                       f". Spearman of A-SRPT's start order vs SPWF's: {a['spearman_vs_spwf']:.2f} (RF).")
+    pl = rp.get("placement", [])
+    if pl:
+        for nic in sorted({r["nic_gbit"] for r in pl}):
+            by = {r["policy"]: r for r in pl if r["nic_gbit"] == nic}
+            out.append(f"- Light-job placement at {nic:g} Gb/s: running {by['a-srpt']['run_h']:.0f} h (A-SRPT) vs "
+                       f"{by['a-srpt-packed']['run_h']:.0f} h (fewest, emptiest servers for all) vs "
+                       f"{by['wcs-duration']['run_h']:.0f} h (WCS-Duration).")
+    f8 = rp.get("fig8", [])
+    if f8:
+        nics = sorted({r["nic_gbit"] for r in f8})
+        cells = []
+        for nic in nics:
+            by = {r["policy"]: r for r in f8 if r["nic_gbit"] == nic}
+            cells.append(f"{nic:g} Gb/s {_pct(by['a-srpt']['total_jct_h'], by['wcs-duration']['total_jct_h'])}")
+        out.append("- Fig. 8, A-SRPT vs WCS-Duration by NIC: " + ", ".join(cells) + " (paper: gain largest at 1 Gb/s).")
+    f9 = [r for r in rp.get("fig9", []) if r["policy"] == "a-srpt"]
+    if f9:
+        out.append("- Fig. 9 mean relative iteration error -> A-SRPT total JCT: " + ", ".join(
+            f"{r['pred']} {r['iteration_error']:.2f} -> {r['total_jct_h']:.0f} h" for r in f9) + ".")
+    ph = rp.get("philly", [])
+    if ph:
+        cells = []
+        for pred in dict.fromkeys(r["pred"] for r in ph):
+            by = {r["policy"]: r for r in ph if r["pred"] == pred}
+            best = min((p for p in by if not p.startswith("a-srpt")), key=lambda p: by[p]["total_jct_h"])
+            cells.append(f"{pred}: A-SRPT {_pct(by['a-srpt']['total_jct_h'], by[best]['total_jct_h'])}, A-SRPT-WC "
+                         f"{_pct(by['a-srpt-wc']['total_jct_h'], by[best]['total_jct_h'])} vs the best baseline ({best})")
+        out.append("- Philly: " + "; ".join(cells) + ".")
+    d, b = rp.get("decision", {}), rp.get("big")
+    if d:
+        out.append(f"- Decision time with >= 2,000 jobs waiting: P99 {d.get('deep_p99_ms', float('nan')):.3f} ms per "
+                   f"A-SRPT pass ({d.get('deep_passes', 0):,} passes)" +
+                   (f"; {b['jobs']:,}-job replay {b['replay_s']:.1f} s engine, {b['total_s']:.1f} s with trace and "
+                    "predictions." if b else "."))
+    return out + [""]
+
+
 def _replay_lines(rp: dict, args) -> list[str]:
+    args = argparse.Namespace(**{**vars(args), **rp.get("settings", {})})
     sizes = sorted({r["n"] for r in rp["fig6"]})
     scale = PAPER_JOBS[1] / max(sizes) if sizes else float("nan")
     lines = [f"## Replays: PAI-shaped trace on pai-250 (2,000 GPUs), arrivals over {args.window:.0f} s, "
@@ -469,18 +567,18 @@ def _replay_lines(rp: dict, args) -> list[str]:
             f"{p} {_pct(a, last[p]['total_jct_h'])}" for p in pols if p != "a-srpt") + "."]
     n = rp.get("fig_jobs")
     lines += ["", f"### Fig. 7: total JCT (h) vs single-GPU share ({n:,} jobs)", ""]
-    lines += _table(rp["fig7"], "single_share", ["a-srpt", "a-srpt-wce", "spjf", "wcs-duration"])
+    lines += _table(rp["fig7"], "single_share", ["a-srpt", "a-srpt-wc", "spjf", "wcs-duration"])
     lines += ["", f"### Fig. 8: total JCT (h) vs NIC bandwidth, Gb/s ({n:,} jobs; durations are run times at 10 Gb/s, "
               "so a slower NIC lengthens every multi-GPU job)", ""]
-    lines += _table(rp["fig8"], "nic_gbit", ["a-srpt", "a-srpt-wce", "a-srpt-perfect", "spjf", "wcs-duration",
+    lines += _table(rp["fig8"], "nic_gbit", ["a-srpt", "a-srpt-wc", "a-srpt-perfect", "spjf", "wcs-duration",
                                               "wcs-duration+consolidate"])
     lines += ["", f"### Fig. 9: predictors ({n:,} jobs)", "",
-              "| predictor | mean relative iteration error | share predicted 0 | A-SRPT total JCT (h) | A-SRPT-WCE | WCS-Duration |",
+              "| predictor | mean relative iteration error | share predicted 0 | A-SRPT total JCT (h) | A-SRPT-WC | WCS-Duration |",
               "|---|---|---|---|---|---|"]
     for kind in dict.fromkeys(r["pred"] for r in rp["fig9"]):
         by = {r["policy"]: r for r in rp["fig9"] if r["pred"] == kind}
         lines.append(f"| {kind} | {by['a-srpt']['iteration_error']:.2f} | {by['a-srpt']['zero_share']:.2f} | "
-                     f"{by['a-srpt']['total_jct_h']:.0f} | {by['a-srpt-wce']['total_jct_h']:.0f} | "
+                     f"{by['a-srpt']['total_jct_h']:.0f} | {by['a-srpt-wc']['total_jct_h']:.0f} | "
                      f"{by['wcs-duration']['total_jct_h']:.0f} |")
     lines += ["", f"### A-SRPT delay factor tau ({n:,} jobs)", "", "| tau | total JCT (h) | delayed heads | delay expiries |",
               "|---|---|---|---|"]
@@ -499,10 +597,18 @@ def _replay_lines(rp: dict, args) -> list[str]:
               for r in rp["why"]]
     lines[-len(rp["why"]):] = [head + f"| {r['makespan_h']:.1f} | {r['idle_waiting_gpu_h']:.0f} | {r['spearman_vs_spwf']:.3f} |"
                                for head, r in zip(lines[-len(rp["why"]):], rp["why"])]
+    if rp.get("placement"):
+        lines += ["", f"### A-SRPT's placement of communication-light jobs ({n:,} jobs)", "",
+                  "A-SRPT puts a job whose alpha_max / alpha~_min < 1.5 on the servers with the fewest free GPUs "
+                  "(tight packing, often spread over several servers); *a-srpt-packed* (heavy_ratio = 1) puts every "
+                  "profiled job on the fewest, emptiest servers.", "",
+                  "| NIC Gb/s | policy | total JCT (h) | waiting (h) | running (h) |", "|---|---|---|---|---|"]
+        lines += [f"| {r['nic_gbit']:g} | {r['policy']} | {r['total_jct_h']:.0f} | {r['wait_h']:.0f} | {r['run_h']:.0f} |"
+                  for r in rp["placement"]]
     if rp.get("philly"):
         ph = rp["philly"]
         lines += ["", f"### Philly (first {ph[0]['jobs']:,} jobs of the processed trace; philly-pool resized to "
-                  f"{ph[0]['nodes']} x 8 GPUs for offered load 0.9; 10 Gb/s; group = (VC, GPUs), one model per "
+                  f"{ph[0]['nodes']} x 8 GPUs for offered load 0.7; 10 Gb/s; group = (VC, GPUs), one model per "
                   "group, iterations = duration / alpha~_min)", "",
                   "| predictions (error) | " + " | ".join(dict.fromkeys(r["policy"] for r in ph)) + " |",
                   "|---" * (len(dict.fromkeys(r["policy"] for r in ph)) + 1) + "|"]
