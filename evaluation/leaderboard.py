@@ -28,7 +28,24 @@ _DISPLAY = {
     "wait_p99.9": ("P99.9 queueing (h)", 1 / 3600, "{:.3f}"),
     "gpu_utilisation": ("GPU utilisation (%)", 100.0, "{:.1f}"), "mean_slowdown": ("slowdown", 1.0, "{:.2f}"),
     "makespan": ("makespan (h)", 1 / 3600, "{:.2f}"), "preemptions": ("preemptions", 1.0, "{:.0f}"),
+    "total_flow_time": ("total JCT (h)", 1 / 3600, "{:,.1f}"), "failures": ("failures", 1.0, "{:.1f}"),
+    "failed_jobs": ("failed jobs", 1.0, "{:.1f}"), "lost_work_total": ("lost work (GPU-h)", 1 / 3600, "{:.2f}"),
+    "futile_total": ("futile (h)", 1 / 3600, "{:.2f}"), "futile_p50": ("futile P50 (min)", 1 / 60, "{:.2f}"),
+    "futile_p95": ("futile P95 (min)", 1 / 60, "{:.2f}"), "jct_p50_min": ("P50 JCT (min)", 1 / 60, "{:.1f}"),
+    "wait_p50": ("P50 queueing (h)", 1 / 3600, "{:.3f}"), "wait_p95": ("P95 queueing (h)", 1 / 3600, "{:.3f}"),
+    "gpu_sharing_factor": ("sharing factor", 1.0, "{:.3f}"), "jobs": ("jobs", 1.0, "{:.0f}"),
 }
+
+
+def display(metric: str) -> tuple[str, float, str]:
+    """(header, scale, format) of a metric; a group metric 'class/spot/jct_mean' is 'spot: avg JCT (h)'."""
+    if metric in _DISPLAY:
+        return _DISPLAY[metric]
+    if "/" in metric:
+        _, group, base = metric.split("/", 2) if metric.count("/") >= 2 else ("", *metric.split("/", 1))
+        head, scale, fmt = _DISPLAY.get(base, (base, 1.0, "{:.4g}"))
+        return f"{group}: {head}", scale, fmt
+    return metric, 1.0, "{:.4g}"
 
 
 def results_frame(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
@@ -42,6 +59,9 @@ def results_frame(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
                "cpu_s": rec.get("cpu_s")}
         for k, v in (rec.get("summary") or {}).items():
             if k != "policy" and isinstance(v, (int, float)) and not isinstance(v, bool):
+                row[k] = v
+        for k, v in (rec.get("metrics") or {}).items():  # per-group columns: partition/NAME/..., class/NAME/...
+            if "/" in k and isinstance(v, (int, float)):
                 row[k] = v
         rows.append(row)
     return pd.DataFrame(rows)
@@ -181,7 +201,7 @@ th{background:#f0f0f0}td.l,th.l{text-align:left}tr.best td{background:#e8f5e9;fo
 
 
 def _fmt(metric: str, mean: float, half: float) -> str:
-    _, scale, fmt = _DISPLAY.get(metric, (metric, 1.0, "{:.4g}"))
+    _, scale, fmt = display(metric)
     if not np.isfinite(mean):
         return "&ndash;"
     text = fmt.format(mean * scale)
@@ -191,7 +211,7 @@ def _fmt(metric: str, mean: float, half: float) -> str:
 
 
 def _board_table(sub: pd.DataFrame, metrics: Sequence[str], rank_by: str) -> str:
-    head = "".join(f"<th>{html.escape(_DISPLAY.get(m, (m,))[0])}</th>" for m in metrics)
+    head = "".join(f"<th>{html.escape(display(m)[0])}</th>" for m in metrics)
     rows = []
     for _, r in sub.iterrows():
         cells = "".join(f"<td>{_fmt(m, r.get(m, float('nan')), r.get(f'{m}_ci95', float('nan')))}</td>" for m in metrics)
@@ -212,7 +232,7 @@ def render_html(board: pd.DataFrame, results: pd.DataFrame, metrics: Sequence[st
         parts.append(f"<p>{html.escape(description)}</p>")
     counts = results["status"].value_counts().to_dict() if len(results) else {}
     parts.append(f'<p class=muted>{len(results)} cells: {", ".join(f"{v} {k}" for k, v in counts.items())}. Values are means '
-                 f"over seeds &plusmn; the 95 % Student-t half-width; ranked by {html.escape(_DISPLAY.get(rank_by, (rank_by,))[0])} "
+                 f"over seeds &plusmn; the 95 % Student-t half-width; ranked by {html.escape(display(rank_by)[0])} "
                  f"per workload.{' Run: ' + html.escape(', '.join(f'{k} {v}' for k, v in (meta or {}).items())) if meta else ''}</p>")
     ov = overall(board)
     if len(ov) and board["workload"].nunique() > 1:

@@ -286,10 +286,8 @@ def _expand_entry(entry: PolicyEntry) -> list[tuple[str, str]]:
     for combo in itertools.product(*(entry.grid[k] for k in keys)) if keys else [()]:
         params = {**entry.params, **dict(zip(keys, combo))}
         spec = policy_spec(entry.name, params)
-        base = entry.label or entry.name
-        label = base + (":" + ",".join(f"{k}={v}" for k, v in zip(keys, combo)) if keys else "")
-        if not entry.label and entry.params and not keys:
-            label = spec
+        shown = dict(zip(keys, combo)) if entry.label else params  # a label stands for the fixed params
+        label = (entry.label or entry.name) + (":" + ",".join(f"{k}={v}" for k, v in shown.items()) if shown else "")
         out.append((spec, label))
     return out
 
