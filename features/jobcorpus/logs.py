@@ -565,7 +565,7 @@ def _cascade(spec: JobSpec, rng: random.Random, clock: _Clock, rank: int, cause:
     timeouts, SIGTERM to the rest, and torch-elastic's ChildFailedError summary."""
     t = spec.truth
     out: list[str] = []
-    ranks = [r for r in range(min(t.gpus, 8)) if r != rank]
+    ranks = [r for r in range(min(t.gpus, 64)) if r != rank]
     # other ranks keep logging normally for a while (they do not know yet)
     for k in range(rng.randrange(1, 5)):
         clock.add(t.step_time * spec.log_every)
@@ -575,7 +575,8 @@ def _cascade(spec: JobSpec, rng: random.Random, clock: _Clock, rank: int, cause:
             out.extend(_noise_line(rng, clock) for _ in range(rng.randrange(2, 10)))
     if t.gpus > 1:
         clock.add(1800)
-        for r in rng.sample(ranks, min(len(ranks), rng.randrange(2, 6))):
+        # every rank's watchdog fires: about half to all of them get their lines into the log
+        for r in sorted(rng.sample(ranks, rng.randint(max(1, len(ranks) // 2), len(ranks)))):
             seq = rng.randrange(1000, 90000)
             out.append(f"[rank{r}]:[E ProcessGroupNCCL.cpp:563] [Rank {r}] Watchdog caught collective operation timeout: "
                        f"WorkNCCL(SeqNum={seq}, OpType=ALLREDUCE, NumelIn={rng.randrange(10**5, 10**8)}, Timeout(ms)=1800000) "
@@ -585,6 +586,12 @@ def _cascade(spec: JobSpec, rng: random.Random, clock: _Clock, rank: int, cause:
             out.append(f"[rank{r}]:[E ProcessGroupNCCL.cpp:577] [Rank {r}] Some NCCL operations have failed or timed out. Due to the "
                        "asynchronous nature of CUDA kernels, subsequent GPU operations might run on corrupted/incomplete data.")
             out.append(f"[rank{r}]:[E ProcessGroupNCCL.cpp:583] [Rank {r}] To avoid data inconsistency, we are taking the entire process down.")
+            if rng.random() < 0.7:  # PyTorch 2.x prints the watchdog's C++ backtrace per rank
+                out.append(f"[rank{r}]:Exception raised from checkTimeout at ../torch/csrc/distributed/c10d/"
+                           f"ProcessGroupNCCL.cpp:565 (most recent call first):")
+                for k in range(rng.randrange(6, 22)):
+                    out.append(f"[rank{r}]:frame #{k}: {rng.choice(_CPP_FRAMES)} + 0x{rng.randrange(16**3, 16**5):x} "
+                               f"(0x7f{rng.randrange(16**9, 16**10):x} in {rng.choice(_CPP_LIBS)})")
             if rng.random() < 0.5:
                 out.append(f"[rank{r}]: terminate called after throwing an instance of 'c10::DistBackendError'")
                 out.append(f"[rank{r}]:   what():  [PG 0 Rank {r}] Process group watchdog thread terminated with exception: NCCL error: "
@@ -630,6 +637,16 @@ def _cascade(spec: JobSpec, rng: random.Random, clock: _Clock, rank: int, cause:
     if rng.random() < 0.5:
         out.append(f"srun: error: node-{rng.randrange(1, 64):02d}: task {first_rank}: Exited with exit code 1")
     return out
+
+
+_CPP_FRAMES = ("c10::Error::Error(c10::SourceLocation, std::string)", "c10d::ProcessGroupNCCL::WorkNCCL::checkTimeout("
+               "std::optional<std::chrono::duration<long, std::ratio<1l, 1000l> > >)",
+               "c10d::ProcessGroupNCCL::watchdogHandler()", "c10d::ProcessGroupNCCL::ncclCommWatchdog()",
+               "<unknown function>", "start_thread", "clone", "c10::detail::torchCheckFail(char const*, char const*, "
+               "unsigned int, std::string const&)")
+_CPP_LIBS = ("/opt/conda/lib/python3.10/site-packages/torch/lib/libc10.so",
+             "/opt/conda/lib/python3.10/site-packages/torch/lib/libtorch_cuda.so",
+             "/lib/x86_64-linux-gnu/libc.so.6", "/opt/conda/bin/../lib/libstdc++.so.6")
 
 
 def failure_log(spec: JobSpec, group_key: str, job_index: int, seed: int, cause: str, *, noisy: bool = False,

@@ -28,12 +28,16 @@ _BENIGN = re.compile(
     r"NCCL INFO|\bINFO\b.*checkpoint", re.I)
 
 _FAILURE = re.compile(
-    r"Traceback \(most recent call last\)|^\s*(?:\[rank\d+\]:\s*)?(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception|Interrupt)\b:?|"
-    r"NVRM: Xid|NCCL WARN|Watchdog caught collective|ProcessGroupNCCL.*\[E|\[E ProcessGroupNCCL|CUDA error|out of memory|"
-    r"killed by signal|DUE TO NODE FAILURE|NodeNotReady|lost heartbeat|node unreachable|link is down|"
-    r"Input/output error|Stale file handle|No space left|file write failed|ChildFailedError|closing signal SIGTERM|"
-    r"terminate called|Segmentation fault|[Bb]us error|\bFAILED\b|exitcode|Root Cause \(first observed|"
-    r"srun: error|slurmstepd: error|Killed\b|core dumped|fatal error|\bFATAL\b|\bCRITICAL\b|kernel panic", re.I)
+    r"Traceback \(most recent call last\)|NVRM: Xid|NCCL WARN|Watchdog caught collective|\[E ProcessGroupNCCL|"
+    r"CUDA error|out of memory|killed by signal|DUE TO NODE FAILURE|NodeNotReady|lost heartbeat|node unreachable|"
+    r"link is down|Input/output error|Stale file handle|No space left|file write failed|ChildFailedError|"
+    r"closing signal SIGTERM|terminate called|Segmentation fault|[Bb]us error|\bFAILED\b|exitcode|"
+    r"Root Cause \(first observed|srun: error|slurmstepd: error|Killed\b|core dumped|[Ff]atal error|\bFATAL\b|"
+    r"\bCRITICAL\b|kernel panic")
+# a Python exception line: "torch.OutOfMemoryError: ...", "[rank3]: KeyError: 'x'" (case-sensitive, no backtracking)
+_EXC = re.compile(r"^\s*(?:\[rank\d+\]:\s*)?(?:[a-z_][a-z0-9_]*\.)*[A-Z][A-Za-z0-9_]*(?:Error|Exception|Interrupt)\b")
+_BENIGN_HINT = re.compile(r"err|warn|retr|Exception ignored|NCCL INFO|heartbeat|INFO", re.I)
+
 
 # a traceback's lines: header, frames, code, caret
 _TB_FRAME = re.compile(r'^\s*(?:\[rank\d+\]:\s*)?(?:\s+File "|\s{2,}\S|\s*\^+\s*$|Traceback \(most recent)')
@@ -42,7 +46,9 @@ _EXC_LINE = re.compile(r"^\s*(?:\[rank\d+\]:\s*)?(?:[\w.]+\.)?[A-Z]\w*(?:Error|E
 
 def is_failure_line(line: str) -> bool:
     """Failure evidence (an error, not a warning or a metric named 'error_rate')."""
-    return bool(_FAILURE.search(line)) and not _BENIGN.search(line)
+    if not (_EXC.match(line) or _FAILURE.search(line)):
+        return False
+    return not (_BENIGN_HINT.search(line) and _BENIGN.search(line))
 
 
 # (pattern, cause, kind, component); first match wins
