@@ -90,13 +90,10 @@ class WorkloadSpec(_Strict):
         return self
 
     def source(self, data_dir: str | None) -> dict[str, Any]:
-        """build_source keyword arguments (without the seed); a relative trace path that does not exist
-        here is taken relative to the data directory."""
+        """build_source keyword arguments (without the seed). The trace path stays as the spec wrote it (a
+        relative path that does not exist here is resolved against the data directory when the workload
+        is built), so a cell's hash does not depend on where the data lives."""
         trace = self.trace
-        if trace and not Path(trace).exists():
-            from features.paths import resolve_data_path
-
-            trace = str(resolve_data_path(trace, data_dir))
         if self.generator:
             return {"generator": self.generator, "params": self.params, "jobs": self.jobs, "cluster": self.cluster,
                     "offered_load": self.offered_load, "costs": self.costs, "default_gpus": self.default_gpus,
@@ -398,7 +395,12 @@ def cached_workload(source: dict[str, Any], seed: int) -> tuple[Any, Any, bool]:
     if source.get("generator"):
         table, workload = build_generated(**source, seed=wseed)
     else:
-        table, workload = build_source(**source, seed=wseed)
+        trace = source.get("trace")
+        if trace and not Path(trace).exists():
+            from features.paths import resolve_data_path
+
+            trace = str(resolve_data_path(trace, source.get("data_dir")))
+        table, workload = build_source(**{**source, "trace": trace}, seed=wseed)
     if not len(workload):
         raise ValueError("no job is left to simulate in this workload")
     _WORKLOADS[key] = (table, workload)

@@ -72,7 +72,7 @@ def test_resume_skips_finished_cells_and_reruns_on_new_code(tmp_path, monkeypatc
     assert fourth.ran == first.ok
     # a grown spec runs only the new cells
     bigger = parse_spec({**TINY, "workloads": TINY["workloads"][:1], "seeds": [0, 1]})
-    fifth = run_experiment(bigger, out, engine="serial")
+    fifth = run_experiment(bigger, out, engine="serial", progress=True)  # the rich bar (on stderr) too
     assert fifth.ran == fifth.cells - first.ok and fifth.reused == first.ok
 
 

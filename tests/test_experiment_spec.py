@@ -102,6 +102,12 @@ def test_cell_key_depends_on_what_changes_numbers():
     assert a.key() == expand(spec(description="another text"))[0].key()
 
 
+def test_cell_key_does_not_depend_on_the_data_directory():
+    s = spec(workloads=[{"name": "p", "trace": "philly/x.csv.gz", "cluster": "philly-pool"}])
+    a, b = expand(s, "/data/one")[0], expand(s, "/elsewhere")[0]
+    assert a.key() == b.key() and a.source["trace"] == "philly/x.csv.gz"
+
+
 def test_window_accepts_times():
     s = spec(workloads=[{"name": "d", "synthetic": "demo", "window": ["1d", "36h"]}])
     assert s.workloads[0].window == (86400.0, 129600.0)
