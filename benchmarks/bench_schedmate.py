@@ -128,13 +128,14 @@ def table1(works: dict, args, sm: str) -> list[dict]:
 def standalone(works: dict, args, sm: str) -> list[dict]:
     rows = []
     policies = ["fifo", "qssf", "tiresias", "horus", f"schedmate-sjf:host=history,{sm}",
-                f"schedmate-sjf-fh:host=history,{sm}"]
+                f"schedmate-sjf-fh:host=history,{sm}", f"schedmate-sjf:host=history,priority=service,{sm}"]
     for name in ("helios-failures", "acme-failures"):
         w = works[name]
         for spec in (args.failures, args.rate):
             for pol in policies:
                 s, stats = _replay_mean(w, pol, spec, args.run_seeds)
-                rows.append({"workload": name, "spec": spec, "policy": pol.split(":")[0], **s,
+                label = pol.split(":")[0] + (" (service order)" if "priority=service" in pol else "")
+                rows.append({"workload": name, "spec": spec, "policy": label, **s,
                              "fh_recognised": stats.get("schedmate_fh_recognised"),
                              "fh_recall": stats.get("schedmate_fh_recall"),
                              "fh_precision": stats.get("schedmate_fh_precision")})

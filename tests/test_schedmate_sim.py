@@ -208,15 +208,20 @@ def test_advice_only_uses_jobs_finished_before_the_decision():
 
 
 def test_sjf_orders_by_the_advisors_estimate():
-    # Three recurring groups: 'a' jobs run 100 s, 'b' 10,000 s. Once both have history, a waiting 'a'
-    # job goes before a waiting 'b' job submitted earlier, even though the host estimate says the opposite.
-    rows = [(0, 100, 1), (0, 10_000, 1), (200, 100, 1), (20_000, 10_000, 1), (20_001, 100, 1), (20_002, 5, 1)]
-    w = workload(rows, nodes=1, gpus=1, group_id=["a", "b", "a", "b", "a", "c"])
-    wrong = [1.0, 1.0, 1.0, 1.0, 1e9, 1e9]  # the host would run job 4 last
+    # Recurring names: 'resnet_train' jobs run 100 s, 'bert_sweep' 10,000 s, one 'gpt_pretrain' job. The host
+    # estimate (1e9 for jobs 4 and 5) would run job 4 first (ties by index); the Advisor knows job 5
+    # ('resnet_train', 100 s) and not job 4 (a new name): job 5 goes first.
+    rows = [(0, 100, 1), (0, 10_000, 1), (200, 100, 1), (20_000, 10_000, 1), (20_001, 5, 1), (20_002, 100, 1)]
+    names = ["resnet_train", "bert_sweep", "resnet_train", "bert_sweep", "gpt_pretrain", "resnet_train"]
+    w = workload(rows, nodes=1, gpus=1, job_name=names)
+    host = [1.0, 1.0, 1.0, 1.0, 1e9, 1e9]
     info, factory, _ = get_policy(f"schedmate-sjf:{TRACE_TEXT},t_score=0.99")
-    res = Engine(w, factory, predictions=wrong, check_invariants=True).run()
-    # at 20,000 job 3 ('b') starts alone; job 4 ('a', advised 100 s) then beats job 5 (no match: 1e9)
-    assert res.first_start[4] < res.first_start[5]
+    engine = Engine(w, factory, predictions=host, check_invariants=True)
+    res = engine.run()
+    assert 4 not in engine.coordinator.advice and engine.coordinator.advice[5].duration == pytest.approx(100)
+    assert res.first_start[5] < res.first_start[4]
+    plain = simulate(w, "spjf", predictions=host)
+    assert plain.first_start[4] < plain.first_start[5]
 
 
 # -- Lucid + SchedMate ---------------------------------------------------------------------------------------
@@ -341,3 +346,17 @@ def test_every_trace_failure_hits_under_load(busy):
         r = simulate(busy, pol, failures=failures, restart=rule, check_invariants=True)
         check_identities(job_table(r))
         assert sum(r.failures) == len(failures), pol
+
+
+def test_service_order_weighs_the_advice_by_gpus():
+    # 4 GPUs. 'resnet_train' (4 GPUs) runs 100 s, 'bert_sweep' (1 GPU) 300 s; a 1,000 s job holds the GPUs
+    # 400-1,400 while one job of each name waits (advised 100 s and 300 s). SJF by duration starts the
+    # 4-GPU job first; by service (GPUs x s: 400 vs 300) the 1-GPU job.
+    rows = [(0, 100, 4), (0, 300, 1), (200, 1000, 4), (1001, 100, 4), (1002, 300, 1)]
+    names = ["resnet_train", "bert_sweep", "gpt_pretrain", "resnet_train", "bert_sweep"]
+    w = workload(rows, nodes=1, gpus=4, job_name=names)
+    sjf = simulate(w, f"schedmate-sjf:{TRACE_TEXT},t_score=0.99", predictions=[1.0] * 5, check_invariants=True)
+    svc = simulate(w, f"schedmate-sjf:{TRACE_TEXT},t_score=0.99,priority=service", predictions=[1.0] * 5,
+                   check_invariants=True)
+    assert sjf.first_start[3] == pytest.approx(1400) and sjf.first_start[4] == pytest.approx(1500)
+    assert svc.first_start[4] == pytest.approx(1400) and svc.first_start[3] == pytest.approx(1700)

@@ -296,6 +296,7 @@ class SchedMateParams:
         "recovery": "s to recover (restart from the last checkpoint) after diagnosis",
         "repair": "s a node stays cordoned after a recognised infrastructure job failure (0: never)",
         "work_conserving": "start later jobs that fit when the head does not (backfill)",
+        "priority": "order by duration (SJF, the paper's) or GPUs x duration (QSSF's service order)",
     }
     failure_handler: bool
     t_score: float
@@ -347,12 +348,14 @@ class SchedMateSjf(SchedMateParams, Policy):
                  corpus_seed: int = 0, variants: int = 1, host: Literal["prediction", "history"] = "prediction",
                  recall: float | None = None, precision: float | None = None, infra_share: float = 7 / 15,
                  diagnosis: float = 60.0, recovery: float = 120.0, repair: float = 1800.0,
-                 work_conserving: bool = False) -> None:
+                 work_conserving: bool = False, priority: Literal["duration", "service"] = "duration") -> None:
         self._set_schedmate(failure_handler, t_score, k, embedder, text_source, corpus_seed, variants, recall,
                             precision, infra_share, diagnosis, recovery, repair)
         if host not in ("prediction", "history"):
             raise ValueError(f"host must be 'prediction' or 'history', got {host!r}")
-        self.host, self.work_conserving = host, bool(work_conserving)
+        if priority not in ("duration", "service"):
+            raise ValueError(f"priority must be 'duration' (SJF) or 'service' (GPUs x duration), got {priority!r}")
+        self.host, self.work_conserving, self.service = host, bool(work_conserving), priority == "service"
         self.queue = SortedQueue()
         self.nodes: dict[int, list[int]] = {}
         self._history: Any = None
@@ -376,12 +379,15 @@ class SchedMateSjf(SchedMateParams, Policy):
             return self._history.predict(job)
         return self.ctx.prediction(job)
 
+    def _key(self, seconds: float, job: int) -> float:
+        return seconds * self.ctx.jobs.gpus[job] if self.service else seconds
+
     def on_arrival(self, job: int) -> None:
-        self.queue.add(self.estimate(job), job)
+        self.queue.add(self._key(self.estimate(job), job), job)
 
     def on_requeue(self, job: int) -> None:  # after a failure: advised again, less the work kept
         done = self.ctx.jobs.duration[job] - self.ctx.remaining(job)
-        self.queue.add(max(self.estimate(job) - done, 0.0), job)
+        self.queue.add(self._key(max(self.estimate(job) - done, 0.0), job), job)
 
     def on_finish(self, job: int) -> None:
         self.nodes.pop(job, None)
