@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import random
+import string
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Sequence
@@ -73,12 +74,16 @@ def _hms(sec: float) -> str:
 class _Clock:
     def __init__(self, start: datetime) -> None:
         self.t = start
+        self._iso: tuple[datetime, str] | None = None
+        self._glog: tuple[datetime, str] | None = None
 
     def add(self, s: float) -> None:
         self.t += timedelta(seconds=s)
 
     def iso(self) -> str:
-        return self.t.strftime("%Y-%m-%d %H:%M:%S")
+        if self._iso is None or self._iso[0] != self.t:
+            self._iso = (self.t, self.t.strftime("%Y-%m-%d %H:%M:%S"))
+        return self._iso[1]
 
     def ms(self) -> str:
         return self.t.strftime("%Y-%m-%d %H:%M:%S") + f",{self.t.microsecond // 1000:03d}"
@@ -87,7 +92,9 @@ class _Clock:
         return self.t.strftime("%Y/%m/%d %H:%M:%S")
 
     def glog(self) -> str:
-        return self.t.strftime("%m%d %H:%M:%S") + f".{self.t.microsecond:06d}"
+        if self._glog is None or self._glog[0] != self.t:
+            self._glog = (self.t, self.t.strftime("%m%d %H:%M:%S") + f".{self.t.microsecond:06d}")
+        return self._glog[1]
 
 
 class _Geometry:
@@ -292,11 +299,19 @@ _NOISE = (
 _WORDS = ("amber", "brisk", "cedar", "dawn", "ember", "fable", "gale", "harbor", "iris", "jade")
 
 
+_NOISE_FIELDS = [frozenset(f for _, f, _, _ in string.Formatter().parse(t) if f) for t in _NOISE]
+_NOISE_DRAW = {
+    "n": lambda rng, c: rng.randrange(1, 64), "pid": lambda rng, c: rng.randrange(1000, 99999),
+    "pid2": lambda rng, c: rng.randrange(1000, 99999), "r": lambda rng, c: rng.randrange(8),
+    "r2": lambda rng, c: rng.randrange(8), "ch": lambda rng, c: rng.randrange(32), "glog": lambda rng, c: c.glog(),
+    "word": lambda rng, c: rng.choice(_WORDS), "word2": lambda rng, c: rng.choice(_WORDS),
+    "iso": lambda rng, c: c.iso(), "er": lambda rng, c: rng.uniform(0, 0.3),
+}
+
+
 def _noise_line(rng: random.Random, clock: _Clock) -> str:
-    tpl = _NOISE[rng.randrange(len(_NOISE))]
-    return tpl.format(n=rng.randrange(1, 64), pid=rng.randrange(1000, 99999), pid2=rng.randrange(1000, 99999),
-                      r=rng.randrange(8), r2=rng.randrange(8), ch=rng.randrange(32), glog=clock.glog(),
-                      word=rng.choice(_WORDS), word2=rng.choice(_WORDS), iso=clock.iso(), er=rng.uniform(0, 0.3))
+    i = int(rng.random() * len(_NOISE))
+    return _NOISE[i].format(**{f: _NOISE_DRAW[f](rng, clock) for f in _NOISE_FIELDS[i]})
 
 
 def _red_herring(rng: random.Random, clock: _Clock) -> list[str]:

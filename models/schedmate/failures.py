@@ -3,8 +3,9 @@
 Locator: the log is cut into chunks; a binary search finds the first chunk of the failure state (a
 chunk window that holds failure evidence, where every later window does too, as a cascade of
 tracebacks, NCCL watchdog timeouts, SIGTERMs and the torch-elastic summary follows a root cause to
-the end of the log); the root cause is the first error line there (a traceback's exception line,
-not its header). Only O(log chunks) chunks are read, which is what makes an LLM back-end affordable.
+the end of the log); evidence followed by a quiet window is an error the job survived, and the search
+goes on after it; the root cause is the first error line there (a traceback's exception line, not
+its header). Only O(log chunks) chunks are read, which is what makes an LLM back-end affordable.
 The baseline reads only the tail of the log, as the paper's comparison does (Table 4).
 
 Classifier: ordered rules on the root line (and the few lines after it) give the type
@@ -213,13 +214,24 @@ class FailureHandler:
         last = n_chunks - 1
         if not state(max(0, last - self.window + 1)):
             return None, len(cache)
-        lo, hi = 0, last  # find the first c with state(c) True (assumed monotone)
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if state(mid):
-                hi = mid
-            else:
-                lo = mid + 1
+        start = 0
+        while True:
+            lo, hi = start, last  # the first c >= start with state(c) True (assumed monotone)
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if state(mid):
+                    hi = mid
+                else:
+                    lo = mid + 1
+            # persistence check: a failure state lasts to the end of the log; evidence followed by a
+            # quiet window is an error the job survived (a handled exception): search on after it
+            after = lo + self.window
+            if after <= last and not state(after):
+                start = after + 1
+                if start > last:
+                    return None, len(cache)
+                continue
+            break
         # the window may start before the evidence: first chunk in it that has evidence, then walk
         # back over directly preceding chunks with evidence (the failure state may have started there)
         c = next(j for j in range(lo, min(lo + self.window, n_chunks)) if has(j))
