@@ -103,7 +103,13 @@ def cmd_advise(args: argparse.Namespace) -> int:
     from models.schedmate.extract import FIELDS, extract_metadata, read_repository
 
     files = read_repository(args.repo)
-    md = extract_metadata(args.command, files)
+    if args.llm_endpoint:
+        from models.schedmate.llm import LLMExtractor, OpenAIBackend
+
+        backend = OpenAIBackend(args.llm_endpoint, model=args.llm_model, timeout=args.llm_timeout)
+        md = LLMExtractor(backend, mode=args.llm_mode).extract(args.command, files)
+    else:
+        md = extract_metadata(args.command, files)
     result: dict = {"metadata": {f: getattr(md, f) for f in FIELDS}, "sources": md.sources,
                     "canonical_text": md.canonical_text(), "advice": None}
     if args.history:
@@ -268,6 +274,12 @@ def add_parsers(sub) -> None:
     p.add_argument("--k", type=_positive, default=3, help="matches averaged (default 3)")
     p.add_argument("--embedder", choices=("hash", "minilm"), default="hash",
                    help="hash (default, no torch) or minilm (all-MiniLM-L6-v2, offline)")
+    p.add_argument("--llm-endpoint", help="OpenAI-compatible endpoint asked for the metadata too; its answer is "
+                   "validated and a bad one leaves the static extraction as it is")
+    p.add_argument("--llm-model", default="default", help="model name sent to the endpoint")
+    p.add_argument("--llm-mode", choices=("fill", "override"), default="fill",
+                   help="fill: the LLM only fills fields the static extractor missed (default); override: it wins")
+    p.add_argument("--llm-timeout", type=float, default=30.0)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_advise)
 

@@ -236,3 +236,24 @@ def test_openai_backend_against_a_loopback_server_with_recorded_answers():
 def test_diagnosis_dict_round_trip():
     d = Diagnosis("script", "key", 3, "KeyError: 'x'", "key_error")
     assert d.to_dict()["component"] == "key" and not d.infrastructure
+
+
+def test_llm_metadata_agent_fills_validates_and_falls_back():
+    from models.schedmate.llm import METADATA_SCHEMA, LLMExtractor
+
+    files = {"train.py": "import torch\n"}
+    good = json.dumps({"model": "ResNet-50", "task": "image-classification", "dataset": "ILSVRC2012",
+                       "iterations": 90, "iteration_unit": "epochs", "batch_size": 64, "gpus": 2})
+    md = LLMExtractor(RecordedBackend([good])).extract("python train.py --epochs 3", files)
+    # fill mode: the static extractor's iterations (argv) and GPUs stay, the rest comes from the LLM
+    assert (md.model, md.dataset, md.batch_size, md.iterations, md.gpus) == ("resnet50", "imagenet", 64, 3, 1)
+    assert md.sources["model"] == "llm" and md.sources["iterations"].startswith("argv")
+    md = LLMExtractor(RecordedBackend([good]), mode="override").extract("python train.py --epochs 3", files)
+    assert (md.iterations, md.gpus) == (90, 2)
+    for bad in ("nope", json.dumps({"iterations": 5}), json.dumps({"gpus": 0}), json.dumps({"iteration_unit": "hours",
+                                                                                          "iterations": 3})):
+        md = LLMExtractor(RecordedBackend([bad])).extract("python train.py --epochs 3", files)
+        assert md.model is None and md.iterations == 3 and "static kept" in md.sources["llm"]
+    assert "iteration_unit" in METADATA_SCHEMA["properties"]
+    with pytest.raises(ValueError):
+        LLMExtractor(RecordedBackend([]), mode="maybe")

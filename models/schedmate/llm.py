@@ -136,3 +136,92 @@ class RecordedBackend(LLMBackend):
         if not self.answers:
             raise ValueError("no recorded answer left")
         return self.answers.pop(0)
+
+
+# ------------------------------------------------------------------------------------------------
+# metadata extraction agent (optional): the static extractor's answer is the default
+
+
+class MetadataAnswer(BaseModel):
+    """What an LLM may say about a job; every field optional, each validated."""
+
+    model_config = ConfigDict(extra="ignore")
+    model: str | None = None
+    task: str | None = None
+    dataset: str | None = None
+    iterations: int | None = None
+    iteration_unit: Literal["epochs", "steps"] | None = None
+    batch_size: int | None = None
+    gpus: int | None = None
+    nodes: int | None = None
+
+    @model_validator(mode="after")
+    def _positive(self) -> "MetadataAnswer":
+        for name in ("iterations", "batch_size", "gpus", "nodes"):
+            v = getattr(self, name)
+            if v is not None and v < 1:
+                raise ValueError(f"{name} must be >= 1, got {v}")
+        if (self.iterations is None) != (self.iteration_unit is None):
+            raise ValueError("iterations and iteration_unit go together")
+        return self
+
+
+METADATA_SCHEMA = MetadataAnswer.model_json_schema()
+METADATA_SYSTEM = ("You read a GPU training job's launch command and repository files and say what it trains. "
+                   "Answer only JSON with the keys model, task, dataset, iterations, iteration_unit (epochs|steps), "
+                   "batch_size (per device), gpus (total), nodes; null for what you cannot tell. Ignore comments, "
+                   "unused functions and configs the command does not select.")
+
+
+class LLMExtractor:
+    """Metadata from an LLM back-end, validated; `mode="fill"` (default) keeps every field the static
+    extractor found and takes only the ones it missed, `mode="override"` prefers the LLM's. A bad or
+    missing answer leaves the static metadata as it is (`sources["llm"]` says why)."""
+
+    def __init__(self, backend: LLMBackend, mode: str = "fill", max_chars: int = 12000) -> None:
+        if mode not in ("fill", "override"):
+            raise ValueError(f"mode must be fill or override, got {mode!r}")
+        self.backend, self.mode, self.max_chars = backend, mode, max_chars
+
+    def prompt(self, command: str, files: dict[str, str], entry: str | None) -> list[dict]:
+        order = sorted(files, key=lambda p: (p != entry, not p.endswith((".sh", ".yaml", ".yml", ".json")), p))
+        body, used = [f"$ {command}"], len(command)
+        for path in order:
+            chunk = f"--- {path}\n{files[path]}"
+            if used + len(chunk) > self.max_chars:
+                continue
+            body.append(chunk)
+            used += len(chunk)
+        return [{"role": "system", "content": METADATA_SYSTEM}, {"role": "user", "content": "\n".join(body)}]
+
+    def extract(self, command: str, files: dict[str, str]):
+        from dataclasses import replace as dc_replace
+
+        from models.schedmate.extract import extract_metadata
+        from models.schedmate.vocab import canonical_dataset, canonical_model
+
+        static = extract_metadata(command, files)
+        try:
+            text = self.backend.complete(self.prompt(command, files, static.entry))
+        except (OSError, urllib.error.URLError, TimeoutError, ValueError) as exc:
+            static.sources["llm"] = f"unavailable ({type(exc).__name__}); static kept"
+            return static
+        try:
+            ans = MetadataAnswer.model_validate(json.loads(_strip_fence(text)))
+        except (json.JSONDecodeError, ValidationError, TypeError) as exc:
+            static.sources["llm"] = f"invalid answer ({_short(exc)}); static kept"
+            return static
+        values = ans.model_dump()
+        if values.get("model"):
+            values["model"] = canonical_model(values["model"])
+        if values.get("dataset"):
+            values["dataset"] = canonical_dataset(values["dataset"]) or values["dataset"]
+        changes, sources = {}, dict(static.sources)
+        for name, v in values.items():
+            if v is None:
+                continue
+            if self.mode == "override" or getattr(static, name) is None:
+                changes[name] = v
+                sources["iterations" if name == "iteration_unit" else name] = "llm"
+        sources["llm"] = f"answered ({self.mode})"
+        return dc_replace(static, **changes, sources=sources)
