@@ -306,3 +306,19 @@ def test_minilm_embedder_offline_and_in_the_advisor():
         assert a is not None and a.matches == ("old",)
     finally:
         torch.set_num_threads(threads)
+
+
+def test_command_chains_redirections_and_cd():
+    files = {"src/train.py": ("import argparse\np = argparse.ArgumentParser()\n"
+                              "p.add_argument('--epochs', type=int, default=7)\np.parse_args()\n"),
+             "src/run.sh": "python train.py --model resnet50\n"}
+    cases = {
+        "cd src && nohup python train.py --model vgg16 > out.log 2>&1 &": ("vgg16", 1),
+        "pip install -r req.txt && CUDA_VISIBLE_DEVICES=0,1 torchrun --nproc_per_node 2 src/train.py --model vgg16 "
+        "2>&1 | tee log.txt": ("vgg16", 2),
+        "cd src; bash run.sh": ("resnet50", 1),
+        "python -u src/train.py --model vgg16 >> log": ("vgg16", 1),
+    }
+    for cmd, (model, gpus) in cases.items():
+        md = extract_metadata(cmd, files)
+        assert (md.model, md.iterations, md.gpus) == (model, 7, gpus), cmd

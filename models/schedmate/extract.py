@@ -192,11 +192,12 @@ class _Extractor:
         self.task_text: list[str] = []
         self.loaded: set[str] = set()
         self.depth = 0
+        self.cwd = ""  # relative to the repository root, moved by `cd DIR &&`
 
     # -- files ---------------------------------------------------------------------------------
     def _file(self, path: str, rel_to: str | None = None) -> str | None:
         p = path.strip().strip("'\"")
-        cands = [p, p.lstrip("./"), p.lstrip("/")]
+        cands = ([_join_rel(self.cwd, p)] if self.cwd else []) + [p, p.lstrip("./"), p.lstrip("/")]
         if rel_to:
             cands.append(str(PurePosixPath(rel_to).parent / p))
         for c in cands:
@@ -241,7 +242,7 @@ class _Extractor:
             toks = shlex.split(_join_continuations(cmd), comments=True)
         except ValueError as exc:
             raise ValueError(f"cannot parse the command: {exc}") from None
-        toks = [t for t in toks if t not in ("\n",)]
+        toks = self._pick_segment([t for t in toks if t not in ("\n",)])
         while toks and _ASSIGN.match(toks[0]) and not toks[0].startswith("-"):
             k, v = _ASSIGN.match(toks[0]).groups()
             env[k] = v
@@ -264,6 +265,54 @@ class _Extractor:
                 self.script(args[0], args[1:], env, sbatch=head == "sbatch")
             return
         self.launcher(toks, env)
+
+    _SEPARATORS = ("&&", "||", ";", "|", "&")
+    _REDIRECT = re.compile(r"^(?:\d?>>?|&>>?|<)(?:&\d)?$")
+    _REDIRECT_JOINED = re.compile(r"^(?:\d?>>?|&>>?|<)\S+$|^\d?>&\d$")
+    _RUNNERS = ("python", "python3", "torchrun", "deepspeed", "accelerate", "srun", "mpirun", "bash", "sh",
+                "sbatch", "zsh")
+
+    def _pick_segment(self, toks: list[str]) -> list[str]:
+        """`cd src && nohup python train.py ... > log 2>&1 &` -> the launching segment without its
+        redirections; `cd DIR` moves where later paths are looked up."""
+        split: list[str] = []
+        for t in toks:  # "src;" -> "src", ";" (shlex keeps a glued separator in the word)
+            if len(t) > 1 and t.endswith(";"):
+                split += [t[:-1], ";"]
+            else:
+                split.append(t)
+        segs, cur = [], []
+        for t in split:
+            if t in self._SEPARATORS:
+                segs.append(cur)
+                cur = []
+            else:
+                cur.append(t)
+        segs.append(cur)
+        chosen: list[str] = []
+        for seg in segs:
+            clean, skip = [], False
+            for t in seg:
+                if skip:
+                    skip = False
+                    continue
+                if self._REDIRECT.match(t):
+                    skip = not t.endswith(tuple("0123456789")) or ">&" not in t
+                    continue
+                if self._REDIRECT_JOINED.match(t):
+                    continue
+                clean.append(t)
+            if not clean:
+                continue
+            if clean[0] == "cd" and len(clean) > 1:
+                self.cwd = _join_rel(self.cwd, clean[1])
+                continue
+            words = [w for w in clean if not _ASSIGN.match(w)]
+            words = [w for w in words if w not in ("env", "exec", "time", "nohup", "stdbuf", "numactl")]
+            head = PurePosixPath(words[0]).name if words else ""
+            if head in self._RUNNERS or head.endswith((".sh", ".py")):
+                chosen = clean
+        return chosen or (segs[0] if len(segs) == 1 else next((g for g in segs if g and g[0] != "cd"), []))
 
     def script(self, path: str, pos: list[str], env: dict[str, str], sbatch: bool = False) -> None:
         name = self._file(path)
@@ -675,6 +724,20 @@ class _Extractor:
         layers, hidden = _as_int(vals.get("num_layers")), _as_int(vals.get("hidden_size"))
         table = {(12, 768): "gpt2", (24, 1024): "gpt2-medium", (32, 4096): "llama-2-7b", (40, 5120): "llama-2-13b"}
         return table.get((layers, hidden)) if layers and hidden else None
+
+
+def _join_rel(base: str, path: str) -> str:
+    """base/path with . and .. resolved, relative to the repository root ("" = the root)."""
+    parts: list[str] = [] if path.startswith("/") else [p for p in base.split("/") if p]
+    for seg in path.split("/"):
+        if seg in ("", "."):
+            continue
+        if seg == "..":
+            if parts:
+                parts.pop()
+            continue
+        parts.append(seg)
+    return "/".join(parts)
 
 
 def _merge(dst: dict, src: dict) -> None:
