@@ -274,6 +274,13 @@ def test_advisor_scores_on_the_corpus_use_only_the_past():
     assert 0.5 <= s["t_score"] <= 1.0
 
 
+def test_warm_embeds_in_batches_and_fills_the_cache():
+    emb = HashEmbedder()
+    adv = SchedulingAdvisor(embedder=emb)
+    assert adv.warm([_text("resnet50"), _text("vgg16"), _text("resnet50")]) == 2
+    assert emb.cache_size == 2
+
+
 def test_invalid_advisor_parameters():
     with pytest.raises(ValueError):
         SchedulingAdvisor(t_score=1.5, embedder="hash")

@@ -107,6 +107,14 @@ class SchedulingAdvisor:
         self._first_finish.append(math.inf)
         return idx
 
+    def warm(self, texts: Iterable[str]) -> int:
+        """Embed many texts in batches ahead of a replay (MiniLM: far cheaper per text than one by
+        one); later observe/advise calls hit the cache. Returns the number of distinct texts."""
+        unique = list(dict.fromkeys(texts))
+        if unique:
+            self.embedder.encode(unique)
+        return len(unique)
+
     def __len__(self) -> int:
         return self.n_observed
 
