@@ -1053,9 +1053,11 @@ def add_parsers(sub) -> None:
     r.add_argument("--engine", choices=["dask", "ray", "serial"], default="dask",
                    help="dask (default), ray, or serial (in this process)")
     r.add_argument("--workers", type=_workers_arg, metavar="N", help="local workers (default: CPU cores)")
-    r.add_argument("--dask-scheduler", metavar="ADDR", help="an existing Dask scheduler, e.g. tcp://HOST:8786 "
-                   "(its workers need schedcast and the data)")
-    r.add_argument("--ray-address", metavar="ADDR", help="an existing Ray cluster (auto, ray://HOST:10001)")
+    r.add_argument("--dask-scheduler", metavar="ADDR", help="an existing Dask scheduler, e.g. tcp://HOST:8786: "
+                   "its workers need schedcast installed, the data (--data-dir) and --out on a file system they "
+                   "share with this machine, at the same paths")
+    r.add_argument("--ray-address", metavar="ADDR", help="an existing Ray cluster (auto, ray://HOST:10001); same "
+                   "needs as --dask-scheduler, plus `pip install 'ray[default]'` everywhere")
     r.add_argument("--data-dir", help="shared data directory (default $SCHEDCAST_DATA or ../shared/data)")
     r.add_argument("--track", action=argparse.BooleanOptionalAction, default=None,
                    help="log to MLflow (default: only when --tracking-uri or $MLFLOW_TRACKING_URI is set)")

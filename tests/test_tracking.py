@@ -151,3 +151,46 @@ def test_experiment_run_logs_nested_runs_and_the_leaderboard(tmp_path, monkeypat
     again = run_experiment(spec, tmp_path / "run", engine="serial", tracking_uri=uri)
     rerun = client.search_runs([exp.experiment_id], f"tags.mlflow.parentRunId = '{again.parent_run_id}'")
     assert again.reused == 4 and len(rerun) == 2
+
+
+def _simulate_has_track_flag() -> bool:
+    from pipelines.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+    return any("--track" in a.option_strings for a in sub.choices["simulate"]._actions)
+
+
+def test_plain_simulate_does_not_import_mlflow(tmp_path):
+    import os
+
+    code = ("import sys; from pipelines.cli import main; "
+            f"rc = main(['simulate', '--synthetic', 'demo', '--jobs', '60', '--policy', 'fifo', 'sjf', '--no-plots', "
+            f"'--out', {str(tmp_path / 'out')!r}]); "
+            "print('RC', rc, 'MLFLOW', 'mlflow' in sys.modules)")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path,
+                         timeout=300).stdout
+    assert "RC 0 MLFLOW False" in out, out[-2000:]
+
+
+def test_simulate_track_logs_nested_runs(tmp_path):
+    """`schedcast simulate --track --tracking-uri URI`: one parent run, one nested run per policy."""
+    if not _simulate_has_track_flag():
+        pytest.skip("simulate --track is not wired in pipelines/simulate.py yet")
+    import mlflow
+
+    from pipelines.cli import main
+    from pipelines.tracking import EXPERIMENT
+
+    uri = _store(tmp_path)
+    assert main(["simulate", "--synthetic", "demo", "--jobs", "80", "--policy", "fifo", "spjf", "--no-plots",
+                 "--out", str(tmp_path / "out"), "--track", "--tracking-uri", uri]) == 0
+    client = mlflow.MlflowClient(uri)
+    runs = client.search_runs([client.get_experiment_by_name(EXPERIMENT).experiment_id])
+    parents = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
+    children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parents[0].info.run_id]
+    assert len(parents) == 1 and sorted(r.data.params["policy"] for r in children) == ["fifo", "spjf"]
+    assert all(r.data.metrics["jobs"] == 80 for r in children)
+    assert main(["simulate", "--synthetic", "demo", "--jobs", "80", "--policy", "fifo", "--no-plots",
+                 "--out", str(tmp_path / "out2"), "--no-track", "--tracking-uri", uri]) == 0
+    assert len(client.search_runs([client.get_experiment_by_name(EXPERIMENT).experiment_id])) == len(runs)
