@@ -248,3 +248,17 @@ def test_eager_variant_starts_jobs_still_on_the_virtual_machine():
     assert runs[False][0] == pytest.approx([31.0, 5.0]) and runs[False][1]["eager_starts"] == 0
     assert runs[False][1]["virtual_delay_h"] == pytest.approx((11 + 1) / 3600)  # j0 11 s, j1 1 s
     assert runs[True][0] == pytest.approx([20.0, 23.0]) and runs[True][1]["eager_starts"] == 1
+
+
+def test_head_of_line_blocking_is_measured():
+    # test_strict_order_head_blocks again: j1 (2 GPUs) is the head from 1.75 to 10.75 while one GPU is free.
+    w = workload([(0, 10, 3), (0, 5, 2), (0, 5, 1)], nodes=1, gpus=4)
+    stats = {}
+    for wc in (False, True):
+        eng = Engine(w, lambda: ASrpt(work_conserving=wc), placement=HeavyEdge(),
+                     predictions={"iterations": [1.0, 2.0, 4.0]})
+        eng.run()
+        stats[wc] = eng.policies[0].stats()
+    assert stats[False]["real_queue_idle_gpu_h"] == pytest.approx(9.0 / 3600)
+    # work-conserving: j2 fills the free GPU from 2.75 to 7.75; free 1.75-2.75 and 7.75-10.75
+    assert stats[True]["real_queue_idle_gpu_h"] == pytest.approx(4.0 / 3600)

@@ -85,6 +85,8 @@ class ASrpt(Policy):
         self.virtual_done = 0
         self.max_waiting = 0
         self.arrived: dict[int, float] = {}
+        self._blocked_since = (0.0, 0)  # (time, free GPUs) after the last pass, when the real queue was not empty
+        self.blocked_gpu_s = 0.0  # GPU-seconds free while jobs sat in the real queue (head-of-line blocking)
         self.virtual_delay = 0.0  # sum over jobs of (virtual completion - arrival), s
 
     # -- set-up ----------------------------------------------------------------------------------
@@ -175,6 +177,12 @@ class ASrpt(Policy):
 
     def schedule(self) -> None:
         self._advance()
+        t0, free0 = self._blocked_since
+        self.blocked_gpu_s += free0 * (self.ctx.now - t0)
+        self._schedule()
+        self._blocked_since = (self.ctx.now, self.ctx.pool.total_free if self.real else 0)
+
+    def _schedule(self) -> None:
         real = self.real
         if real:
             if not self.work_conserving:
@@ -286,7 +294,8 @@ class ASrpt(Policy):
     def stats(self) -> dict[str, Any]:
         return {"virtual_completions": self.virtual_done, "delayed_heads": self.delayed,
                 "delay_expiries": self.delay_expired, "max_waiting": self.max_waiting,
-                "virtual_delay_h": self.virtual_delay / 3600, "eager_starts": self.eager_starts}
+                "virtual_delay_h": self.virtual_delay / 3600, "eager_starts": self.eager_starts,
+                "real_queue_idle_gpu_h": self.blocked_gpu_s / 3600}
 
 
 class ASrptPerfect(ASrpt):
