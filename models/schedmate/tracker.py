@@ -51,7 +51,7 @@ class Progress:
 _NUM = r"([-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)"
 _RANK = re.compile(r"^\s*\[rank(\d+)\]:\s?")
 _EVAL = re.compile(r"Validation|Validating|Test:|\bTesting\b|Epoch\(val\)|Epoch\(test\)|\bEval\b|\beval\b|val_loss|Predicting", re.I)
-_TQDM = re.compile(r"(?:(?P<desc>[^|]*?):\s*)?(?P<pct>\d+)%\|[^|]*\|\s*(?P<n>\d+)/(?P<tot>\d+)\s*\[(?P<el>[\d:]+)<(?P<rem>[\d:?]+),\s*"
+_TQDM = re.compile(r"(?P<pct>\d+)%\|[^|]*\|\s*(?P<n>\d+)/(?P<tot>\d+)\s*\[(?P<el>[\d:]+)<(?P<rem>[\d:?]+),\s*"
                    r"(?P<rate>[\d.]+|\?)\s*(?P<unit>it/s|s/it)?")
 _MEGATRON = re.compile(r"iteration\s+(\d+)\s*/\s*(\d+)\s*\|")
 _MM_EPOCH = re.compile(r"Epoch\(train\)\s*\[(\d+)\]\s*\[\s*(\d+)\s*/\s*(\d+)\]")
@@ -80,6 +80,18 @@ _H_STEPS = re.compile(r"(?:Total optimization steps\s*=|max_steps\s*[=:]|train_i
 _H_GBS = re.compile(r"(?:Total train batch size[^=]*=|global_batch_size\s*\.+)\s*([\d,]+)", re.I)
 _H_BS = re.compile(r"(?:batch_size\s*[=:]|Instantaneous batch size per device\s*=|train_micro_batch_size_per_gpu\s+)\s*(\d+)", re.I)
 _H_WORLD = re.compile(r"world_size\s*[=:]\s*(\d+)", re.I)
+_H_ANY = ("epoch", "step", "batch", "iters", "world_size", "total")
+
+# literal hints (lower case) one of which must be in a line before the (slower) pattern is tried
+_HINTS: dict = {}
+_HINTS.update({_EVAL: ("valid", "test", "eval", "val)", "val_loss", "predict"), _EPOCH_OF: ("epoch",),
+               _STEP_OF: ("step", "iter", "it"), _H_EPOCHS: ("epoch",),
+               _H_STEPS: ("total optimization", "max_steps", "train_iters", "max_iters", "total_steps"),
+               _H_GBS: ("total train batch", "global_batch_size"),
+               _H_BS: ("batch_size", "batch size per device", "train_micro_batch"), _H_WORLD: ("world_size",)})
+_HINTS.update({_TIME_MS: ("elapsed time", "time/step", "step time", "iter time"), _MS_STEP: ("ms",),
+               _S_IT: ("s/it",), _IT_S: ("it/s",), _TIME_S: ("time:",), _LOSS: ("loss",),
+               _SAMPLES: ("samples", "persec"), _GBS: ("global batch",), _TIMM_RATE: ("time:",)})
 
 PROTOTYPES = {
     "progress": ("epoch 3 step 120/500 loss 0.53 lr 0.001 time 0.21", "iteration 100 / 5000 loss 2.3 ms per iteration",
@@ -91,6 +103,13 @@ PROTOTYPES = {
     "init": ("NCCL INFO init complete rank world size", "loading config arguments namespace model created param count"),
     "other": ("wandb syncing run view project", "heartbeat ok host", "data shard loaded from cache"),
 }
+
+
+def _find(rx: re.Pattern, line: str, low: str) -> re.Match | None:
+    hint = _HINTS.get(rx)
+    if hint is not None and not any(h in low for h in hint):
+        return None
+    return rx.search(line)
 
 
 def _parse_ts(text: str) -> float | None:
@@ -139,16 +158,19 @@ _CAND = re.compile(r"%\||iteration|[Ee]poch|[Ss]tep|Iter|Train:|it/s|s/it|[Ll]os
 
 def parse_progress(line: str) -> _Rec | None:
     """Progress fields of a training-progress line, or None (fast regex path)."""
-    if not _CAND.search(line) or _EVAL.search(line):
+    if not _CAND.search(line):
+        return None
+    low = line.lower()
+    if _find(_EVAL, line, low):
         return None
     r = _Rec(idx=-1)
     m = _MEGATRON.search(line)
     if m:
         r.kind, r.step, r.total = "megatron", int(m.group(1)), int(m.group(2))
-        t = _TIME_MS.search(line)
+        t = _find(_TIME_MS, line, low)
         if t:
             r.step_time = float(t.group(1)) / 1000.0
-        g = _GBS.search(line)
+        g = _find(_GBS, line, low)
         r.gbs = int(g.group(1)) if g else None
     elif (m := _MM_EPOCH.search(line)):
         r.kind, r.epoch, r.s_in, r.spe = "mmengine", int(m.group(1)), int(m.group(2)), int(m.group(3))
@@ -157,11 +179,11 @@ def parse_progress(line: str) -> _Rec | None:
     elif (m := _TIMM.search(line)):
         r.kind, r.epoch, r.s_in, r.spe = "timm", int(m.group(1)), int(m.group(2)) + 1, int(m.group(3))
         r.zero_based_idx = True
-        t = _TIMM_RATE.search(line)
+        t = _find(_TIMM_RATE, line, low)
         if t:
             r.step_time, r.samples = float(t.group(1)), float(t.group(2))
-    elif (m := _TQDM.search(line)):
-        desc = m.group("desc") or ""
+    elif "%|" in line and (m := _TQDM.search(line)):
+        desc = line[:m.start()]
         n, tot = int(m.group("n")), int(m.group("tot"))
         e = re.search(r"Epoch\s*(\d+)", desc)
         if e:
@@ -173,8 +195,8 @@ def parse_progress(line: str) -> _Rec | None:
             if rate > 0:
                 r.rate_time = rate if m.group("unit") == "s/it" else 1.0 / rate
     else:
-        e = _EPOCH_OF.search(line)
-        s = _STEP_OF.search(line)
+        e = _find(_EPOCH_OF, line, low)
+        s = _find(_STEP_OF, line, low)
         b = _BRACKET.search(line)
         if not (s or (e and b)):
             return None
@@ -193,13 +215,13 @@ def parse_progress(line: str) -> _Rec | None:
             r.total = int(s.group(2)) if s.group(2) else None
         if r.step is None and r.s_in is None:
             return None
-        if not (_LOSS.search(line) or _TIME_MS.search(line) or _MS_STEP.search(line) or _S_IT.search(line)
-                or _IT_S.search(line) or _TIME_S.search(line)):
+        if not (_find(_LOSS, line, low) or _find(_TIME_MS, line, low) or _find(_MS_STEP, line, low)
+                or _find(_S_IT, line, low) or _find(_IT_S, line, low) or _find(_TIME_S, line, low)):
             return None  # "oldest step 3000", "rank 3 step 12": a number, not a progress record
     # common fields
     if r.step_time is None and r.kind != "bar":
         for rx, scale in ((_TIME_MS, None), (_MS_STEP, 1e-3), (_S_IT, 1.0), (_TIME_S, 1.0)):
-            t = rx.search(line)
+            t = _find(rx, line, low)
             if t:
                 if scale is None:
                     v = float(t.group(1))
@@ -208,16 +230,16 @@ def parse_progress(line: str) -> _Rec | None:
                     r.step_time = float(t.group(1)) * scale
                 break
         if r.step_time is None and r.rate_time is None:
-            t = _IT_S.search(line)
+            t = _find(_IT_S, line, low)
             if t and float(t.group(1)) > 0:
                 r.rate_time = 1.0 / float(t.group(1))
-    lm = _LOSS.search(line)
+    lm = _find(_LOSS, line, low)
     if lm:
         try:
             r.loss = float(lm.group(1))
         except ValueError:
             pass
-    sm = _SAMPLES.search(line)
+    sm = _find(_SAMPLES, line, low)
     if sm and r.samples is None:
         r.samples = float(sm.group(1))
     r.ts = _parse_ts(line)
@@ -348,15 +370,18 @@ class MetricTracker:
         out: dict = {}
         bs = world = None
         for line in lines[:limit]:
-            if "epochs" not in out and (m := _H_EPOCHS.search(line)):
+            low = line.lower()
+            if not any(h in low for h in _H_ANY):
+                continue
+            if "epochs" not in out and (m := _find(_H_EPOCHS, line, low)):
                 out["epochs"] = int(m.group(1))
-            if "steps" not in out and (m := _H_STEPS.search(line)):
+            if "steps" not in out and (m := _find(_H_STEPS, line, low)):
                 out["steps"] = int(m.group(1).replace(",", ""))
-            if "gbs" not in out and (m := _H_GBS.search(line)):
+            if "gbs" not in out and (m := _find(_H_GBS, line, low)):
                 out["gbs"] = int(m.group(1).replace(",", ""))
-            if bs is None and (m := _H_BS.search(line)):
+            if bs is None and (m := _find(_H_BS, line, low)):
                 bs = int(m.group(1))
-            if world is None and (m := _H_WORLD.search(line)):
+            if world is None and (m := _find(_H_WORLD, line, low)):
                 world = int(m.group(1))
         if "gbs" not in out and bs and world:
             out["gbs"] = bs * world
