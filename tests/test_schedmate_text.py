@@ -329,3 +329,14 @@ def test_command_chains_redirections_and_cd():
     for cmd, (model, gpus) in cases.items():
         md = extract_metadata(cmd, files)
         assert (md.model, md.iterations, md.gpus) == (model, 7, gpus), cmd
+
+
+def test_handwritten_repositories_modelled_on_public_code():
+    from features.jobcorpus.handwritten import HAND
+
+    misses = []
+    for name, command, files, truth in HAND:
+        md = extract_metadata(command, files)
+        misses += [(name, f, getattr(md, f), truth[f]) for f in FIELDS if getattr(md, f) != truth[f]]
+    # the one field no static rule can know: pytorch/examples spawns a process per visible GPU
+    assert misses == [("pytorch-examples-imagenet", "gpus", 1, None)]

@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
 
-from models.schedmate.vocab import (DATASET_TASK, MODEL_TASK, canonical_dataset, canonical_model, known_model,
+from models.schedmate.vocab import (DATASET_TASK, MODEL_TASK, canonical_dataset, canonical_model, known_model, norm,
                                     task_from_signals)
 
 FIELDS = ("model", "task", "dataset", "iterations", "iteration_unit", "batch_size", "gpus", "nodes")
@@ -38,10 +38,11 @@ _MODEL_KEYS = {"arch", "model", "model_name", "model_type", "network", "net", "b
 _DATA_KEYS = {"dataset", "dataset_name", "data", "data_path", "data_dir", "data_root", "dataset_type", "task_name",
               "env", "env_id", "env_name", "train_file", "root", "dataset_config_name", "name"}
 _EPOCH_KEYS = {"epochs", "num_epochs", "max_epochs", "num_train_epochs", "n_epochs", "epoch", "nepochs", "train_epochs"}
-_STEP_KEYS = {"max_steps", "total_steps", "train_iters", "iters", "max_iters", "num_steps", "total_timesteps",
+_STEP_KEYS = {"max_update", "max_updates", "max_steps", "total_steps", "train_iters", "iters", "max_iters", "num_steps", "total_timesteps",
               "num_iterations", "max_iter", "train_steps", "max_train_steps", "steps"}
 _BATCH_KEYS = {"batch_size", "per_device_train_batch_size", "train_micro_batch_size_per_gpu", "micro_batch_size",
                "b", "bs", "mini_batch_size", "train_batch_size_per_gpu", "samples_per_gpu", "per_gpu_train_batch_size"}
+_NAMED_DATA_KEYS = {"dataset", "dataset_name", "data_path", "dataset_path", "env_id", "env_name", "train_file"}
 _EVAL_PATH = re.compile(r"(^|[._])(val|valid|validation|eval|test)([._]|$)|eval_|_eval")
 
 
@@ -136,10 +137,11 @@ def _expand(s: str, env: dict[str, str], pos: list[str]) -> str:
             i = int(name)
             return pos[i - 1] if 0 < i <= len(pos) else (default or "")
         if name == "@":
-            return " ".join(pos)
+            return shlex.join(pos)
         val = env.get(name)
         return val if val not in (None, "") else (default or "")
-    s = re.sub(r"\$\{@:(\d+)\}", lambda m: " ".join(pos[int(m.group(1)) - 1:]), s)
+    s = re.sub(r'"\$(?:@|\{@\})"', lambda m: shlex.join(pos), s)  # "$@": each argument one word
+    s = re.sub(r'"?\$\{@:(\d+)\}"?', lambda m: shlex.join(pos[int(m.group(1)) - 1:]), s)
     return re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*|\d+|@)(?::?-([^}]*))?\}|\$\{(\d+)\}|\$([A-Za-z_][A-Za-z0-9_]*|\d|@)",
                   repl, s)
 
@@ -343,6 +345,10 @@ class _Extractor:
             words = stmt.split()
             if not words:
                 continue
+            if words[0] == "shift":
+                n = _as_int(words[1]) if len(words) > 1 else 1
+                pos = pos[(n or 1):]
+                continue
             first = words[0]
             while _ASSIGN.match(first) and len(words) > 1:
                 words = words[1:]
@@ -376,6 +382,11 @@ class _Extractor:
             if rest:
                 self.entry_script(rest[0], rest[1:])
             return
+        if head == "tune" and rest and rest[0] == "run":  # torchtune: torchrun options, then a recipe
+            head, rest = "torchrun", rest[1:]
+        elif head not in ("torchrun", "deepspeed", "accelerate", "srun", "mpirun"):
+            self.entry_script(toks[0], rest)  # a console script (fairseq-train, ...): its argv is the job's
+            return
         opts, script, args = self._split_launcher(rest)
         if head == "torchrun":
             self._set_gpn(_as_int(opts.get("nproc_per_node")), P_LAUNCH, "torchrun --nproc_per_node")
@@ -400,7 +411,11 @@ class _Extractor:
                 m = re.search(r"gpu(?::\w+)?:(\d+)", str(opts["gres"]))
                 if m:
                     self._set_gpn(int(m.group(1)), P_LAUNCH, "srun --gres")
-            self._set_total(_as_int(opts.get("ntasks") or opts.get("n")), 85, "srun --ntasks")
+            total = _as_int(opts.get("ntasks") or opts.get("n"))
+            self._set_total(total, 85, "srun --ntasks")
+            per = _as_int(opts.get("ntasks_per_node"))
+            if total and per and not (opts.get("nodes") or opts.get("N")):
+                self._set_nodes(-(-total // per), 85, "srun --ntasks / --ntasks-per-node")
             if script in ("python", "python3") or (script and script.endswith(("torchrun", "python"))):
                 self.launcher([script] + args, env)
                 return
@@ -497,6 +512,19 @@ class _Extractor:
                 self.s.put(k, _yaml_value(v), P_OVERRIDE, f"override {k}")
         for key, value in info.keywords:
             self.s.put(key, value, P_CODE_KW, f"code {key}")
+        for key, value in info.fields.items():
+            if key not in parsed:
+                self.s.put(key, value, P_DEFAULT - 5, f"dataclass field default {key}")
+        for key, value in info.consts.items():
+            self.s.put(key, value, P_CODE, f"module constant {key}")
+        self.s.put("hint.entry", PurePosixPath(script).stem, P_CODE - 20, f"entry name {script}")
+        for k in ("config", "cfg", "config_name", "config_file"):
+            v = parsed.get(k)
+            if isinstance(v, str) and not self._file(v):
+                self.s.put("hint.config", v, P_CODE - 20, f"config name {v}")
+        if name is None:  # a console script: positionals are data paths more often than not
+            for p in positionals:
+                self.s.put("positional", p, P_ARGV - 5, f"argv positional {p}")
         for value in info.model_literals:
             self.s.put("code.model", value, P_CODE, "code model constructor")
         for value in info.dataset_literals:
@@ -594,22 +622,30 @@ class _Extractor:
         ranked = self.s.ranked()
         # model: known names first (by priority), then any model-key string
         model_cands = [(k, v, p, s) for k, v, p, s in ranked if isinstance(v, str) and v.strip() and
-                       (_last(k) in _MODEL_KEYS or k in ("code.model", "config.filename") or
-                        (k.startswith("model.") and _last(k) in ("name", "type", "arch", "model_name"))) and
+                       (_last(k) in _MODEL_KEYS or k in ("code.model", "config.filename", "hint.entry", "hint.config")
+                        or (k.startswith("model.") and _last(k) in ("name", "type", "arch", "model_name"))) and
                        not _EVAL_PATH.search(k.lower())]
         mm = self._mm_model()
-        for k, v, p, s in model_cands:
-            km = known_model(v)
-            if km:
-                md.model, md.sources["model"] = km, s
-                break
+        known = [(k, v, p, s, known_model(v) or (known_model(v, strip=False) if k.startswith("hint.") else None))
+                 for k, v, p, s in model_cands]
+        first_known = next((c for c in known if c[4]), None)
+        explicit = [c for c in model_cands if not c[0].startswith(("hint.", "config.filename", "code.model"))
+                    and not str(c[1]).startswith(("/", "./"))]
+        if explicit and (first_known is None or explicit[0][2] > first_known[2]) and \
+                (not mm or explicit[0][2] > P_CONFIG):
+            k, v, p, src = explicit[0]  # the user named a model we do not know: keep their name
+            md.model, md.sources["model"] = canonical_model(v), src
+        elif first_known is not None and (not mm or first_known[2] > P_CONFIG - 30 + 1):
+            md.model, md.sources["model"] = first_known[4], first_known[3]
         if md.model is None and mm:
             md.model, md.sources["model"] = mm
+        if md.model is None and first_known is not None:
+            md.model, md.sources["model"] = first_known[4], first_known[3]
         if md.model is None:
             dims = self._dims_model()
             if dims:
                 md.model, md.sources["model"] = dims, "architecture dims (layers, hidden size)"
-        if md.model is None and model_cands:
+        if md.model is None and model_cands and not model_cands[0][0].startswith("hint."):
             md.model, md.sources["model"] = canonical_model(model_cands[0][1]), model_cands[0][3]
         # dataset
         glue_task = None
@@ -618,7 +654,7 @@ class _Extractor:
                 continue
             lk = _last(k)
             segs = k.lower().split(".")[:-1]
-            if lk in _DATA_KEYS or k == "code.dataset" or "data" in lk or any(
+            if lk in _DATA_KEYS or k in ("code.dataset", "positional") or "data" in lk or any(
                     sg in ("data", "dataset", "datasets") for sg in segs):
                 ds = canonical_dataset(v)
                 if ds:
@@ -628,6 +664,12 @@ class _Extractor:
                     glue_task = (v.lower(), s)
         if md.dataset is None and glue_task:
             md.dataset, md.sources["dataset"] = f"glue-{glue_task[0]}", glue_task[1]
+        if md.dataset is None:  # a dataset we do not know: keep the user's name (last path segment)
+            for k, v, p, s in ranked:
+                if isinstance(v, str) and _last(k) in _NAMED_DATA_KEYS and p >= P_DEFAULT and v.strip("/ "):
+                    seg = [x for x in re.split(r"[/\\]", v.strip()) if x][-1]
+                    md.dataset, md.sources["dataset"] = norm(seg), s
+                    break
         # iterations: steps win over epochs when both set at the same priority (HF: max_steps > 0 overrides)
         best = None
         for k, v, p, s in ranked:
@@ -721,7 +763,8 @@ class _Extractor:
 
     def _dims_model(self) -> str | None:
         vals = {k: v for k, v, p, s in reversed(self.s.ranked())}
-        layers, hidden = _as_int(vals.get("num_layers")), _as_int(vals.get("hidden_size"))
+        layers = _as_int(vals.get("num_layers", vals.get("n_layer")))
+        hidden = _as_int(vals.get("hidden_size", vals.get("n_embd")))
         table = {(12, 768): "gpt2", (24, 1024): "gpt2-medium", (32, 4096): "llama-2-7b", (40, 5120): "llama-2-13b"}
         return table.get((layers, hidden)) if layers and hidden else None
 
@@ -769,6 +812,8 @@ class _PyInfo:
     hydra: tuple[str | None, str | None] | None = None
     keywords: list[tuple[str, Any]] = field(default_factory=list)
     model_literals: list[str] = field(default_factory=list)
+    consts: dict[str, Any] = field(default_factory=dict)   # module-level str/int/float constants
+    fields: dict[str, Any] = field(default_factory=dict)   # @dataclass field defaults
     dataset_literals: list[str] = field(default_factory=list)
     task_words: list[str] = field(default_factory=list)
 
@@ -890,6 +935,14 @@ def _analyse_python(tree: ast.Module) -> _PyInfo:
     for v in consts.values():
         if isinstance(v, str) and known_model(v):
             info.model_literals.append(v)
+    info.consts = {k: v for k, v in consts.items() if isinstance(v, (str, int, float)) and not isinstance(v, bool)}
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and any("dataclass" in ast.unparse(d) for d in node.decorator_list):
+            for item in node.body:
+                if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name) and item.value is not None:
+                    v = _lit(item.value, consts)
+                    if isinstance(v, (str, int, float)) and not isinstance(v, bool):
+                        info.fields[item.target.id] = v
     return info
 
 

@@ -10,6 +10,8 @@ MODEL_RULES: tuple[tuple[str, str], ...] = (
     (r"stable-?diffusion|(^|-)sd-?(v)?1-?5($|-)", "stable-diffusion-1.5"),
     (r"segformer|mit-b2|mixvisiontransformer", "segformer-b2"),
     (r"faster-?rcnn", "faster-rcnn-r50"),
+    (r"mask-?rcnn", "mask-rcnn-r50"),
+    (r"transformer.*(wmt|vaswani).*big|transformer-?big", "transformer-big"),
     (r"llama-?2-?7b|llama2-?7b|llama-7b", "llama-2-7b"),
     (r"gpt-?2-?(medium|345m)", "gpt2-medium"),
     (r"(^|-)gpt-?2($|-small|-124m)", "gpt2"),
@@ -43,7 +45,7 @@ MODEL_TASK = {
     "faster-rcnn-r50": "object-detection", "llama-2-7b": "language-modeling", "gpt2": "language-modeling",
     "gpt2-medium": "language-modeling", "roberta-large": "text-classification", "bert-base": "text-classification",
     "bert-large": "question-answering", "t5-base": "summarization", "conformer": "speech-recognition",
-    "transformer-base": "translation", "lstm-lm": "language-modeling", "dcgan": "image-generation",
+    "transformer-base": "translation", "transformer-big": "translation", "mask-rcnn-r50": "object-detection", "lstm-lm": "language-modeling", "dcgan": "image-generation",
     "neumf": "recommendation", "ppo": "reinforcement-learning", "td3": "reinforcement-learning",
     "pointnet": "point-cloud-classification",
 }
@@ -62,6 +64,7 @@ DATASET_RULES: tuple[tuple[str, str], ...] = (
     (r"openwebtext", "openwebtext"),
     (r"alpaca", "alpaca"),
     (r"wmt-?14", "wmt14-en-de"),
+    (r"wmt-?16", "wmt16-en-de"),
     (r"cnn-?dailymail", "cnn-dailymail"),
     (r"librispeech", "librispeech"),
     (r"ml-?1m|movielens", "movielens-1m"),
@@ -77,7 +80,7 @@ DATASET_TASK = {
     "coco": "object-detection", "ade20k": "semantic-segmentation", "glue-sst2": "text-classification",
     "glue-mnli": "text-classification", "squad": "question-answering", "wikitext-103": "language-modeling",
     "wikitext-2": "language-modeling", "openwebtext": "language-modeling", "alpaca": "language-modeling",
-    "wmt14-en-de": "translation", "cnn-dailymail": "summarization", "librispeech": "speech-recognition",
+    "wmt14-en-de": "translation", "wmt16-en-de": "translation", "cnn-dailymail": "summarization", "librispeech": "speech-recognition",
     "movielens-1m": "recommendation", "atari-breakout": "reinforcement-learning",
     "mujoco-halfcheetah": "reinforcement-learning", "celeba": "image-generation",
     "modelnet40": "point-cloud-classification", "laion-aesthetics": "image-generation",
@@ -115,11 +118,12 @@ def _strip_org(name: str) -> str:
     return s
 
 
-def known_model(name: str | None) -> str | None:
-    """Canonical id only when the name is a known model (else None): used to rank candidates."""
+def known_model(name: str | None, strip: bool = True) -> str | None:
+    """Canonical id only when the name is a known model (else None): used to rank candidates.
+    strip=False matches the whole string ("llama2/7B_full" names a config of LLaMA-2 7B)."""
     if name is None or not str(name).strip():
         return None
-    n = norm(_strip_org(name))
+    n = norm(_strip_org(name) if strip else name)
     for pat, key in MODEL_RULES:
         if re.search(pat, n):
             return key
