@@ -45,10 +45,20 @@ _TB_FRAME = re.compile(r'^\s*(?:\[rank\d+\]:\s*)?(?:\s+File "|\s{2,}\S|\s*\^+\s*
 _EXC_LINE = re.compile(r"^\s*(?:\[rank\d+\]:\s*)?(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception|Interrupt|Exit)\b")
 
 
+# every _FAILURE alternative contains one of these (lower case): a cheap test before the regex
+_FAILURE_KEYS = ("traceback", "xid", "nccl warn", "watchdog", "processgroupnccl", "cuda error", "out of memory",
+                 "killed", "node failure", "nodenotready", "heartbeat", "unreachable", "link is down",
+                 "input/output", "stale file", "no space", "write failed", "childfailed", "sigterm", "terminate called",
+                 "segmentation", "bus error", "failed", "exitcode", "root cause", "srun: error", "slurmstepd",
+                 "core dumped", "fatal", "critical", "kernel panic")
+
+
 def is_failure_line(line: str) -> bool:
     """Failure evidence (an error, not a warning or a metric named 'error_rate')."""
-    if not (_EXC.match(line) or _FAILURE.search(line)):
-        return False
+    if not _EXC.match(line):
+        low = line.lower()
+        if not any(k in low for k in _FAILURE_KEYS) or not _FAILURE.search(line):
+            return False
     return not (_BENIGN_HINT.search(line) and _BENIGN.search(line))
 
 
