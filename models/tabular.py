@@ -251,7 +251,7 @@ def make_duration_model(algo: str, fast: bool, **params) -> _TabularBase:
         return RandomForestModel(categorical=CATEGORICAL, **params)
     if algo == "ebm":
         defaults = dict(interactions=0, outer_bags=2) if fast else dict(interactions=10, outer_bags=8)
-        return GA2MRegressor(categorical=CATEGORICAL, monotone_increasing=("num_gpus",), **{**defaults, **params})
+        return GA2MRegressor(categorical=CATEGORICAL, **{"monotone_increasing": ("num_gpus",), **defaults, **params})
     raise ValueError(f"unknown duration algorithm {algo!r}: lightgbm, ebm, rf")
 
 

@@ -175,3 +175,18 @@ def test_policy_on_failure_may_choose_the_restart_delay():
     check_identities(jobs)
     assert jobs["end"].tolist() == pytest.approx([117, 130])
     assert sorted(_DiagnosingFifo.seen) == ["infra/xid", "script/import"]
+
+
+def test_uncordon_gives_a_cordoned_node_back_and_leaves_a_failed_one_down_until_repair():
+    from sim.placement.pool import NodePool
+
+    pool = NodePool([4, 4])
+    pool.cordon(0)
+    assert 0 not in pool.buckets[4]
+    pool.uncordon(0)
+    assert 0 in pool.buckets[4] and 0 not in pool.cordoned
+    pool.set_down(1)
+    pool.uncordon(1)  # still down: it comes back (not cordoned) when repaired
+    assert 1 in pool.cordoned
+    pool.set_up(1)
+    assert 1 in pool.buckets[4] and 1 not in pool.cordoned

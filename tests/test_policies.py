@@ -288,3 +288,12 @@ def test_base_policy_waiting_count_and_release():
     assert p.waiting_count() == 3
     assert p.release(2) is True and p.release(2) is False
     assert [j for _, j in p.queue.items] == [5, 9]
+
+
+def test_plain_ebm_duration_model_can_drop_the_monotone_constraint():
+    # Was: TypeError "got multiple values for keyword argument 'monotone_increasing'" whenever the System
+    # Tuner (or DurationUpdater(model="ebm", monotone=False)) asked for the plain GA2M.
+    from models.tabular import make_duration_model
+
+    assert make_duration_model("ebm", fast=True, monotone_increasing=()).monotone_increasing == ()
+    assert make_duration_model("ebm", fast=True).monotone_increasing == ("num_gpus",)

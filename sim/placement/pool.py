@@ -98,6 +98,20 @@ class NodePool:
         if self.typed:
             self.type_buckets[self.gpu_type[node]][self.free[node]].discard(node)
 
+    def uncordon(self, node: int) -> None:
+        """Let ``node`` take new work again (the reverse of :meth:`cordon`). A node that failed meanwhile
+        comes back when repaired (``set_up``); one that moved away (capacity 0) is left alone."""
+        if node in self.down:
+            self.down[node] = False
+            return
+        if node not in self.cordoned or not self.capacity[node]:
+            return
+        self.version += 1
+        self.cordoned.discard(node)
+        self.buckets[self.free[node]].add(node)
+        if self.typed:
+            self.type_buckets[self.gpu_type[node]][self.free[node]].add(node)
+
     def take_offline(self, node: int) -> int:
         """Remove an idle node (it moves to another partition); returns its GPU count. Its slot stays,
         with capacity 0, so that node numbers and placements of running jobs do not change."""

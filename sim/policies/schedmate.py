@@ -248,18 +248,8 @@ class SchedMateParts:
 
 
 def uncordon(pool: Any, node: int) -> None:
-    """Take a node a policy cordoned back into placement (the pool has cordon but no uncordon yet); a
-    node that failed meanwhile comes back when repaired, one that moved away is left alone."""
-    if node in pool.down:
-        pool.down[node] = False
-        return
-    if node not in pool.cordoned or not pool.capacity[node]:
-        return
-    pool.version += 1
-    pool.cordoned.discard(node)
-    pool.buckets[pool.free[node]].add(node)
-    if pool.typed:
-        pool.type_buckets[pool.gpu_type[node]][pool.free[node]].add(node)
+    """Take a node a policy cordoned back into placement (sim.placement.pool.NodePool.uncordon)."""
+    pool.uncordon(node)
 
 
 class SchedMateCoordinator(Coordinator, SchedMateParts):
