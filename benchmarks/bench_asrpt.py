@@ -28,7 +28,8 @@ alpha~_min at the replay's NIC, and place with ``heavy-edge`` (``+consolidate``:
 consolidate placement instead). Our variants of A-SRPT (not the paper's; sim/policies/asrpt.py):
 ``a-srpt-eager`` (idle GPUs take jobs still on the virtual machine, in virtual SRPT order),
 ``a-srpt-wc`` (work-conserving real queue; ``a-srpt-perfect-wc`` with true iterations), ``a-srpt-wce``
-(both) and ``a-srpt-packed`` (heavy_ratio 1: every profiled job on the fewest, emptiest servers).
+(both), ``a-srpt-size`` (real queue sorted by virtual size instead of virtual completion order) and
+``a-srpt-packed`` (heavy_ratio 1: every profiled job on the fewest, emptiest servers).
 """
 from __future__ import annotations
 
@@ -121,7 +122,7 @@ def table2(models: list[str], cases: int, gpus: int, servers: int, seed: int) ->
 
 # -- replays ---------------------------------------------------------------------------------------
 BASELINES = ["spjf", "spwf", "wcs-duration", "wcs-workload", "wcs-subtime"]
-POLICIES = ["a-srpt", "a-srpt-wc", "a-srpt-perfect", *BASELINES, "spjf+consolidate", "wcs-duration+consolidate"]
+POLICIES = ["a-srpt", "a-srpt-wc", "a-srpt-size", "a-srpt-perfect", *BASELINES, "spjf+consolidate", "wcs-duration+consolidate"]
 
 
 class Case:
@@ -214,6 +215,8 @@ def replay(case: Case, policy: str, pred: str = "rf", nic: float = 10.0, tau: fl
     factories = {"a-srpt": (lambda: ASrpt(tau=tau)) if not time_decisions else _timed_asrpt(tau), "a-srpt-wc": lambda: ASrpt(tau=tau, work_conserving=True),
                  "a-srpt-eager": lambda: ASrpt(tau=tau, eager=True),
                  "a-srpt-packed": lambda: ASrpt(tau=tau, heavy_ratio=1.0),
+                 "a-srpt-size": lambda: ASrpt(tau=tau, order="size"),
+                 "a-srpt-perfect-size": lambda: ASrptPerfect(tau=tau, order="size"),
                  "a-srpt-wce": lambda: ASrpt(tau=tau, work_conserving=True, eager=True),
                  "a-srpt-perfect": lambda: ASrptPerfect(tau=tau),
                  "a-srpt-perfect-wc": lambda: ASrptPerfect(tau=tau, work_conserving=True),
@@ -310,7 +313,8 @@ def replays(args) -> dict:
             out["fig7"].append(_public(r))
             _line(f"fig7 share={share}", r)
     for nic in args.nic:
-        for pol in ("a-srpt", "a-srpt-wc", "a-srpt-perfect", "spjf", "wcs-duration", "wcs-duration+consolidate"):
+        for pol in ("a-srpt", "a-srpt-wc", "a-srpt-size", "a-srpt-perfect", "spjf", "wcs-duration",
+                    "wcs-duration+consolidate"):
             r = replay(case, pol, nic=nic)
             out["fig8"].append(_public(r))
             _line(f"fig8 nic={nic:g}", r)
@@ -352,7 +356,8 @@ def why(case: Case) -> list[dict]:
     order is to smallest-predicted-work-first (Spearman rank correlation with SPWF's start times)."""
     rows = []
     runs = [("a-srpt", "rf", 1.0), ("a-srpt", "rf", 0.0), ("a-srpt-eager", "rf", 1.0), ("a-srpt-wc", "rf", 1.0),
-            ("a-srpt-wce", "rf", 1.0), ("a-srpt", "perfect", 1.0), ("a-srpt-perfect-wc", "perfect", 1.0),
+            ("a-srpt-wce", "rf", 1.0), ("a-srpt-size", "rf", 1.0), ("a-srpt", "perfect", 1.0),
+            ("a-srpt-perfect-wc", "perfect", 1.0), ("a-srpt-perfect-size", "perfect", 1.0),
             ("spwf", "rf", 1.0), ("wcs-workload", "rf", 1.0), ("wcs-duration", "rf", 1.0), ("wcs-subtime", "rf", 1.0),
             ("spwf", "perfect", 1.0), ("wcs-workload", "perfect", 1.0)]
     starts = {}
@@ -405,7 +410,7 @@ def philly(args) -> list[dict]:
     sub = np.array(case.w.submit)
     for pred in ("group-median", "perfect"):
         starts = {}
-        for pol in ("a-srpt", "a-srpt-wc", "spjf", "spwf", "wcs-duration", "wcs-workload", "wcs-subtime"):
+        for pol in ("a-srpt", "a-srpt-wc", "a-srpt-size", "spjf", "spwf", "wcs-duration", "wcs-workload", "wcs-subtime"):
             r = replay(case, pol, pred=pred)
             r.update(iteration_error=case.error(pred), nodes=sum(len(p.capacities) for p in cl.partitions),
                      wait_1gpu_h=float((r["_start"] - sub)[one].sum() / 3600))
@@ -491,7 +496,8 @@ def _summary_lines(rp: dict) -> list[str]:
                    + f", {_pct(a, by[wcs]['total_jct_h'])} vs the best work-conserving baseline ({wcs}); "
                    f"A-SRPT-Perfect {_pct(by['a-srpt-perfect']['total_jct_h'], by[wcs]['total_jct_h'])} vs {wcs} and "
                    f"{_pct(a, by['a-srpt-perfect']['total_jct_h'])} A-SRPT vs A-SRPT-Perfect (paper: within ~15 %); "
-                   f"our work-conserving A-SRPT-WC {_pct(by['a-srpt-wc']['total_jct_h'], by[wcs]['total_jct_h'])} vs {wcs}. "
+                   f"ours: work-conserving A-SRPT-WC {_pct(by['a-srpt-wc']['total_jct_h'], by[wcs]['total_jct_h'])}, "
+                   f"size-ordered real queue A-SRPT-size {_pct(by['a-srpt-size']['total_jct_h'], by[wcs]['total_jct_h'])} vs {wcs}. "
                    f"Makespans {min(r['makespan_h'] for r in by.values()):.1f}-{max(r['makespan_h'] for r in by.values()):.1f} h.")
     why = {(r["policy"], r["pred"], r["tau"]): r for r in rp.get("why", [])}
     a = why.get(("a-srpt", "rf", 1.0))
@@ -503,7 +509,8 @@ def _summary_lines(rp: dict) -> list[str]:
                    f"{base['idle_waiting_gpu_h']:.0f} for WCS-Workload.")
         parts = []
         for key, label in ((("a-srpt", "rf", 0.0), "tau = 0"), (("a-srpt-eager", "rf", 1.0), "eager"),
-                           (("a-srpt-wc", "rf", 1.0), "work-conserving"), (("a-srpt-wce", "rf", 1.0), "both")):
+                           (("a-srpt-wc", "rf", 1.0), "work-conserving"), (("a-srpt-wce", "rf", 1.0), "both"),
+                           (("a-srpt-size", "rf", 1.0), "real queue by size")):
             if key in why:
                 parts.append(f"{label} {_pct(why[key]['total_jct_h'], a['total_jct_h'])} "
                              f"(idle {why[key]['idle_waiting_gpu_h']:.0f} GPU-h)")
@@ -542,7 +549,8 @@ def _summary_lines(rp: dict) -> list[str]:
             by = {r["policy"]: r for r in ph if r["pred"] == pred}
             best = min((p for p in by if not p.startswith("a-srpt")), key=lambda p: by[p]["total_jct_h"])
             cells.append(f"{pred}: A-SRPT {_pct(by['a-srpt']['total_jct_h'], by[best]['total_jct_h'])}, A-SRPT-WC "
-                         f"{_pct(by['a-srpt-wc']['total_jct_h'], by[best]['total_jct_h'])} vs the best baseline ({best})")
+                         f"{_pct(by['a-srpt-wc']['total_jct_h'], by[best]['total_jct_h'])}, A-SRPT-size "
+                         f"{_pct(by['a-srpt-size']['total_jct_h'], by[best]['total_jct_h'])} vs the best baseline ({best})")
         out.append("- Philly: " + "; ".join(cells) + ".")
         a = next((r for r in ph if r["policy"] == "a-srpt" and r["pred"] == "perfect"), None)
         sp = next((r for r in ph if r["policy"] == "spwf" and r["pred"] == "perfect"), None)
@@ -588,7 +596,7 @@ def _replay_lines(rp: dict, args) -> list[str]:
     lines += _table(rp["fig7"], "single_share", ["a-srpt", "a-srpt-wc", "spjf", "wcs-duration"])
     lines += ["", f"### Fig. 8: total JCT (h) vs NIC bandwidth, Gb/s ({n:,} jobs; durations are run times at 10 Gb/s, "
               "so a slower NIC lengthens every multi-GPU job)", ""]
-    lines += _table(rp["fig8"], "nic_gbit", ["a-srpt", "a-srpt-wc", "a-srpt-perfect", "spjf", "wcs-duration",
+    lines += _table(rp["fig8"], "nic_gbit", ["a-srpt", "a-srpt-wc", "a-srpt-size", "a-srpt-perfect", "spjf", "wcs-duration",
                                               "wcs-duration+consolidate"])
     lines += ["", f"### Fig. 9: predictors ({n:,} jobs)", "",
               "| predictor | mean relative iteration error | share predicted 0 | A-SRPT total JCT (h) | A-SRPT-WC | WCS-Duration |",

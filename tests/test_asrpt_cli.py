@@ -262,3 +262,18 @@ def test_head_of_line_blocking_is_measured():
     assert stats[False]["real_queue_idle_gpu_h"] == pytest.approx(9.0 / 3600)
     # work-conserving: j2 fills the free GPU from 2.75 to 7.75; free 1.75-2.75 and 7.75-10.75
     assert stats[True]["real_queue_idle_gpu_h"] == pytest.approx(4.0 / 3600)
+
+
+def test_size_ordered_real_queue():
+    # One 4-GPU server, alpha = 1. j0 (t=0, n=0: p=0) runs 0-10. j1 (t=1, n=4: p=4) completes virtually at 5,
+    # j2 (t=6, n=1: p=1) at 7; both wait for j0. The paper's real queue keeps that order (j1 10-15, j2
+    # 15-20); order=size puts the smaller virtual size first (j2 10-15, j1 15-20).
+    w = workload([(0, 10, 4), (1, 5, 4), (6, 5, 4)], nodes=1, gpus=4)
+    ends = {}
+    for order in ("virtual", "size"):
+        res = Engine(w, lambda: ASrpt(order=order), placement=HeavyEdge(), check_invariants=True,
+                     predictions={"iterations": [0.0, 4.0, 1.0]}).run()
+        ends[order] = res.end
+    assert ends["virtual"] == pytest.approx([10, 15, 20]) and ends["size"] == pytest.approx([10, 20, 15])
+    with pytest.raises(ValueError, match="order"):
+        ASrpt(order="random")

@@ -30,12 +30,18 @@ non-preemptive, strictly ordered real cluster with communication-aware placement
   machine in virtual SRPT order (least remaining virtual work first) whenever the real queue is empty
   (strict) or after it (work-conserving). The benchmark measures what the wait on the virtual machine
   costs with it.
+- **Size-ordered real queue** (``order="size"``, ours): the paper's real queue keeps virtual completion
+  order, which is first-come-first-served among released jobs; when the real cluster falls behind the
+  virtual machine (non-preemptive, long jobs, fragments) the real queue grows and a short job released
+  late waits behind long ones released earlier. ``size`` keeps the released jobs sorted by virtual size
+  p_i instead (the virtual machine still decides when a job may start).
 - **Speed.** At its first decision the policy installs :class:`sim.asrpt.performance.IterationSpeed`
   (Eq. 4-7 with the cluster's bandwidths, ``inter_gbit`` / ``allreduce`` override them) unless the
   replay already has a performance model, so a job's run time is n_i x alpha_i(x).
 """
 from __future__ import annotations
 
+import bisect
 import heapq
 from typing import Any
 
@@ -59,11 +65,15 @@ class ASrpt(Policy):
         "allreduce": "ring or tree",
         "work_conserving": "ours, not the paper's: when the head cannot start, later jobs of the real queue may",
         "eager": "ours, not the paper's: idle GPUs take jobs still on the virtual machine, in virtual SRPT order",
+        "order": "real queue order: virtual (completion on the virtual machine, the paper) or size (ours: smallest virtual size first)",
     }
 
     def __init__(self, tau: float = 1.0, heavy_ratio: float = 1.5, iterations: str = "predicted",
                  inter_gbit: float | None = None, allreduce: str = "ring", work_conserving: bool = False,
-                 eager: bool = False):
+                 eager: bool = False, order: str = "virtual"):
+        if order not in ("virtual", "size"):
+            raise ValueError("order must be 'virtual' or 'size'")
+        self.order = order
         if tau < 0 or heavy_ratio < 1:
             raise ValueError("tau must be >= 0 and heavy_ratio >= 1")
         if iterations not in ("predicted", "perfect"):
@@ -148,7 +158,11 @@ class ASrpt(Policy):
     def _virtual_complete(self, job: int, at: float) -> None:
         self.virtual_done += 1
         self.virtual_delay += max(0.0, at - self.arrived.pop(job, at))
-        self.real.append(job)
+        if self.order == "size":  # ours: smallest virtual size first (ties: virtual completion order)
+            size = self.size
+            bisect.insort_right(self.real, job, key=lambda j: size[j])
+        else:
+            self.real.append(job)
 
     # -- events --------------------------------------------------------------------------------------
     def on_arrival(self, job: int) -> None:
@@ -304,5 +318,5 @@ class ASrptPerfect(ASrpt):
 
     def __init__(self, tau: float = 1.0, heavy_ratio: float = 1.5, iterations: str = "perfect",
                  inter_gbit: float | None = None, allreduce: str = "ring", work_conserving: bool = False,
-                 eager: bool = False):
-        super().__init__(tau, heavy_ratio, iterations, inter_gbit, allreduce, work_conserving, eager)
+                 eager: bool = False, order: str = "virtual"):
+        super().__init__(tau, heavy_ratio, iterations, inter_gbit, allreduce, work_conserving, eager, order)
