@@ -257,3 +257,28 @@ def test_llm_metadata_agent_fills_validates_and_falls_back():
     assert "iteration_unit" in METADATA_SCHEMA["properties"]
     with pytest.raises(ValueError):
         LLMExtractor(RecordedBackend([]), mode="maybe")
+
+
+def test_xid_codes_and_illegal_access_are_told_apart():
+    fh = FailureHandler()
+    ok = ["step 1 loss 2.0 time 0.1"] * 30
+    app = ok + ["[2024] node-3 kernel: NVRM: Xid (PCI:0000:3b:00): 31, pid=99, name=python, Ch 00000008, MMU Fault",
+                "RuntimeError: CUDA error: an illegal memory access was encountered"]
+    hw = ok + ["[2024] node-3 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=99, GPU has fallen off the bus.",
+               "RuntimeError: CUDA error: unspecified launch failure"]
+    link = ok + ["[2024] node-3 kernel: NVRM: Xid (PCI:0000:3b:00): 74, pid=99, NVLink: fatal error detected on link 2"]
+    assert (fh.diagnose(app).kind, fh.diagnose(app).component) == ("framework", "model")
+    assert (fh.diagnose(hw).kind, fh.diagnose(hw).component) == ("infrastructure", "GPU")
+    assert fh.diagnose(link).component == "NVLink"
+
+
+def test_degenerate_inputs():
+    fh, tr = FailureHandler(), MetricTracker()
+    assert fh.diagnose([]).kind is None and fh.diagnose([""] * 5).kind is None
+    assert tr.track([]).step is None
+    junk = ["\x00\x01\ufffd" * 50, "x" * 100000, "%|||| 3/0 [", "Epoch 5/0 step 3/0 loss nan"]
+    tr.track(junk)
+    fh.diagnose(junk)
+    md = __import__("models.schedmate.extract", fromlist=["x"]).extract_metadata(
+        "python broken.py --epochs 4", {"broken.py": "def f(:\n"})
+    assert md.iterations == 4  # a script that does not parse still gives its argv

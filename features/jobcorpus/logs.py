@@ -466,7 +466,7 @@ def root_cause_block(cause: str, spec: JobSpec, rng: random.Random, clock: _Cloc
     torch_site = "/opt/conda/lib/python3.10/site-packages/torch"
     if cause == "gpu_xid":
         xid = rng.choice([(79, "GPU has fallen off the bus."), (48, "An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer"),
-                          (119, "Timeout after 6s of waiting for RPC response from GPU0 GSP!"), (43, "GPU stopped processing")])
+                          (119, "Timeout after 6s of waiting for RPC response from GPU0 GSP!"), (95, "Uncontained ECC error.")])
         err = f"[{clock.iso()}] {host} kernel: NVRM: Xid (PCI:{pci}): {xid[0]}, pid={rng.randrange(1000, 99999)}, name=python, {xid[1]}"
         tail = _traceback(_train_frames(rng), "RuntimeError: CUDA error: unspecified launch failure", p)
         return [err] + tail, 0

@@ -62,12 +62,17 @@ def is_failure_line(line: str) -> bool:
     return not (_BENIGN_HINT.search(line) and _BENIGN.search(line))
 
 
+_XID = re.compile(r"Xid \([^)]*\):\s*(\d+)")
+#: Xid codes that usually mean the application faulted (NVIDIA's Xid catalogue): decided by context
+APP_XIDS = frozenset({13, 31, 43, 45})
+
 # (pattern, cause, kind, component); first match wins
 RULES: tuple[tuple[str, str, str, str], ...] = (
     (r"Xid[^\n]*\b74\b|NVLink", "nvlink", "infrastructure", "NVLink"),
     (r"NVRM: Xid|fallen off the bus|ECC error|double bit error|\bDBE\b|GPU stopped processing|GSP", "gpu_xid",
      "infrastructure", "GPU"),
     (r"NET/IB|ibv_|mlx5|InfiniBand|link is down|IB link", "ib_error", "infrastructure", "network"),
+    (r"illegal memory access|an illegal address|misaligned address", "illegal_memory_access", "framework", "model"),
     (r"Watchdog caught collective operation timeout|NCCL timeout|collective operation timeout", "nccl_timeout",
      "infrastructure", "NCCL"),
     (r"NODE FAILURE|NodeNotReady|lost heartbeat|node unreachable|node .* lost|host is down", "node_lost",
@@ -140,6 +145,14 @@ class Classifier:
         """(cause, kind, component, how) of a root-cause line; `context` (the lines after it) breaks
         ties such as a generic CUDA error right after a driver Xid."""
         text = line
+        xid = _XID.search(line)
+        if xid and int(xid.group(1)) in APP_XIDS:
+            # Xid 13/31/43/45 are usually the application's own fault (an illegal access in a kernel):
+            # the lines after it decide; without a hint it stays a GPU problem
+            for extra in context[:6]:
+                if re.search(r"illegal memory access|illegal address|misaligned address", extra, re.I):
+                    return "illegal_memory_access", "framework", "model", "rule (Xid + context)"
+            return "gpu_xid", "infrastructure", "GPU", "rule (Xid)"
         for rx, cause, kind, comp in _RULES:
             if rx.search(text):
                 return cause, kind, comp, "rule"
