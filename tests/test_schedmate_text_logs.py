@@ -282,3 +282,14 @@ def test_degenerate_inputs():
     md = __import__("models.schedmate.extract", fromlist=["x"]).extract_metadata(
         "python broken.py --epochs 4", {"broken.py": "def f(:\n"})
     assert md.iterations == 4  # a script that does not parse still gives its argv
+
+
+def test_line_classifier_against_generated_categories():
+    from models.schedmate.evaluate import line_classifier_scores
+
+    m = material_for_job("fay/x", 0, 2)
+    lines, labels = m.labelled_log(noisy=True)
+    assert len(lines) == len(labels) and set(labels) <= {"progress", "eval", "checkpoint", "error", "warning", "init",
+                                                         "other"}
+    s = line_classifier_scores(6, seed=123, per_log=150)
+    assert s["accuracy"] > 0.9 and s["per_category"]["progress"] > 0.95

@@ -296,6 +296,9 @@ _NOISE = (
     "Exception ignored in: <function _MultiProcessingDataLoaderIter.__del__ at 0x7f{pid}>  # benign at interpreter exit",
     "[{iso}] retried 1 failed read on /datasets/cache/shard-{n} (transient, ok)",
 )
+# the category of each _NOISE template (for the line classifier's ground truth)
+_NOISE_LABELS = ("init", "init", "warning", "other", "other", "other", "other", "other", "eval", "warning", "warning",
+                 "warning", "warning", "checkpoint", "other", "other", "warning", "warning")
 _WORDS = ("amber", "brisk", "cedar", "dawn", "ember", "fable", "gale", "harbor", "iris", "jade")
 
 
@@ -310,8 +313,12 @@ _NOISE_DRAW = {
 
 
 def _noise_line(rng: random.Random, clock: _Clock) -> str:
+    return _noise_labelled(rng, clock)[1][0]
+
+
+def _noise_labelled(rng: random.Random, clock: _Clock) -> tuple[str, list[str]]:
     i = int(rng.random() * len(_NOISE))
-    return _NOISE[i].format(**{f: _NOISE_DRAW[f](rng, clock) for f in _NOISE_FIELDS[i]})
+    return _NOISE_LABELS[i], [_NOISE[i].format(**{f: _NOISE_DRAW[f](rng, clock) for f in _NOISE_FIELDS[i]})]
 
 
 def _red_herring(rng: random.Random, clock: _Clock) -> list[str]:
@@ -349,6 +356,7 @@ def _eval_lines(spec: JobSpec, clock: _Clock, rng: random.Random, ep: int) -> li
 @dataclass
 class _Run:
     lines: list[str]
+    labels: list[str]
     step: int
     recent_st: list[float]
     loss: float
@@ -364,6 +372,12 @@ def _simulate(spec: JobSpec, rng: random.Random, cut_step: int, noisy: bool,
     clock = _Clock(start)
     geo = _Geometry(spec)
     lines = _header(spec, clock, geo, rng)
+    labels = ["warning" if ("Warning" in x or x.startswith("[W ")) else "init" for x in lines]
+
+    def add(kind: str, items: list[str]) -> None:
+        lines.extend(items)
+        labels.extend([kind] * len(items))
+
     writer = ProgressWriter(spec, geo, clock, start)
     # log interval: the job's own, coarsened so that a log holds at most ~250 progress records
     every = max(spec.log_every, 1)
@@ -395,27 +409,40 @@ def _simulate(spec: JobSpec, rng: random.Random, cut_step: int, noisy: bool,
         recent.append(st)
         loss = _loss(spec, step, geo.total, rng)
         lr = spec.lr * min(1.0, step / max(spec.warmup, 1)) * (0.5 * (1 + math.cos(math.pi * step / geo.total)))
-        lines.extend(writer.lines(step, loss, shown if t.log_format != "megatron" or not stalled else shown, max(lr, 1e-8), rng))
+        add("progress", writer.lines(step, loss, shown, max(lr, 1e-8), rng))
         n_progress += 1
         ep, s_in = geo.split(step)
         if t.iteration_unit == "epochs" and s_in + every > geo.spe and rng.random() < 0.7:
-            lines.extend(_eval_lines(spec, clock, rng, ep))
-            lines.append(f"[{clock.iso()}] Saving checkpoint to /checkpoints/{t.model}/epoch_{ep}.pth")
+            add("eval", _eval_lines(spec, clock, rng, ep))
+            add("checkpoint", [f"[{clock.iso()}] Saving checkpoint to /checkpoints/{t.model}/epoch_{ep}.pth"])
         elif step % (every * 40) == 0:
-            lines.append(f"[{clock.iso()}] saving checkpoint at step {step} -> /checkpoints/{t.model}/step_{step}")
+            add("checkpoint", [f"[{clock.iso()}] saving checkpoint at step {step} -> /checkpoints/{t.model}/step_{step}"])
         if n_progress - 1 == herring:  # a handled error: training goes on (a linear scan's trap)
-            lines.extend(_red_herring(rng, clock))
+            block = _red_herring(rng, clock)
+            add("error", block[:-1])
+            add("other", block[-1:])
         if noisy:
             for _ in range(rng.randrange(4, 30)):
-                lines.append(_noise_line(rng, clock))
+                add(*_noise_labelled(rng, clock))
             if t.gpus > 1 and rng.random() < 0.3:  # another rank's echo of the same progress line
                 other = writer.lines(step, loss * rng.uniform(0.97, 1.03), shown, max(lr, 1e-8), rng)[0]
-                lines.append(f"[rank{rng.randrange(1, min(t.gpus, 8))}]: {other}")
+                add("progress", [f"[rank{rng.randrange(1, min(t.gpus, 8))}]: {other}"])
         elif rng.random() < 0.15:
-            lines.append(_noise_line(rng, clock))
+            add(*_noise_labelled(rng, clock))
         last = step
-    return _Run(lines=lines, step=last, recent_st=recent, loss=loss, clock=clock, geo=geo,
+    return _Run(lines=lines, labels=labels, step=last, recent_st=recent, loss=loss, clock=clock, geo=geo,
                 progress_lines=n_progress)
+
+
+def labelled_log(spec: JobSpec, group_key: str, job_index: int, seed: int, *, noisy: bool = False,
+                 progress: float | None = None) -> tuple[list[str], list[str]]:
+    """A running job's log with each line's category (progress / eval / checkpoint / error / warning /
+    init / other), the truth for the Metric Tracker's line classifier."""
+    rng = random.Random(stable_seed("labelled", group_key, job_index, seed, noisy, progress))
+    geo = _Geometry(spec)
+    frac = rng.uniform(0.1, 0.9) if progress is None else min(max(progress, 0.0), 1.0)
+    run = _simulate(spec, rng, max(1, int(frac * geo.total)), noisy)
+    return run.lines, run.labels
 
 
 def runtime_log(spec: JobSpec, group_key: str, job_index: int, seed: int, *, noisy: bool = False,

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from features.jobcorpus.logs import CAUSES, FailureTruth, ProgressTruth, failure_log, runtime_log
+from features.jobcorpus.logs import CAUSES, FailureTruth, ProgressTruth, failure_log, labelled_log, runtime_log
 from features.jobcorpus.repos import render_repo
 from features.jobcorpus.spec import JobSpec, JobTruth, draw_spec, stable_seed
 
@@ -30,6 +30,10 @@ class JobMaterial:
         """The running job's log up to `progress` (fraction of its steps) and the progress truth."""
         return runtime_log(self.spec, self.group_key, self.job_index, self.seed, noisy=noisy,
                            progress=progress, speed_changes=speed_changes)
+
+    def labelled_log(self, noisy: bool = False, progress: float | None = None) -> tuple[list[str], list[str]]:
+        """A running job's log and each line's category (the line classifier's truth)."""
+        return labelled_log(self.spec, self.group_key, self.job_index, self.seed, noisy=noisy, progress=progress)
 
     def failure_log(self, cause: str | None = None, noisy: bool = False,
                     at: float | None = None) -> tuple[list[str], FailureTruth]:

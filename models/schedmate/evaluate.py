@@ -134,6 +134,35 @@ def tracker_scores(n: int = 200, seed: int = 0, window: int = 20) -> dict:
     return out
 
 
+def line_classifier_scores(n: int = 30, seed: int = 0, use_prototypes: bool = True, per_log: int = 300) -> dict:
+    """Accuracy of the Metric Tracker's line classifier against the generator's line categories, on
+    noisy logs (up to `per_log` lines sampled per log), overall and per true category."""
+    from features.jobcorpus import iter_corpus
+    from models.schedmate.tracker import MetricTracker
+
+    tr = MetricTracker(use_prototypes=use_prototypes)
+    rng = random.Random(seed)
+    per: dict[str, Counter] = defaultdict(Counter)
+    confusion: Counter = Counter()
+    t0 = time.perf_counter()
+    total = 0
+    for m in iter_corpus(n, seed + 31):
+        lines, labels = m.labelled_log(noisy=True)
+        idx = rng.sample(range(len(lines)), min(per_log, len(lines)))
+        for i in idx:
+            got = tr.classify(lines[i])
+            per[labels[i]]["n"] += 1
+            per[labels[i]]["ok"] += got == labels[i]
+            confusion[(labels[i], got)] += 1
+            total += 1
+    ok = sum(c["ok"] for c in per.values())
+    return {"n_lines": total, "accuracy": ok / max(total, 1),
+            "per_category": {k: v["ok"] / v["n"] for k, v in sorted(per.items())},
+            "support": {k: v["n"] for k, v in sorted(per.items())},
+            "top_confusions": [[a, b, c] for (a, b), c in confusion.most_common() if a != b][:6],
+            "us_per_line": (time.perf_counter() - t0) * 1e6 / max(total, 1)}
+
+
 def _prf(tp: int, fp: int, fn: int, tn: int) -> dict:
     p = tp / (tp + fp) if tp + fp else 0.0
     r = tp / (tp + fn) if tp + fn else 0.0

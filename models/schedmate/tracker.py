@@ -93,6 +93,15 @@ _HINTS.update({_TIME_MS: ("elapsed time", "time/step", "step time", "iter time")
                _S_IT: ("s/it",), _IT_S: ("it/s",), _TIME_S: ("time:",), _LOSS: ("loss",),
                _SAMPLES: ("samples", "persec"), _GBS: ("global batch",), _TIMM_RATE: ("time:",)})
 
+_TB_LINE = re.compile(r'^\s*File "[^"]+", line \d+|^Traceback \(most recent call last\)')
+_WARN = re.compile(r"^\[?W\d{4} |^\[W |\bWARN(?:ING)?\b|Warning\b|warnings\.warn|Exception ignored in|"
+                   r"\bretr(?:y|ied|ying)\b|deprecat", re.I)
+_CKPT = re.compile(r"saving checkpoint|checkpoint saved|save_checkpoint|saving model|checkpoints? (?:kept|manager)|"
+                   r"\.(?:pth|pt|ckpt|safetensors)\b", re.I)
+_INIT = re.compile(r"NCCL INFO|^\s+[A-Z][\w ()&,.-]* = \S|Namespace\(|world.?size|initiali[sz]|starting job|"
+                   r"\bversion\b|configuration|arguments|environment|available:|param count|Running training|"
+                   r"Bootstrap|\btorch \d|CUDA \d|building|^\s*\| Name|LOCAL_RANK|Config:|sys\.platform", re.I)
+
 PROTOTYPES = {
     "progress": ("epoch 3 step 120/500 loss 0.53 lr 0.001 time 0.21", "iteration 100 / 5000 loss 2.3 ms per iteration",
                  "train step 40 of 900 loss 1.2 it/s"),
@@ -101,7 +110,8 @@ PROTOTYPES = {
     "error": ("Traceback error exception raised", "CUDA error fatal failure killed"),
     "warning": ("UserWarning deprecated will be removed", "warning retrying connection"),
     "init": ("NCCL INFO init complete rank world size", "loading config arguments namespace model created param count"),
-    "other": ("wandb syncing run view project", "heartbeat ok host", "data shard loaded from cache"),
+    "other": ("wandb syncing run view project", "heartbeat ok host", "data shard loaded from cache",
+              "gpu util mem MiB temp power W", "DEBUG http request HEAD GET 200", "queue depth host memory GB"),
 }
 
 
@@ -257,22 +267,28 @@ class MetricTracker:
 
     # -- line classification -------------------------------------------------------------------
     def classify(self, line: str) -> str:
-        """Category of a log line: regexes first, then the nearest prototype."""
+        """Category of a log line: regexes first (progress, eval, errors and traceback frames,
+        warnings, checkpoints, start-up facts), then the nearest prototype (numbers masked)."""
         from models.schedmate.failures import is_failure_line
 
-        if _EVAL.search(line) and re.search(r"\d", line):
-            return "eval"
-        if parse_progress(line) is not None or _HF_DICT.search(line):
+        body = _RANK.sub("", line, count=1)
+        if parse_progress(body) is not None or _HF_DICT.search(body):
             return "progress"
-        if is_failure_line(line):
+        if _EVAL.search(body) and re.search(r"\d", body):
+            return "eval"
+        if _TB_LINE.search(body):
             return "error"
-        if re.search(r"saving checkpoint|checkpoint saved|save_checkpoint|Saving model", line, re.I):
-            return "checkpoint"
-        if re.search(r"warn", line, re.I):
+        if _WARN.search(body):
             return "warning"
+        if is_failure_line(body):
+            return "error"
+        if _CKPT.search(body):
+            return "checkpoint"
+        if _INIT.search(body):
+            return "init"
         if not self.use_prototypes:
             return "other"
-        return self._nearest(line)
+        return self._nearest(re.sub(r"\d+(?:\.\d+)?", " ", body))
 
     def _nearest(self, line: str) -> str:
         import numpy as np
