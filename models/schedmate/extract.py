@@ -42,6 +42,8 @@ _STEP_KEYS = {"max_update", "max_updates", "max_steps", "total_steps", "train_it
               "num_iterations", "max_iter", "train_steps", "max_train_steps", "steps"}
 _BATCH_KEYS = {"batch_size", "per_device_train_batch_size", "train_micro_batch_size_per_gpu", "micro_batch_size",
                "b", "bs", "mini_batch_size", "train_batch_size_per_gpu", "samples_per_gpu", "per_gpu_train_batch_size"}
+_GLOBAL_BATCH_KEYS = {"ims_per_batch", "global_batch_size", "total_batch_size"}
+_GPU_ARG_KEYS = {"num_gpus", "ngpus", "n_gpus", "gpus", "nproc_per_node", "world_size_per_node"}
 _NAMED_DATA_KEYS = {"dataset", "dataset_name", "data_path", "dataset_path", "env_id", "env_name", "train_file"}
 _EVAL_PATH = re.compile(r"(^|[._])(val|valid|validation|eval|test)([._]|$)|eval_|_eval")
 
@@ -494,6 +496,17 @@ class _Extractor:
                 f = self._file(v)
                 if f and f != name:
                     self.config_file(f, P_CONFIG, f"config {f}")
+        rest_pos = []
+        i = 0
+        while i < len(positionals):  # detectron2 / yacs opts: "SOLVER.MAX_ITER 90000" pairs
+            p = positionals[i]
+            if re.fullmatch(r"[A-Z][A-Z0-9_]*(\.[A-Z0-9_]+)+", p) and i + 1 < len(positionals):
+                self.s.put(p, _yaml_value(positionals[i + 1]), P_OVERRIDE, f"opts {p}")
+                i += 2
+                continue
+            rest_pos.append(p)
+            i += 1
+        positionals = rest_pos
         for p in positionals:
             f = self._file(p)
             if f and re.search(r"\.(json|ya?ml|py)$", f):
@@ -517,6 +530,11 @@ class _Extractor:
                 self.s.put(key, value, P_DEFAULT - 5, f"dataclass field default {key}")
         for key, value in info.consts.items():
             self.s.put(key, value, P_CODE, f"module constant {key}")
+        for mod in info.imports:
+            f = self._file(mod.replace(".", "/") + ".py", rel_to=name) or self._file(mod.replace(".", "/") + ".py")
+            if f and f != name:
+                for key, value in _attribute_defaults(self.files[f]).items():
+                    self.s.put(key, value, P_DEFAULT - 10, f"config defaults {f}")
         self.s.put("hint.entry", PurePosixPath(script).stem, P_CODE - 20, f"entry name {script}")
         for k in ("config", "cfg", "config_name", "config_file"):
             v = parsed.get(k)
@@ -605,7 +623,13 @@ class _Extractor:
         elif name.endswith((".yaml", ".yml")):
             data = self._yaml(name)
             if data is not None:
+                base = data.pop("_BASE_", None) or data.pop("_base_", None)
+                for b in ([base] if isinstance(base, str) else base if isinstance(base, list) else []):
+                    f = self._file(str(b), rel_to=name)
+                    if f:
+                        self.config_file(f, prio - 1, f"config {f}")
                 self.s.put_tree(data, prio, source)
+            self.s.put("config.filename", PurePosixPath(name).stem, prio - 30, f"config name {name}")
         elif name.endswith(".py"):
             data, bases = _python_config(text)
             for b in bases:
@@ -623,14 +647,15 @@ class _Extractor:
         # model: known names first (by priority), then any model-key string
         model_cands = [(k, v, p, s) for k, v, p, s in ranked if isinstance(v, str) and v.strip() and
                        (_last(k) in _MODEL_KEYS or k in ("code.model", "config.filename", "hint.entry", "hint.config")
-                        or (k.startswith("model.") and _last(k) in ("name", "type", "arch", "model_name"))) and
+                        or _last(k) in ("weights", "cfg")
+                        or (k.lower().startswith("model.") and _last(k) in ("name", "type", "arch", "model_name"))) and
                        not _EVAL_PATH.search(k.lower())]
         mm = self._mm_model()
         known = [(k, v, p, s, known_model(v) or (known_model(v, strip=False) if k.startswith("hint.") else None))
                  for k, v, p, s in model_cands]
         first_known = next((c for c in known if c[4]), None)
         explicit = [c for c in model_cands if not c[0].startswith(("hint.", "config.filename", "code.model"))
-                    and not str(c[1]).startswith(("/", "./"))]
+                    and _last(c[0]) not in ("weights", "cfg") and not str(c[1]).startswith(("/", "./"))]
         if explicit and (first_known is None or explicit[0][2] > first_known[2]) and \
                 (not mm or explicit[0][2] > P_CONFIG):
             k, v, p, src = explicit[0]  # the user named a model we do not know: keep their name
@@ -691,6 +716,12 @@ class _Extractor:
         for k, v, p, s in ranked:
             if _EVAL_PATH.search(k.lower()):
                 continue
+            if _last(k) in _GLOBAL_BATCH_KEYS and not any(_last(x[0]) in _BATCH_KEYS for x in ranked):
+                n = _as_int(v)
+                if n and n > 0:
+                    md.batch_size, md.sources["batch_size"] = n, s + " (global, divided by GPUs below)"
+                    self._global_batch = n
+                    break
             if _last(k) in _BATCH_KEYS:
                 n = _as_int(v)
                 if n and n > 0:
@@ -700,6 +731,13 @@ class _Extractor:
         nodes = self.nodes[0] if self.nodes else None
         code_nodes = self._code_int({"num_nodes"})
         code_dev = self._code_int({"devices", "gpus", "n_gpu", "num_gpus"})
+        if code_dev is None:
+            for k, v, p, s in ranked:
+                if _last(k) in _GPU_ARG_KEYS and p >= P_DEFAULT and "." not in k:
+                    n = _as_int(v)
+                    if n and n > 0:
+                        code_dev = (n, s)
+                        break
         if nodes is None and code_nodes:
             nodes = code_nodes[0]
             md.sources["nodes"] = code_nodes[1]
@@ -720,6 +758,8 @@ class _Extractor:
             md.gpus, md.sources["gpus"] = self.gpus[0] * nodes, self.gpus[2]
         else:
             md.gpus, md.sources["gpus"] = nodes, "default 1 per node"
+        if getattr(self, "_global_batch", None) and md.gpus:
+            md.batch_size = max(1, self._global_batch // md.gpus)
         # task: code signals, then dataset, then model
         sig = task_from_signals(" ".join(self.task_text))
         if sig:
@@ -814,6 +854,7 @@ class _PyInfo:
     model_literals: list[str] = field(default_factory=list)
     consts: dict[str, Any] = field(default_factory=dict)   # module-level str/int/float constants
     fields: dict[str, Any] = field(default_factory=dict)   # @dataclass field defaults
+    imports: list[str] = field(default_factory=list)       # modules imported (local ones may hold defaults)
     dataset_literals: list[str] = field(default_factory=list)
     task_words: list[str] = field(default_factory=list)
 
@@ -937,6 +978,11 @@ def _analyse_python(tree: ast.Module) -> _PyInfo:
             info.model_literals.append(v)
     info.consts = {k: v for k, v in consts.items() if isinstance(v, (str, int, float)) and not isinstance(v, bool)}
     for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            info.imports.append(node.module)
+        elif isinstance(node, ast.Import):
+            info.imports += [a.name for a in node.names]
+    for node in tree.body:
         if isinstance(node, ast.ClassDef) and any("dataclass" in ast.unparse(d) for d in node.decorator_list):
             for item in node.body:
                 if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name) and item.value is not None:
@@ -984,10 +1030,17 @@ def _parse_argv(argv: list[str], info: _PyInfo) -> tuple[dict[str, Any], list[st
             if "=" in t:
                 o, v = t.split("=", 1)
                 dest = info.options.get(o, (o.lstrip("-").replace("-", "_"), True))[0]
+                if o not in info.options and o.startswith("--"):
+                    dests = {info.options[x][0] for x in info.options if x.startswith(o)}
+                    dest = dests.pop() if len(dests) == 1 else dest
                 parsed[dest] = _yaml_value(v) if not isinstance(v, str) or not v.startswith("/") else v
                 i += 1
                 continue
-            dest, takes = info.options.get(t, (t.lstrip("-").replace("-", "_"), None))
+            opt = info.options.get(t)
+            if opt is None and t.startswith("--"):  # argparse accepts unique prefixes: --batch -> --batch-size
+                dests = {info.options[o] for o in info.options if o.startswith(t)}
+                opt = dests.pop() if len(dests) == 1 else None
+            dest, takes = opt or (t.lstrip("-").replace("-", "_"), None)
             if takes is None:  # unknown option: takes a value unless the next token is an option
                 takes = i + 1 < len(argv) and not (argv[i + 1].startswith("-") and not re.fullmatch(r"-\d+(\.\d+)?", argv[i + 1]))
             if takes and i + 1 < len(argv):
@@ -1019,6 +1072,26 @@ def _scalar(v: str) -> Any:
     if re.fullmatch(r"[+-]?(\d+\.\d*|\.\d+|\d+)(e[+-]?\d+)?", v, re.I):
         return float(v)
     return v
+
+
+def _attribute_defaults(text: str) -> dict[str, Any]:
+    """yacs-style defaults of a config module: `_C.TRAIN.EPOCHS = 300` -> {"TRAIN.EPOCHS": 300}."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return {}
+    out: dict[str, Any] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Attribute):
+            parts, t = [], node.targets[0]
+            while isinstance(t, ast.Attribute):
+                parts.append(t.attr)
+                t = t.value
+            if len(parts) >= 2:
+                v = _lit(node.value, {})
+                if isinstance(v, (str, int, float)) and not isinstance(v, bool):
+                    out[".".join(reversed(parts))] = v
+    return out
 
 
 def _python_config(text: str) -> tuple[dict, list[str]]:

@@ -48,6 +48,7 @@ MODEL_TASK = {
     "transformer-base": "translation", "transformer-big": "translation", "mask-rcnn-r50": "object-detection", "lstm-lm": "language-modeling", "dcgan": "image-generation",
     "neumf": "recommendation", "ppo": "reinforcement-learning", "td3": "reinforcement-learning",
     "pointnet": "point-cloud-classification",
+    **{f"yolov{v}{s}": "object-detection" for v in "58" for s in "nsmlx"},
 }
 
 DATASET_RULES: tuple[tuple[str, str], ...] = (
@@ -100,12 +101,9 @@ TASK_SIGNALS: tuple[tuple[str, str], ...] = (
     (r"segformerhead|ade20kdataset|encoderdecoder", "semantic-segmentation"),
 )
 
-_SEP = re.compile(r"[\s_/.:,]+")
-
-
 def norm(name: str) -> str:
-    s = str(name).strip().strip("'\"").lower()
-    return re.sub(r"-+", "-", _SEP.sub("-", s)).strip("-")
+    """Lower case, every run of other characters one '-': "ViT-B/16" -> "vit-b-16"."""
+    return re.sub(r"[^a-z0-9]+", "-", str(name).lower()).strip("-")
 
 
 def _strip_org(name: str) -> str:
@@ -124,6 +122,9 @@ def known_model(name: str | None, strip: bool = True) -> str | None:
     if name is None or not str(name).strip():
         return None
     n = norm(_strip_org(name) if strip else name)
+    m = re.search(r"(?:^|-)yolov?(5|8)([nsmlx])(?:$|-|6)", n)
+    if m:
+        return f"yolov{m.group(1)}{m.group(2)}"
     for pat, key in MODEL_RULES:
         if re.search(pat, n):
             return key
