@@ -293,3 +293,13 @@ def test_line_classifier_against_generated_categories():
                                                          "other"}
     s = line_classifier_scores(6, seed=123, per_log=150)
     assert s["accuracy"] > 0.9 and s["per_category"]["progress"] > 0.95
+
+
+def test_tracker_on_hand_written_logs_of_public_tools():
+    from features.jobcorpus.handwritten import HAND_LOGS
+
+    tr = MetricTracker()
+    for name, lines, step, total, st, hints in HAND_LOGS:
+        p = tr.track(lines, iterations=hints.get("iterations"), iteration_unit=hints.get("unit"))
+        assert (p.step, p.total_steps) == (step, total), name
+        assert p.step_time == pytest.approx(st, rel=0.05), name

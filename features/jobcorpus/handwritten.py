@@ -220,3 +220,32 @@ case("detectron2",
       "configs/COCO-Detection/faster_rcnn_R_50_FPN_1x.yaml": "_BASE_: \"../Base-RCNN-FPN.yaml\"\nMODEL:\n  WEIGHTS: \"detectron2://ImageNetPretrained/MSRA/R-50.pkl\"\n  RESNETS:\n    DEPTH: 50\n",
       "configs/Base-RCNN-FPN.yaml": "MODEL:\n  META_ARCHITECTURE: \"GeneralizedRCNN\"\nDATASETS:\n  TRAIN: (\"coco_2017_train\",)\n  TEST: (\"coco_2017_val\",)\nSOLVER:\n  IMS_PER_BATCH: 16\n  BASE_LR: 0.02\n  STEPS: (60000, 80000)\n  MAX_ITER: 90000\n"},
      model="faster-rcnn-r50", task="object-detection", dataset="coco", iterations=90000, iteration_unit="steps", batch_size=2, gpus=8, nodes=1)
+
+
+# ------------------------------------------------------------------------------------------------
+# progress logs in formats modelled on public tools' output (nanoGPT, fairseq, detectron2, Keras,
+# YOLOv5, torchtune, a Hugging Face bar with an NCCL error glued on): (name, lines, step, total steps,
+# seconds per step, hints). The first measurement (before the tracker learnt these formats) read 3 of 7.
+HAND_LOGS: list[tuple[str, list[str], int, int, float, dict]] = []
+
+
+def add(name: str, lines: list[str], step: int, total: int, st: float, **hints) -> None:
+    HAND_LOGS.append((name, lines, step, total, st, hints))
+
+
+add("nanogpt", [f"iter {i}: loss {4.5 - i/2000:.4f}, time {130 + (i % 3):.2f}ms, mfu 31.20%" for i in range(0, 2010, 10)],
+    2000, 600000, 0.131, iterations=600000, unit="steps")
+add("fairseq", [f"2024-03-01 10:{i//60:02d}:{i%60:02d} | INFO | train_inner | epoch 003:    {i*100:>4d} / 1102 loss=5.123, nll_loss=3.9, ppl=14.9, wps=51234, ups=2.5, wpb=20480, bsz=640, num_updates={2204 + i*100}, lr=0.0005, gnorm=0.8, train_wall=40, gb_free=10.1, wall=1234" for i in range(1, 11)],
+    3204, 300000, 0.4, iterations=300000, unit="steps")
+add("detectron2", [f"[11/22 10:{i//60:02d}:{i%60:02d} d2.utils.events]:  eta: 5:12:34  iter: {i*20 - 1}  total_loss: 2.1  loss_cls: 0.3  time: 0.4012  last_time: 0.3998  data_time: 0.0210  last_data_time: 0.02  lr: 0.0004  max_mem: 3000M" for i in range(1, 30)],
+    579, 90000, 0.4012, iterations=90000, unit="steps")
+add("keras", ["Epoch 3/10"] + [f"{i}/1563 [==>...........................] - ETA: {(1563 - i) // 10 // 60}:{(1563 - i) // 10 % 60:02d} - loss: 1.2000 - accuracy: 0.6000" for i in range(100, 1100, 100)],
+    2 * 1563 + 1000, 15630, 0.1)
+add("yolov5", ["      Epoch    GPU_mem   box_loss   obj_loss   cls_loss  Instances       Size"] +
+    [f"      5/299      3.62G    0.04610    0.06120    0.02110        211        640:  {p:>3d}%|██▍       | {n}/7393 [{n//4//60:02d}:{n//4%60:02d}<28:09,  4.03it/s]" for n, p in ((1000, 13), (1500, 20), (2000, 27))],
+    5 * 7393 + 2000, 300 * 7393, 1 / 4.03)
+add("torchtune", [f"1|{i}|Loss: 1.{i%9}23:   3%|▎         | {i}/1617 [01:{i%60:02d}<28:20,  1.05s/it]" for i in range(40, 53)],
+    52, 1617, 1.05)
+add("hf-llamafactory-glued", [f"  1%|          | {i}/1752 [00:{i*3:02d}<1:22:01,  2.8{i%9}s/it]" for i in range(10, 24)] +
+    ["  1%|▏         | 24/1752 [01:08<1:22:56,  2.88s/it][rank5]:[E602 11:17:52.185053341 ProcessGroupNCCL.cpp:632] [Rank 5] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE) ran for 600010 milliseconds before timing out."],
+    24, 1752, 2.84)

@@ -68,6 +68,11 @@ _MS_STEP = re.compile(_NUM + r"\s*ms\s*/\s*(?:step|it)", re.I)
 _S_IT = re.compile(_NUM + r"\s*s/it\b")
 _IT_S = re.compile(_NUM + r"\s*it/s\b")
 _TIME_S = re.compile(r"(?<![_\w])time:\s*" + _NUM + r"s?\b")
+_TIME_UNIT = re.compile(r"(?<![_\w])(?:time|step_time|iter_time)[:=]?\s*" + _NUM + r"\s*(ms|s)\b", re.I)
+_UPDATES = re.compile(r"\bnum_updates[=:]\s*(\d+)")
+_UPS = re.compile(r"\bups[=:]\s*" + _NUM)
+_KERAS = re.compile(r"^\s*(\d+)/(\d+) \[[=>.]*\]\s*-\s*ETA:\s*([\d:]+)")
+_EPOCH_HEAD = re.compile(r"^\s*Epoch (\d+)/(\d+)\s*$")
 _SAMPLES = re.compile(r"(?:CurrSamplesPerSec|samples/s|samples_per_second|SamplesPerSec)\s*[=:]?\s*" + _NUM, re.I)
 _TIMM_RATE = re.compile(r"Time:\s*" + _NUM + r"s,\s*" + _NUM + r"/s")
 _GBS = re.compile(r"global batch size\s*[:.=\s]*\s*(\d+)", re.I)
@@ -89,6 +94,7 @@ _HINTS.update({_EVAL: ("valid", "test", "eval", "val)", "val_loss", "predict"), 
                _H_STEPS: ("total optimization", "max_steps", "train_iters", "max_iters", "total_steps"),
                _H_GBS: ("total train batch", "global_batch_size"),
                _H_BS: ("batch_size", "batch size per device", "train_micro_batch"), _H_WORLD: ("world_size",)})
+_HINTS.update({_TIME_UNIT: ("time",)})
 _HINTS.update({_TIME_MS: ("elapsed time", "time/step", "step time", "iter time"), _MS_STEP: ("ms",),
                _S_IT: ("s/it",), _IT_S: ("it/s",), _TIME_S: ("time:",), _LOSS: ("loss",),
                _SAMPLES: ("samples", "persec"), _GBS: ("global batch",), _TIMM_RATE: ("time:",)})
@@ -163,7 +169,7 @@ class _Rec:
     kind: str = ""
 
 
-_CAND = re.compile(r"%\||iteration|[Ee]poch|[Ss]tep|Iter|Train:|it/s|s/it|[Ll]oss")
+_CAND = re.compile(r"%\||iteration|[Ee]poch|[Ss]tep|Iter|iter |Train:|it/s|s/it|[Ll]oss|num_updates|ETA:")
 
 
 def parse_progress(line: str) -> _Rec | None:
@@ -196,14 +202,28 @@ def parse_progress(line: str) -> _Rec | None:
         desc = line[:m.start()]
         n, tot = int(m.group("n")), int(m.group("tot"))
         e = re.search(r"Epoch\s*(\d+)", desc)
+        y = re.match(r"\s*(\d+)/(\d+)\s", desc)
         if e:
             r.kind, r.epoch, r.s_in, r.spe = "bar", int(e.group(1)), n, tot
+        elif y and int(y.group(1)) <= int(y.group(2)):  # YOLO-style "epoch/last epoch" (0-based)
+            r.kind, r.epoch, r.s_in, r.spe = "bar0", int(y.group(1)), n, tot
+            r.epoch_total = int(y.group(2)) + 1
         else:
             r.kind, r.step, r.total = "bar", n, tot
         if m.group("rate") not in (None, "?"):
             rate = float(m.group("rate"))
             if rate > 0:
                 r.rate_time = rate if m.group("unit") == "s/it" else 1.0 / rate
+    elif (m := _KERAS.match(line)):  # Keras: "1000/1563 [==>....] - ETA: 1:00 - loss: ..." (epoch on its own line)
+        r.kind, r.s_in, r.spe = "keras", int(m.group(1)), int(m.group(2))
+        eta = _hms(m.group(3))
+        if eta is not None and r.spe > r.s_in:
+            r.rate_time = eta / (r.spe - r.s_in)
+    elif "num_updates" in line and (m := _UPDATES.search(line)):  # fairseq: the global update count
+        r.kind, r.step = "fairseq", int(m.group(1))
+        u = _UPS.search(line)
+        if u and float(u.group(1)) > 0:
+            r.rate_time = 1.0 / float(u.group(1))
     else:
         e = _find(_EPOCH_OF, line, low)
         s = _find(_STEP_OF, line, low)
@@ -226,14 +246,17 @@ def parse_progress(line: str) -> _Rec | None:
         if r.step is None and r.s_in is None:
             return None
         if not (_find(_LOSS, line, low) or _find(_TIME_MS, line, low) or _find(_MS_STEP, line, low)
-                or _find(_S_IT, line, low) or _find(_IT_S, line, low) or _find(_TIME_S, line, low)):
+                or _find(_S_IT, line, low) or _find(_IT_S, line, low) or _find(_TIME_S, line, low)
+                or _find(_TIME_UNIT, line, low)):
             return None  # "oldest step 3000", "rank 3 step 12": a number, not a progress record
     # common fields
     if r.step_time is None and r.kind != "bar":
-        for rx, scale in ((_TIME_MS, None), (_MS_STEP, 1e-3), (_S_IT, 1.0), (_TIME_S, 1.0)):
+        for rx, scale in ((_TIME_MS, None), (_MS_STEP, 1e-3), (_S_IT, 1.0), (_TIME_UNIT, "unit"), (_TIME_S, 1.0)):
             t = _find(rx, line, low)
             if t:
-                if scale is None:
+                if scale == "unit":
+                    r.step_time = float(t.group(1)) * (1e-3 if t.group(2).lower() == "ms" else 1.0)
+                elif scale is None:
                     v = float(t.group(1))
                     r.step_time = v / 1000.0 if (t.group(2) or "ms" in t.group(0).lower() or v > 50) else v
                 else:
@@ -348,8 +371,13 @@ class MetricTracker:
         if iteration_unit == "epochs" and iterations:
             epochs_total = epochs_total or iterations
         for r in recs:
-            if r.s_in is not None and r.spe:
-                e = r.epoch - (0 if r.kind == "timm" else base)
+            if r.kind == "keras" and r.epoch is None:  # the epoch is on an "Epoch 3/10" line above
+                for j in range(r.idx, max(-1, r.idx - 20000), -1):
+                    if (h := _EPOCH_HEAD.match(flat[j])):
+                        r.epoch, r.epoch_total = int(h.group(1)), int(h.group(2))
+                        break
+            if r.s_in is not None and r.spe and r.epoch is not None:
+                e = r.epoch - {"timm": 0, "bar0": 0, "keras": 1}.get(r.kind, base)
                 r.step = e * r.spe + r.s_in
                 et = r.epoch_total or epochs_total
                 r.total = et * r.spe if et else None
