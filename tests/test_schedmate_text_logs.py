@@ -303,3 +303,13 @@ def test_tracker_on_hand_written_logs_of_public_tools():
         p = tr.track(lines, iterations=hints.get("iterations"), iteration_unit=hints.get("unit"))
         assert (p.step, p.total_steps) == (step, total), name
         assert p.step_time == pytest.approx(st, rel=0.05), name
+
+
+def test_failure_handler_on_hand_written_root_causes():
+    from features.jobcorpus.handwritten import HAND_FAILURES
+
+    fh = FailureHandler()
+    for name, lines, idx, kind, component in HAND_FAILURES:
+        d = fh.diagnose(lines)
+        assert (d.line_index, d.kind, d.component) == (idx, kind, component), name
+        assert fh.diagnose(lines, tail_only=True).line_index != idx or len(lines) - idx <= 50

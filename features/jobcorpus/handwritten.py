@@ -249,3 +249,50 @@ add("torchtune", [f"1|{i}|Loss: 1.{i%9}23:   3%|▎         | {i}/1617 [01:{i%60
 add("hf-llamafactory-glued", [f"  1%|          | {i}/1752 [00:{i*3:02d}<1:22:01,  2.8{i%9}s/it]" for i in range(10, 24)] +
     ["  1%|▏         | 24/1752 [01:08<1:22:56,  2.88s/it][rank5]:[E602 11:17:52.185053341 ProcessGroupNCCL.cpp:632] [Rank 5] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE) ran for 600010 milliseconds before timing out."],
     24, 1752, 2.84)
+
+
+# ------------------------------------------------------------------------------------------------
+# failed logs with root-cause lines worded as public issue reports word them (paraphrased): (name,
+# lines, index of the root line, kind, component). Each sits after normal progress lines and before a
+# short cascade.
+HAND_FAILURES: list[tuple[str, list[str], int, str, str]] = []
+
+_OK = [f"[2024-05-02 10:{i // 60:02d}:{i % 60:02d}] step {i * 10}/50000 loss {3 - i / 100:.3f} time/step=410ms" for i in range(60)]
+_CASCADE = ["W0502 10:31:00.1 139 torch/distributed/elastic/multiprocessing/api.py:858] Sending process 4242 closing signal SIGTERM",
+            "E0502 10:31:01.2 139 torch/distributed/elastic/multiprocessing/api.py:833] failed (exitcode: 1) local_rank: 0 (pid: 4241)",
+            "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
+            "Root Cause (first observed failure):", "  exitcode  : 1 (pid: 4241)"]
+
+
+def fail(name: str, root: list[str], offset: int, kind: str, component: str) -> None:
+    HAND_FAILURES.append((name, _OK + root + _CASCADE, len(_OK) + offset, kind, component))
+
+
+fail("nccl-system-error", ["Traceback (most recent call last):", '  File "train.py", line 88, in <module>',
+                           "    dist.barrier()",
+                           "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1691, "
+                           "unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.19.3"],
+     3, "infrastructure", "NCCL")
+fail("rendezvous-timeout", ["torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. 1/2 clients joined."],
+     0, "infrastructure", "node")
+fail("disk-quota", ["Traceback (most recent call last):", '  File "train.py", line 120, in save',
+                    "    torch.save(state, path)", "OSError: [Errno 122] Disk quota exceeded"], 3, "infrastructure", "storage")
+fail("illegal-access", ["Traceback (most recent call last):", '  File "model.py", line 41, in forward',
+                        "    out = self.attn(q, k, v)",
+                        "RuntimeError: CUDA error: an illegal memory access was encountered"], 3, "framework", "model")
+fail("nccl-cuda-oom", ["node-3:4242:4300 [0] include/alloc.h:103 NCCL WARN Cuda failure 'out of memory'"], 0, "framework", "memory")
+fail("batch-mismatch", ["Traceback (most recent call last):", '  File "train.py", line 77, in step',
+                        "    loss = criterion(out, target)",
+                        "ValueError: Expected input batch_size (64) to match target batch_size (32)."], 3, "framework", "model")
+fail("gloo-peer-closed", ["RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:598] Connection closed by peer [10.0.0.7]:36213"],
+     0, "infrastructure", "network")
+fail("host-oom-killer", ["[2024-05-02 10:30:59] kernel: Out of memory: Killed process 4241 (python) total-vm:98765432kB",
+                         "Killed"], 0, "framework", "memory")
+fail("cuda-oom", ["Traceback (most recent call last):", '  File "train.py", line 61, in <module>', "    loss.backward()",
+                  "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1024.00 MiB. GPU 0 has a total capacity of 79.10 GiB"],
+     3, "framework", "memory")
+fail("ecc", ["RuntimeError: CUDA error: uncorrectable ECC error encountered"], 0, "infrastructure", "GPU")
+fail("dataloader-shm", ["ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared memory (shm).",
+                        "RuntimeError: DataLoader worker (pid 5123) is killed by signal: Bus error."], 0, "framework", "dataloader")
+fail("missing-module", ["Traceback (most recent call last):", '  File "train.py", line 3, in <module>', "    import flash_attn",
+                        "ModuleNotFoundError: No module named 'flash_attn'"], 3, "script", "import")

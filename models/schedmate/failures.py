@@ -71,18 +71,21 @@ RULES: tuple[tuple[str, str, str, str], ...] = (
     (r"Xid[^\n]*\b74\b|NVLink", "nvlink", "infrastructure", "NVLink"),
     (r"NVRM: Xid|fallen off the bus|ECC error|double bit error|\bDBE\b|GPU stopped processing|GSP", "gpu_xid",
      "infrastructure", "GPU"),
-    (r"NET/IB|ibv_|mlx5|InfiniBand|link is down|IB link", "ib_error", "infrastructure", "network"),
+    (r"NET/IB|ibv_|mlx5|InfiniBand|link is down|IB link|Connection (?:closed|reset) by peer|No route to host|"
+     r"Network is unreachable", "ib_error", "infrastructure", "network"),
     (r"illegal memory access|an illegal address|misaligned address", "illegal_memory_access", "framework", "model"),
     (r"Watchdog caught collective operation timeout|NCCL timeout|collective operation timeout", "nccl_timeout",
      "infrastructure", "NCCL"),
-    (r"NODE FAILURE|NodeNotReady|lost heartbeat|node unreachable|node .* lost|host is down", "node_lost",
+    (r"NODE FAILURE|NodeNotReady|lost heartbeat|node unreachable|node .* lost|host is down|waiting for clients|"
+     r"clients joined|RendezvousTimeoutError|RendezvousClosedError", "node_lost",
      "infrastructure", "node"),
     (r"Errno 5\b|Input/output error|Stale file handle|Errno 116|No space left|Errno 28|file write failed|"
      r"Disk quota exceeded|Read-only file system", "storage", "infrastructure", "storage"),
     (r"out of memory|OutOfMemoryError", "cuda_oom", "framework", "memory"),
     (r"DataLoader worker .* killed|killed by signal|bus error .* worker|insufficient shared memory", "dataloader_killed",
      "framework", "dataloader"),
-    (r"shapes cannot be multiplied|size mismatch|must match the size|Expected .* dimension|shape '\[", "shape_error",
+    (r"shapes cannot be multiplied|size mismatch|must match the size|Expected .* dimension|shape '\[|"
+     r"batch_size \(\d+\) to match target", "shape_error",
      "framework", "model"),
     (r"ModuleNotFoundError|ImportError|No module named", "import_error", "script", "import"),
     (r"\bKeyError\b", "key_error", "script", "key"),
