@@ -125,7 +125,6 @@ def hand_failures() -> dict:
 def global_median_baseline(n: int, seed: int, arrival_s: float = 600.0) -> dict:
     """A semantics-free reference for the Advisor's error: the median duration of all jobs finished
     before the submission (what a scheduler knows without reading the job)."""
-    import bisect
     import random
 
     rng = random.Random(seed)

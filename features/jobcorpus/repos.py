@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import random
 
-from features.jobcorpus.catalog import FAMILY_BY_KEY
 from features.jobcorpus.spec import JobSpec, stable_seed
 
 _TASK_WORDS = {
@@ -84,7 +83,6 @@ def _iter_flag(spec: JobSpec, rng: random.Random) -> str:
 
 def render_argparse(spec: JobSpec, rng: random.Random) -> tuple[dict[str, str], str]:
     t = spec.truth
-    fam = FAMILY_BY_KEY[spec.family]
     itf = _iter_flag(spec, rng)
     model_flag = rng.choice(["--arch", "--model", "--network"])
     data_flag = rng.choice(["--dataset", "--data"])
