@@ -32,7 +32,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 DEFAULT_METRICS = ["jct_mean", "jct_p99", "wait_mean", "gpu_utilisation"]
 RESULTS_ROOT = Path("results") / "experiments"
@@ -41,132 +40,155 @@ _SKIP_ERRORS: tuple[type[BaseException], ...] = (ValueError, NotImplementedError
 
 
 # -- the spec ---------------------------------------------------------------------------------------
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+def _define_models() -> dict[str, Any]:
+    """The spec's pydantic models, built on first use: `schedcast` imports this module on every start
+    (to add its sub-commands), and building them costs about 0.2 s."""
+    from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+    class _Strict(BaseModel):
+        model_config = ConfigDict(extra="forbid")
 
 
-class WorkloadSpec(_Strict):
-    """One workload: what `schedcast simulate` builds from --trace/--synthetic and its options."""
+    class WorkloadSpec(_Strict):
+        """One workload: what `schedcast simulate` builds from --trace/--synthetic and its options."""
 
-    name: str = Field(min_length=1)
-    synthetic: str | None = None
-    trace: str | None = None
-    generator: str | None = Field(None, pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
-    params: dict[str, Any] = Field(default_factory=dict)
-    format: str | None = None
-    jobs: int | None = Field(None, ge=1)
-    cluster: str | None = None
-    offered_load: float | None = Field(None, gt=0, le=10)
-    costs: str = "none"
-    default_gpus: int | None = Field(None, ge=1)
-    window: tuple[float, float] | None = None
-    seeds: list[int] | None = None
-    failures: str | None = None
-    performance: str | None = None
-    predict: dict[str, str] | None = None
-    placement: str | None = None
+        name: str = Field(min_length=1)
+        synthetic: str | None = None
+        trace: str | None = None
+        generator: str | None = Field(None, pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+        params: dict[str, Any] = Field(default_factory=dict)
+        format: str | None = None
+        jobs: int | None = Field(None, ge=1)
+        cluster: str | None = None
+        offered_load: float | None = Field(None, gt=0, le=10)
+        costs: str = "none"
+        default_gpus: int | None = Field(None, ge=1)
+        window: tuple[float, float] | None = None
+        seeds: list[int] | None = None
+        failures: str | None = None
+        performance: str | None = None
+        predict: dict[str, str] | None = None
+        placement: str | None = None
 
-    @field_validator("window", mode="before")
-    @classmethod
-    def _window(cls, value: Any) -> Any:
-        """[START, END] in seconds or as times like 57d, 12h."""
-        if isinstance(value, (list, tuple)):
-            from pipelines.simulate import _duration
+        @field_validator("window", mode="before")
+        @classmethod
+        def _window(cls, value: Any) -> Any:
+            """[START, END] in seconds or as times like 57d, 12h."""
+            if isinstance(value, (list, tuple)):
+                from pipelines.simulate import _duration
 
-            return [_duration(v) if isinstance(v, str) else v for v in value]
-        return value
+                return [_duration(v) if isinstance(v, str) else v for v in value]
+            return value
 
-    @model_validator(mode="after")
-    def _one_source(self) -> "WorkloadSpec":
-        if sum(bool(x) for x in (self.synthetic, self.trace, self.generator)) != 1:
-            raise ValueError("give exactly one of 'synthetic' (a preset), 'trace' (a file) or 'generator' "
-                             "('package.module:function')")
-        if (self.trace or self.generator) and not self.cluster:
-            raise ValueError(f"a {'trace' if self.trace else 'generator'} workload needs 'cluster'")
-        if self.params and not self.generator:
-            raise ValueError("'params' are for a 'generator' workload")
-        if self.window is not None and self.window[1] <= self.window[0]:
-            raise ValueError("window: END must be after START")
-        return self
+        @model_validator(mode="after")
+        def _one_source(self) -> "WorkloadSpec":
+            if sum(bool(x) for x in (self.synthetic, self.trace, self.generator)) != 1:
+                raise ValueError("give exactly one of 'synthetic' (a preset), 'trace' (a file) or 'generator' "
+                                 "('package.module:function')")
+            if (self.trace or self.generator) and not self.cluster:
+                raise ValueError(f"a {'trace' if self.trace else 'generator'} workload needs 'cluster'")
+            if self.params and not self.generator:
+                raise ValueError("'params' are for a 'generator' workload")
+            if self.window is not None and self.window[1] <= self.window[0]:
+                raise ValueError("window: END must be after START")
+            return self
 
-    def source(self, data_dir: str | None) -> dict[str, Any]:
-        """build_source keyword arguments (without the seed). The trace path stays as the spec wrote it (a
-        relative path that does not exist here is resolved against the data directory when the workload
-        is built), so a cell's hash does not depend on where the data lives."""
-        trace = self.trace
-        if self.generator:
-            return {"generator": self.generator, "params": self.params, "jobs": self.jobs, "cluster": self.cluster,
-                    "offered_load": self.offered_load, "costs": self.costs, "default_gpus": self.default_gpus,
-                    "data_dir": data_dir}
-        return {"synthetic": self.synthetic, "trace": trace, "format": self.format, "jobs": self.jobs,
-                "cluster": self.cluster, "offered_load": self.offered_load, "costs": self.costs,
-                "default_gpus": self.default_gpus, "data_dir": data_dir}
-
-
-class PolicyEntry(_Strict):
-    """A policy (registry name), its fixed parameters, an optional grid (every combination is a cell),
-    and per-policy overrides of predictors, placement, failures, performance and predictions."""
-
-    name: str = Field(min_length=1)
-    label: str | None = None
-    params: dict[str, Any] = Field(default_factory=dict)
-    grid: dict[str, list[Any]] = Field(default_factory=dict)
-    predictors: list[str] | None = None
-    placement: str | None = None
-    failures: str | None = None
-    performance: str | None = None
-    predict: dict[str, str] | None = None
-    workloads: list[str] | None = None
-
-    @field_validator("grid")
-    @classmethod
-    def _grid(cls, grid: dict[str, list[Any]]) -> dict[str, list[Any]]:
-        for key, values in grid.items():
-            if not values:
-                raise ValueError(f"grid {key!r} has no values")
-        return grid
+        def source(self, data_dir: str | None) -> dict[str, Any]:
+            """build_source keyword arguments (without the seed). The trace path stays as the spec wrote it (a
+            relative path that does not exist here is resolved against the data directory when the workload
+            is built), so a cell's hash does not depend on where the data lives."""
+            trace = self.trace
+            if self.generator:
+                return {"generator": self.generator, "params": self.params, "jobs": self.jobs, "cluster": self.cluster,
+                        "offered_load": self.offered_load, "costs": self.costs, "default_gpus": self.default_gpus,
+                        "data_dir": data_dir}
+            return {"synthetic": self.synthetic, "trace": trace, "format": self.format, "jobs": self.jobs,
+                    "cluster": self.cluster, "offered_load": self.offered_load, "costs": self.costs,
+                    "default_gpus": self.default_gpus, "data_dir": data_dir}
 
 
-class ExperimentSpec(_Strict):
-    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.\-]+$")
-    description: str = ""
-    workloads: list[WorkloadSpec] = Field(min_length=1)
-    policies: list[str | PolicyEntry] = Field(min_length=1)
-    exclude: list[str] = Field(default_factory=list)
-    seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
-    predictors: list[str] = Field(default_factory=lambda: ["oracle"], min_length=1)
-    placement: str | None = None
-    failures: str = "none"
-    performance: str = "none"
-    predict: dict[str, str] = Field(default_factory=dict)
-    metrics: list[str] = Field(default_factory=lambda: list(DEFAULT_METRICS), min_length=1)
-    rank_by: str = "jct_mean"
-    plots: bool = False
-    check_invariants: bool = False
+    class PolicyEntry(_Strict):
+        """A policy (registry name), its fixed parameters, an optional grid (every combination is a cell),
+        and per-policy overrides of predictors, placement, failures, performance and predictions."""
 
-    @field_validator("seeds", mode="before")
-    @classmethod
-    def _seeds(cls, value: Any) -> Any:
-        if isinstance(value, int) and not isinstance(value, bool):  # seeds: 3 -> [0, 1, 2]
-            if value < 1:
-                raise ValueError("a seed count must be >= 1")
-            return list(range(value))
-        return value
+        name: str = Field(min_length=1)
+        label: str | None = None
+        params: dict[str, Any] = Field(default_factory=dict)
+        grid: dict[str, list[Any]] = Field(default_factory=dict)
+        predictors: list[str] | None = None
+        placement: str | None = None
+        failures: str | None = None
+        performance: str | None = None
+        predict: dict[str, str] | None = None
+        workloads: list[str] | None = None
 
-    @field_validator("policies", mode="before")
-    @classmethod
-    def _policies(cls, value: Any) -> Any:
-        return [value] if isinstance(value, str) else value
+        @field_validator("grid")
+        @classmethod
+        def _grid(cls, grid: dict[str, list[Any]]) -> dict[str, list[Any]]:
+            for key, values in grid.items():
+                if not values:
+                    raise ValueError(f"grid {key!r} has no values")
+            return grid
 
-    @model_validator(mode="after")
-    def _names(self) -> "ExperimentSpec":
-        names = [w.name for w in self.workloads]
-        dup = {n for n in names if names.count(n) > 1}
-        if dup:
-            raise ValueError(f"workload names must be unique: {sorted(dup)}")
-        if self.rank_by not in self.metrics:
-            self.metrics = [self.rank_by, *self.metrics]
-        return self
+
+    class ExperimentSpec(_Strict):
+        name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.\-]+$")
+        description: str = ""
+        workloads: list[WorkloadSpec] = Field(min_length=1)
+        policies: list[str | PolicyEntry] = Field(min_length=1)
+        exclude: list[str] = Field(default_factory=list)
+        seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
+        predictors: list[str] = Field(default_factory=lambda: ["oracle"], min_length=1)
+        placement: str | None = None
+        failures: str = "none"
+        performance: str = "none"
+        predict: dict[str, str] = Field(default_factory=dict)
+        metrics: list[str] = Field(default_factory=lambda: list(DEFAULT_METRICS), min_length=1)
+        rank_by: str = "jct_mean"
+        plots: bool = False
+        check_invariants: bool = False
+
+        @field_validator("seeds", mode="before")
+        @classmethod
+        def _seeds(cls, value: Any) -> Any:
+            if isinstance(value, int) and not isinstance(value, bool):  # seeds: 3 -> [0, 1, 2]
+                if value < 1:
+                    raise ValueError("a seed count must be >= 1")
+                return list(range(value))
+            return value
+
+        @field_validator("policies", mode="before")
+        @classmethod
+        def _policies(cls, value: Any) -> Any:
+            return [value] if isinstance(value, str) else value
+
+        @model_validator(mode="after")
+        def _names(self) -> "ExperimentSpec":
+            names = [w.name for w in self.workloads]
+            dup = {n for n in names if names.count(n) > 1}
+            if dup:
+                raise ValueError(f"workload names must be unique: {sorted(dup)}")
+            if self.rank_by not in self.metrics:
+                self.metrics = [self.rank_by, *self.metrics]
+            return self
+
+    return {"ExperimentSpec": ExperimentSpec, "WorkloadSpec": WorkloadSpec, "PolicyEntry": PolicyEntry}
+
+
+_MODELS: dict[str, Any] | None = None
+
+
+def _m() -> dict[str, Any]:
+    global _MODELS
+    if _MODELS is None:
+        _MODELS = _define_models()
+    return _MODELS
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("ExperimentSpec", "WorkloadSpec", "PolicyEntry"):
+        return _m()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _where(loc: tuple) -> str:
@@ -204,8 +226,10 @@ def load_spec(path: str | Path) -> ExperimentSpec:
 def parse_spec(data: dict[str, Any], source: str = "spec") -> ExperimentSpec:
     """Validate a spec mapping (pydantic, then the registry: policy names and parameters, predictors,
     presets); a ValueError names the field, e.g. ``spec: field policies[2].grid: ...``."""
+    from pydantic import ValidationError
+
     try:
-        spec = ExperimentSpec.model_validate(data)
+        spec = _m()["ExperimentSpec"].model_validate(data)
     except ValidationError as exc:
         errors = exc.errors()
         # A union (str | PolicyEntry) reports one error per branch: show the dict branch for dicts.
@@ -229,7 +253,7 @@ def _check_registry(spec: ExperimentSpec, source: str) -> None:
                 _policy_info(spec_text)
         except ValueError as exc:
             raise ValueError(f"{source}: field {where}: {_one_line(exc)}") from None
-        if isinstance(entry, PolicyEntry):
+        if isinstance(entry, _m()["PolicyEntry"]):
             for j, w in enumerate(entry.workloads or []):
                 if w not in {x.name for x in spec.workloads}:
                     raise ValueError(f"{source}: field {where}.workloads[{j}]: no workload named {w!r}")
@@ -240,7 +264,7 @@ def _check_registry(spec: ExperimentSpec, source: str) -> None:
 
     lists = [("predictors", spec.predictors)] + [
         (f"policies[{i}].predictors", e.predictors) for i, e in enumerate(spec.policies)
-        if isinstance(e, PolicyEntry) and e.predictors]
+        if isinstance(e, _m()["PolicyEntry"]) and e.predictors]
     for where, predictors in lists:
         for j, p in enumerate(predictors):
             if p.startswith(("models:/", "runs:/", "http://", "https://")):
@@ -266,12 +290,13 @@ def _check_registry(spec: ExperimentSpec, source: str) -> None:
 
 
 def _entry(entry: str | PolicyEntry) -> PolicyEntry:
-    if isinstance(entry, PolicyEntry):
+    entry_cls = _m()["PolicyEntry"]
+    if isinstance(entry, entry_cls):
         return entry
     from sim.policies import parse_policy_spec
 
     name, params = parse_policy_spec(entry)
-    return PolicyEntry(name=name, params=params, label=entry if params else None)
+    return entry_cls(name=name, params=params, label=entry if params else None)
 
 
 def _expand_entry(entry: PolicyEntry) -> list[tuple[str, str]]:
@@ -346,7 +371,7 @@ def expand(spec: ExperimentSpec, data_dir: str | None = None) -> list[Cell]:
     explicit = {(_entry(e)).name for e in spec.policies if not (isinstance(e, str) and e == "all")}
     for e in spec.policies:
         if isinstance(e, str) and e == "all":
-            entries += [PolicyEntry(name=n) for n in POLICIES if n not in spec.exclude and n not in explicit]
+            entries += [_m()["PolicyEntry"](name=n) for n in POLICIES if n not in spec.exclude and n not in explicit]
         else:
             entries.append(_entry(e))
     cells: dict[str, Cell] = {}
