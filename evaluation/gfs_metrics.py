@@ -7,7 +7,8 @@ Definitions (all seconds unless named otherwise):
 - Eviction rate, two ways: ``evict_rate_runs`` = evictions / spot runs (a run is a start; every eviction
   ends one run), and ``evict_rate_hours`` = spot GPU-hours lost to evictions / spot GPU-hours run (the share
   of the guaranteed spot hours that did not count).
-- GPU allocation rate over time: job-GPUs running / GPUs of the cluster, time-weighted per bin.
+- GPU allocation rate over time: job-GPUs running / GPUs of the cluster, time-weighted per hour; ``alloc_mean``
+  averages the hours from the first to the last measured submission (the drain after it is left out).
 - Pools: GPU model within a partition (jobs without a model: the partition's "*").
 - Measured window: tasks with ``warmup`` False (the generator marks its HP-only warm-up) or, if given,
   submitted in ``window``.
@@ -113,9 +114,9 @@ def gfs_summary(result: SimResult, window: tuple[float, float] | None = None) ->
     jobs = gfs_jobs(result, window)
     out = {"policy": result.policy, **pool_summary(jobs)}
     alloc = allocation_series(result)
-    if "warmup" in result.workload.frame and (~jobs["measured"]).any():
-        start = float(jobs.loc[jobs["measured"], "submit"].min()) if jobs["measured"].any() else 0.0
-        alloc = alloc[alloc["time"] >= start]
+    if jobs["measured"].any():  # from the first to the last measured submission (not the drain)
+        sub = jobs.loc[jobs["measured"], "submit"]
+        alloc = alloc[(alloc["time"] >= float(sub.min()) - 3600.0) & (alloc["time"] < float(sub.max()))]
     out["alloc_mean"] = float(alloc["allocation"].mean()) if len(alloc) else 0.0
     pools = sorted(jobs["pool"].unique())
     if len(pools) > 1:

@@ -414,18 +414,33 @@ class HpSpotPolicy(Policy):
         return self._execute(job, victims, placement)
 
     def _preempt_fractional(self, job: int, cands: dict[int, list[int]]) -> bool:
-        """A fractional HP pod: per node, victims by value until ``would_fit`` says the pod fits."""
+        """A one-pod fractional HP task: the cheapest way to free ``milli`` of one GPU, over every node of its
+        model: spot shares of one shared GPU taken in victim order until the pod fits there, or one spot task
+        holding a whole GPU. Multi-pod fractional HP tasks are not preempted for (they wait)."""
         ctx = self.ctx
+        req = ctx.request(job)
+        if req.pods != 1:
+            return False
+        pool, milli, value = ctx.pool, req.milli, self.victim_value
+        spot = self.spot
         best = None
         for node in sorted(cands):
-            victims: list[int] = []
-            for j in sorted(cands[node], key=lambda j: (self.victim_value(j), j)):
-                victims.append(j)
-                if ctx.would_fit(job, victims) is not None:
-                    c = sum(self.victim_value(v) for v in victims)
-                    if best is None or (c, node) < best[0]:
-                        best = ((c, node), list(victims))
-                    break
+            if node in pool.cordoned or (req.gpu_type is not None and pool.gpu_type[node] != req.gpu_type):
+                continue
+            for gpu, holders in pool.shares.get(node, {}).items():
+                left = MILLI - sum(holders.values())
+                victims, cost = [], 0.0
+                for j in sorted((j for j in holders if spot[j]), key=lambda j: (value(j), j)):
+                    if left >= milli:
+                        break
+                    victims.append(j)
+                    left += holders[j]
+                    cost += value(j)
+                if left >= milli and victims and (best is None or (cost, node) < best[0]):
+                    best = ((cost, node), victims)
+            for j, count in pool.holders[node].items():
+                if spot[j] and count >= 1 and (best is None or (value(j), node) < best[0]):
+                    best = ((value(j), node), [j])
         if best is None:
             return False
         return self._execute(job, set(best[1]), None)
@@ -494,6 +509,7 @@ class HpSpotPolicy(Policy):
         items = queue.items
         shape_of, pods_of, demand = self.shape_of, self.pods_of, ctx.jobs.gpu_demand
         sorted_by_demand = self.order == "gfs"
+        min_milli = 1 << 30  # the smallest one-pod share that failed in this pass
         for i, entry in enumerate(items):
             job = entry[1]
             d = demand[job]
@@ -508,12 +524,15 @@ class HpSpotPolicy(Policy):
                 break
             shape = shape_of[job]
             pods = pods_of[job]
-            if failed.get(shape, 1 << 30) <= pods or not ctx.may_fit(job):
+            milli = shape[1]
+            if failed.get(shape, 1 << 30) <= pods or (milli and milli >= min_milli):
                 keep.append(entry)
                 continue
-            placement = self.placement.place(ctx.pool, ctx.request(job))
-            if placement is None:
+            placement = self.placement.place(ctx.pool, ctx.request(job)) if ctx.may_fit(job) else None
+            if placement is None:  # nothing of this shape (or, for one-pod fractions, a larger share) fits now
                 failed[shape] = min(failed.get(shape, 1 << 30), pods)
+                if milli and pods == 1:
+                    min_milli = min(min_milli, milli)
                 keep.append(entry)
                 continue
             self._start(job, placement)
