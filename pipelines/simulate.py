@@ -401,6 +401,16 @@ def _run(args, t0, out, force, window, predictor, predicted, predictor_info, plo
     t_write = time.perf_counter()
     write_results(out, runs, meta, force=force, plots=plots, plotter=plotter)
     t_write = time.perf_counter() - t_write
+    from pipelines.tracking import tracking_destination
+
+    uri = tracking_destination(getattr(args, "track", None), getattr(args, "tracking_uri", None))
+    if uri:
+        from pipelines.tracking import track_simulation
+
+        t_track = time.perf_counter()
+        parent = track_simulation(out, runs, meta, uri)
+        print(f"MLflow: parent run {parent} with one nested run per policy in {uri} "
+              f"({time.perf_counter() - t_track:.2f} s)")
     files = "summary.csv, jobs_*.parquet, allocation_*.parquet, breakdowns, meta.json"
     files += ", jct_cdf.png, gpu_allocation.png" if plots else " (no plots: --no-plots)"
     print(f"\nresults in {out}/ ({files})\ntime: {time.perf_counter() - t0:.2f} s in this command (load "
@@ -447,8 +457,12 @@ def add_parsers(sub) -> None:
                    help="for prediction-based policies: oracle (default), noisy:SIGMA, models:/NAME@ALIAS "
                    "(MLflow registry; the resolved version is recorded in meta.json) or an `mlflow models "
                    "serve` URL")
-    p.add_argument("--tracking-uri", help="MLflow tracking URI for models:/ predictors (default "
-                   "$MLFLOW_TRACKING_URI or sqlite:///mlruns/mlflow.db)")
+    p.add_argument("--tracking-uri", help="MLflow tracking URI for models:/ predictors and for --track (default "
+                   "$MLFLOW_TRACKING_URI or sqlite:///mlruns/mlflow.db); naming one turns tracking on")
+    p.add_argument("--track", action=argparse.BooleanOptionalAction, default=None,
+                   help="log the replays to MLflow: a parent run and one nested run per policy (params, metrics, "
+                   "files, model lineage). Default: on when --tracking-uri or $MLFLOW_TRACKING_URI is set; "
+                   "--track alone uses ./mlruns/mlflow.db; --no-track turns it off")
     p.add_argument("--failures", default="none", metavar="SPEC",
                    help="failure events: none (default), trace (the trace's own failures), or "
                    "rate=R,repair=S,... (parametric; see README 'Failures')")
