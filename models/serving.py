@@ -107,6 +107,8 @@ def _flag(values: pd.Series) -> np.ndarray:
 
 def _key_strings(frame: pd.DataFrame, cols: tuple[str, ...]) -> pd.Series:
     """features.duration.history_features' key for ``cols`` (None where any part is missing)."""
+    if not len(frame):  # agg(axis=1) of an empty frame is a DataFrame, not a Series
+        return pd.Series([], index=frame.index, dtype=object)
     key = frame[list(cols)].astype(str).agg("|".join, axis=1) if len(cols) > 1 else frame[cols[0]].astype(str)
     return key.where(frame[list(cols)].notna().all(axis=1), None)
 

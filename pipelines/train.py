@@ -261,7 +261,7 @@ class DurationTask(Task):
         test_days = self.days(test_days)
         frame = table.frame
         X = self.features(table)
-        y = frame["duration"].to_numpy(dtype=float)
+        y = frame[self.target(frame)].to_numpy(dtype=float)
         train, test = self.split(frame, test_days)
         if train.sum() < 10 or test.sum() < 1:
             raise ValueError(f"not enough jobs for a {test_days:g}-day holdout ({train.sum()} train, "
@@ -296,10 +296,15 @@ class DurationTask(Task):
                            datasets=_dataset_inputs(self.name, table_view(table), train, source, lineage),
                            history=frame)
 
+    def target(self, frame: pd.DataFrame) -> str:
+        """The column the model learns: durations (s)."""
+        return "duration"
+
     def holdout(self, data, test_days=None, horizon=None, freq="10min", labels="solo"):
         table = data["table"]
         _, test = self.split(table.frame, self.days(test_days))
-        return self.features_for_holdout(table)[test], table.frame["duration"].to_numpy(dtype=float)[test]
+        target = table.frame[self.target(table.frame)].to_numpy(dtype=float)
+        return self.features_for_holdout(table)[test], target[test]
 
     def features_for_holdout(self, table: JobTable) -> pd.DataFrame:
         return duration_features(table)
@@ -316,6 +321,13 @@ class IterationsTask(DurationTask):
 
     def features(self, table: JobTable) -> pd.DataFrame:
         return duration_features(table)[["group_id", "user"]]
+
+    def target(self, frame: pd.DataFrame) -> str:
+        """Iterations where the trace has them (A-SRPT predicts iterations; PAI-shaped traces carry the
+        column), else durations — recorded as the run's ``target`` parameter, which predict_kind reads."""
+        if "iterations" in frame and pd.to_numeric(frame["iterations"], errors="coerce").notna().all():
+            return "iterations"
+        return "duration"
 
     def train(self, data, *, algo="zero", test_days=None, fast=True, horizon=None, freq="10min", **params):
         from evaluation import plots
@@ -336,7 +348,7 @@ class IterationsTask(DurationTask):
         fp = data_fingerprint_of(source, frame[["submit_time", "duration", "num_gpus"]])
         lineage = self.lineage(table, source, train, test_days)
         return TrainResult(self.name, f"rf-{algo}", model, metrics, {"unseen": algo, "test_days": test_days,
-                           **params}, fp, X[test].head(20), figures, list(X.columns), train_seconds=secs,
+                           "target": self.target(frame), **params}, fp, X[test].head(20), figures, list(X.columns), train_seconds=secs,
                            baselines=base, holdout=(X[test], y[test]), lineage=lineage,
                            datasets=_dataset_inputs(self.name, table_view(table), train, source, lineage),
                            history=frame)

@@ -379,10 +379,11 @@ def predict_kind(kind: str, spec: str, frame: pd.DataFrame, seed: int = 0,
             target = _model_target(predictor) if isinstance(predictor, ModelPredictor) else "duration"
         except ValueError as exc:
             raise ValueError(f"{where}: {exc}") from None
-        if kind == "iterations" and target == "duration":
+        if kind != target:  # a duration model asked for iterations, or an iterations model for durations
             from sim.asrpt.jobs import job_models
 
-            values = _truth_ratio(frame, job_models(frame)) * values
+            ratio = _truth_ratio(frame, job_models(frame))
+            values = ratio * values if kind == "iterations" else values / np.where(ratio > 0, ratio, 1.0)
     else:
         raise ValueError(f"{where}: unknown spec {spec!r}; use {KIND_SPECS}")
     values = np.asarray(values, dtype=float).reshape(-1)
