@@ -244,10 +244,10 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--full", action="store_true", help="the 432-node A100 pool instead of its 1/8 subsample")
     p.add_argument("--days", type=float, default=2.0, help="measured days per replay (default 2)")
-    p.add_argument("--replay-days", type=float, default=14.0, help="measured days of the timed full replay")
-    p.add_argument("--v2023-load", type=float, default=0.9,
+    p.add_argument("--replay-days", type=float, default=17.0, help="measured days of the timed full replay")
+    p.add_argument("--v2023-load", type=float, default=0.8,
                    help="demand (share of the GPUs) the v2023 arrivals are compressed to")
-    p.add_argument("--v2023-copies", type=int, default=2,
+    p.add_argument("--v2023-copies", type=int, default=4,
                    help="copies of the v2023 pod list (all its pods at once ask for 0.88 of the cluster's GPUs)")
     p.add_argument("--only", nargs="*", choices=list(SECTIONS), help="sections to run (default: all)")
     p.add_argument("--out", default=str(OUT))

@@ -87,3 +87,35 @@ def test_coverage_and_quota_are_recorded():
     cov = r.policy_stats["sqa_coverage"]
     assert cov and all(len(row) == 4 for row in cov)
     assert all(row[0] == "0:*" for row in r.policy_stats["sqa_quota_log"])
+
+
+def test_registry_estimator_reads_the_demand_serving_output():
+    # The registered demand model's serving contract (models/registry.py demand_pyfunc_predict): long rows in
+    # (time, org, demand), out one row per org and step with mean, q0.9, q0.95. A stand-in model that
+    # forecasts "last value + step" with q0.95 = mean + 1.645 GPUs; two model steps per hour.
+    import pandas as pd
+
+    from sim.policies.gfs.sqa import ModelEstimator
+
+    class TwoStepsPerHour:
+        def predict(self, frame):
+            wide = frame.pivot_table(index="time", columns="org", values="demand")
+            rows = []
+            for org in wide.columns:
+                last = float(wide[org].iloc[-1])
+                for k in range(4):
+                    m = last + k
+                    rows.append({"org": org, "time": k, "mean": m, "q0.9": m + 1.2816, "q0.95": m + 1.6449})
+            return pd.DataFrame(rows)
+
+    est = ModelEstimator.__new__(ModelEstimator)
+    est.spec, est.orgs, est.horizon, est.seed, est.name = "models:/demand@test", ["a", "b"], 2, 0, "models:/demand@test"
+    est.fallback, est.model, est.pyfunc, est.lookback = Persistence(), None, TwoStepsPerHour(), 3
+    hist = np.array([[1.0, 5.0], [2.0, 5.0], [3.0, 6.0]])
+    mu, sigma = est.predict(hist, 3, 2)
+    # hour 0 = steps 0-1 (max mean at step 1), hour 1 = steps 2-3 (step 3)
+    assert mu.tolist() == [[4.0, 6.0], [7.0, 9.0]]
+    assert sigma == pytest.approx(np.full((2, 2), 1.0), abs=1e-3)
+    est.pyfunc = None  # too little history for a model: the persistence fallback answers
+    mu, _ = est.predict(hist, 3, 2)
+    assert mu.tolist() == [[3.0, 3.0], [6.0, 6.0]]

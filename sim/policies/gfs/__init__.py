@@ -26,7 +26,13 @@ Our readings where the paper leaves details open (each a parameter where it matt
   same pass). Score1 packing = allocated share after placement; Score2 = share of the node's allocated
   GPUs held by the task's class; Score3 = 1 / (1 + gamma e_1h + (1 - gamma) e_24h / 24), spot only; the
   breaker closes a node to spot pods at m = 3 evictions in the last hour. Eq. 19 cost = beta x (victims'
-  waste / (pod GPUs x 1 h)) + (1 - beta) x (victims' GPUs / pod GPUs), beta = 0.5.
+  waste / (pod GPUs x 1 h)) + (1 - beta) x (victims' GPUs / pod GPUs), beta = 0.5. A one-pod fractional
+  HP task (v2023) frees room on one GPU: the spot shares of one shared GPU in waste order, or one spot task
+  holding a whole GPU, whichever wastes least; multi-pod fractional HP tasks wait. Score1 ranks nodes by
+  their free count (the tightest feasible bucket first: the same order as the score for whole-GPU pods), so
+  only the nodes of one bucket are scored for the tie-breaks. A queue pass is skipped when neither the pool
+  nor the quota changed and nothing arrived since the last pass that left tasks waiting (the breaker's hour
+  window expiring alone does not trigger a pass).
 - Baselines: YARN-CS = FIFO per class, best fit, HP preempts the newest-started spot tasks on the node
   needing the fewest victims, no quota. Chronus = FIFO, best fit, spot leases of 5 min (HP 20 min: HP is
   never preempted here, so its lease only matters for the paper's deadline scheduling): an HP task that

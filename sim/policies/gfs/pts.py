@@ -406,7 +406,8 @@ class HpSpotPolicy(Policy):
         p = ctx.pool
         plan = plan_preemption(p, req, cands, self.victim_value, lambda j, n: p.holders[n].get(j, 0) + sum(
             1 for h in p.shares.get(n, {}).values() if j in h and len(h) == 1),
-            cost=self.victim_cost, order=self.victim_order(), node_order=self.node_order(),
+            cost=self.victim_cost, beta=getattr(self, "beta", 0.5), order=self.victim_order(),
+            node_order=self.node_order(),
             spare=self.victim_cost != "first")
         if plan is None:
             return False
