@@ -12,6 +12,8 @@ import json
 import math
 from pathlib import Path
 
+from pipelines.simulate import positive_int
+
 
 def _read_log(path: str) -> list[str]:
     p = Path(path)
@@ -240,16 +242,6 @@ def cmd_corpus(args: argparse.Namespace) -> int:
     return 0
 
 
-def _positive(v: str) -> int:
-    try:
-        n = int(v)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {v!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {n}")
-    return n
-
-
 def _cosine(v: str) -> float:
     try:
         x = float(v)
@@ -271,7 +263,7 @@ def add_parsers(sub) -> None:
                    "[submitted_at, gpu_util], and text or metadata columns")
     p.add_argument("--now", type=float, help="only jobs finished by this time count (default: all)")
     p.add_argument("--t-score", type=_cosine, help="cosine threshold (default: calibrated on the history, else 0.9)")
-    p.add_argument("--k", type=_positive, default=3, help="matches averaged (default 3)")
+    p.add_argument("--k", type=positive_int, default=3, help="matches averaged (default 3)")
     p.add_argument("--embedder", choices=("hash", "minilm"), default="hash",
                    help="hash (default, no torch) or minilm (all-MiniLM-L6-v2, offline)")
     p.add_argument("--llm-endpoint", help="OpenAI-compatible endpoint asked for the metadata too; its answer is "
@@ -286,8 +278,8 @@ def add_parsers(sub) -> None:
     p = sub.add_parser("track", help="SchedMate: where a running job is (step, total, step time, remaining, loss) "
                        "from its log")
     p.add_argument("logfile")
-    p.add_argument("--window", type=_positive, default=20, help="progress lines read from the end (default 20)")
-    p.add_argument("--iterations", type=_positive, help="total iterations when the log does not print them")
+    p.add_argument("--window", type=positive_int, default=20, help="progress lines read from the end (default 20)")
+    p.add_argument("--iterations", type=positive_int, help="total iterations when the log does not print them")
     p.add_argument("--unit", choices=("epochs", "steps"), default="steps", help="unit of --iterations")
     p.add_argument("--repo", help="the job's repository (with --command: iterations from the code)")
     p.add_argument("--command", help="the job's launch command")
@@ -299,7 +291,7 @@ def add_parsers(sub) -> None:
     p.add_argument("--tail-only", action="store_true", help="read only the last --tail lines (the baseline)")
     p.add_argument("--method", choices=("locator", "tail", "scan"), default="locator",
                    help="locator: binary search over chunks (default); scan: first error line of the log")
-    p.add_argument("--tail", type=_positive, default=50, help="lines the tail reader sees (default 50)")
+    p.add_argument("--tail", type=positive_int, default=50, help="lines the tail reader sees (default 50)")
     p.add_argument("--llm-endpoint", help="OpenAI-compatible endpoint (e.g. http://127.0.0.1:8000/v1); its answer "
                    "is validated and a bad one falls back to the rules")
     p.add_argument("--llm-model", default="default", help="model name sent to the endpoint")
@@ -309,7 +301,7 @@ def add_parsers(sub) -> None:
 
     p = sub.add_parser("corpus", help="write a seeded synthetic job corpus (repositories, commands, logs, truth)")
     p.add_argument("--out", required=True, help="output folder (refused when not empty unless --force)")
-    p.add_argument("--jobs", type=_positive, default=20)
+    p.add_argument("--jobs", type=positive_int, default=20)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-logs", action="store_true", help="repositories and truth only")
     p.add_argument("--force", action="store_true", help="replace a non-empty --out")
