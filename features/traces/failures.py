@@ -30,6 +30,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from features.jobtable import JobTable, LoadReport, TraceError, finalize
+from features.traces.synthetic import group_assignment
 
 CATEGORIES: dict[str, tuple[str, ...]] = {
     "infrastructure": ("gpu", "nvlink", "network", "nccl", "node", "storage"),
@@ -102,12 +103,8 @@ def generate_failures(spec: FailureWorkloadSpec, seed: int = 0) -> JobTable:
     """Draw a job table with final states, failure times and causes; same spec and seed, same table."""
     rng = np.random.default_rng(seed)
     n = spec.jobs
-    sizes = rng.geometric(1.0 / spec.mean_group_size, size=n)
-    ends = np.cumsum(sizes)
-    G = int(np.searchsorted(ends, n) + 1)
-    sizes = sizes[:G].copy()
-    sizes[-1] -= ends[G - 1] - n
-    group_of_job = np.repeat(np.arange(G), sizes)
+    group_of_job = group_assignment(rng, n, spec.mean_group_size)
+    G = int(group_of_job[-1]) + 1
     rng.shuffle(group_of_job)  # recurring jobs spread over the trace
     counts = np.array(sorted(spec.gpu_mix))
     g_gpus = rng.choice(counts, size=G, p=np.array([spec.gpu_mix[c] for c in counts]))

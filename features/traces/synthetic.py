@@ -158,17 +158,24 @@ def _names(ids: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return np.array([f"{_ARCH[a]}_{_TASK[t]}_lr{i % 7}_run{i}" for a, t, i in zip(arch, task, ids)], dtype=object)
 
 
+def group_assignment(rng: np.random.Generator, n: int, mean_group_size: float) -> np.ndarray:
+    """Group index of each of ``n`` jobs: groups of geometric size (mean ``mean_group_size``) in order,
+    the last one cut to fit (what recurring sweeps look like)."""
+    sizes = rng.geometric(1.0 / mean_group_size, size=n)
+    ends = np.cumsum(sizes)
+    n_groups = int(np.searchsorted(ends, n) + 1)
+    sizes = sizes[:n_groups].copy()
+    sizes[-1] -= ends[n_groups - 1] - n
+    return np.repeat(np.arange(n_groups), sizes)
+
+
 def generate(spec: SyntheticSpec, seed: int = 0) -> JobTable:
     """Draw a synthetic job table; identical spec and seed give identical tables."""
     rng = np.random.default_rng(seed)
     n = spec.jobs
     # Recurring groups: consecutive submissions share user, VC, name, GPU count and a base duration.
-    sizes = rng.geometric(1.0 / spec.mean_group_size, size=n)
-    ends = np.cumsum(sizes)
-    n_groups = int(np.searchsorted(ends, n) + 1)
-    sizes = sizes[:n_groups]
-    sizes[-1] -= ends[n_groups - 1] - n
-    group_of_job = np.repeat(np.arange(n_groups), sizes)
+    group_of_job = group_assignment(rng, n, spec.mean_group_size)
+    n_groups = int(group_of_job[-1]) + 1 if n else 0
 
     user_weights = 1.0 / np.arange(1, spec.num_users + 1) ** 1.1  # Zipf-like activity
     user_weights /= user_weights.sum()
