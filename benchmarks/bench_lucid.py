@@ -59,17 +59,13 @@ ABLATIONS = ["lucid-nobinder", "lucid-noshare", "lucid-noestimator", "lucid-nosp
 
 
 def venus_shaped(jobs: int, seed: int, data):
-    """Synthetic Helios-like jobs on Venus' real VC sizes: each job's VC drawn in proportion to size."""
-    cluster = load_cluster("venus", data)
-    spec = load_preset("earth", jobs=jobs, num_vcs=len(cluster.partitions))
-    table = generate(spec, seed=seed)
-    sizes = np.array([p.gpus for p in cluster.partitions], dtype=float)
-    rng = np.random.default_rng(seed)
-    vc_of_org = {f"vc{i:02d}": cluster.partitions[k].name
-                 for i, k in enumerate(rng.choice(len(sizes), size=spec.num_vcs, p=sizes / sizes.sum()))}
-    table.frame["org"] = table.frame["org"].map(vc_of_org).astype("string")
+    """Synthetic Helios-like jobs on Venus' real VC sizes: each job's VC drawn in proportion to size
+    (the same generator experiment specs name as ``pipelines.experiment:venus_shaped``)."""
+    from pipelines.experiment import venus_shaped as generate_venus_shaped
+
+    table = generate_venus_shaped({"cluster": "venus", "data_dir": data}, seed, jobs)
     # Jobs larger than their VC are rejected (and counted) by the workload layer.
-    return table, cluster
+    return table, load_cluster("venus", data)
 
 
 def workloads(args) -> dict[str, list]:

@@ -417,60 +417,18 @@ def cached_workload(source: dict[str, Any], seed: int) -> tuple[Any, Any, bool]:
     if key in _WORKLOADS:
         _WORKLOADS.move_to_end(key)
         return (*_WORKLOADS[key], True)
-    if source.get("generator"):
-        table, workload = build_generated(**source, seed=wseed)
-    else:
-        trace = source.get("trace")
-        if trace and not Path(trace).exists():
-            from features.paths import resolve_data_path
+    trace = source.get("trace")
+    if trace and not Path(trace).exists():
+        from features.paths import resolve_data_path
 
-            trace = str(resolve_data_path(trace, source.get("data_dir")))
-        table, workload = build_source(**{**source, "trace": trace}, seed=wseed)
+        trace = str(resolve_data_path(trace, source.get("data_dir")))
+    table, workload = build_source(**{**source, "trace": trace}, seed=wseed)
     if not len(workload):
         raise ValueError("no job is left to simulate in this workload")
     _WORKLOADS[key] = (table, workload)
     while len(_WORKLOADS) > max(_CACHE_SIZE, 1):
         _WORKLOADS.popitem(last=False)
     return table, workload, False
-
-
-def build_generated(*, generator: str, params: dict[str, Any], jobs: int | None, cluster: str,
-                    offered_load: float | None = None, costs: str = "none", default_gpus: int | None = None,
-                    data_dir: str | None = None, seed: int = 0):
-    """(JobTable, Workload) of a spec's ``generator: package.module:function`` workload, called as a
-    preset generator is (``function(params, seed, jobs) -> JobTable``), on ``cluster``, then sized and
-    built as pipelines.simulate.build_source does."""
-    import importlib
-
-    from features.jobtable import JobTable
-    from sim.cluster import load_cluster
-    from sim.workload import build_workload
-
-    module, _, func = generator.partition(":")
-    try:
-        fn = getattr(importlib.import_module(module), func)
-    except (ImportError, AttributeError) as exc:
-        raise ValueError(f"cannot import generator {generator!r} ({exc})") from None
-    table = fn(dict(params), seed, jobs)
-    if not isinstance(table, JobTable):
-        raise TypeError(f"generator {generator} returned {type(table).__name__}, not a JobTable")
-    built = load_cluster(cluster, data_dir)
-    sizing = None
-    if offered_load:
-        from sim.sizing import offered_load as load_of, sized_for_load
-
-        before = (built.nodes, load_of(table.frame, built.gpus))
-        built = sized_for_load(table.frame, built, offered_load)
-        sizing = {"target": offered_load, "nodes_before": before[0], "load_before": before[1],
-                  "nodes_after": built.nodes}
-    catalog = cost_model = None
-    if costs != "none":
-        from sim.profiles import CostModel, ProfileCatalog
-
-        catalog, cost_model = ProfileCatalog.build(costs, data_dir), CostModel()
-    workload = build_workload(table, built, costs=cost_model, catalog=catalog, seed=seed, default_gpus=default_gpus)
-    workload.report["sizing"] = sizing
-    return table, workload
 
 
 def venus_shaped(params: dict[str, Any], seed: int, jobs: int | None) -> Any:

@@ -125,19 +125,26 @@ def _trace_path(path: str) -> Path:
 
 
 def build_source(*, synthetic: str | None = None, trace: str | None = None, format: str | None = None,
+                 generator: str | None = None, params: dict[str, Any] | None = None,
                  jobs: int | None = None, cluster: str | None = None, offered_load: float | None = None,
                  costs: str = "none", default_gpus: int | None = None, data_dir: str | None = None,
                  seed: int = 0):
     """The (JobTable, Workload) that `schedcast simulate` replays, from the same choices as its flags:
-    a trace file or a synthetic preset (any ``generator:`` preset too), a cluster (the preset's by
-    default), optional offered-load sizing and a cost catalog. Experiments build their cells with it."""
+    a trace file, a synthetic preset (any ``generator:`` preset too) or a generator function named
+    directly (``generator="package.module:function"`` called with ``params``, as a preset's is), a
+    cluster (the preset's by default), optional offered-load sizing and a cost catalog. Experiments build
+    their cells with it."""
     from features.traces import load_trace
-    from features.traces.synthetic import build_preset
+    from features.traces.synthetic import build_preset, call_generator
     from sim.cluster import load_cluster
     from sim.profiles import CostModel, ProfileCatalog
     from sim.workload import build_workload
 
-    if synthetic:
+    if generator:
+        table = call_generator(generator, dict(params or {}), seed, jobs)
+        cluster_name = cluster
+        limit = None
+    elif synthetic:
         table, preset_cluster = build_preset(synthetic, seed=seed, jobs=jobs)
         cluster_name = cluster or preset_cluster
         limit = None

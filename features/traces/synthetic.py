@@ -92,17 +92,17 @@ def load_preset(name: str, **overrides) -> SyntheticSpec:
     return SyntheticSpec(**data)
 
 
-def _generator(ref: str, preset: str):
+def _generator(ref: str, where: str):
     """Import ``package.module:function`` named by a preset's ``generator:`` key."""
     import importlib
 
     module_name, _, func_name = str(ref).partition(":")
     if not module_name or not func_name:
-        raise ValueError(f"preset {preset!r}: generator must be 'package.module:function', got {ref!r}")
+        raise ValueError(f"{where}: generator must be 'package.module:function', got {ref!r}")
     try:
         return getattr(importlib.import_module(module_name), func_name)
     except (ImportError, AttributeError) as exc:
-        raise ValueError(f"preset {preset!r}: cannot import generator {ref!r} ({exc})") from None
+        raise ValueError(f"{where}: cannot import generator {ref!r} ({exc})") from None
 
 
 def build_preset(name: str, seed: int = 0, jobs: int | None = None) -> tuple[JobTable, str | None]:
@@ -121,11 +121,18 @@ def build_preset(name: str, seed: int = 0, jobs: int | None = None) -> tuple[Job
     cluster = data.pop("cluster", None)
     for key in ("name", "source"):
         data.pop(key, None)
-    table = _generator(ref, name)(data, seed, jobs)
+    return call_generator(ref, data, seed, jobs, preset=name), cluster
+
+
+def call_generator(ref: str, params: dict, seed: int, jobs: int | None, preset: str | None = None) -> JobTable:
+    """Build a table with the generator ``package.module:function`` (a preset's ``generator:``, or one
+    named directly by an experiment spec): ``function(params, seed, jobs) -> JobTable``."""
+    where = f"preset {preset!r}" if preset else f"generator {ref!r}"
+    table = _generator(ref, where)(params, seed, jobs)
     if not isinstance(table, JobTable):
-        raise TypeError(f"generator {ref} of preset {name!r} returned {type(table).__name__}, not a JobTable")
+        raise TypeError(f"generator {ref} of {where} returned {type(table).__name__}, not a JobTable")
     table.frame.attrs["synthetic"] = True
-    return table, cluster
+    return table
 
 
 def _arrival_times(spec: SyntheticSpec, n: int, rng: np.random.Generator) -> np.ndarray:
