@@ -266,6 +266,8 @@ def main(argv=None) -> int:
         t0 = time.perf_counter()
         SECTIONS[name](args, results, report, keep)
         print(f"{name}: {time.perf_counter() - t0:.1f} s", flush=True)
+        (out / "results.json").write_text(json.dumps(results, indent=1, default=float))  # after every section
+        (out / "report.md").write_text("\n".join(report))
     if keep:
         plot_quota({k: v for k, v in keep.items()}, str(out / "quota.png"))
         report.append("Quota over time (High load): `quota.png` (solid: quota Q_H; dotted: inventory f(p, H)).\n")
