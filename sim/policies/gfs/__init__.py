@@ -73,12 +73,14 @@ class Gfs(HpSpotPolicy):
                   "adapt_eta": "Eq. 11 feedback on eta", "summed": "summed-Gaussian per-step inventory",
                   "placement_mode": "pts (Alg. 1) or best-fit", "preemption": "gfs (Alg. 2) or random",
                   "beta": "Eq. 19 weight", "gamma": "Eq. 15 weight", "m": "circuit breaker threshold",
-                  "quota": "apply the spot quota", "retrain_hours": "estimator retraining period"}
+                  "quota": "apply the spot quota", "retrain_hours": "estimator retraining period",
+                  "window_hours": "trailing window of the eviction rate e in Eq. 11"}
 
     def __init__(self, H: int = 4, p: float = 0.99, estimator: str = "persistence", adapt_eta: bool = True,
                  summed: bool = False, placement_mode: str = "pts", preemption: str = "gfs", beta: float = 0.5,
                  gamma: float = 0.8, m: int = 3, quota: bool = True, retrain_hours: float = 24.0,
-                 eta0: float = 1.0, period_s: float = 300.0, sample_s: float = 60.0, eta_max: float = 4.0):
+                 eta0: float = 1.0, period_s: float = 300.0, sample_s: float = 60.0, eta_max: float = 4.0,
+                 window_hours: float = 24.0):
         super().__init__(preempt=True)
         if H < 1:
             raise ValueError("H must be >= 1 hour")
@@ -92,6 +94,9 @@ class Gfs(HpSpotPolicy):
         self.placement_mode, self.preemption, self.beta, self.gamma, self.m = placement_mode, preemption, beta, gamma, m
         self.use_quota, self.retrain_hours, self.eta0 = quota, retrain_hours, eta0
         self.period_s, self.sample_s, self.eta_max = period_s, sample_s, eta_max
+        if window_hours <= 0:
+            raise ValueError("window_hours must be > 0")
+        self.window_hours = window_hours
 
     def make_placement(self) -> Placement:
         if self.placement_mode == "best-fit":
@@ -106,7 +111,7 @@ class Gfs(HpSpotPolicy):
             coord.configure(p=self.p, H=self.H, summed=self.summed, adapt_eta=self.adapt_eta,
                             estimator_spec=self.estimator, retrain_s=self.retrain_hours * 3600.0, eta0=self.eta0,
                             period_s=self.period_s, sample_s=self.sample_s, enabled=self.use_quota,
-                            eta_max=self.eta_max)
+                            eta_max=self.eta_max, window_s=getattr(self, "window_hours", 24.0) * 3600.0)
         # Register every pool of this partition now (the coordinator's on_start comes after ours).
         w = self.ctx.jobs
         for j in range(len(w)):
