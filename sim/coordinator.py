@@ -122,6 +122,11 @@ class ClusterContext:
         return self._engine.workload
 
     @property
+    def unfinished(self) -> int:
+        """Jobs not yet finished (nor failed for good): periodic timers stop when it reaches 0."""
+        return self._engine.unfinished
+
+    @property
     def seed(self) -> int:
         return self._engine.seed
 

@@ -362,6 +362,7 @@ class Engine:
     """Replays a workload under one policy (one instance per partition). Use :func:`simulate`."""
 
     COORDINATOR = -1  # timer owner of the coordinator (partitions are 0..P-1)
+    RELATIVE_FAILURES = True  # understands Failure.after: fail a job once it has done N s of work
 
     def __init__(self, workload: Workload, policy_factory: Callable[[], "Policy"], *,
                  placement: str | Placement = "consolidate",
@@ -451,8 +452,17 @@ class Engine:
         self._dirty_list: list[int] = []
         self._what_if: dict[int, tuple] = {}  # partition -> (pool version, records released, scratch pool)
         self._failures = sorted(failures or (), key=lambda f: f.time)
+        # Relative failures ("after N s of work", a trace's failed attempt) strike wherever and whenever the
+        # job runs; a job's k-th relative failure strikes in the attempt that reaches its work offset.
+        self._after: dict[int, list] = {}
+        for f in self._failures:
+            if getattr(f, "after", None) is not None:
+                self._after.setdefault(self._job_index(f.job), []).append(f)
+        if self._after:
+            self._failures = [f for f in self._failures if getattr(f, "after", None) is None]
         # Attempt starts are tracked for failures and for evictions that keep checkpoints.
-        self._track_attempts = bool(self._failures) or any(c < INF for c in workload.checkpoint)
+        self._track_attempts = (bool(self._failures) or bool(self._after)
+                                or any(c < INF for c in workload.checkpoint))
         self._overhead: dict[int, float] = {}  # job -> extra load time of its next start
         if restart is None:
             from sim.failures import RestartRule
@@ -600,6 +610,19 @@ class Engine:
         end = now + self.remaining[job] / self.speed[job]
         self.expected_end[job] = end
         self._push(end, EV_FINISH, job)
+        if self._after:
+            self._arm_after(job)
+
+    def _arm_after(self, job: int) -> None:
+        """Schedule the job's next relative failure in this running segment (if it comes before the end)."""
+        pending = self._after.get(job)
+        if not pending:
+            return
+        left = max(0.0, pending[0].after - self.work_done[job])
+        if left >= self.remaining[job]:
+            return  # it finishes first
+        self._seq += 1
+        heapq.heappush(self.heap, (self.now + left / self.speed[job], EV_FAILURE, self._seq, job, self.epoch[job]))
 
     def _checkpoint(self, job: int) -> None:
         """Fold the running segment into the accumulators (progress kept)."""
@@ -739,6 +762,8 @@ class Engine:
             end = self.now + self.remaining[job] / speed
             self.expected_end[job] = end
             self._push(end, EV_FINISH, job)
+            if self._after:
+                self._arm_after(job)
         else:
             self.speed[job] = speed
             if self.state[job] == LOADING:
@@ -1185,6 +1210,11 @@ class Engine:
             self._log("node-up", -1, (p, node))
             self.mark_dirty(p)
         elif self.unfinished:
+            if job >= 0:  # a relative failure armed for one running segment (payload: its epoch)
+                if payload == self.epoch[job] and self.state[job] == RUNNING:
+                    failure = self._after[job].pop(0)
+                    self._fail_job(job, failure.cause or "job failure", failure.restart_delay)
+                return
             failure = payload
             if failure.node is not None:
                 self._node_failure(failure)

@@ -89,3 +89,15 @@ def test_scored_placement_from_the_registry():
         make_placement("scored:best_fit=abc")
     with pytest.raises(ValueError, match="unknown placement"):
         make_placement("fgd")
+
+
+def test_gfs_and_fgd_scores_compose_in_the_scored_placement():
+    # FGD alone: a fractional pod goes to the GPU already shared (no new fragmentation), not an idle one;
+    # GFS packing alone prefers the fuller node for a whole-GPU pod.
+    pool = NodePool([8, 8])
+    pool.allocate_shares([(0, 0, 500)], job=0)  # node 0: half of one GPU used
+    fgd = make_placement("scored:fgd=1")
+    assert fgd.place(pool, Request(1, 1, 500)) == [(0, 0, 500)]
+    pool.allocate([(1, 4)])
+    assert make_placement("scored:gfs_packing=1").place(pool, Request(1, 2, spread=False)) == [(1, 2)]
+    assert {"gfs_packing", "gfs_colocation", "gfs_eviction", "fgd"} <= set(SCORES)

@@ -140,4 +140,5 @@ def test_real_alibaba_v2023(shared_data):
 
 
 def test_every_format_is_registered():
-    assert set(FORMATS) == {"philly", "philly-json", "helios", "acme", "pai", "alibaba-v2023"}
+    assert set(FORMATS) == {"philly", "philly-json", "helios", "acme", "pai", "alibaba-v2023",  # built in
+                            "gfs-spot", "alibaba-v2023-spot", "acme-failures"}  # plug-in modules

@@ -9,7 +9,8 @@ from typing import Callable
 from sim.placement import Placement
 from sim.placement.pool import MILLI, NodePool, Placement_t
 from sim.placement.state import NodeState
-from sim.placement import score_best_fit, score_class_affinity, score_least_allocated, score_shared_gpu
+from sim.placement import (score_best_fit, score_class_affinity, score_fgd, score_gfs_colocation, score_gfs_eviction,
+                           score_gfs_packing, score_least_allocated, score_shared_gpu)
 
 ScoreFn = Callable[[NodeState, int, int, "str | None"], float]
 
@@ -19,6 +20,10 @@ SCORES: dict[str, ScoreFn] = {
     "least_allocated": score_least_allocated.score,
     "class_affinity": score_class_affinity.score,
     "shared_gpu": score_shared_gpu.score,
+    "gfs_packing": score_gfs_packing.score,  # GFS Eq. 13
+    "gfs_colocation": score_gfs_colocation.score,  # GFS Eq. 14
+    "gfs_eviction": score_gfs_eviction.score,  # GFS Eq. 15-16 (1 for HP tasks)
+    "fgd": score_fgd.score,  # FGD's fragmentation gradient against the v2023 request mix
 }
 
 
