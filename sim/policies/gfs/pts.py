@@ -16,7 +16,10 @@
 """
 from __future__ import annotations
 
+import bisect
+import heapq
 import math
+from collections import OrderedDict
 from typing import Any, Callable
 
 from sim.engine import LOADING, RUNNING
@@ -65,6 +68,7 @@ class GfsPlacement(Placement):
         self.colocation, self.eviction, self.breaker, self.gamma, self.m = colocation, eviction, breaker, gamma, m
         self._cls: str | None = None
         self._spread = Consolidate(strict=False)
+        self._label_cache: dict[Any, bool] = {}
 
     def state(self, pool: NodePool, node: int) -> GpuClassState:
         """The node snapshot the scores read: GPUs per class and recent evictions."""
@@ -87,17 +91,56 @@ class GfsPlacement(Placement):
         return Placement.place(self, pool, request)
 
     def _rank(self, pool: NodePool, nodes, gpus: int, milli: int) -> int | None:
+        """The best node of ``nodes`` by (Score2, Score3, lowest number). Nodes without shared GPUs are scored
+        from their holders directly (the same numbers as the snapshot, without building one: this ran for
+        every node of the tightest bucket on every placement)."""
         cls = self._cls
         best, best_key = None, None
+        spot_cls = cls == "spot"
+        breaker = self.breaker and spot_cls
+        coloc, evict = self.colocation, self.eviction
+        if not (coloc or evict or self.breaker):
+            return min(nodes) if nodes else None  # every key is (0, 0, -n)
+        shares, holders, classes = pool.shares, pool.holders, pool.job_class
+        spot_label = self._spot_label
+        history, now, gamma, m = self.history, self.clock(), self.gamma, self.m
         for n in nodes:
-            st = self.state(pool, n) if (self.colocation or self.eviction or self.breaker) else None
-            if cls == "spot" and self.breaker and score_gfs_eviction.tripped(st, self.m):
-                continue
-            key = (score_gfs_colocation.score(st, gpus, milli, cls) if self.colocation else 0.0,
-                   score_gfs_eviction.score(st, gpus, milli, cls, self.gamma) if self.eviction else 0.0, -n)
+            if n in shares:
+                st = self.state(pool, n)
+                if breaker and score_gfs_eviction.tripped(st, m):
+                    continue
+                key = (score_gfs_colocation.score(st, gpus, milli, cls) if coloc else 0.0,
+                       score_gfs_eviction.score(st, gpus, milli, cls, gamma) if evict else 0.0, -n)
+            else:
+                if breaker or (evict and spot_cls):
+                    e1, e24 = history.counts(n, now)
+                    if breaker and e1 >= m:
+                        continue
+                    s3 = (1.0 / (1.0 + score_gfs_eviction.pressure(e1, e24, gamma))) if evict else 0.0
+                else:
+                    s3 = 1.0 if evict else 0.0
+                if coloc:
+                    hp_g = spot_g = 0
+                    if n < len(holders):
+                        for job, g in holders[n].items():
+                            if classes is not None and spot_label(classes[job]):
+                                spot_g += g
+                            else:
+                                hp_g += g
+                    total = hp_g + spot_g
+                    s2 = 1.0 if total <= 0 else (spot_g if spot_cls else hp_g) / total
+                else:
+                    s2 = 0.0
+                key = (s2, s3, -n)
             if best_key is None or key > best_key:
                 best, best_key = n, key
         return best
+
+    def _spot_label(self, label) -> bool:
+        c = self._label_cache.get(label)
+        if c is None:
+            c = self._label_cache[label] = is_spot(label)
+        return c
 
     def pick_node(self, pool: NodePool, gpus: int, gpu_type: str | None) -> int | None:
         buckets = pool.type_buckets.get(gpu_type, pool.buckets) if gpu_type is not None else pool.buckets
@@ -205,6 +248,39 @@ def _holdings(pool: NodePool, job: int) -> dict[int, int]:
     return out
 
 
+class SpotQueue:
+    """A spot queue kept as groups of identical requests (same shape, pods, GPU demand and class), each sorted
+    by the policy's key. Why: the spot queue grows to tens of thousands of tasks at High load, and a pass that
+    reads every entry dominated the replay (about 60 % of it). Every skip rule of the pass holds for a whole
+    group at once (a failed shape, a larger one-pod share, a demand above the quota), so a pass merges the
+    live groups' heads in key order and drops a group at its first failure: it tries exactly the tasks the
+    entry-by-entry pass tried, in the same order, at a cost in groups and starts rather than queue length.
+    ``since`` keeps the queued jobs in arrival order, so the longest wait (Eq. 11's l) is its first entry."""
+
+    __slots__ = ("groups", "since", "n")
+
+    def __init__(self) -> None:
+        self.groups: dict[tuple, list[tuple[Any, int]]] = {}
+        self.since: OrderedDict[int, float] = OrderedDict()
+        self.n = 0
+
+    def add(self, key: Any, job: int, group: tuple, now: float) -> None:
+        bisect.insort(self.groups.setdefault(group, []), (key, job))
+        self.since[job] = now
+        self.n += 1
+
+    @property
+    def items(self) -> list[tuple[Any, int]]:
+        """All entries in key order (for reading; the pass uses the groups)."""
+        return list(heapq.merge(*self.groups.values()))
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __bool__(self) -> bool:
+        return self.n > 0
+
+
 # --- the policy ----------------------------------------------------------------------------------------------------
 class HpSpotPolicy(Policy):
     """HP / spot scheduling per pool; subclasses choose order, placement, victims and the quota."""
@@ -234,7 +310,7 @@ class HpSpotPolicy(Policy):
         self.org = (frame["org"].astype("string").fillna("<none>").astype(str).tolist() if "org" in frame
                     else ["<none>"] * len(w))
         self.pool_of_job = [t if t is not None else "*" for t in w.gpu_type]
-        self.queues: dict[str, tuple[SortedQueue, SortedQueue]] = {}
+        self.queues: dict[str, tuple[SortedQueue, SpotQueue]] = {}
         self.hp_org: dict[str, dict[str, float]] = {}
         self.spot_held: dict[str, float] = {}
         self.started_at: dict[int, float] = {}
@@ -261,10 +337,10 @@ class HpSpotPolicy(Policy):
             return p.total_capacity
         return sum(c for c, t in zip(p.capacity, p.gpu_type) if t == pool)
 
-    def _queues(self, pool: str) -> tuple[SortedQueue, SortedQueue]:
+    def _queues(self, pool: str) -> tuple[SortedQueue, SpotQueue]:
         q = self.queues.get(pool)
         if q is None:
-            q = self.queues[pool] = (SortedQueue(), SortedQueue())
+            q = self.queues[pool] = (SortedQueue(), SpotQueue())
             self.hp_org.setdefault(pool, {})
             self.spot_held.setdefault(pool, 0.0)
             self.on_new_pool(pool)
@@ -283,7 +359,12 @@ class HpSpotPolicy(Policy):
     def on_arrival(self, job: int) -> None:
         pool = self.pool_key(job)
         hp, spot = self._queues(pool)
-        (spot if self.spot[job] else hp).add(self.key(job), job)
+        if self.spot[job]:
+            w = self.ctx.jobs
+            spot.add(self.key(job), job, (self.shape_of[job], w.pods[job], w.gpus[job], w.gpu_demand[job],
+                                          w.job_class[job], w.stages[job]), self.ctx.now)
+        else:
+            hp.add(self.key(job), job)
         (self._new_spot if self.spot[job] else self._new_hp).add(pool)
         self.waiting_since[job] = self.ctx.now
 
@@ -327,9 +408,9 @@ class HpSpotPolicy(Policy):
 
     def max_spot_wait(self, key, now: float) -> float:
         q = self.queues.get(key[1])
-        if q is None or not q[1].items:
+        if q is None or not q[1]:
             return 0.0
-        return max(now - self.waiting_since.get(j, now) for _, j in q[1].items)
+        return now - next(iter(q[1].since.values()))  # arrival order: the first queued job waited longest
 
     def waste(self, job: int) -> float:
         """Eq. 17: GPUs x run time since the job's last checkpoint (0 while it is loading)."""
@@ -473,7 +554,7 @@ class HpSpotPolicy(Policy):
                 self._new_hp.discard(pool)
                 self._schedule_hp(pool, hp)
                 self._hp_sig[pool] = self.ctx.pool.version
-            if spot.items:
+            if spot:
                 room = self.quota_room(pool)
                 sig = (self.ctx.pool.version, room)
                 if pool in self._new_spot or self._spot_sig.get(pool) != sig:
@@ -503,42 +584,61 @@ class HpSpotPolicy(Policy):
             keep.append(entry)
         queue.items = keep
 
-    def _schedule_spot(self, pool: str, queue: SortedQueue, room: float) -> None:
+    def _schedule_spot(self, pool: str, queue: SpotQueue, room: float) -> None:
+        """One pass over the spot queue in key order with backfilling: a task whose demand exceeds the quota
+        room, whose shape failed in this pass (with as few pods) or whose one-pod share is at least one that
+        failed is skipped; with the GFS order (demand first) the pass ends at the first task above the room.
+        Run over the queue's groups (see :class:`SpotQueue`): the same tasks are tried in the same order."""
         ctx = self.ctx
+        groups = queue.groups
         failed: dict[tuple, int] = {}
-        keep = []
-        items = queue.items
-        shape_of, pods_of, demand = self.shape_of, self.pods_of, ctx.jobs.gpu_demand
         sorted_by_demand = self.order == "gfs"
         min_milli = 1 << 30  # the smallest one-pod share that failed in this pass
-        for i, entry in enumerate(items):
+        pods_of, demand, p = self.pods_of, ctx.jobs.gpu_demand, ctx.pool
+        heads = [(lst[0], gk) for gk, lst in groups.items()]
+        heapq.heapify(heads)
+        taken: dict[tuple, int] = {}
+        while heads:
+            entry, gk = heads[0]
             job = entry[1]
             d = demand[job]
             if d > room + 1e-9:
                 if sorted_by_demand:  # every later task asks for at least as much
-                    keep.extend(items[i:])
                     break
-                keep.append(entry)
+                heapq.heappop(heads)  # the whole group asks for d: skipped in this pass
                 continue
-            if ctx.pool.total_free == 0 and not ctx.pool.shares:
-                keep.extend(items[i:])
+            if p.total_free == 0 and not p.shares:
                 break
-            shape = shape_of[job]
+            shape = gk[0]
             pods = pods_of[job]
             milli = shape[1]
             if failed.get(shape, 1 << 30) <= pods or (milli and milli >= min_milli):
-                keep.append(entry)
+                heapq.heappop(heads)
                 continue
-            placement = self.placement.place(ctx.pool, ctx.request(job)) if ctx.may_fit(job) else None
+            placement = self.placement.place(p, ctx.request(job)) if ctx.may_fit(job) else None
             if placement is None:  # nothing of this shape (or, for one-pod fractions, a larger share) fits now
                 failed[shape] = min(failed.get(shape, 1 << 30), pods)
                 if milli and pods == 1:
                     min_milli = min(min_milli, milli)
-                keep.append(entry)
+                heapq.heappop(heads)
                 continue
             self._start(job, placement)
             room -= d
-        queue.items = keep
+            i = taken.get(gk, 0) + 1
+            taken[gk] = i
+            lst = groups[gk]
+            if i < len(lst):
+                heapq.heapreplace(heads, (lst[i], gk))
+            else:
+                heapq.heappop(heads)
+        for gk, i in taken.items():  # the started tasks are a prefix of their group
+            lst = groups[gk]
+            for _, job in lst[:i]:
+                queue.since.pop(job, None)
+            del lst[:i]
+            queue.n -= i
+            if not lst:
+                del groups[gk]
 
     def stats(self) -> dict[str, Any]:
         return {"evictions": self.n_evictions, "preempting_starts": self.n_preempting,
