@@ -340,3 +340,28 @@ def test_handwritten_repositories_modelled_on_public_code():
         misses += [(name, f, getattr(md, f), truth[f]) for f in FIELDS if getattr(md, f) != truth[f]]
     # the one field no static rule can know: pytorch/examples spawns a process per visible GPU
     assert len(HAND) == 13 and misses == [("pytorch-examples-imagenet", "gpus", 1, None)]
+
+
+def test_kept_similarity_rows_give_the_same_advice_as_a_fresh_advisor(monkeypatch):
+    # The advisor keeps each query text's similarity row and scores only texts added since; a bounded
+    # cache (here 2 texts) must not change any answer.
+    import models.schedmate.advisor as advisor_module
+
+    monkeypatch.setattr(advisor_module, "SCORE_CACHE_TEXTS", 2)
+    texts = [f"model resnet{50 + (i % 5)} task classification dataset imagenet iterations {90 + i % 3} epochs"
+             for i in range(40)]
+    kept = SchedulingAdvisor(t_score=0.5, embedder="hash")
+    answers = []
+    for i, text in enumerate(texts):
+        kept.observe(f"j{i}", text, duration=100.0 + i, finished_at=float(i))
+        for q in (texts[0], texts[i], texts[(i * 7) % 40]):
+            answers.append((q, float(i) + 0.5, kept.advise(q, now=float(i) + 0.5)))
+    fresh_by_step = {}
+    for q, now, got in answers:
+        step = int(now)
+        if step not in fresh_by_step:
+            fresh = SchedulingAdvisor(t_score=0.5, embedder="hash")
+            for j in range(step + 1):
+                fresh.observe(f"j{j}", texts[j], duration=100.0 + j, finished_at=float(j))
+            fresh_by_step[step] = fresh
+        assert got == fresh_by_step[step].advise(q, now=now)

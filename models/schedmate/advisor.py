@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import bisect
 import math
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
 
@@ -22,6 +23,10 @@ import numpy as np
 from models.schedmate.embed import Embedder, get_embedder
 
 DEFAULT_T_SCORE = 0.9
+
+
+#: query texts whose similarity rows are kept (least recently used dropped)
+SCORE_CACHE_TEXTS = 256
 
 
 @dataclass(frozen=True)
@@ -66,9 +71,10 @@ class SchedulingAdvisor:
         self.embedder = get_embedder(embedder)
         self._text_index: dict[str, int] = {}
         self._entries: list[_TextEntry] = []
-        self._first_finish: list[float] = []
+        self._first_finish = np.zeros(0)  # per text: when its first job finished (inf: none yet)
         self._matrix = np.zeros((0, 0), dtype=np.float32)
         self._rows = 0
+        self._score_cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self.n_observed = 0
         self.n_advised = 0
         self.n_matched = 0
@@ -95,16 +101,20 @@ class SchedulingAdvisor:
         vec = self.embedder.encode(text)
         if self._matrix.shape[1] == 0:
             self._matrix = np.zeros((16, vec.shape[0]), dtype=np.float32)
+            self._first_finish = np.full(16, math.inf)
         if self._rows == self._matrix.shape[0]:
             grown = np.zeros((self._rows * 2, self._matrix.shape[1]), dtype=np.float32)
             grown[: self._rows] = self._matrix[: self._rows]
             self._matrix = grown
+            first = np.full(self._rows * 2, math.inf)
+            first[: self._rows] = self._first_finish[: self._rows]
+            self._first_finish = first
         self._matrix[self._rows] = vec
         idx = self._rows
         self._rows += 1
         self._text_index[text] = idx
         self._entries.append(_TextEntry())
-        self._first_finish.append(math.inf)
+        self._first_finish[idx] = math.inf
         return idx
 
     def warm(self, texts: Iterable[str]) -> int:
@@ -125,10 +135,8 @@ class SchedulingAdvisor:
         self.n_advised += 1
         if self._rows == 0:
             return None
-        q = self.embedder.encode(text)
-        scores = self._matrix[: self._rows] @ q
-        first = np.asarray(self._first_finish)
-        ok = np.flatnonzero((scores >= self.t_score - 1e-6) & (first <= now))
+        scores = self._scores(text)
+        ok = np.flatnonzero((scores >= self.t_score - 1e-6) & (self._first_finish[: self._rows] <= now))
         if ok.size == 0:
             return None
         order = ok[np.argsort(-scores[ok], kind="stable")]
@@ -151,10 +159,28 @@ class SchedulingAdvisor:
             return None
         self.n_matched += 1
         utils = [u for *_, u in picked if u is not None]
-        return Advice(duration=float(np.mean([p[3] for p in picked])),
-                      gpu_util=float(np.mean(utils)) if utils else None,
+        return Advice(duration=sum(p[3] for p in picked) / len(picked),
+                      gpu_util=sum(utils) / len(utils) if utils else None,
                       matches=tuple(p[2] for p in picked), score=float(picked[0][0]),
                       scores=tuple(float(p[0]) for p in picked))
+
+    def _scores(self, text: str) -> np.ndarray:
+        """Cosine of ``text`` with every known text. Recurring jobs ask with the same text again and again,
+        so each query's row is kept and only texts added since its last use are scored (O(new texts)
+        instead of O(all texts) per advice)."""
+        cache = self._score_cache
+        cached = cache.get(text)
+        seen = 0 if cached is None else len(cached)
+        if cached is not None:
+            cache.move_to_end(text)
+            if seen == self._rows:
+                return cached
+        fresh = self._matrix[seen: self._rows] @ self.embedder.encode(text)
+        scores = fresh if cached is None else np.concatenate([cached, fresh])
+        cache[text] = scores
+        if len(cache) > SCORE_CACHE_TEXTS:  # bounded: memory ~ texts kept x known texts x 4 bytes
+            cache.popitem(last=False)
+        return scores
 
     @property
     def coverage(self) -> float:

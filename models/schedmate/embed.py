@@ -31,6 +31,10 @@ class Embedder:
 
     def encode(self, texts: Sequence[str] | str) -> np.ndarray:
         single = isinstance(texts, str)
+        if single:  # the replay's hot path: one text, usually cached
+            hit = self._cache.get(texts)
+            if hit is not None:
+                return hit
         items = [texts] if single else list(texts)
         missing = list(dict.fromkeys(t for t in items if t not in self._cache))
         if missing:
