@@ -364,4 +364,8 @@ def test_kept_similarity_rows_give_the_same_advice_as_a_fresh_advisor(monkeypatc
             for j in range(step + 1):
                 fresh.observe(f"j{j}", texts[j], duration=100.0 + j, finished_at=float(j))
             fresh_by_step[step] = fresh
-        assert got == fresh_by_step[step].advise(q, now=now)
+        want = fresh_by_step[step].advise(q, now=now)
+        assert (got is None) == (want is None)
+        if got is not None:  # same matches and means; cosines equal up to float32 summation order
+            assert (got.matches, got.duration, got.gpu_util) == (want.matches, want.duration, want.gpu_util)
+            assert got.scores == pytest.approx(want.scores, abs=1e-5)
