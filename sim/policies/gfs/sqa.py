@@ -273,7 +273,7 @@ class SpotQuotaAllocator(Coordinator):
         self.providers: dict[tuple[int, str], Any] = {}
         self.p, self.H, self.summed, self.adapt_eta = 0.99, 4, False, True
         self.estimator_spec = "persistence"
-        self.sample_s, self.period_s, self.retrain_s, self.window_s = 60.0, 300.0, 86400.0, 86400.0
+        self.sample_s, self.period_s, self.retrain_s, self.window_s = 60.0, 300.0, 86400.0, HOUR  # e's window: 1 h (gfs docstring)
         self.theta, self.eta_min, self.eta_max, self.eta0 = HOUR, 0.05, 4.0, 1.0
         self.enabled = True
         self.forecast_seconds = 0.0
