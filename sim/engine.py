@@ -151,7 +151,7 @@ class SimResult:
 class Context:
     """What a policy may see and do in its partition. Every decision goes through these methods."""
 
-    __slots__ = ("engine", "partition", "pool", "placement", "running", "_timers", "_rngs")
+    __slots__ = ("engine", "partition", "pool", "placement", "running", "_timers", "_rngs", "_largest_share")
 
     def __init__(self, engine: "Engine", partition: int, placement: Placement):
         self.engine = engine
@@ -163,6 +163,7 @@ class Context:
         self.placement = placement
         self.running: set[int] = set()  # jobs holding GPUs here: loading, running or saving
         self._rngs: dict[str, Any] = {}
+        self._largest_share: tuple = (None, -1, 0)  # (pool, version, largest free milli-GPU share)
 
     # -- what a policy reads -------------------------------------------------------------------
     @property
@@ -267,8 +268,14 @@ class Context:
             return e.workload.gpus[job] <= pool.total_free
         if pool.total_free:
             return True
-        return any(sum(h.values()) + milli <= MILLI for node, shared in pool.shares.items()
-                   if node not in pool.cordoned for h in shared.values())
+        # The largest free share of a shared GPU, kept per pool version: a queue of fractional jobs asks
+        # this once per job per pass, and scanning every shared GPU each time dominated v2023 replays.
+        cached = self._largest_share
+        if cached[0] is not pool or cached[1] != pool.version:
+            largest = max((MILLI - sum(h.values()) for node, shared in pool.shares.items()
+                           if node not in pool.cordoned for h in shared.values()), default=0)
+            cached = self._largest_share = (pool, pool.version, largest)
+        return milli <= cached[2]
 
     def would_fit(self, job: int, freed: Iterable[int] = ()) -> Placement_t | None:
         """The placement ``job`` would get now if the running jobs ``freed`` (of this partition) gave
