@@ -41,9 +41,8 @@ def _plugin_command_modules() -> list:
     """Command modules that add their own sub-commands (experiment; advise / track / diagnose); each
     keeps heavy imports inside its commands."""
     import importlib
-    import importlib.util
 
-    return [importlib.import_module(name) for name in _PLUGIN_COMMANDS if importlib.util.find_spec(name)]
+    return [importlib.import_module(name) for name in _PLUGIN_COMMANDS]
 
 
 def _user_errors() -> tuple[type[BaseException], ...]:

@@ -27,11 +27,8 @@ _PLUGIN_FORMATS = ("features.traces.gfs", "features.traces.failures")
 
 def _load_plugin_formats() -> None:
     import importlib
-    import importlib.util
 
     for module_name in _PLUGIN_FORMATS:
-        if importlib.util.find_spec(module_name) is None:
-            continue
         for name, entry in getattr(importlib.import_module(module_name), "FORMATS", {}).items():
             if name in FORMATS:
                 raise ValueError(f"trace format {name!r} of {module_name} is already registered")

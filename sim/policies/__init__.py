@@ -165,11 +165,8 @@ _PLUGIN_MODULES = ("sim.policies.gfs", "sim.policies.schedmate")
 
 def _load_plugins() -> None:
     import importlib
-    import importlib.util
 
     for module_name in _PLUGIN_MODULES:
-        if importlib.util.find_spec(module_name) is None:  # not built yet in this tree
-            continue
         importlib.import_module(module_name).register_policies(register)
 
 
