@@ -162,64 +162,17 @@ class Gfs(HpSpotPolicy):
         return super().stats()
 
 
-class GfsE(Gfs):
-    name = "gfs-e"
-    summary = "GFS with the previous-week-peak demand estimate (production heuristic)"
-
-    def __init__(self, H: int = 4, p: float = 0.99, estimator: str = "prev-week-peak", adapt_eta: bool = True,
-                 summed: bool = False, placement_mode: str = "pts", preemption: str = "gfs", beta: float = 0.5,
-                 gamma: float = 0.8, m: int = 3, quota: bool = True, retrain_hours: float = 24.0,
-                 eta0: float = 1.0, period_s: float = 300.0, sample_s: float = 60.0):
-        super().__init__(H, p, estimator, adapt_eta, summed, placement_mode, preemption, beta, gamma, m, quota,
-                         retrain_hours, eta0, period_s, sample_s)
-
-
-class GfsD(Gfs):
-    name = "gfs-d"
-    summary = "GFS with eta fixed (no eviction-rate feedback)"
-
-    def __init__(self, H: int = 4, p: float = 0.99, estimator: str = "persistence", adapt_eta: bool = False,
-                 summed: bool = False, placement_mode: str = "pts", preemption: str = "gfs", beta: float = 0.5,
-                 gamma: float = 0.8, m: int = 3, quota: bool = True, retrain_hours: float = 24.0,
-                 eta0: float = 1.0, period_s: float = 300.0, sample_s: float = 60.0):
-        super().__init__(H, p, estimator, adapt_eta, summed, placement_mode, preemption, beta, gamma, m, quota,
-                         retrain_hours, eta0, period_s, sample_s)
-
-
-class GfsS(Gfs):
-    name = "gfs-s"
-    summary = "GFS with best-fit placement instead of PTS Alg. 1"
-
-    def __init__(self, H: int = 4, p: float = 0.99, estimator: str = "persistence", adapt_eta: bool = True,
-                 summed: bool = False, placement_mode: str = "best-fit", preemption: str = "gfs",
-                 beta: float = 0.5, gamma: float = 0.8, m: int = 3, quota: bool = True, retrain_hours: float = 24.0,
-                 eta0: float = 1.0, period_s: float = 300.0, sample_s: float = 60.0):
-        super().__init__(H, p, estimator, adapt_eta, summed, placement_mode, preemption, beta, gamma, m, quota,
-                         retrain_hours, eta0, period_s, sample_s)
-
-
-class GfsP(Gfs):
-    name = "gfs-p"
-    summary = "GFS with random preemption instead of Alg. 2"
-
-    def __init__(self, H: int = 4, p: float = 0.99, estimator: str = "persistence", adapt_eta: bool = True,
-                 summed: bool = False, placement_mode: str = "pts", preemption: str = "random",
-                 beta: float = 0.5, gamma: float = 0.8, m: int = 3, quota: bool = True, retrain_hours: float = 24.0,
-                 eta0: float = 1.0, period_s: float = 300.0, sample_s: float = 60.0):
-        super().__init__(H, p, estimator, adapt_eta, summed, placement_mode, preemption, beta, gamma, m, quota,
-                         retrain_hours, eta0, period_s, sample_s)
-
-
-class GfsSP(Gfs):
-    name = "gfs-sp"
-    summary = "GFS with best-fit placement and random preemption"
-
-    def __init__(self, H: int = 4, p: float = 0.99, estimator: str = "persistence", adapt_eta: bool = True,
-                 summed: bool = False, placement_mode: str = "best-fit", preemption: str = "random",
-                 beta: float = 0.5, gamma: float = 0.8, m: int = 3, quota: bool = True, retrain_hours: float = 24.0,
-                 eta0: float = 1.0, period_s: float = 300.0, sample_s: float = 60.0):
-        super().__init__(H, p, estimator, adapt_eta, summed, placement_mode, preemption, beta, gamma, m, quota,
-                         retrain_hours, eta0, period_s, sample_s)
+#: GFS's ablations (Tables 8-10): the same policy with one part swapped, registered with their defaults
+#: (as Lucid's ablations are), so every variant takes every GFS parameter.
+ABLATIONS: dict[str, tuple[str, dict[str, Any]]] = {
+    "gfs-e": ("GFS with the previous-week-peak demand estimate (production heuristic)",
+              {"estimator": "prev-week-peak"}),
+    "gfs-d": ("GFS with eta fixed (no eviction-rate feedback)", {"adapt_eta": False}),
+    "gfs-s": ("GFS with best-fit placement instead of PTS Alg. 1", {"placement_mode": "best-fit"}),
+    "gfs-p": ("GFS with random preemption instead of Alg. 2", {"preemption": "random"}),
+    "gfs-sp": ("GFS with best-fit placement and random preemption",
+               {"placement_mode": "best-fit", "preemption": "random"}),
+}
 
 
 # --- baselines -------------------------------------------------------------------------------------------------
@@ -416,5 +369,7 @@ class FgdPlacement(Placement):
 
 def register_policies(register: Callable[..., None]) -> None:
     """Called by sim/policies/__init__.py: every GFS variant and baseline."""
-    for cls in (Gfs, GfsE, GfsD, GfsS, GfsP, GfsSP, YarnCs, Chronus, Lyra, Fgd):
+    for cls in (Gfs, YarnCs, Chronus, Lyra, Fgd):
         register(cls)
+    for name, (summary, defaults) in ABLATIONS.items():
+        register(Gfs, name, summary, **defaults)
