@@ -103,6 +103,19 @@ class Placement:
                 pool._move(n, saved[n] - t, saved[n])
                 pool.free[n] = saved[n]
 
+    def open_gpu(self, pool: NodePool, gpu_type: str | None, opened: dict[int, int],
+                 extra: dict[tuple[int, int], int]) -> tuple[int, int] | None:
+        """A free GPU for a fractional pod that fits on no shared GPU: on the node :meth:`pick_node`
+        chooses (given the GPUs this request already ``opened``), its lowest GPU number not yet shared
+        or planned (``extra``); None if no node has a free GPU."""
+        node = self._pick_tentative(pool, 1, gpu_type, opened)
+        if node is None:
+            return None
+        used_ids = set(pool.shares.get(node, {})) | {g for (n, g) in extra if n == node}
+        gpu = next(g for g in range(pool.capacity[node]) if g not in used_ids)
+        opened[node] = opened.get(node, 0) + 1
+        return node, gpu
+
     def place_fractional(self, pool: NodePool, request, gpu_type: str | None) -> Placement_t | None:
         """Pods of ``milli`` milli-GPUs each: the fullest shared GPU that holds the pod (lowest node,
         then lowest GPU number), else a free GPU on the node :meth:`pick_node` chooses."""
@@ -125,13 +138,9 @@ class Placement:
                     if left >= milli and (best_key is None or (left, node, gpu) < best_key):
                         best, best_key = (node, gpu), (left, node, gpu)
             if best is None:
-                node = self._pick_tentative(pool, 1, gpu_type, opened)
-                if node is None:
+                best = self.open_gpu(pool, gpu_type, opened, extra)
+                if best is None:
                     return None
-                used_ids = set(pool.shares.get(node, {})) | {g for (n, g) in extra if n == node}
-                gpu = next(g for g in range(pool.capacity[node]) if g not in used_ids)
-                opened[node] = opened.get(node, 0) + 1
-                best = (node, gpu)
             extra[best] = extra.get(best, 0) + milli
             out.append((best[0], best[1], milli))
         return out

@@ -355,13 +355,9 @@ class FgdPlacement(Placement):
                         if best_key is None or key < best_key:
                             best, best_key = (node, g), key
             if best is None:
-                node = self._pick_tentative(pool, 1, gpu_type, opened)
-                if node is None:
+                best = self.open_gpu(pool, gpu_type, opened, extra)
+                if best is None:
                     return None
-                used_ids = set(pool.shares.get(node, {})) | {g for (n, g) in extra if n == node}
-                gpu = next(g for g in range(pool.capacity[node]) if g not in used_ids)
-                opened[node] = opened.get(node, 0) + 1
-                best = (node, gpu)
             extra[best] = extra.get(best, 0) + milli
             out.append((best[0], best[1], milli))
         return out
