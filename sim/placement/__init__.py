@@ -259,6 +259,22 @@ def _heavy_edge(most_free: bool = True) -> Placement:
 
 
 #: name -> factory. The CLI, configs and tests read this registry.
+class NodeChoicePlacement(Placement):
+    """A placement whose whole decision is :meth:`pick_node` for one pod (GFS' Alg. 1, FGD): a job given
+    only by a GPU count goes on the chosen node when one node can hold it, and is spread as
+    ``consolidate`` spreads it when it is larger than any node."""
+
+    _spread = Consolidate(strict=False)
+
+    def place_gpus(self, pool: NodePool, gpus: int, gpu_type: str | None) -> Placement_t | None:
+        if gpus > pool.total_free:
+            return None
+        if gpus <= pool.max_capacity_of(gpu_type):
+            node = self.pick_node(pool, gpus, gpu_type)
+            return None if node is None else [(node, gpus)]
+        return self._spread.place_gpus(pool, gpus, gpu_type)
+
+
 PLACEMENTS: dict[str, Callable[..., Placement]] = {
     "first-fit": FirstFit,
     "consolidate": Consolidate,

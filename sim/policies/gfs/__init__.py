@@ -63,9 +63,9 @@ import math
 from typing import Any, Callable
 
 from sim.engine import LOADING, RUNNING
-from sim.placement import Consolidate, Placement
+from sim.placement import NodeChoicePlacement, Placement
 from sim.placement.pool import NodePool, Placement_t
-from sim.policies.gfs.pts import GfsPlacement, HpSpotPolicy, is_spot, plan_preemption
+from sim.policies.gfs.pts import GfsPlacement, HpSpotPolicy
 from sim.policies.gfs.sqa import SpotQuotaAllocator
 
 __all__ = ["Gfs", "GfsE", "GfsD", "GfsS", "GfsP", "GfsSP", "YarnCs", "Chronus", "Lyra", "Fgd", "register_policies"]
@@ -79,7 +79,6 @@ class Gfs(HpSpotPolicy):
     citation = "Duan et al., ASPLOS '26"
     coordinator_class = SpotQuotaAllocator
     order = "gfs"
-    victim_cost = "gfs"
     param_docs = {"H": "quota horizon (hours)", "p": "forecast confidence (target eviction rate 1 - p)",
                   "estimator": "persistence | seasonal | prev-week-peak | orglinear | models:/demand@champion",
                   "adapt_eta": "Eq. 11 feedback on eta", "summed": "summed-Gaussian per-step inventory",
@@ -284,14 +283,13 @@ class Fgd(YarnCs):
         return FgdPlacement(score_fgd.distribution_of(w.gpus, w.gpu_milli, w.pods))
 
 
-class FgdPlacement(Placement):
+class FgdPlacement(NodeChoicePlacement):
     """Pod by pod, the feasible node (and shared GPU) where the fragmentation gradient is least."""
 
     name = "fgd"
 
     def __init__(self, distribution):
         self.distribution = tuple(distribution)
-        self._spread = Consolidate(strict=False)
 
     def _state(self, pool: NodePool, n: int):
         from sim.placement.state import NodeState
@@ -316,14 +314,6 @@ class FgdPlacement(Placement):
                 if best_key is None or (g, n) < best_key:
                     best, best_key = n, (g, n)
         return best
-
-    def place_gpus(self, pool: NodePool, gpus: int, gpu_type: str | None) -> Placement_t | None:
-        if gpus > pool.total_free:
-            return None
-        if gpus <= pool.max_capacity_of(gpu_type):
-            node = self.pick_node(pool, gpus, gpu_type)
-            return None if node is None else [(node, gpus)]
-        return self._spread.place_gpus(pool, gpus, gpu_type)
 
     def place_fractional(self, pool: NodePool, request, gpu_type: str | None) -> Placement_t | None:
         """Each fractional pod: the shared GPU (or a free GPU) whose node's gradient is least."""

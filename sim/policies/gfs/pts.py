@@ -23,9 +23,9 @@ from collections import OrderedDict
 from typing import Any, Callable
 
 from sim.engine import LOADING, RUNNING
-from sim.placement import Consolidate, Placement
+from sim.placement import Consolidate, NodeChoicePlacement, Placement
 from sim.placement.pool import MILLI, NodePool, Placement_t
-from sim.placement import score_gfs_colocation, score_gfs_eviction, score_gfs_packing
+from sim.placement import score_gfs_colocation, score_gfs_eviction
 from sim.placement.score_gfs_colocation import GpuClassState
 from sim.policies.base import Policy, SortedQueue
 
@@ -54,7 +54,7 @@ class EvictionHistory:
         return sum(1 for t in ts if t >= now - HOUR), len(ts)
 
 
-class GfsPlacement(Placement):
+class GfsPlacement(NodeChoicePlacement):
     """Alg. 1 as a placement plug-in (see the module docstring). ``scores``: which of Score2 / Score3 break
     the packing ties (GFS-s uses packing only); ``breaker``: the spot circuit breaker."""
 
@@ -67,7 +67,6 @@ class GfsPlacement(Placement):
         self.clock = clock or (lambda: 0.0)
         self.colocation, self.eviction, self.breaker, self.gamma, self.m = colocation, eviction, breaker, gamma, m
         self._cls: str | None = None
-        self._spread = Consolidate(strict=False)
         self._label_cache: dict[Any, bool] = {}
 
     def state(self, pool: NodePool, node: int) -> GpuClassState:
@@ -153,14 +152,6 @@ class GfsPlacement(Placement):
                 if node is not None:
                     return node
         return None
-
-    def place_gpus(self, pool: NodePool, gpus: int, gpu_type: str | None) -> Placement_t | None:
-        if gpus > pool.total_free:
-            return None
-        if gpus <= pool.max_capacity_of(gpu_type):
-            node = self.pick_node(pool, gpus, gpu_type)
-            return None if node is None else [(node, gpus)]
-        return self._spread.place_gpus(pool, gpus, gpu_type)  # one pod larger than any node: spread
 
 
 # --- Alg. 2 -----------------------------------------------------------------------------------------------------
@@ -458,7 +449,6 @@ class HpSpotPolicy(Policy):
     def candidates(self, pool: str) -> dict[int, list[int]]:
         """Evictable jobs per node: running or loading spot tasks of this pool."""
         out: dict[int, list[int]] = {}
-        p = self.ctx.pool
         for job in self.ctx.running:
             if self.spot[job] and self.pool_key(job) == pool and self.ctx.state(job) in (LOADING, RUNNING):
                 for node in {e[0] for e in self.placed.get(job, ())}:

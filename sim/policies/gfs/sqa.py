@@ -198,8 +198,6 @@ class ModelEstimator:
 
     def predict(self, hist: np.ndarray, hour0: int, horizon: int) -> tuple[np.ndarray, np.ndarray | None]:
         if self.pyfunc is not None and len(hist) >= self.lookback:
-            import pandas as pd
-
             frame = self._frame(hist)
             long = frame.stack().rename("demand").reset_index()
             long.columns = ["time", "org", "demand"]
@@ -222,8 +220,6 @@ class ModelEstimator:
             return mu, sig
         if self.model is None:
             return self.fallback.predict(hist, hour0, horizon)
-        import pandas as pd
-
         frame = self._frame(np.vstack([hist, np.zeros((horizon, hist.shape[1]))]))
         fc = self.model.forecast(frame, None, [frame.index[len(hist)]])
         return fc.mean[0], fc.scale[0]
