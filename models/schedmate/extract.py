@@ -210,16 +210,7 @@ class _Extractor:
                 return c2
         # normalise ../ segments
         if rel_to:
-            parts: list[str] = []
-            for seg in (str(PurePosixPath(rel_to).parent) + "/" + p).split("/"):
-                if seg in ("", "."):
-                    continue
-                if seg == "..":
-                    if parts:
-                        parts.pop()
-                    continue
-                parts.append(seg)
-            c = "/".join(parts)
+            c = _join_rel("", str(PurePosixPath(rel_to).parent) + "/" + p)
             if c in self.files:
                 return c
         return None
