@@ -22,6 +22,14 @@ TABLE_COLUMNS = [
     ("makespan h", "makespan", 1 / 3600), ("util %", "gpu_utilisation", 100), ("sim s", "sim_seconds", 1),
 ]
 
+#: Columns of the HP / spot table printed for workloads with spot tasks (GFS metrics, measured tasks only).
+HP_SPOT_COLUMNS = [
+    ("HP jobs", "hp_jobs", 1), ("HP JCT h", "hp_jct_mean", 1 / 3600), ("HP P99 JCT h", "hp_jct_p99", 1 / 3600),
+    ("HP JQT s", "hp_jqt_mean", 1), ("spot jobs", "spot_jobs", 1), ("spot JCT h", "spot_jct_mean", 1 / 3600),
+    ("spot JQT h", "spot_jqt_mean", 1 / 3600), ("evictions", "evictions", 1),
+    ("evict/run %", "evict_rate_runs", 100), ("lost GPU-h %", "evict_rate_hours", 100),
+]
+
 #: Columns in seconds in the per-job tables (written as <name>_s).
 JOB_SECONDS = ("submit", "first_start", "end", "wait", "load", "train", "save", "jct", "duration", "futile", "lost")
 #: Summary / breakdown keys in seconds besides the jct_*, wait_* and futile_* statistics.
@@ -33,7 +41,8 @@ def unit_name(column: str) -> str:
     names that already carry a unit (``_ms``, ``_seconds``, ``per_second``) and counts are kept."""
     if column.endswith(("_ms", "_s", "_seconds", "per_second", "_frac")):
         return column
-    if column.startswith(("jct_", "wait_", "futile_")) or column in SUMMARY_SECONDS:
+    if column.startswith(("jct_", "wait_", "futile_", "hp_jct_", "hp_jqt_", "spot_jct_", "spot_jqt_")) \
+            or column in SUMMARY_SECONDS:
         return f"{column}_s"
     if column == "gpu_utilisation":
         return "gpu_utilisation_frac"
@@ -47,24 +56,27 @@ def with_units(frame: pd.DataFrame, job_table: bool = False) -> pd.DataFrame:
     return frame.rename(columns={c: unit_name(c) for c in frame.columns})
 
 
-def comparison_frame(summaries: list[dict[str, Any]]) -> pd.DataFrame:
+def comparison_frame(summaries: list[dict[str, Any]], columns: list[tuple[str, str, float]] | None = None
+                     ) -> pd.DataFrame:
     import pandas as pd
 
     rows = []
     for s in summaries:
         row = {"policy": s["policy"]}
-        for label, key, scale in TABLE_COLUMNS:
+        for label, key, scale in columns or TABLE_COLUMNS:
             v = s.get(key, float("nan"))
             row[label] = v * scale if isinstance(v, (int, float)) else v
         rows.append(row)
     return pd.DataFrame(rows)
 
 
-def render_table(summaries: list[dict[str, Any]], title: str = "") -> str:
-    """A fixed-width table (plain text, so it reads the same in logs and terminals)."""
+def render_table(summaries: list[dict[str, Any]], title: str = "",
+                 columns: list[tuple[str, str, float]] | None = None) -> str:
+    """A fixed-width table (plain text, so it reads the same in logs and terminals); ``columns``
+    (label, key, scale) default to TABLE_COLUMNS."""
     import pandas as pd
 
-    frame = comparison_frame(summaries)
+    frame = comparison_frame(summaries, columns)
     with pd.option_context("display.width", 200, "display.max_columns", 50):
         text = frame.to_string(index=False, float_format=lambda v: f"{v:,.3f}")
     return f"{title}\n{text}" if title else text

@@ -334,7 +334,7 @@ def _start_plotter():
 
 def _run(args, t0, out, force, window, predictor, predicted, predictor_info, plotter) -> int:
     from evaluation.metrics import check_identities, evaluate
-    from evaluation.report import render_table, write_results
+    from evaluation.report import HP_SPOT_COLUMNS, render_table, write_results
     from sim import simulate
     from sim.sizing import offered_load
 
@@ -369,6 +369,8 @@ def _run(args, t0, out, force, window, predictor, predicted, predictor_info, plo
 
         predict_durations(predictor, workload.frame)
     progress = _Progress() if _show_progress(args) else None
+    spot_labels = ("spot", "lp", "be")
+    has_spot = any(c is not None and str(c).lower() in spot_labels for c in workload.job_class)
     runs: dict[str, dict[str, Any]] = {}
     t_replay = time.perf_counter()
     for policy in args.policy:
@@ -381,6 +383,10 @@ def _run(args, t0, out, force, window, predictor, predicted, predictor_info, plo
             stop()
         ev = evaluate(result, window)
         check_identities(ev["jobs"])
+        if has_spot:  # HP / spot metrics (GFS's), over measured tasks: after a generator's HP-only warm-up
+            from evaluation.gfs_metrics import gfs_jobs, pool_summary
+
+            ev["summary"].update(pool_summary(gfs_jobs(result, window)))
         runs[policy] = ev
         print(f"  {policy}: {result.events:,} events in {result.wall_seconds:.2f} s")
     t_replay = time.perf_counter() - t_replay
@@ -392,6 +398,12 @@ def _run(args, t0, out, force, window, predictor, predicted, predictor_info, plo
     else:
         title += f"{len(workload):,} jobs"
     print(render_table([r["summary"] for r in runs.values()], title))
+    if has_spot:
+        warmup = "warmup" in workload.frame and bool(workload.frame["warmup"].fillna(False).astype(bool).any())
+        scope = ("measured window" if window else "tasks after the HP-only warm-up" if warmup else "all tasks")
+        print(render_table([r["summary"] for r in runs.values()],
+                           f"\nHP / spot tasks ({scope}; JQT = sum of all waits; evict/run = evictions / spot runs)",
+                           HP_SPOT_COLUMNS))
     import shlex
 
     meta = {"kind": kind, "command": shlex.join(["schedcast", *getattr(args, "argv", sys.argv[1:])]),
