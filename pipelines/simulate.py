@@ -145,7 +145,9 @@ def build_source(*, synthetic: str | None = None, trace: str | None = None, form
         cluster_name = cluster
         limit = None
     elif synthetic:
-        table, preset_cluster = build_preset(synthetic, seed=seed, jobs=jobs)
+        # A preset sized for its own cluster (cluster_gpus) is sized for the one chosen instead.
+        chosen_gpus = load_cluster(cluster, data_dir).gpus if cluster else None
+        table, preset_cluster = build_preset(synthetic, seed=seed, jobs=jobs, cluster_gpus=chosen_gpus)
         cluster_name = cluster or preset_cluster
         limit = None
     elif trace:

@@ -15,7 +15,8 @@ from tests.helpers import table
 def tiny_generator(params, seed, jobs):
     """A preset generator for the tests: ``jobs`` jobs of ``gpus`` GPUs, one every ``gap`` s."""
     n = jobs or params["jobs"]
-    return table([(i * params["gap"], 100.0 + seed, params["gpus"]) for i in range(n)])
+    gpus = params["gpus"] * params.get("cluster_gpus", 16) // 16  # load sized for the cluster, as GFS's preset
+    return table([(i * params["gap"], 100.0 + seed, gpus) for i in range(n)])
 
 
 @pytest.fixture()
@@ -26,6 +27,9 @@ def configs(tmp_path, monkeypatch):
     (root / "workloads" / "tiny.yaml").write_text(
         'name: tiny\ngenerator: "tests.test_source_plugins:tiny_generator"\ncluster: demo\n'
         "source: a test\njobs: 7\ngap: 10\ngpus: 2\n")
+    (root / "workloads" / "sized.yaml").write_text(
+        'name: sized\ngenerator: "tests.test_source_plugins:tiny_generator"\ncluster: demo\n'
+        "jobs: 3\ngap: 10\ngpus: 2\ncluster_gpus: 16\n")
     (root / "workloads" / "broken.yaml").write_text('generator: "tests.nowhere:gen"\ncluster: demo\n')
     shutil.copy(REPO_ROOT / "configs" / "workloads" / "demo.yaml", root / "workloads" / "demo.yaml")
     monkeypatch.setenv("SCHEDCAST_CONFIGS", str(root))
@@ -52,6 +56,18 @@ def test_a_broken_generator_reference_is_one_line(configs):
 def test_build_source_is_what_simulate_replays(configs):
     tab, workload = build_source(synthetic="tiny", jobs=4, seed=1)
     assert len(workload) == 4 and workload.cluster.name
+
+
+def test_a_preset_sized_for_its_cluster_is_sized_for_the_chosen_one(configs):
+    cluster = (configs / "clusters" / "eight.yaml")
+    cluster.write_text("name: eight\ndescription: 4 nodes x 8 GPUs\ngpus_per_node: 8\nnodes: 4\n")
+    _, own = build_source(synthetic="sized")
+    _, chosen = build_source(synthetic="sized", cluster=str(cluster))
+    assert own.cluster.name == "demo" and chosen.cluster.name == "eight"
+    assert set(own.frame["num_gpus"]) == {2} and set(chosen.frame["num_gpus"]) == {4}  # 32 GPUs: x2
+    # presets without a cluster_gpus key are left as they are
+    _, tiny = build_source(synthetic="tiny", cluster=str(cluster))
+    assert set(tiny.frame["num_gpus"]) == {2}
 
 
 def test_simulate_runs_a_generator_preset_and_records_extras(configs, tmp_path, capsys):

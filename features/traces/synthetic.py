@@ -105,15 +105,20 @@ def _generator(ref: str, where: str):
         raise ValueError(f"{where}: cannot import generator {ref!r} ({exc})") from None
 
 
-def build_preset(name: str, seed: int = 0, jobs: int | None = None) -> tuple[JobTable, str | None]:
+def build_preset(name: str, seed: int = 0, jobs: int | None = None,
+                 cluster_gpus: int | None = None) -> tuple[JobTable, str | None]:
     """Build the workload of preset ``name`` and return it with the preset's default cluster.
 
     A preset either holds :class:`SyntheticSpec` fields (this module's Helios-like generator) or names
     another generator, ``generator: "package.module:function"`` (GFS-, PAI-, failure-shaped workloads),
     called as ``function(params, seed, jobs)`` with the preset's other fields as ``params``: new
     workload shapes plug in with a YAML file and a function, without touching the CLI.
+    ``cluster_gpus``: the GPUs of a cluster chosen instead of the preset's; a generator preset whose
+    load is sized for its cluster (a ``cluster_gpus`` key) is sized for this one instead.
     """
     data = read_preset(name)
+    if cluster_gpus is not None and "generator" in data and "cluster_gpus" in data:
+        data["cluster_gpus"] = int(cluster_gpus)
     ref = data.pop("generator", None)
     if ref is None:
         spec = SyntheticSpec(**{**data, **({"jobs": jobs} if jobs is not None else {})})
