@@ -342,12 +342,13 @@ def test_handwritten_repositories_modelled_on_public_code():
     assert len(HAND) == 13 and misses == [("pytorch-examples-imagenet", "gpus", 1, None)]
 
 
-def test_kept_similarity_rows_give_the_same_advice_as_a_fresh_advisor(monkeypatch):
-    # The advisor keeps each query text's similarity row and scores only texts added since; a bounded
-    # cache (here 2 texts) must not change any answer.
+def test_kept_candidate_lists_give_the_same_advice_as_a_fresh_advisor(monkeypatch):
+    # The advisor keeps each query text's candidate list (extended as texts are added) and its answer
+    # until a candidate is observed; lists cut short (here 2 candidates) fall back to scoring every
+    # text. None of it may change an answer.
     import models.schedmate.advisor as advisor_module
 
-    monkeypatch.setattr(advisor_module, "SCORE_CACHE_TEXTS", 2)
+    monkeypatch.setattr(advisor_module, "CANDIDATES", 2)
     texts = [f"model resnet{50 + (i % 5)} task classification dataset imagenet iterations {90 + i % 3} epochs"
              for i in range(40)]
     kept = SchedulingAdvisor(t_score=0.5, embedder="hash")

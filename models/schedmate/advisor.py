@@ -6,17 +6,30 @@ utilisation) of the top-k historical jobs whose cosine similarity is at least `t
 finished no later than `now` (retrieval never sees the future). No match -> None, and the host
 scheduler keeps its own estimate.
 
-Observations are grouped by text: jobs of a recurring group usually share one text, so a query scores
-each distinct text once (a (texts x dim) product) and then takes the most recently finished jobs of
-the best texts.
+Why it is fast. Jobs of a recurring group share one text and a replay knows every job's text up front,
+so the work is per distinct text, not per job:
+
+- ``warm(texts)`` embeds the distinct texts in one batch and scores them against each other in one
+  blocked matrix product; each text keeps its *candidate list*: the texts with cosine >= t_score, best
+  first (``CANDIDATES`` of them, whole tie runs; longer lists are cut and the cut is remembered).
+- ``advise`` walks the query's candidate list, skipping texts with no job finished by ``now``, and
+  takes the most recently finished jobs of the best texts; only when a cut list cannot fill k matches
+  does it fall back to scoring every known text (``advise_plain``, the reference definition).
+- An answer is kept per query text until a job of one of its candidate texts is observed (or the
+  threshold changes); it is reused only when ``now`` is at or after every observed finish, so a kept
+  answer never hides a job finished later than the asker's ``now``.
+
+Texts never seen by ``warm`` are added on first use and scored against the known texts then.
+``n_scored`` counts similarity computations (text pairs scored) so tests can bound the work.
+Similarities are computed in float64 from the embedder's float32 unit vectors and rounded to float32,
+so a pair's score does not depend on how the product was blocked; ties go to the text observed first.
 """
 from __future__ import annotations
 
 import bisect
 import math
-from collections import OrderedDict
-from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Iterable, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
@@ -24,14 +37,23 @@ from models.schedmate.embed import Embedder, get_embedder
 
 DEFAULT_T_SCORE = 0.9
 
+#: candidates kept per text (whole tie runs); beyond that a query that cannot fill k scores everything
+CANDIDATES = 64
+#: similarities per block in warm(): bounds the temporary (block x texts) matrix (float64: 32 MB)
+BLOCK_ELEMENTS = 1 << 22
+_EPS = 1e-6  # scores within this of t_score count as matches (float rounding)
 
-#: query texts whose similarity rows are kept (least recently used dropped)
-SCORE_CACHE_TEXTS = 256
+
+def _cos(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Cosines of unit rows: ``a @ b.T`` in float64, rounded to float32 so that the same pair gets
+    the same score whichever product (matrix or vector, any blocking) computed it; exact ties stay
+    ties and are broken by observation order."""
+    return (a @ b.T).astype(np.float32).astype(np.float64)
 
 
-@dataclass(frozen=True)
-class Advice:
-    """What the Advisor says about a job: mean duration (s) and GPU utilisation of its matches."""
+class Advice(NamedTuple):
+    """What the Advisor says about a job: mean duration (s) and GPU utilisation of its matches.
+    (An immutable tuple: a replay makes one per advice, and a tuple is the cheapest record to make.)"""
 
     duration: float
     gpu_util: float | None
@@ -52,10 +74,18 @@ class HistoryRecord:
     gpu_util: float | None = None
 
 
-@dataclass
 class _TextEntry:
-    finished: list[float] = field(default_factory=list)   # sorted finish times
-    records: list[tuple[float, str, float, float | None]] = field(default_factory=list)  # same order
+    """The finished jobs of one text, in finish order, as parallel lists (no object per job: a long
+    replay keeps thousands, and fewer tracked objects mean cheaper garbage collections)."""
+
+    __slots__ = ("finished", "keys", "durations", "utils", "seq")
+
+    def __init__(self) -> None:
+        self.finished: list[float] = []
+        self.keys: list[str] = []
+        self.durations: list[float] = []
+        self.utils: list[float | None] = []
+        self.seq: float = math.inf  # order of its first observation (ties in score go to the earlier)
 
 
 class SchedulingAdvisor:
@@ -72,12 +102,89 @@ class SchedulingAdvisor:
         self._text_index: dict[str, int] = {}
         self._entries: list[_TextEntry] = []
         self._first_finish = np.zeros(0)  # per text: when its first job finished (inf: none yet)
-        self._matrix = np.zeros((0, 0), dtype=np.float32)
+        self._matrix = np.zeros((0, 0))  # float64 unit rows, one per known text
         self._rows = 0
-        self._score_cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._seq = 0
+        self._last = (-math.inf, -math.inf)  # rank (score, seq) of the text the last k-th match came from
+        self._latest = -math.inf  # latest finish time observed
+        self._reset_candidates()
         self.n_observed = 0
         self.n_advised = 0
         self.n_matched = 0
+        self.n_scored = 0  # text pairs scored (similarity computations)
+        self.n_embedded = 0  # texts added (each embedded once)
+        self.n_fallbacks = 0  # queries answered by scoring every known text
+        self.n_kept = 0  # queries answered from the kept answer of their text
+
+    def _reset_candidates(self) -> None:
+        self._cand_t = self.t_score
+        self._cands: dict[int, tuple[list[float], list[int], int, bool]] = {}  # q -> scores, texts, rows, whole
+        self._rev: dict[int, dict[int, float]] = {}  # text -> {query text whose list holds it: score}
+        # query text -> (answer, score and observation order of the text its k-th match came from;
+        # -inf when it has fewer than k): a job finishing in a text ranked below that cannot change it
+        self._memo: dict[int, tuple[Advice | None, float, float]] = {}
+
+    # -- texts -----------------------------------------------------------------------------------
+    def _index(self, text: str) -> int:
+        idx = self._text_index.get(text)
+        return self._add_texts([text])[0] if idx is None else idx
+
+    def _add_texts(self, texts: list[str]) -> list[int]:
+        """Register new distinct texts (one batch embedding); their rows join the matrix."""
+        vecs = np.asarray(self.embedder.encode(texts), dtype=np.float64).reshape(len(texts), -1)
+        need = self._rows + len(texts)
+        if self._matrix.shape[1] == 0:
+            self._matrix = np.zeros((max(16, need), vecs.shape[1]))
+            self._first_finish = np.full(max(16, need), math.inf)
+        elif need > self._matrix.shape[0]:
+            size = max(need, 2 * self._matrix.shape[0])
+            grown = np.zeros((size, self._matrix.shape[1]))
+            grown[: self._rows] = self._matrix[: self._rows]
+            self._matrix = grown
+            first = np.full(size, math.inf)
+            first[: self._rows] = self._first_finish[: self._rows]
+            self._first_finish = first
+        self._matrix[self._rows: need] = vecs
+        out = list(range(self._rows, need))
+        for t, i in zip(texts, out):
+            self._text_index[t] = i
+            self._entries.append(_TextEntry())
+        self._rows = need
+        self.n_embedded += len(texts)
+        self._memo.clear()  # candidate lists now miss the new rows: answers are recomputed
+        return out
+
+    def warm(self, texts: Iterable[str]) -> int:
+        """Prepare a replay whose job texts are known up front: embed the distinct texts in one batch
+        and build every candidate list in one blocked product (per distinct text, not per job).
+        Returns the number of distinct texts."""
+        unique = list(dict.fromkeys(texts))
+        new = [t for t in unique if t not in self._text_index]
+        if new:
+            self._add_texts(new)
+        self._check_threshold()
+        rows, m = self._rows, self._matrix[: self._rows]
+        cands = self._cands
+        todo = sorted(i for i in (self._text_index[t] for t in unique) if i not in cands or cands[i][2] < rows)
+        step = max(1, BLOCK_ELEMENTS // max(rows, 1))
+        for b in range(0, len(todo), step):
+            block = todo[b: b + step]
+            sims = _cos(m if len(block) == rows else m[block], m)  # sorted, distinct: all rows in order
+            self.n_scored += sims.size
+            r, c = np.nonzero(sims >= self.t_score - _EPS)
+            v = sims[r, c]
+            order = np.lexsort((-v, r))  # by query row, best first; equal scores keep text order
+            r, cl, vl = r[order], c[order].tolist(), v[order].tolist()
+            bounds = np.searchsorted(r, np.arange(len(block) + 1)).tolist()
+            for i, q in enumerate(block):
+                lo, hi = bounds[i], bounds[i + 1]
+                self._keep(q, vl[lo:hi], cl[lo:hi], rows, True)
+        return len(unique)
+
+    prepare = warm
+
+    def __len__(self) -> int:
+        return self.n_observed
 
     # -- history ---------------------------------------------------------------------------------
     def observe(self, key: str, text: str, duration: float, finished_at: float,
@@ -88,99 +195,241 @@ class SchedulingAdvisor:
             raise ValueError(f"duration of {key!r} must be a finite number >= 0, got {duration}")
         idx = self._text_index.get(text)
         if idx is None:
-            idx = self._add_text(text)
+            idx = self._add_texts([text])[0]
         entry = self._entries[idx]
-        at = bisect.bisect_right(entry.finished, float(finished_at))
-        entry.finished.insert(at, float(finished_at))
-        entry.records.insert(at, (float(finished_at), str(key), duration,
-                                  None if gpu_util is None else float(gpu_util)))
-        self._first_finish[idx] = entry.finished[0]
+        fin = float(finished_at)
+        util = None if gpu_util is None else float(gpu_util)
+        finished = entry.finished
+        at = len(finished)
+        if not at:
+            entry.seq = self._seq
+            self._seq += 1
+        if at and fin < finished[-1]:  # out of time order (the replay observes in order)
+            at = bisect.bisect_right(finished, fin)
+            finished.insert(at, fin)
+            entry.keys.insert(at, str(key))
+            entry.durations.insert(at, duration)
+            entry.utils.insert(at, util)
+        else:
+            finished.append(fin)
+            entry.keys.append(str(key))
+            entry.durations.append(duration)
+            entry.utils.append(util)
+        if at == 0:
+            self._first_finish[idx] = fin
+        if fin > self._latest:
+            self._latest = fin
+        memo = self._memo
+        if memo:
+            holders = self._rev.get(idx)
+            if holders:
+                newest = at == len(finished) - 1
+                seq = entry.seq
+                for q, sc in holders.items():
+                    m = memo.get(q)
+                    # the new job is its text's most recent: it enters q's top k unless the text ranks
+                    # below the one q's k-th match came from
+                    if m is not None and (not newest or sc > m[1] or (sc == m[1] and seq <= m[2])):
+                        del memo[q]
         self.n_observed += 1
 
-    def _add_text(self, text: str) -> int:
-        vec = self.embedder.encode(text)
-        if self._matrix.shape[1] == 0:
-            self._matrix = np.zeros((16, vec.shape[0]), dtype=np.float32)
-            self._first_finish = np.full(16, math.inf)
-        if self._rows == self._matrix.shape[0]:
-            grown = np.zeros((self._rows * 2, self._matrix.shape[1]), dtype=np.float32)
-            grown[: self._rows] = self._matrix[: self._rows]
-            self._matrix = grown
-            first = np.full(self._rows * 2, math.inf)
-            first[: self._rows] = self._first_finish[: self._rows]
-            self._first_finish = first
-        self._matrix[self._rows] = vec
-        idx = self._rows
-        self._rows += 1
-        self._text_index[text] = idx
-        self._entries.append(_TextEntry())
-        self._first_finish[idx] = math.inf
-        return idx
+    # -- candidate lists -------------------------------------------------------------------------
+    def _check_threshold(self) -> None:
+        if self._cand_t != self.t_score:  # calibrate() or a user moved the threshold
+            self._reset_candidates()
 
-    def warm(self, texts: Iterable[str]) -> int:
-        """Embed many texts in batches ahead of a replay (MiniLM: far cheaper per text than one by
-        one); later observe/advise calls hit the cache. Returns the number of distinct texts."""
-        unique = list(dict.fromkeys(texts))
-        if unique:
-            self.embedder.encode(unique)
-        return len(unique)
+    def _set_candidates(self, q: int, row: np.ndarray, rows: int) -> None:
+        """Candidate list of text ``q`` from its similarity row over the first ``rows`` texts."""
+        ok = np.flatnonzero(row[:rows] >= self.t_score - _EPS)
+        self._store(q, ok, row[ok], rows)
 
-    def __len__(self) -> int:
-        return self.n_observed
+    def _store(self, q: int, idx: np.ndarray, scores: np.ndarray, rows: int, whole: bool = True) -> None:
+        order = np.argsort(-scores, kind="stable")
+        self._keep(q, scores[order].tolist(), idx[order].tolist(), rows, whole)
+
+    def _keep(self, q: int, scores: list[float], texts: list[int], rows: int, whole: bool) -> None:
+        """Keep a candidate list (sorted best first), cut after CANDIDATES at the end of a tie run."""
+        n = len(texts)
+        if n > CANDIDATES:
+            cut, last = CANDIDATES, scores[CANDIDATES - 1]
+            while cut < n and scores[cut] == last:
+                cut += 1
+            if cut < n:
+                scores, texts, whole = scores[:cut], texts[:cut], False
+        ties = len(set(scores)) < len(scores)
+        self._cands[q] = (scores, texts, rows, whole, ties)
+        rev = self._rev
+        for c, sc in zip(texts, scores):
+            holders = rev.get(c)
+            if holders is None:
+                rev[c] = {q: sc}
+            else:
+                holders[q] = sc
+
+    def _candidates(self, q: int) -> tuple[list[float], list[int], int, bool, bool]:
+        """Text ``q``'s candidate list over every known text (new rows scored and merged):
+        scores, texts, rows covered, whole (not cut), has ties."""
+        got = self._cands.get(q)
+        rows = self._rows
+        if got is None:
+            row = _cos(self._matrix[q], self._matrix[:rows])
+            self.n_scored += rows
+            self._set_candidates(q, row, rows)
+        elif got[2] < rows:
+            old_scores, old_texts, seen, whole, _ = got
+            fresh = _cos(self._matrix[q], self._matrix[seen:rows])
+            self.n_scored += rows - seen
+            floor = self.t_score - _EPS if whole else old_scores[-1]
+            add = np.flatnonzero(fresh >= floor)
+            idx = np.concatenate([np.asarray(old_texts, dtype=np.int64), add + seen])
+            sc = np.concatenate([np.asarray(old_scores, dtype=np.float64), fresh[add]])
+            self._store(q, idx, sc, rows, whole)
+        return self._cands[q]
 
     # -- advice ----------------------------------------------------------------------------------
     def advise(self, text: str, now: float, exclude_key: str | None = None) -> Advice | None:
         """Mean duration / GPU utilisation of the top-k jobs finished by `now` with cosine >= t_score;
         None when there is none (the host scheduler's estimate stands)."""
         self.n_advised += 1
-        if self._rows == 0:
+        if self._cand_t != self.t_score:
+            self._reset_candidates()
+        q = self._text_index.get(text)
+        keep = exclude_key is None and now >= self._latest
+        if keep and q is not None:
+            m = self._memo.get(q)
+            if m is not None:
+                self.n_kept += 1
+                adv = m[0]
+                if adv is not None:
+                    self.n_matched += 1
+                return adv
+        if not self.n_observed:
             return None
-        scores = self._scores(text)
-        ok = np.flatnonzero((scores >= self.t_score - 1e-6) & (self._first_finish[: self._rows] <= now))
-        if ok.size == 0:
-            return None
-        order = ok[np.argsort(-scores[ok], kind="stable")]
-        picked: list[tuple[float, float, str, float, float | None]] = []
-        for idx in order:
-            entry = self._entries[idx]
-            hi = bisect.bisect_right(entry.finished, now)
-            s = float(scores[idx])
-            # most recently finished first: recurring jobs drift, the latest runs say most
-            for j in range(hi - 1, -1, -1):
-                fin, key, dur, util = entry.records[j]
-                if key == exclude_key:
-                    continue
-                picked.append((s, fin, key, dur, util))
-                if len(picked) == self.k:
-                    break
-            if len(picked) == self.k:
-                break
-        if not picked:
-            return None
-        self.n_matched += 1
-        utils = [u for *_, u in picked if u is not None]
-        return Advice(duration=sum(p[3] for p in picked) / len(picked),
-                      gpu_util=sum(utils) / len(utils) if utils else None,
-                      matches=tuple(p[2] for p in picked), score=float(picked[0][0]),
-                      scores=tuple(float(p[0]) for p in picked))
+        if q is None:
+            q = self._add_texts([text])[0]
+        got = self._cands.get(q)
+        if got is None or got[2] < self._rows:
+            got = self._candidates(q)
+        scores, texts, _, whole, ties = got
+        adv = None
+        if texts and exclude_key is None and (not ties or len(texts) == 1 or scores[1] != scores[0]):
+            adv = self._answer_one(scores[0], texts[0], now)
+        if adv is None:
+            adv = self._answer(self._walk(scores, texts) if ties else zip(scores, texts), now, exclude_key)
+        if not whole and (adv is None or len(adv.matches) < self.k):  # the cut list ran dry
+            self.n_fallbacks += 1
+            keep = False
+            adv = self._answer(self._ranked(q, now), now, exclude_key)
+        if keep:
+            self._memo[q] = (adv, *self._last) if adv is not None and len(adv.matches) == self.k \
+                else (adv, -math.inf, -math.inf)
+        if adv is not None:
+            self.n_matched += 1
+        return adv
 
-    def _scores(self, text: str) -> np.ndarray:
-        """Cosine of ``text`` with every known text. Recurring jobs ask with the same text again and again,
-        so each query's row is kept and only texts added since its last use are scored (O(new texts)
-        instead of O(all texts) per advice)."""
-        cache = self._score_cache
-        cached = cache.get(text)
-        seen = 0 if cached is None else len(cached)
-        if cached is not None:
-            cache.move_to_end(text)
-            if seen == self._rows:
-                return cached
-        fresh = self._matrix[seen: self._rows] @ self.embedder.encode(text)
-        scores = fresh if cached is None else np.concatenate([cached, fresh])
-        cache[text] = scores
-        if len(cache) > SCORE_CACHE_TEXTS:  # bounded: memory ~ texts kept x known texts x 4 bytes
-            cache.popitem(last=False)
-        return scores
+    def advise_plain(self, text: str, now: float, exclude_key: str | None = None) -> Advice | None:
+        """The reference retrieval: score ``text`` against every known text, keep those with a job
+        finished by ``now`` and cosine >= t_score, best first. No lists, no memo, no counters; the
+        fast path of `advise` must answer the same."""
+        if self.n_observed == 0:
+            return None
+        q = self._text_index.get(text)
+        if q is None:
+            vec = np.asarray(self.embedder.encode(text), dtype=np.float64)
+            sims = _cos(vec, self._matrix[: self._rows])
+        else:
+            sims = _cos(self._matrix[q], self._matrix[: self._rows])
+        return self._answer(self._ranked_from(sims, now), now, exclude_key)
+
+    def _ranked(self, q: int, now: float) -> list[tuple[float, int]]:
+        sims = _cos(self._matrix[q], self._matrix[: self._rows])
+        self.n_scored += self._rows
+        return self._ranked_from(sims, now)
+
+    def _ranked_from(self, sims: np.ndarray, now: float) -> list[tuple[float, int]]:
+        ok = np.flatnonzero((sims >= self.t_score - _EPS) & (self._first_finish[: self._rows] <= now))
+        if ok.size == 0:
+            return []
+        entries = self._entries
+        s = sims[ok].tolist()
+        return sorted(zip(s, ok.tolist()), key=lambda p: (-p[0], entries[p[1]].seq))
+
+    def _walk(self, scores: list[float], texts: list[int]) -> Iterable[tuple[float, int]]:
+        """A candidate list in order: best score first, ties by first observation."""
+        n = len(texts)
+        i = 0
+        entries = self._entries
+        while i < n:
+            s = scores[i]
+            j = i + 1
+            while j < n and scores[j] == s:
+                j += 1
+            if j == i + 1:
+                yield s, texts[i]
+            else:
+                for c in sorted(texts[i:j], key=lambda c: entries[c].seq):
+                    yield s, c
+            i = j
+
+    def _answer_one(self, s: float, c: int, now: float) -> Advice | None:
+        """The common case, short: the best text alone has k jobs, all finished by ``now``; the same
+        answer as `_answer` (the same sums in the same order). None: not the case."""
+        e = self._entries[c]
+        fin = e.finished
+        k = self.k
+        if len(fin) < k or fin[-1] > now:
+            return None
+        keys = e.keys[-k:]
+        keys.reverse()
+        ds = e.durations[-k:]
+        us = e.utils[-k:]
+        total = usum = 0.0
+        un = 0
+        for j in range(k - 1, -1, -1):
+            total += ds[j]
+            u = us[j]
+            if u is not None:
+                usum += u
+                un += 1
+        self._last = (s, e.seq)
+        return Advice(total / k, usum / un if un else None, tuple(keys), s, (s,) * k)
+
+    def _answer(self, ranked: Iterable[tuple[float, int]], now: float, exclude_key: str | None) -> Advice | None:
+        """Mean of the top-k jobs: texts in ranked order, within a text the most recently finished
+        first (recurring jobs drift, the latest runs say most); only jobs finished by ``now``."""
+        k = self.k
+        entries = self._entries
+        keys: list[str] = []
+        scores: list[float] = []
+        total = usum = 0.0
+        un = 0
+        for s, c in ranked:
+            e = entries[c]
+            fin = e.finished
+            if not fin or fin[0] > now:
+                continue
+            j = len(fin) - 1 if fin[-1] <= now else bisect.bisect_right(fin, now) - 1
+            ks, ds, us = e.keys, e.durations, e.utils
+            while j >= 0:
+                key = ks[j]
+                if key != exclude_key:
+                    keys.append(key)
+                    scores.append(s)
+                    total += ds[j]
+                    u = us[j]
+                    if u is not None:
+                        usum += u
+                        un += 1
+                    if len(keys) == k:
+                        break
+                j -= 1
+            if len(keys) == k:
+                self._last = (s, e.seq)
+                break
+        if not keys:
+            return None
+        return Advice(duration=total / len(keys), gpu_util=usum / un if un else None, matches=tuple(keys),
+                      score=scores[0], scores=tuple(scores))
 
     @property
     def coverage(self) -> float:

@@ -15,8 +15,10 @@ from the job material SchedMate's corpus binds to its group (features.jobcorpus.
 ``text_source=corpus``): jobs of one group (``group_id``, else user + job name, else VC + GPU count)
 share a repository template with small changes; the GPU and node counts in the text are the job's
 request (the corpus draws its own per group). ``text_source=trace`` uses only what the trace says
-(name, user, VC, GPUs). Texts are built when a job arrives, cached per (group, variant), and embedded
-once per distinct text, so the advice per job costs microseconds after the first of its group.
+(name, user, VC, GPUs). Texts are built when the replay starts, cached per (group, variant), embedded
+once per distinct text and scored against each other once (SchedulingAdvisor.warm), so the advice per
+job costs microseconds: a walk over its text's short candidate list, or the answer kept for the text
+while no similar job has finished since.
 
 Failure Handler. Without it a failed job restarts after the restart rule's delay (a human's reaction
 time, ``--failures ...,reaction=S``). With it, an infrastructure failure the handler recognises (with
@@ -119,6 +121,10 @@ class JobTexts:
         self._texts: list[str | None] = [None] * len(self.keys)
         self.built = 0
 
+    def all(self) -> list[str]:
+        """Every job's text (built now where not yet), in job order."""
+        return [self.text(j) for j in range(len(self.keys))]
+
     def text(self, job: int) -> str:
         t = self._texts[job]
         if t is None:
@@ -159,8 +165,10 @@ class SchedMateParts:
         self.sm = policy
         self.advisor = SchedulingAdvisor(t_score=policy.t_score, k=policy.k, embedder=policy.embedder)
         self.texts = JobTexts(jobs.frame, jobs.gpus, policy.text_source, policy.corpus_seed, policy.variants)
+        # Every job's text is known up front: embed the distinct texts once and build their candidate
+        # lists in one product, so advice per job is a walk over a short list (or a kept answer).
+        self.advisor.warm(self.texts.all())
         self.advice: dict[int, Any] = {}
-        self._memo: dict[str, tuple[int, Any]] = {}
         self.fh_rng = rng
         self.recall = self.precision = None
         self.fh = {"failures": 0, "infrastructure": 0, "recognised": 0, "false_alarms": 0, "cordoned": 0}
@@ -172,16 +180,8 @@ class SchedMateParts:
     def advise(self, job: int, now: float) -> Any:
         """The Advisor's advice for ``job`` at ``now`` (None: no similar finished job)."""
         self.advised += 1
-        text = self.texts.text(job)
-        # Observations happen at finish events (finished_at <= now), so the advice for a text changes only
-        # when a job was observed since it was last asked: answer from the memo until then.
-        seen = self.advisor.n_observed
-        memo = self._memo.get(text)
-        if memo is not None and memo[0] == seen:
-            adv = memo[1]
-        else:
-            adv = self.advisor.advise(text, now)
-            self._memo[text] = (seen, adv)
+        # The advisor keeps each text's answer until a job of a similar text finishes.
+        adv = self.advisor.advise(self.texts.text(job), now)
         if adv is not None:
             self.matched += 1
             self.advice[job] = adv
