@@ -193,18 +193,32 @@ def test_detection_is_drawn_from_the_run_seed():
 
 
 # -- retrieval never sees the future ---------------------------------------------------------------------
-def test_advice_only_uses_jobs_finished_before_the_decision():
+def test_advice_only_uses_jobs_finished_before_the_decision(monkeypatch):
+    from models.schedmate.advisor import SchedulingAdvisor
+
+    asked = []
+    advise = SchedulingAdvisor.advise
+
+    def recording(self, text, now, exclude_key=None):
+        adv = advise(self, text, now, exclude_key)
+        asked.append((now, adv))
+        return adv
+
+    monkeypatch.setattr(SchedulingAdvisor, "advise", recording)
     table = generate_failures(FailureWorkloadSpec(jobs=250, mean_interarrival=40), seed=4)
     w = build_workload(table, cluster(4, 8))
     info, factory, _ = get_policy(f"schedmate-sjf:{TRACE_TEXT},t_score=0.5")
     engine = Engine(w, factory, predictions=list(w.duration), check_invariants=True, policy_name="schedmate-sjf")
     result = engine.run()
-    advice = engine.coordinator.advice
-    assert len(advice) > 50
-    for job, adv in advice.items():
-        for m in adv.matches:  # advised at the job's arrival: its matches had ended by then
-            assert result.end[int(m)] <= w.submit[job] + 1e-9
+    assert len(engine.coordinator.advice_s) > 50
+    answers = [(now, adv) for now, adv in asked if adv is not None]
+    assert len(answers) == engine.coordinator.matched > 50
+    for now, adv in answers:
+        for m in adv.matches:  # advised at the decision time: its matches had ended by then
+            assert result.end[int(m)] <= now + 1e-9
         assert adv.duration == pytest.approx(np.mean([w.duration[int(m)] for m in adv.matches]))
+    for job, seconds in engine.coordinator.advice_s.items():  # the last advice, at or after its arrival
+        assert any(adv.duration == seconds and now >= w.submit[job] for now, adv in answers)
 
 
 def test_sjf_orders_by_the_advisors_estimate():
@@ -218,7 +232,7 @@ def test_sjf_orders_by_the_advisors_estimate():
     info, factory, _ = get_policy(f"schedmate-sjf:{TRACE_TEXT},t_score=0.99")
     engine = Engine(w, factory, predictions=host, check_invariants=True)
     res = engine.run()
-    assert 4 not in engine.coordinator.advice and engine.coordinator.advice[5].duration == pytest.approx(100)
+    assert 4 not in engine.coordinator.advice_s and engine.coordinator.advice_s[5] == pytest.approx(100)
     assert res.first_start[5] < res.first_start[4]
     plain = simulate(w, "spjf", predictions=host)
     assert plain.first_start[4] < plain.first_start[5]

@@ -167,31 +167,32 @@ class SchedMateParts:
         self.texts = JobTexts(jobs.frame, jobs.gpus, policy.text_source, policy.corpus_seed, policy.variants)
         # Every job's text is known up front: embed the distinct texts once and build their candidate
         # lists in one product, so advice per job is a walk over a short list (or a kept answer).
-        self.advisor.warm(self.texts.all())
-        self.advice: dict[int, Any] = {}
+        self.job_text = self.texts.all()
+        self.advisor.warm(self.job_text)
+        # job -> advised duration (s). Durations only: keeping every Advice (three tuples each) alive
+        # for the whole replay made the garbage collector walk them, a fifth of a long replay's time.
+        self.advice_s: dict[int, float] = {}
         self.fh_rng = rng
         self.recall = self.precision = None
         self.fh = {"failures": 0, "infrastructure": 0, "recognised": 0, "false_alarms": 0, "cordoned": 0}
         self.advised = self.matched = 0
         util = jobs.frame["gpu_util"] if "gpu_util" in jobs.frame else None
-        self.gpu_util = None if util is None else util.astype(float).tolist()
+        self.gpu_util = [None] * len(self.job_text) if util is None else \
+            [u if math.isfinite(u) else None for u in util.astype(float).tolist()]
 
     # -- advisor -----------------------------------------------------------------------------------
     def advise(self, job: int, now: float) -> Any:
         """The Advisor's advice for ``job`` at ``now`` (None: no similar finished job)."""
         self.advised += 1
         # The advisor keeps each text's answer until a job of a similar text finishes.
-        adv = self.advisor.advise(self.texts.text(job), now)
+        adv = self.advisor.advise(self.job_text[job], now)
         if adv is not None:
             self.matched += 1
-            self.advice[job] = adv
+            self.advice_s[job] = adv.duration
         return adv
 
     def observe(self, job: int, duration: float, now: float) -> None:
-        util = self.gpu_util[job] if self.gpu_util is not None else None
-        if util is not None and not math.isfinite(util):
-            util = None
-        self.advisor.observe(str(job), self.texts.text(job), duration, now, util)
+        self.advisor.observe(str(job), self.job_text[job], duration, now, self.gpu_util[job])
 
     # -- failure handler ---------------------------------------------------------------------------
     def _rates(self) -> tuple[float, float]:
@@ -389,12 +390,22 @@ class SchedMateSjf(SchedMateParams, Policy):
         self.nodes[job] = _placement_nodes(self.ctx, job)
 
     def schedule(self) -> None:
-        items = list(self.queue.items) if self.c.sm.failure_handler else None
-        start_in_order(self.ctx, self.queue, work_conserving=self.work_conserving,
-                       on_start=self._started if self.work_conserving else None)
-        if items is not None and not self.work_conserving:
-            for _, job in items[: len(items) - len(self.queue.items)]:
-                self._started(job)
+        fh = self.c.sm.failure_handler
+        if self.work_conserving or not fh:
+            start_in_order(self.ctx, self.queue, work_conserving=self.work_conserving,
+                           on_start=self._started if fh else None)
+            return
+        # start_in_order's strict loop, noting each started job's nodes for the Failure Handler (copying
+        # the queue before each call to find them cost O(queue) per decision on long queues)
+        ctx, items, gpus, pool = self.ctx, self.queue.items, self.ctx.jobs.gpus, self.ctx.pool
+        started = 0
+        for _, job in items:
+            if gpus[job] > pool.total_free or not ctx.try_start(job):
+                break
+            self._started(job)
+            started += 1
+        if started:
+            del items[:started]
 
     def on_failure(self, job: int) -> float | None:
         return self.c.restart_delay(self.ctx, job, self.nodes.pop(job, []))
@@ -421,8 +432,8 @@ class LucidSchedMateCoordinator(LucidCoordinator, SchedMateParts):
     def _update(self) -> None:
         super()._update()
         if self.predictions is not None:
-            for job, adv in self.advice.items():
-                self.predictions[job] = adv.duration
+            for job, seconds in self.advice_s.items():
+                self.predictions[job] = seconds
 
     def stats(self) -> dict[str, Any]:
         out = super().stats()
