@@ -348,7 +348,7 @@ class SchedMateSjf(SchedMateParams, Policy):
             raise ValueError(f"priority must be 'duration' (SJF) or 'service' (GPUs x duration), got {priority!r}")
         self.host, self.work_conserving, self.service = host, bool(work_conserving), priority == "service"
         self.queue = SortedQueue()
-        self.nodes: dict[int, list[int]] = {}
+        self.nodes: dict[int, Any] = {}  # running job -> its allocation record (nodes read on failure)
         self._history: Any = None
 
     def on_start(self) -> None:
@@ -387,7 +387,8 @@ class SchedMateSjf(SchedMateParams, Policy):
             self._history.on_finish(job)
 
     def _started(self, job: int) -> None:
-        self.nodes[job] = _placement_nodes(self.ctx, job)
+        # the engine's record, not its nodes: most jobs never fail, so the nodes are read only then
+        self.nodes[job] = self.ctx.engine.alloc[job]
 
     def schedule(self) -> None:
         fh = self.c.sm.failure_handler
@@ -408,7 +409,9 @@ class SchedMateSjf(SchedMateParams, Policy):
             del items[:started]
 
     def on_failure(self, job: int) -> float | None:
-        return self.c.restart_delay(self.ctx, job, self.nodes.pop(job, []))
+        record = self.nodes.pop(job, None)
+        nodes = sorted({entry[0] for entry in record[0]}) if record is not None else []
+        return self.c.restart_delay(self.ctx, job, nodes)
 
     def on_timer(self, payload: Any) -> None:
         if payload and payload[0] == "sm_uncordon":
@@ -537,9 +540,8 @@ class LucidSchedMate(SchedMateParams, Lucid):
         super().schedule()
         if self.failure_handler and not self.is_profiler:
             nodes = self.nodes
-            for job in self.ctx.running:
-                if job not in nodes:
-                    nodes[job] = _placement_nodes(self.ctx, job)
+            for job in self.ctx.running - nodes.keys():  # the jobs started since (set difference in C)
+                nodes[job] = _placement_nodes(self.ctx, job)
 
     def on_failure(self, job: int) -> float | None:
         super().on_failure(job)
