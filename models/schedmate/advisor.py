@@ -15,9 +15,11 @@ so the work is per distinct text, not per job:
 - ``advise`` walks the query's candidate list, skipping texts with no job finished by ``now``, and
   takes the most recently finished jobs of the best texts; only when a cut list cannot fill k matches
   does it fall back to scoring every known text (``advise_plain``, the reference definition).
-- An answer is kept per query text until a job of one of its candidate texts is observed (or the
-  threshold changes); it is reused only when ``now`` is at or after every observed finish, so a kept
-  answer never hides a job finished later than the asker's ``now``.
+- An answer is kept per query text until a job finishes in a candidate text ranked at or above the
+  text its k-th match came from (a job of a lower text cannot enter the top k), a new text arrives or
+  the threshold changes; it is reused only when ``now`` is at or after every observed finish, so a
+  kept answer never holds a job finished after the asker's ``now``. Calls with ``exclude_key`` or an
+  earlier ``now`` are answered afresh.
 
 Texts never seen by ``warm`` are added on first use and scored against the known texts then.
 ``n_scored`` counts similarity computations (text pairs scored) so tests can bound the work.
@@ -118,17 +120,14 @@ class SchedulingAdvisor:
 
     def _reset_candidates(self) -> None:
         self._cand_t = self.t_score
-        self._cands: dict[int, tuple[list[float], list[int], int, bool]] = {}  # q -> scores, texts, rows, whole
+        # query text -> (scores best first, texts, rows covered, whole (not cut), has tied scores)
+        self._cands: dict[int, tuple[list[float], list[int], int, bool, bool]] = {}
         self._rev: dict[int, dict[int, float]] = {}  # text -> {query text whose list holds it: score}
         # query text -> (answer, score and observation order of the text its k-th match came from;
         # -inf when it has fewer than k): a job finishing in a text ranked below that cannot change it
         self._memo: dict[int, tuple[Advice | None, float, float]] = {}
 
     # -- texts -----------------------------------------------------------------------------------
-    def _index(self, text: str) -> int:
-        idx = self._text_index.get(text)
-        return self._add_texts([text])[0] if idx is None else idx
-
     def _add_texts(self, texts: list[str]) -> list[int]:
         """Register new distinct texts (one batch embedding); their rows join the matrix."""
         vecs = np.asarray(self.embedder.encode(texts), dtype=np.float64).reshape(len(texts), -1)
