@@ -111,7 +111,7 @@ def table1(works: dict, args, sm: str) -> list[dict]:
     rows = []
     for name, w in works.items():
         spec = "none" if name == "philly" else args.failures
-        base = f"lucid:initial=history"
+        base = "lucid:initial=history"
         ours = f"lucid-schedmate:initial=history,{sm},tracker_error={args.tracker_error:.4f}"
         a, _, _, _ = _replay(w, base, spec, args.seed)
         b, stats, _, _ = _replay(w, ours, spec, args.seed)
