@@ -250,14 +250,14 @@ class Chronus(YarnCs):
     def _unmark(self, v: int) -> int | None:
         hp = self.draining.pop(v, None)
         if hp is not None:
+            self._touch(self.placed.get(v, ()))  # v is evictable again: its nodes' rooms change
             self.marks[hp].discard(v)
             pool = self.pool_key(v)
             self.draining_in[pool] -= 1
         return hp
 
-    def candidates(self, pool: str) -> dict[int, list[int]]:
-        out = super().candidates(pool)
-        return {n: [j for j in js if j not in self.draining] for n, js in out.items()}
+    def evictable(self, job: int) -> bool:
+        return job not in self.draining and super().evictable(job)
 
     def quota_room(self, pool: str) -> float:
         return 0.0 if self.draining_in.get(pool, 0) > 0 else math.inf
@@ -267,7 +267,10 @@ class Chronus(YarnCs):
             return super()._execute(job, victims, placement)
         marks = self.marks.setdefault(job, set())
         for v in sorted(victims):  # evict at the end of each victim's current lease, never inside it
+            if v in self.draining:
+                continue
             self.draining[v] = job
+            self._touch(self.placed.get(v, ()))
             marks.add(v)
             pool = self.pool_key(v)
             self.draining_in[pool] = self.draining_in.get(pool, 0) + 1

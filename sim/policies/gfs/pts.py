@@ -20,7 +20,7 @@ import bisect
 import heapq
 import math
 from collections import OrderedDict
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from sim.engine import LOADING, RUNNING
 from sim.placement import Consolidate, NodeChoicePlacement, Placement
@@ -158,15 +158,17 @@ class GfsPlacement(NodeChoicePlacement):
 def plan_preemption(pool: NodePool, request, candidates: dict[int, list[int]], value: Callable[[int], float],
                     gpus_of: Callable[[int, int], int], *, cost: str = "gfs", beta: float = 0.5,
                     spare: bool = True, order: Callable[[list[int]], list[int]] | None = None,
-                    node_order: Callable[[list[int]], list[int]] | None = None
-                    ) -> tuple[Placement_t, set[int]] | None:
+                    node_order: Callable[[list[int]], list[int]] | None = None,
+                    feasible: Iterable[int] | None = None) -> tuple[Placement_t, set[int]] | None:
     """Victims and placement for a whole-GPU request that does not fit now (Alg. 2).
 
     ``candidates``: node -> evictable (spot) jobs there; ``value(job)``: the job's waste (Eq. 17) or the
     baseline's victim cost; ``gpus_of(job, node)``: GPUs the job holds on the node. Victims on a node are
     taken in ``order`` (default: ascending value), the spared ones given back if ``spare``; the node of
     least cost wins (``cost="gfs"``: Eq. 19; ``"count"``: fewest victims; ``"value"``: least total value;
-    ``"first"``: the first feasible node in ``node_order``). Pod by pod for gangs. None if impossible."""
+    ``"first"``: the first feasible node in ``node_order``). Pod by pod for gangs. None if impossible.
+    ``feasible``: for a one-pod request without ``node_order``, the nodes that can hold the pod with their
+    candidates evicted (the others are skipped by the scan anyway; the answer is the same)."""
     gpp = request.gpus_per_pod
     pods = request.pods
     if gpp > pool.max_capacity_of(request.gpu_type):
@@ -174,7 +176,10 @@ def plan_preemption(pool: NodePool, request, candidates: dict[int, list[int]], v
     taken: dict[int, int] = {}
     victims: set[int] = set()
     freed: dict[int, int] = {}
-    nodes_all = [n for n in (pool.nodes_of(request.gpu_type)) if pool.capacity[n] and n not in pool.cordoned]
+    if feasible is not None and pods == 1 and node_order is None:
+        nodes_all = sorted(n for n in feasible if pool.capacity[n] and n not in pool.cordoned)
+    else:
+        nodes_all = [n for n in (pool.nodes_of(request.gpu_type)) if pool.capacity[n] and n not in pool.cordoned]
     if node_order is not None:
         nodes_all = node_order(nodes_all)
     for _ in range(pods):
@@ -186,8 +191,9 @@ def plan_preemption(pool: NodePool, request, candidates: dict[int, list[int]], v
                 c = -1.0  # fits without a new victim: always preferred
             else:
                 jobs = [j for j in candidates.get(n, ()) if j not in victims]
-                if not jobs:
-                    continue
+                if not jobs or (cost != "first" and avail + sum(gpus_of(j, n) for j in jobs) < gpp):
+                    continue  # even every candidate there would not free enough (not for "first", whose
+                    # order may draw random numbers per node: the draws stay as they were)
                 jobs = order(jobs) if order is not None else sorted(jobs, key=lambda j: (value(j), j))
                 got = avail
                 for j in jobs:
@@ -307,6 +313,7 @@ class HpSpotPolicy(Policy):
         self.started_at: dict[int, float] = {}
         self.run_since: dict[int, float] = {}
         self.placed: dict[int, Placement_t] = {}
+        self.spot_nodes: dict[str, dict[int, dict[int, None]]] = {}  # pool -> node -> spot jobs placed there
         self.waiting_since: dict[int, float] = {}
         self.n_evictions = 0
         self.n_preempting = 0
@@ -318,6 +325,12 @@ class HpSpotPolicy(Policy):
         self._new_spot: set[str] = set()
         self._hp_sig: dict[str, int] = {}
         self._spot_sig: dict[str, tuple] = {}
+        self._held_version, self._held = (0, -1), {}
+        # Reclaimable room per node (free GPUs + whole GPUs of evictable spot tasks of the pool), per pool,
+        # kept up to date from the nodes the policy's own events touch (see :meth:`_max_room`).
+        self._rooms: dict[str, tuple[dict[int, int], list[set[int]]]] = {}
+        self._room_dirty: dict[str, set[int]] = {}
+        self._room_shape: tuple = ()
 
     def pool_key(self, job: int) -> str:
         return self.pool_of_job[job]
@@ -375,7 +388,92 @@ class HpSpotPolicy(Policy):
             d[self.org[job]] -= g
         self.started_at.pop(job, None)
         self.run_since.pop(job, None)
+        self._touch(self.placed.get(job, ()))
+        self._unindex(job)
         self.placed.pop(job, None)
+
+    def _touch(self, placement) -> None:
+        """The rooms of these placement entries' nodes must be recomputed."""
+        if self._room_dirty:
+            nodes = {e[0] for e in placement}
+            for dirty in self._room_dirty.values():
+                dirty |= nodes
+
+    def evictable(self, job: int) -> bool:
+        """A spot task of this partition that a preemption may pick (Chronus leaves draining ones out)."""
+        return self.ctx.state(job) in (LOADING, RUNNING)
+
+    def _node_room(self, pool: str, n: int) -> int:
+        p = self.ctx.pool
+        if n in p.cordoned or not p.capacity[n]:
+            return -1
+        room = p.free[n]
+        jobs = self.spot_nodes.get(pool, {}).get(n)
+        if jobs:
+            live = {j for j in jobs if self.evictable(j)}
+            if live:
+                room += sum(g for j, g in p.holders[n].items() if j in live)
+                for h in p.shares.get(n, {}).values():
+                    if len(h) == 1 and next(iter(h)) in live:
+                        room += 1
+        return room
+
+    def _roomy_nodes(self, pool: str, gpu_type: str | None, gpus: int) -> list[int]:
+        """The nodes of ``pool`` whose room (free + reclaimable whole GPUs) is at least ``gpus``: exactly the
+        nodes where plan_preemption can put a first pod of that size; none, and Alg. 2 is not run. Rooms are recomputed for the nodes the policy's starts, finishes,
+        evictions and failures touched; everything is recomputed when cordons, failed nodes or the capacity
+        changed. Why: at v2023 scale most preemption attempts fail, and each read every spot task."""
+        p = self.ctx.pool
+        shape = (len(p.cordoned), len(p.down), p.total_capacity, len(p.offline))
+        if shape != self._room_shape:
+            self._room_shape = shape
+            self._rooms.clear()
+            self._room_dirty.clear()
+        entry = self._rooms.get(pool)
+        if entry is None:
+            rooms: dict[int, int] = {}
+            hist: list[set[int]] = [set() for _ in range(p.max_capacity + 1)]
+            for n in p.nodes_of(gpu_type):
+                r = rooms[n] = self._node_room(pool, n)
+                if r >= 0:
+                    hist[r].add(n)
+            entry = self._rooms[pool] = (rooms, hist)
+            self._room_dirty[pool] = set()
+        rooms, hist = entry
+        dirty = self._room_dirty[pool]
+        for n in dirty:
+            old = rooms.get(n)
+            if old is None:
+                continue  # another GPU model's node
+            new = self._node_room(pool, n)
+            if new != old:
+                if old >= 0:
+                    hist[old].discard(n)
+                if new >= 0:
+                    hist[new].add(n)
+                rooms[n] = new
+        dirty.clear()
+        out: list[int] = []
+        for r in range(max(gpus, 0), len(hist)):
+            out.extend(hist[r])
+        return out
+
+    def on_failure(self, job: int) -> float | None:
+        """A failed task gave its GPUs back: forget its holdings (it returns through on_requeue)."""
+        if job in self.placed:
+            self._forget(job)
+        return None
+
+    def _unindex(self, job: int) -> None:
+        placed = self.placed.get(job)
+        if placed and self.spot[job]:
+            idx = self.spot_nodes[self.pool_key(job)]
+            for n in {e[0] for e in placed}:
+                d = idx.get(n)
+                if d is not None:
+                    d.pop(job, None)
+                    if not d:
+                        del idx[n]
 
     def waiting_count(self) -> int:
         return sum(len(h) + len(s) for h, s in self.queues.values())
@@ -429,7 +527,13 @@ class HpSpotPolicy(Policy):
             d = self.hp_org[pool]
             d[self.org[job]] = d.get(self.org[job], 0.0) + g
         self.started_at[job] = now
+        if self.spot[job]:
+            self._unindex(job)
+            idx = self.spot_nodes.setdefault(pool, {})
+            for n in {e[0] for e in placement}:
+                idx.setdefault(n, {})[job] = None
         self.placed[job] = placement
+        self._touch(placement)
         if ctx.state(job) == RUNNING:
             self.run_since[job] = now
         self.waiting_since.pop(job, None)
@@ -449,10 +553,10 @@ class HpSpotPolicy(Policy):
     def candidates(self, pool: str) -> dict[int, list[int]]:
         """Evictable jobs per node: running or loading spot tasks of this pool."""
         out: dict[int, list[int]] = {}
-        for job in self.ctx.running:
-            if self.spot[job] and self.pool_key(job) == pool and self.ctx.state(job) in (LOADING, RUNNING):
-                for node in {e[0] for e in self.placed.get(job, ())}:
-                    out.setdefault(node, []).append(job)
+        for node, jobs in self.spot_nodes.get(pool, {}).items():  # kept by _start / _forget
+            live = [j for j in jobs if self.evictable(j)]
+            if live:
+                out[node] = live
         return out
 
     def victim_value(self, job: int) -> float:
@@ -469,16 +573,44 @@ class HpSpotPolicy(Policy):
         ctx = self.ctx
         req = ctx.request(job)
         pool = self.pool_key(job)
+        feasible = None
+        if not req.milli:
+            feasible = self._roomy_nodes(pool, req.gpu_type, req.gpus_per_pod)
+            if not feasible:
+                return False  # no node could hold one pod even with all its spot tasks evicted
         cands = self.candidates(pool)
         if not cands:
             return False
         if req.milli:
             return self._preempt_fractional(job, cands)
         p = ctx.pool
-        plan = plan_preemption(p, req, cands, self.victim_value, lambda j, n: p.holders[n].get(j, 0) + sum(
-            1 for h in p.shares.get(n, {}).values() if j in h and len(h) == 1),
+        values: dict[int, float] = {}
+
+        def value(j: int) -> float:  # the same for every node within one decision: computed once
+            v = values.get(j)
+            if v is None:
+                v = values[j] = self.victim_value(j)
+            return v
+
+        if self._held_version != (id(p), p.version):  # what each job holds per node, kept while the pool is unchanged
+            self._held_version, self._held = (id(p), p.version), {}
+        held = self._held
+
+        def gpus_of(j: int, n: int) -> int:
+            """Whole GPUs j holds on n, shared GPUs counting where j is their only holder (one pass per node
+            for all its jobs: per (job, node) pair, the scan of the node's shared GPUs dominated v2023)."""
+            on = held.get(n)
+            if on is None:
+                on = held[n] = dict(p.holders[n])
+                for h in p.shares.get(n, {}).values():
+                    if len(h) == 1:
+                        k = next(iter(h))
+                        on[k] = on.get(k, 0) + 1
+            return on.get(j, 0)
+
+        plan = plan_preemption(p, req, cands, value, gpus_of,
             cost=self.victim_cost, beta=getattr(self, "beta", 0.5), order=self.victim_order(),
-            node_order=self.node_order(),
+            node_order=self.node_order(), feasible=feasible,
             spare=self.victim_cost != "first")
         if plan is None:
             return False
@@ -493,16 +625,24 @@ class HpSpotPolicy(Policy):
         req = ctx.request(job)
         if req.pods != 1:
             return False
-        pool, milli, value = ctx.pool, req.milli, self.victim_value
-        spot = self.spot
+        pool, milli = ctx.pool, req.milli
+        values: dict[int, float] = {}
+
+        def value(j: int) -> float:
+            v = values.get(j)
+            if v is None:
+                v = values[j] = self.victim_value(j)
+            return v
+
         best = None
         for node in sorted(cands):
             if node in pool.cordoned or (req.gpu_type is not None and pool.gpu_type[node] != req.gpu_type):
                 continue
+            evictable = set(cands[node])  # the policy's candidates only (Chronus leaves draining victims out)
             for gpu, holders in pool.shares.get(node, {}).items():
                 left = MILLI - sum(holders.values())
                 victims, cost = [], 0.0
-                for j in sorted((j for j in holders if spot[j]), key=lambda j: (value(j), j)):
+                for j in sorted((j for j in holders if j in evictable), key=lambda j: (value(j), j)):
                     if left >= milli:
                         break
                     victims.append(j)
@@ -511,7 +651,7 @@ class HpSpotPolicy(Policy):
                 if left >= milli and victims and (best is None or (cost, node) < best[0]):
                     best = ((cost, node), victims)
             for j, count in pool.holders[node].items():
-                if spot[j] and count >= 1 and (best is None or (value(j), node) < best[0]):
+                if j in evictable and count >= 1 and (best is None or (value(j), node) < best[0]):
                     best = ((value(j), node), [j])
         if best is None:
             return False
