@@ -174,6 +174,7 @@ class ModelEstimator:
         self.fallback = Persistence()
         self.model = None
         self.pyfunc = None
+        self.model_forecasts = 0  # forecasts the model (not the fallback) answered: the stats report them
         self.lookback = 48
         if spec.startswith(("models:/", "runs:/")):
             from models.registry import load
@@ -202,6 +203,7 @@ class ModelEstimator:
             long = frame.stack().rename("demand").reset_index()
             long.columns = ["time", "org", "demand"]
             out = self.pyfunc.predict(long)
+            self.model_forecasts += 1
             mu = np.zeros((len(self.orgs), horizon))
             sig = np.zeros_like(mu)
             z = z_value(0.95)
@@ -222,6 +224,7 @@ class ModelEstimator:
             return self.fallback.predict(hist, hour0, horizon)
         frame = self._frame(np.vstack([hist, np.zeros((horizon, hist.shape[1]))]))
         fc = self.model.forecast(frame, None, [frame.index[len(hist)]])
+        self.model_forecasts += 1
         return fc.mean[0], fc.scale[0]
 
 
@@ -411,7 +414,9 @@ class SpotQuotaAllocator(Coordinator):
 
     def stats(self) -> dict[str, Any]:
         out: dict[str, Any] = {"sqa_forecast_seconds": self.forecast_seconds, "sqa_fit_seconds": self.fit_seconds,
-                               "sqa_fits": self.fits}
+                               "sqa_fits": self.fits,
+                               "sqa_model_forecasts": sum(getattr(st.estimator, "model_forecasts", 0)
+                                                          for st in self.pools.values())}
         out["sqa_quota_log"] = [(f"{k[0]}:{k[1]}",) + row for k, st in self.pools.items() for row in st.quota_log]
         out["sqa_coverage"] = [(f"{k[0]}:{k[1]}",) + row for k, st in self.pools.items() for row in st.coverage]
         return out
