@@ -166,7 +166,9 @@ class PreviousWeekPeak:
 class ModelEstimator:
     """Any models.forecast forecaster (``orglinear``) or a registered ``demand`` model (``models:/...``)
     on the simulation's own hourly maxima; retrained by ``fit`` (registry models are used as trained).
-    Before ``lookback`` hours exist, the seasonal default answers."""
+    Before ``lookback`` hours exist, the persistence fallback answers."""
+
+    model_forecasts = 0  # forecasts the model (not the fallback) answered (an instance count once one did)
 
     def __init__(self, spec: str, orgs: list[str], horizon: int, seed: int = 0):
         self.spec, self.orgs, self.horizon, self.seed = spec, orgs, horizon, seed
@@ -174,7 +176,6 @@ class ModelEstimator:
         self.fallback = Persistence()
         self.model = None
         self.pyfunc = None
-        self.model_forecasts = 0  # forecasts the model (not the fallback) answered: the stats report them
         self.lookback = 48
         if spec.startswith(("models:/", "runs:/")):
             from models.registry import load
