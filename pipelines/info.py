@@ -93,7 +93,9 @@ def cmd_data_cache(args: argparse.Namespace) -> int:
         return 0
     entries = list(folder.glob("*.pkl")) if folder.exists() else []
     size = sum(e.stat().st_size for e in entries)
-    print(f"trace cache: {folder}: {len(entries)} parsed traces, {size / 2**20:.1f} MiB (at most "
+    values = sum(1 for e in entries if "-" in e.stem)  # value_key entries: "<kind>-<digest>"
+    print(f"trace cache: {folder}: {len(entries) - values} parsed traces and {values} computed values "
+          f"(SchedMate's job texts and rates), {size / 2**20:.1f} MiB (at most "
           f"{cache.MAX_ENTRIES} kept; --clear empties it; SCHEDCAST_TRACE_CACHE=0 turns it off)")
     return 0
 

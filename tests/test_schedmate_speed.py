@@ -236,3 +236,50 @@ def test_replay_embeds_and_scores_each_distinct_text_once():
     adv = c.advisor
     assert d < len(w) and adv.n_advised >= len(w) and adv.n_observed == len(w)
     assert adv.n_embedded == d and adv.n_scored == d * d and adv.n_fallbacks == 0
+
+
+def test_job_texts_and_failure_handler_rates_are_kept_on_disk_for_the_next_process(tmp_path, monkeypatch):
+    """A later process reads the texts (about 3 ms each to extract) and the Failure Handler's measured
+    rates (about 1.3 s) from the disk cache; changed corpus or reader code builds them afresh."""
+    import pandas as pd
+
+    from models.schedmate import evaluate
+    from sim.policies import schedmate as sm
+
+    monkeypatch.setenv("SCHEDCAST_TRACE_CACHE", str(tmp_path / "cache"))
+    frame = pd.DataFrame({"user": ["u1", "u1", "u2", "u3"], "job_name": ["a", "a", "b", "c"],
+                          "num_gpus": [1, 1, 8, 2]})
+    sm.clear_text_cache()
+    first = sm.JobTexts(frame, [1, 1, 8, 2], seed=5)
+    texts = first.all()
+    assert first.built == 3  # three groups (u1/a twice)
+    sm.clear_text_cache()  # as a new process: nothing in memory
+    again = sm.JobTexts(frame, [1, 1, 8, 2], seed=5)
+    assert again.all() == texts and again.built == 0
+    sm.clear_text_cache()
+    sm.use_disk_cache(False)
+    try:
+        off = sm.JobTexts(frame, [1, 1, 8, 2], seed=5)
+        assert off.all() == texts and off.built == 3
+    finally:
+        sm.use_disk_cache(True)
+    sm.clear_text_cache()
+    monkeypatch.setattr(sm, "_CORPUS_CODE", ("models/schedmate/embed.py",))  # other code: another key
+    fresh = sm.JobTexts(frame, [1, 1, 8, 2], seed=5)
+    assert fresh.all() == texts and fresh.built == 3
+
+    calls = []
+
+    def scores(n, seed, locator=True):
+        calls.append((n, seed))
+        return {"recall": 0.9, "precision": 0.8}
+
+    monkeypatch.setattr(evaluate, "failure_handler_scores", scores)
+    assert sm.measured_failure_handler(7, 1) == {"recall": 0.9, "precision": 0.8}
+    sm.clear_text_cache()
+    assert sm.measured_failure_handler(7, 1)["recall"] == 0.9 and calls == [(7, 1)]
+    monkeypatch.setenv("SCHEDCAST_TRACE_CACHE", "0")  # cache off: measured again
+    sm.clear_text_cache()
+    sm.measured_failure_handler(7, 1)
+    assert calls == [(7, 1), (7, 1)]
+    sm.clear_text_cache()

@@ -8,6 +8,10 @@ afresh. Entries are pickles written atomically; an unreadable entry is ignored a
 that cannot be written (read-only home) is skipped silently. At most ``MAX_ENTRIES`` entries are kept
 (oldest dropped).
 
+The same folder keeps other values that are dear to compute and the same on every run
+(:func:`get_value` / :func:`put_value`, keyed by :func:`value_key` with a digest of the code that made
+them): SchedMate's per-group job texts and its Failure Handler's measured rates.
+
 Location: $SCHEDCAST_TRACE_CACHE (a folder), else $XDG_CACHE_HOME/schedcast/traces, else
 ~/.cache/schedcast/traces. SCHEDCAST_TRACE_CACHE=0 (or off/false/no) disables it.
 """
@@ -87,7 +91,7 @@ def get(key: str) -> JobTable | None:
     return table
 
 
-def put(key: str, table: JobTable) -> None:
+def put(key: str, table: Any) -> None:
     folder = cache_dir()
     if folder is None:
         return
@@ -103,6 +107,45 @@ def put(key: str, table: JobTable) -> None:
             tmp.unlink(missing_ok=True)  # type: ignore[possibly-undefined]
         except (OSError, NameError):
             pass
+
+
+def code_digest(*roots: str | Path) -> str:
+    """Digest of the Python sources under ``roots`` (folders or files, relative to the repository):
+    a value computed by changed code must not be served."""
+    base = Path(__file__).resolve().parents[2]
+    h = hashlib.sha1()
+    for root in roots:
+        path = base / root
+        for src in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
+            h.update(str(src.relative_to(base)).encode())
+            h.update(src.read_bytes())
+    return h.hexdigest()
+
+
+def value_key(kind: str, *parts: Any) -> str | None:
+    """The cache key of a computed value (``parts`` must have a stable repr), None when the cache is off."""
+    if cache_dir() is None:
+        return None
+    return f"{kind}-" + hashlib.sha1(repr(parts).encode()).hexdigest()
+
+
+def get_value(key: str | None) -> Any:
+    """A value stored by :func:`put_value`, or None (absent, unreadable, cache off)."""
+    folder = cache_dir()
+    if key is None or folder is None:
+        return None
+    try:
+        with (folder / f"{key}.pkl").open("rb") as fh:
+            return pickle.load(fh)
+    except Exception:  # absent, truncated or written by another version: computed afresh
+        return None
+
+
+def put_value(key: str | None, value: Any) -> None:
+    """Store ``value`` atomically (best effort: a cache that cannot be written is skipped)."""
+    if key is None:
+        return
+    put(key, value)
 
 
 def _prune(folder: Path) -> None:
