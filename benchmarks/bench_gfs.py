@@ -2,7 +2,7 @@
 (ablations), the real Alibaba v2023 pods, the quota over time, PTS decision time with >= 2,000 queued tasks
 and a full High-load replay timed with the share spent forecasting.
 
-    python benchmarks/bench_gfs.py                       # scaled (1/8 of the A100 pool), about 2-4 min on 2 cores
+    python benchmarks/bench_gfs.py                       # scaled (1/8 of the A100 pool), about 4-6 min on 2 cores
     python benchmarks/bench_gfs.py --full                # the 432-node A100 pool (3,456 GPUs), longer
     python benchmarks/bench_gfs.py --only table5 speed   # some sections
 
@@ -247,8 +247,9 @@ def main(argv=None) -> int:
     p.add_argument("--replay-days", type=float, default=17.0, help="measured days of the timed full replay")
     p.add_argument("--v2023-load", type=float, default=0.8,
                    help="demand (share of the GPUs) the v2023 arrivals are compressed to")
-    p.add_argument("--v2023-copies", type=int, default=4,
-                   help="copies of the v2023 pod list (all its pods at once ask for 0.88 of the cluster's GPUs)")
+    p.add_argument("--v2023-copies", type=int, default=2,
+                   help="copies of the v2023 pod list, ids suffixed, arrivals jittered (default 2: about 12,400 pods; "
+                        "x4 takes several minutes per policy on 2 cores)")
     p.add_argument("--only", nargs="*", choices=list(SECTIONS), help="sections to run (default: all)")
     p.add_argument("--out", default=str(OUT))
     args = p.parse_args(argv)

@@ -554,7 +554,7 @@ class HpSpotPolicy(Policy):
         """Evictable jobs per node: running or loading spot tasks of this pool."""
         out: dict[int, list[int]] = {}
         for node, jobs in self.spot_nodes.get(pool, {}).items():  # kept by _start / _forget
-            live = [j for j in jobs if self.evictable(j)]
+            live = sorted(j for j in jobs if self.evictable(j))  # by id: a random victim order permutes a fixed list
             if live:
                 out[node] = live
         return out
@@ -574,7 +574,8 @@ class HpSpotPolicy(Policy):
         req = ctx.request(job)
         pool = self.pool_key(job)
         feasible = None
-        if not req.milli:
+        node_order = self.node_order()
+        if not req.milli and node_order is None:  # (a random node order draws as before: not skipped)
             feasible = self._roomy_nodes(pool, req.gpu_type, req.gpus_per_pod)
             if not feasible:
                 return False  # no node could hold one pod even with all its spot tasks evicted
@@ -610,7 +611,7 @@ class HpSpotPolicy(Policy):
 
         plan = plan_preemption(p, req, cands, value, gpus_of,
             cost=self.victim_cost, beta=getattr(self, "beta", 0.5), order=self.victim_order(),
-            node_order=self.node_order(), feasible=feasible,
+            node_order=node_order, feasible=feasible,
             spare=self.victim_cost != "first")
         if plan is None:
             return False
