@@ -374,16 +374,23 @@ class FgdPlacement(NodeChoicePlacement):
                     if n == node:
                         shared[g] = shared.get(g, 1000) - used
                 free = pool.free[node] - opened.get(node, 0)
+                # GPUs with the same free share give the same fragmentation after the pod (integer sums): one
+                # evaluation per distinct share, for its lowest GPU (the tie-break); "before" once per node.
+                lowest: dict[int, int] = {}
                 for g, left in shared.items():
-                    if left >= milli:
-                        rest = dict(shared)
-                        rest[g] = left - milli
-                        after = score_fgd.node_fragmentation(free, [v for v in rest.values() if v > 0],
-                                                             self.distribution)
-                        key = (after - score_fgd.node_fragmentation(free, tuple(shared.values()), self.distribution),
-                               node, g)
-                        if best_key is None or key < best_key:
-                            best, best_key = (node, g), key
+                    if left >= milli and (left not in lowest or g < lowest[left]):
+                        lowest[left] = g
+                if not lowest:
+                    continue
+                values = list(shared.values())
+                before = score_fgd.node_fragmentation(free, tuple(values), self.distribution)
+                for left, g in lowest.items():
+                    rest = list(values)
+                    rest[rest.index(left)] = left - milli
+                    after = score_fgd.node_fragmentation(free, [v for v in rest if v > 0], self.distribution)
+                    key = (after - before, node, g)
+                    if best_key is None or key < best_key:
+                        best, best_key = (node, g), key
             if best is None:
                 best = self.open_gpu(pool, gpu_type, opened, extra)
                 if best is None:

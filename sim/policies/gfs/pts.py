@@ -641,9 +641,12 @@ class HpSpotPolicy(Policy):
                 continue
             evictable = set(cands[node])  # the policy's candidates only (Chronus leaves draining victims out)
             for gpu, holders in pool.shares.get(node, {}).items():
+                spot_here = [j for j in holders if j in evictable]
+                if not spot_here:
+                    continue  # no victim on this GPU
                 left = MILLI - sum(holders.values())
                 victims, cost = [], 0.0
-                for j in sorted((j for j in holders if j in evictable), key=lambda j: (value(j), j)):
+                for j in sorted(spot_here, key=lambda j: (value(j), j)):
                     if left >= milli:
                         break
                     victims.append(j)
