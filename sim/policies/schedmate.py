@@ -553,8 +553,9 @@ class LucidSchedMate(SchedMateParams, Lucid):
             adv = c.advise(job, self.ctx.now)
             if adv is not None:
                 if c.predictions is not None:
+                    # Set before the job is queued, so its priority uses it; the queued jobs' estimates are
+                    # unchanged, so no re-sort (bumping c.version re-sorted every VC queue per arrival).
                     c.predictions[job] = adv.duration
-                    c.version += 1
                 if self.skip_profiling and job not in c.profiled:
                     m = int(adv.matches[0])
                     c.scores[job], c.gmem[job], c.util[job] = c.scores[m], c.gmem[m], c.util[m]

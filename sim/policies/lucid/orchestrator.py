@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from sim.engine import LOADING, RUNNING
+from sim.engine import LOADING, QUEUED, RUNNING
 from sim.policies.base import Policy, SortedQueue
 from sim.policies.lucid import binder as rules
 from sim.policies.lucid import profiler as prof_rules
@@ -110,6 +110,7 @@ class Lucid(Policy):
     def bind(self, ctx) -> None:
         super().bind(ctx)
         self.is_profiler = ctx.partition_name == PROFILER
+        self._queued_ests: dict[int, tuple[tuple, float]] = {}
 
     def on_start(self) -> None:
         self.c = self.ctx.coordinator  # made by the engine from ``coordinator_class``, bound after policies
@@ -205,18 +206,36 @@ class Lucid(Policy):
     def _job_can_share(self, job: int) -> bool:
         """Binder rules on the guest alone (the estimate last: it is the dearest)."""
         c = self.c
-        if not rules.guest_ok(never_pack=job in c.never_pack, gpus=self.ctx.jobs.gpus[job],
-                              largest_node=self.ctx.pool.max_capacity, binder=self.binder,
+        gpus, largest = self.ctx.jobs.gpus[job], self.ctx.pool.max_capacity
+        if gpus > largest:  # rules.fits_one_node first: most rejections, without the call below
+            return False
+        if not rules.guest_ok(never_pack=job in c.never_pack, gpus=gpus, largest_node=largest, binder=self.binder,
                               was_profiled=job in c.profiled, score=c.scores[job], g_ss=c.g_ss):
             return False
         return not self.binder or rules.enough_work(self._est(job), self.min_remaining)
 
     def _est(self, job: int) -> float:
-        """:meth:`estimate`, memoised for one scheduling pass (time stands still within it)."""
+        """:meth:`estimate`, memoised for one scheduling pass (time stands still within it); a queued
+        job's is kept across passes while its inputs stay (:meth:`_queued_est`)."""
         memo = self._pass_est
         value = memo.get(job)
         if value is None:
-            value = memo[job] = self.estimate(job)
+            value = memo[job] = self._queued_est(job) if self.ctx.engine.state[job] == QUEUED \
+                else self.estimate(job)
+        return value
+
+    def _queued_est(self, job: int) -> float:
+        """:meth:`estimate` of a waiting job, kept until one of its inputs changes: the predictions
+        (coordinator version), the work the job has done (its remaining work, fixed while it waits) and,
+        without a prediction, the finished jobs' mean durations (their count). Long queues ask this of
+        every job on every pass (the binder's enough-work rule)."""
+        c = self.c
+        key = (c.version, self.ctx.engine.remaining[job], len(c.finished))
+        hit = self._queued_ests.get(job)
+        if hit is not None and hit[0] == key:
+            return hit[1]
+        value = self.estimate(job)
+        self._queued_ests[job] = (key, value)
         return value
 
     def _can_share(self, job: int, host: int) -> tuple | None:
