@@ -104,7 +104,14 @@ def test_generator_follows_the_series_and_is_seeded(tmp_path):
     # x2 spot rate = twice the x1 count on average (same seed: the Poisson draw differs only by its rate).
     one = generate_from_preset({**params, "spot_multiplier": 1}, seed=1, jobs=None).frame
     assert 1.4 < (a["job_class"] == "spot").sum() / max(1, (one["job_class"] == "spot").sum()) < 2.8
-    assert len(generate_from_preset(params, seed=1, jobs=7).frame) == 7
+    # jobs=N: the warm-up whole and the first N measured tasks (the first N overall would all be warm-up HP)
+    quick = generate_from_preset(params, seed=1, jobs=7)
+    warm = int(a["warmup"].sum())
+    assert warm > 7 and len(quick.frame) == warm + 7 and (~quick.frame["warmup"]).sum() == 7
+    assert a["warmup"].iloc[:warm].all()  # sorted by submission: the warm-up comes first
+    pd.testing.assert_frame_equal(quick.frame, a.iloc[:warm + 7].reset_index(drop=True))
+    assert any("warm-up whole" in n for n in quick.report.notes)
+    quick.report.check_balance()
     with pytest.raises(ValueError):
         GfsSpec(hp_pod_mix={0: 1.0})
 

@@ -298,15 +298,24 @@ def generate(spec: GfsSpec, seed: int = 0, series: pd.DataFrame | None = None) -
 
 def generate_from_preset(params: dict, seed: int, jobs: int | None) -> JobTable:
     """The preset entry point (``generator: "features.traces.gfs:generate_from_preset"``): ``params`` are
-    :class:`GfsSpec` fields; ``jobs`` keeps the first N tasks by submission (a quick run)."""
+    :class:`GfsSpec` fields; ``jobs`` keeps the HP-only warm-up whole and the first N measured tasks after
+    it (a quick run: the first N tasks overall would all be warm-up HP tasks, without a spot task)."""
     spec = GfsSpec(**params)
     table = generate(spec, seed=seed)
     if jobs is not None:
         if isinstance(jobs, bool) or int(jobs) < 1:
             raise ValueError(f"jobs must be a whole number >= 1, got {jobs!r}")
-        kept = table.frame.iloc[:int(jobs)].reset_index(drop=True)
-        kept.attrs.update(table.frame.attrs)
-        table.report.reject(f"beyond the first {int(jobs)} tasks (jobs=)", len(table.frame) - len(kept))
+        frame = table.frame
+        warm = frame["warmup"].fillna(False).astype(bool).to_numpy() if "warmup" in frame \
+            else np.zeros(len(frame), dtype=bool)
+        measured_rank = np.cumsum(~warm)  # 1 for the first measured task, 2 for the second, ...
+        kept = frame[warm | (measured_rank <= int(jobs))].reset_index(drop=True)
+        kept.attrs.update(frame.attrs)
+        table.report.reject(f"measured tasks beyond the first {int(jobs)} (jobs=; the warm-up is kept whole)",
+                            len(frame) - len(kept))
+        if warm.any():
+            table.report.notes.append(f"kept the HP-only warm-up whole ({int(warm.sum()):,} tasks) and the first "
+                              f"{min(int(jobs), int((~warm).sum())):,} measured tasks after it")
         table.frame = kept
         table.report.rows_kept = len(kept)
     return table
