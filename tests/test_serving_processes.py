@@ -93,12 +93,19 @@ def bare_env(**extra: str) -> dict[str, str]:
     return env
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 class CliProcess:
     """`python -m pipelines.cli ...` as a child of the test, its output collected by a thread."""
 
     def __init__(self, args: list[str], cwd: Path, env: dict[str, str]):
+        # SIGINT as in a terminal: a test run started as a shell background job (`pytest &`) has SIGINT
+        # ignored, and ignored signals are inherited, so Ctrl-C tests would wait for nothing.
         self.proc = subprocess.Popen([sys.executable, "-m", "pipelines.cli", *args], cwd=cwd, env=env,
-                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
+                                     preexec_fn=_default_sigint)
         self.lines: list[str] = []
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
