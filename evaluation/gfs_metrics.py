@@ -24,6 +24,7 @@ import pandas as pd
 
 from evaluation.metrics import job_table
 from sim.engine import SimResult
+from sim.workload import is_spot
 
 
 def gfs_jobs(result: SimResult, window: tuple[float, float] | None = None) -> pd.DataFrame:
@@ -31,7 +32,7 @@ def gfs_jobs(result: SimResult, window: tuple[float, float] | None = None) -> pd
     jobs = job_table(result)
     w = result.workload
     frame = w.frame
-    spot = np.array([c is not None and str(c).lower() in ("spot", "lp", "be") for c in w.job_class])
+    spot = np.array([is_spot(c) for c in w.job_class], dtype=bool)
     jobs["klass"] = np.where(spot, "spot", "hp")
     types = [t if t is not None else "*" for t in w.gpu_type]
     jobs["pool"] = [f"{p}:{t}" for p, t in zip(jobs["partition"], types)]

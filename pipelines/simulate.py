@@ -371,8 +371,9 @@ def _run(args, t0, out, force, window, predictor, predicted, predictor_info, plo
 
         predict_durations(predictor, workload.frame)
     progress = _Progress() if _show_progress(args) else None
-    spot_labels = ("spot", "lp", "be")
-    has_spot = any(c is not None and str(c).lower() in spot_labels for c in workload.job_class)
+    from sim.workload import is_spot
+
+    has_spot = any(is_spot(c) for c in workload.job_class)
     runs: dict[str, dict[str, Any]] = {}
     t_replay = time.perf_counter()
     for policy in args.policy:

@@ -37,6 +37,13 @@ from sim.profiles import CostModel, ProfileCatalog
 
 
 MILLI = 1000  # a GPU's capacity in milli-GPUs (fractions are integers of these: no float drift)
+#: ``job_class`` labels of preemptible (spot) jobs; every other label (hp, None, ...) is high priority.
+SPOT_LABELS = frozenset({"spot", "lp", "be", "low"})
+
+
+def is_spot(label: str | None) -> bool:
+    """A ``job_class`` of a spot (preemptible, low-priority) job."""
+    return label is not None and str(label).lower() in SPOT_LABELS
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,7 @@ Location: $SCHEDCAST_TRACE_CACHE (a folder), else $XDG_CACHE_HOME/schedcast/trac
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import pickle
@@ -27,7 +28,6 @@ from features.jobtable import JobTable
 
 MAX_ENTRIES = 32
 _OFF = {"0", "off", "false", "no"}
-_code_digest: str | None = None
 
 
 def cache_dir() -> Path | None:
@@ -43,15 +43,7 @@ def cache_dir() -> Path | None:
 
 def _loader_code() -> str:
     """Digest of the loaders' source: a changed loader must not serve tables parsed by the old one."""
-    global _code_digest
-    if _code_digest is None:
-        here = Path(__file__).resolve().parent
-        h = hashlib.sha1()
-        for src in sorted([*here.glob("*.py"), here.parent / "jobtable.py"]):
-            h.update(src.name.encode())
-            h.update(src.read_bytes())
-        _code_digest = h.hexdigest()
-    return _code_digest
+    return code_digest("features/traces", "features/jobtable.py")
 
 
 def key_for(path: str | Path, fmt: str, options: dict[str, Any]) -> str | None:
@@ -71,21 +63,11 @@ def key_for(path: str | Path, fmt: str, options: dict[str, Any]) -> str | None:
 
 
 def get(key: str) -> JobTable | None:
-    folder = cache_dir()
-    if folder is None:
-        return None
-    entry = folder / f"{key}.pkl"
-    try:
-        with entry.open("rb") as fh:
-            table = pickle.load(fh)
-    except FileNotFoundError:
-        return None
-    except Exception:  # truncated or from another pandas: ignore it, it is rewritten after parsing
-        return None
+    table = get_value(key)
     if not isinstance(table, JobTable):
         return None
     try:
-        os.utime(entry)  # recently used entries are kept when pruning
+        os.utime(cache_dir() / f"{key}.pkl")  # recently used entries are kept when pruning
     except OSError:
         pass
     return table
@@ -109,9 +91,10 @@ def put(key: str, table: Any) -> None:
             pass
 
 
+@functools.lru_cache(maxsize=None)
 def code_digest(*roots: str | Path) -> str:
     """Digest of the Python sources under ``roots`` (folders or files, relative to the repository):
-    a value computed by changed code must not be served."""
+    a value computed by changed code must not be served (read once per process)."""
     base = Path(__file__).resolve().parents[2]
     h = hashlib.sha1()
     for root in roots:

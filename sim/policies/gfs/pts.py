@@ -28,12 +28,9 @@ from sim.placement.pool import MILLI, NodePool, Placement_t
 from sim.placement import score_gfs_colocation, score_gfs_eviction
 from sim.placement.score_gfs_colocation import GpuClassState
 from sim.policies.base import Policy, SortedQueue
+from sim.workload import is_spot
 
 HOUR = 3600.0
-
-
-def is_spot(label: str | None) -> bool:
-    return label is not None and str(label).lower() in ("spot", "lp", "be", "low")
 
 
 class EvictionHistory:
