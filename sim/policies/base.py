@@ -118,7 +118,8 @@ class SortedQueue:
 def start_in_order(ctx: "Context", queue: SortedQueue, *, work_conserving: bool,
                    on_start: "Callable[[int], None] | None" = None) -> None:
     """Start waiting jobs in key order. Strict: stop at the first job that does not fit (head-of-line
-    blocking, no backfilling). Work-conserving: skip it and keep starting any later job that fits."""
+    blocking, no backfilling). Work-conserving: skip it and keep starting any later job that fits.
+    ``on_start(job)`` is called after each start, in either mode."""
     items = queue.items
     if not items:
         return
@@ -129,6 +130,8 @@ def start_in_order(ctx: "Context", queue: SortedQueue, *, work_conserving: bool,
         for _, job in items:
             if gpus[job] > pool.total_free or not ctx.try_start(job):
                 break
+            if on_start is not None:
+                on_start(job)
             started += 1
         if started:
             del items[:started]

@@ -452,22 +452,9 @@ class SchedMateSjf(SchedMateParams, Policy):
         self.nodes[job] = self.ctx.engine.alloc[job]
 
     def schedule(self) -> None:
-        fh = self.c.sm.failure_handler
-        if self.work_conserving or not fh:
-            start_in_order(self.ctx, self.queue, work_conserving=self.work_conserving,
-                           on_start=self._started if fh else None)
-            return
-        # start_in_order's strict loop, noting each started job's nodes for the Failure Handler (copying
-        # the queue before each call to find them cost O(queue) per decision on long queues)
-        ctx, items, gpus, pool = self.ctx, self.queue.items, self.ctx.jobs.gpus, self.ctx.pool
-        started = 0
-        for _, job in items:
-            if gpus[job] > pool.total_free or not ctx.try_start(job):
-                break
-            self._started(job)
-            started += 1
-        if started:
-            del items[:started]
+        # the Failure Handler notes each started job's allocation (read when the job fails)
+        start_in_order(self.ctx, self.queue, work_conserving=self.work_conserving,
+                       on_start=self._started if self.c.sm.failure_handler else None)
 
     def on_failure(self, job: int) -> float | None:
         record = self.nodes.pop(job, None)
