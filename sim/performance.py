@@ -49,7 +49,7 @@ class ConstantSpeed(PerformanceModel):
 
 # -- --performance SPEC ------------------------------------------------------------------------------
 _SPECS_HELP = ("none, asrpt[:inter_gbps=G,intra_gbyte=B,allreduce=ring|tree,assign=true|false,"
-               "ref_gbps=G,gpus_per_server=N] or constant[:solo=S,shared=S,per_extra_node=F]")
+               "ref_gbps=G,gpus_per_server=N,nic=share|whole] or constant[:solo=S,shared=S,per_extra_node=F]")
 
 
 def _spec_models():
@@ -68,6 +68,7 @@ def _spec_models():
         assign: bool = Field(True, description="give jobs without a dl_model one model per recurring group")
         ref_gbps: float = Field(10.0, gt=0, description="NIC at which a trace duration is the best-placement run time")
         gpus_per_server: Optional[int] = Field(None, ge=1)
+        nic: Literal["share", "whole"] = Field("share", description="NIC per stage on a server: x/g share (paper) or whole")
 
     class ConstantSpec(BaseModel):
         model_config = ConfigDict(extra="forbid")
@@ -121,7 +122,7 @@ def make_performance(spec: str | None, workload=None) -> PerformanceModel | None
 
     model = IterationSpeed(inter_gbit=params.inter_gbps, intra_gbyte=params.intra_gbyte, allreduce=params.allreduce,
                            gpus_per_server=params.gpus_per_server, assign=params.assign,
-                           ref_gbit=params.ref_gbps)
+                           ref_gbit=params.ref_gbps, nic=params.nic)
     if workload is not None:
         model.bind_workload(workload)
     return model

@@ -32,15 +32,17 @@ def _model(**kw):
 
 def test_spread_placement_runs_slower_by_alpha_ratio():
     # 2 nodes x 3 GPUs. j0, j1 (plain, 2 GPUs) take node 0 and node 1; j2 ('p2', 2 GPUs) must spread
-    # over both nodes (one GPU each): alpha = 0.2 + 2e8/1e9 = 0.4 vs alpha_min (one server)
-    # = 0.2 + 2e8/1e11 = 0.202, so 10 s of work take 10 * 0.4 / 0.202 s. Plain jobs keep speed 1.
-    w = workload([(0, 100, 2), (0, 100, 2), (0, 10, 2)], nodes=2, gpus=3)
-    w.model = [None, None, "p2"]
-    res = Engine(w, Greedy, placement=HeavyEdge(), performance=_model(), check_invariants=True,
-                 record_events=True).run()
-    check_identities(job_table(res))
-    assert starts(res)[2] == [(0, 1), (1, 1)]
-    assert res.end == pytest.approx([100, 100, 10 * 0.4 / 0.202])
+    # over both nodes (one GPU each, owning 1/3 of its node's NIC): alpha = 0.2 + 2e8/(1e9/3) = 0.8 vs
+    # alpha_min (one server) = 0.2 + 2e8/1e11 = 0.202, so 10 s of work take 10 * 0.8 / 0.202 s. Plain
+    # jobs keep speed 1. With nic=whole (the old reading) alpha = 0.2 + 2e8/1e9 = 0.4.
+    for nic, a in (("share", 0.8), ("whole", 0.4)):
+        w = workload([(0, 100, 2), (0, 100, 2), (0, 10, 2)], nodes=2, gpus=3)
+        w.model = [None, None, "p2"]
+        res = Engine(w, Greedy, placement=HeavyEdge(), performance=_model(nic=nic), check_invariants=True,
+                     record_events=True).run()
+        check_identities(job_table(res))
+        assert starts(res)[2] == [(0, 1), (1, 1)]
+        assert res.end == pytest.approx([100, 100, 10 * a / 0.202])
 
 
 def test_one_server_is_speed_one_and_iterations_fix_the_run_time():

@@ -13,6 +13,10 @@ traffic that stays on the server). Exact linearisation:
   bounded integer), so ``x[j][s] x[j][s+1] = sum_t t w[j,s,t]``;
 - ``alpha >= term[j,s] - M b[j,s,0]`` for every (j, s), M an upper bound of every term.
 
+With the NIC share (``Bandwidth.nic == "share"``) the NIC term of (j, s) is
+``2 act / k_s * g / B_inter * (1 - x[j][nb] / k_nb)`` (the replica count cancels against its x/g share:
+linear) and the ring term ``sum_t b[j,s,t] * ring / rate(t)`` (exact through the one-hot).
+
 The heuristic's mapping is feasible here, so Heavy-Edge can never beat this optimum (tested).
 """
 from __future__ import annotations
@@ -106,6 +110,8 @@ def optimal_mapping(config: PipelineConfig, free: list[int], bw: Bandwidth = Ban
                 add(c, -Un, np.inf)  # w >= x - Un (1 - b)
 
     inv_e, inv_a = 1.0 / bw.inter, 1.0 / bw.intra
+    share = bw.nic == "share"
+    g = float(bw.server_gpus)
     big = 0.0
     term_rows = []
     for j in range(m):
@@ -121,20 +127,33 @@ def optimal_mapping(config: PipelineConfig, free: list[int], bw: Bandwidth = Ban
                 if not (0 <= nb < S) or act <= 0:
                     continue
                 per = 2.0 * act / k[s]
-                for i, v in xcoef(j, s, per * inv_e).items():
-                    acc(i, v)
-                hi_est += per * U[j][s] * inv_e
-                pair = (j, min(s, nb))  # product x[j][s] x[j][nb] via w of the lower stage
-                lower = min(s, nb)
-                for t in range(U[j][lower] + 1):
-                    acc(idx[("w", pair[0], lower, t)], per / k[nb] * t * (inv_a - inv_e))
+                lower = min(s, nb)  # product x[j][s] x[j][nb] via w of the lower stage
+                if share:
+                    # n per (1 - x_nb / k_nb) / (n / g B) + n per x_nb / k_nb / B_intra, n = x[j][s] > 0
+                    const += per * g * inv_e
+                    hi_est += per * g * inv_e
+                    for i, v in xcoef(j, nb, -per * g * inv_e / k[nb]).items():
+                        acc(i, v)
+                    for t in range(U[j][lower] + 1):
+                        acc(idx[("w", j, lower, t)], per / k[nb] * t * inv_a)
+                else:
+                    for i, v in xcoef(j, s, per * inv_e).items():
+                        acc(i, v)
+                    hi_est += per * U[j][s] * inv_e
+                    for t in range(U[j][lower] + 1):
+                        acc(idx[("w", j, lower, t)], per / k[nb] * t * (inv_a - inv_e))
             P = st[s].parameter_bytes
             if k[s] > 1 and P > 0:
                 ring = 2.0 * (k[s] - 1) / k[s] * P
-                const += ring * inv_e
-                hi_est += ring * inv_e
-                if U[j][s] == k[s]:
-                    acc(idx[("b", j, s, k[s])], ring * (inv_a - inv_e))
+                if share:  # sum_t b[j,s,t] ring / rate(t): exact through the one-hot
+                    for t in range(1, U[j][s] + 1):
+                        acc(idx[("b", j, s, t)], ring * (inv_a if t == k[s] else g * inv_e / min(t, g)))
+                    hi_est += ring * g * inv_e
+                else:
+                    const += ring * inv_e
+                    hi_est += ring * inv_e
+                    if U[j][s] == k[s]:
+                        acc(idx[("b", j, s, k[s])], ring * (inv_a - inv_e))
             big = max(big, hi_est)
             term_rows.append((j, s, coef, const))
     M = 2.0 * big + 1.0

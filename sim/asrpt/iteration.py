@@ -1,27 +1,43 @@
-"""Per-iteration time of a pipelined, data-parallel job on a mapping (A-SRPT Eq. 4-7, our reading).
-
-The paper's equations are partly garbled in the text; this is the reading we implement.
+"""Per-iteration time of a pipelined, data-parallel job on a mapping (A-SRPT Eq. 4-7).
 
 A job runs a :class:`~sim.asrpt.profiles.PipelineConfig`: stages s = 0..S-1 with k_s replicas. A
 **mapping** ``x`` gives ``x[j][s]``, the replicas of stage s on server j (``sum_j x[j][s] == k_s``).
 One iteration is one minibatch through the pipeline; each replica of stage s handles 1/k_s of it.
-For every (server j, stage s) with ``x[j][s] > 0``:
+Servers have ``g`` GPUs (``Bandwidth.server_gpus``, 8 on pai-250) and one NIC of ``B_inter`` bytes/s.
 
-- Eq. 4, computation: ``comp_s / k_s`` (forward + backward of the stage on one GPU, split over replicas).
-- Eq. 5, inter-stage communication: the replicas of s on j receive activations from stage s-1 and send
-  activations to stage s+1, and gradients flow back (factor 2): ``2 act_{s} x[j][s] / k_s`` bytes to the
-  next stage, ``2 act_{s-1} x[j][s] / k_s`` from the previous one. Peers are spread uniformly over the
-  neighbour stage's replicas, so the share ``x[j][s±1] / k_{s±1}`` stays on the server (over B_intra)
-  and the rest crosses the server's NIC (over B_inter). All replicas of s on j share that NIC.
+**NIC share (the paper's reading, ``nic="share"``, the default).** Every GPU of a server reserves 1/g
+of the server's NIC, in each direction, so jobs sharing a server never slow each other down: the x
+replicas of stage s on server j own ``x/g * B_inter`` at j's outgoing NIC and ``x/g * B_inter`` at its
+incoming NIC (Eq. 5-6). A fully spread job (one replica per server, alpha_max) therefore communicates
+at ``1/g * B_inter``. The reading ``nic="whole"`` (schedcast's first implementation, kept as a named
+variant for the ledger's one-rule-at-a-time causes) gives the replicas of a stage on a server the whole
+NIC, as if the job were alone there; it under-penalises fragmented placements by up to g x.
+
+For every (server j, stage s) with ``n = x[j][s] > 0``:
+
+- Eq. 4, computation: ``comp_s / k_s``. The paper's comp term is the computation time of a stage
+  replica for one iteration of the job's configuration; our stage profile (PipeDream) is the whole
+  minibatch on one GPU, and a replica of a stage with k_s data-parallel replicas computes 1/k_s of the
+  minibatch, so the paper's term, written with our data, is ``comp_s / k_s`` (``comp_s`` alone would
+  make data parallelism pointless: adding replicas would never shorten an iteration).
+- Eq. 5, inter-stage communication: the replicas of s on j send activations to stage s+1 and
+  gradients to s-1, and receive activations from s-1 and gradients from s+1: ``act_s n / k_s`` bytes
+  each way with s+1, ``act_{s-1} n / k_s`` each way with s-1 (factor 2: both directions of one link
+  pair, forward and backward). Peers are spread uniformly over the neighbour stage's replicas, so the
+  share ``x[j][s±1] / k_{s±1}`` stays on the server (over B_intra) and the rest crosses the NIC at the
+  share above: outgoing bytes over ``n/g B_inter`` plus incoming bytes over ``n/g B_inter``
+  (``nic="whole"``: over ``B_inter``).
 - Eq. 6, AllReduce of the stage's parameters P_s among its k_s replicas:
-  ``ring``: ``2 (k_s - 1) / k_s * P_s / B``, B = B_intra when every replica of s is on j, else B_inter
-  (a ring that leaves the server is as slow as its slowest link);
+  ``ring``: ``2 (k_s - 1) / k_s * P_s / B``, B = B_intra when every replica of s is on j, else the NIC
+  share of s on j, ``n/g B_inter`` (``whole``: B_inter) — the ring enters and leaves server j once and
+  that link runs at j's share; the max of Eq. 7 finds the server with the smallest share;
   ``tree`` (hierarchical, non-pipelined binary trees, reduce then broadcast): within the server
-  ``2 ceil(log2 x[j][s]) P_s / B_intra`` plus, when s spans m > 1 servers, ``2 ceil(log2 m) P_s / B_inter``.
+  ``2 ceil(log2 n) P_s / B_intra`` plus, when s spans m > 1 servers, ``2 ceil(log2 m) P_s`` over the
+  NIC share. Heavy-Edge weighs a tree edge (k_s - 1)/k_s P_s, half a ring edge (sim/placement/heavy_edge.py).
 - Eq. 7: ``alpha(x) = max_{j, s: x[j][s] > 0} (comp + comm + allreduce)`` — the slowest (server, stage)
   paces the pipeline.
 
-``alpha_max``: fully spread, one GPU per server (every byte between GPUs crosses a NIC).
+``alpha_max``: fully spread, one GPU per server (every byte between GPUs crosses a NIC at 1/g B_inter).
 ``alpha_min`` (the paper's estimated alpha~_min): the fewest servers (full servers of
 ``gpus_per_server`` plus the remainder) mapped by Heavy-Edge (sim/placement/heavy_edge.py).
 
@@ -45,25 +61,42 @@ B_INTRA_DEFAULT = 300e9  # 300 GB/s
 
 @dataclass(frozen=True, slots=True)
 class Bandwidth:
-    """Inter-server (NIC) and intra-server bandwidth, bytes/s, and the AllReduce algorithm."""
+    """Inter-server (NIC) and intra-server bandwidth, bytes/s, the AllReduce algorithm, how the NIC is
+    shared (``share``: x/g of it per stage on a server, the paper; ``whole``: all of it) and g, the GPUs
+    per server."""
 
     inter: float = B_INTER_DEFAULT
     intra: float = B_INTRA_DEFAULT
     allreduce: str = "ring"
+    nic: str = "share"
+    server_gpus: int = 8
 
     def __post_init__(self) -> None:
         if self.inter <= 0 or self.intra <= 0:
             raise ValueError("bandwidths must be positive")
         if self.allreduce not in ("ring", "tree"):
             raise ValueError(f"allreduce must be 'ring' or 'tree', not {self.allreduce!r}")
+        if self.nic not in ("share", "whole"):
+            raise ValueError(f"nic must be 'share' or 'whole', not {self.nic!r}")
+        if int(self.server_gpus) < 1:
+            raise ValueError("server_gpus must be >= 1")
+
+    def nic_rate(self, replicas: int) -> float:
+        """Bytes/s that ``replicas`` replicas of one stage on one server get at each NIC direction."""
+        if self.nic == "whole":
+            return self.inter
+        return self.inter * min(1.0, replicas / self.server_gpus)
 
     @classmethod
     def from_cluster(cls, cluster, inter_gbit: float | None = None, intra_gbyte: float | None = None,
-                     allreduce: str = "ring") -> "Bandwidth":
-        """From the cluster config (GB/s fields); ``inter_gbit`` (Gb/s) / ``intra_gbyte`` (GB/s) override."""
+                     allreduce: str = "ring", nic: str = "share", server_gpus: int | None = None) -> "Bandwidth":
+        """From the cluster config (GB/s fields); ``inter_gbit`` (Gb/s) / ``intra_gbyte`` (GB/s) override;
+        ``server_gpus`` defaults to the cluster's largest server."""
         inter = inter_gbit * 1e9 / 8 if inter_gbit is not None else cluster.inter_node_bandwidth_gbps * 1e9
         intra = intra_gbyte * 1e9 if intra_gbyte is not None else cluster.intra_node_bandwidth_gbps * 1e9
-        return cls(inter, intra, allreduce)
+        if server_gpus is None:
+            server_gpus = max(max(p.capacities) for p in cluster.partitions)
+        return cls(inter, intra, allreduce, nic, int(server_gpus))
 
 
 def check_mapping(config: PipelineConfig, x: Mapping) -> None:
@@ -98,16 +131,17 @@ def terms(config: PipelineConfig, x: Mapping, bw: Bandwidth = Bandwidth()) -> di
                     local = row[nb] / stages[nb].replicas
                     intra += vol * local
                     inter += vol * (1.0 - local)
-            t += inter / bw.inter + intra / bw.intra
+            nic = bw.nic_rate(n)
+            t += inter / nic + intra / bw.intra
             P = st.parameter_bytes
             if k > 1 and P > 0:
                 if bw.allreduce == "ring":
-                    t += 2.0 * (k - 1) / k * P / (bw.intra if n == k else bw.inter)
+                    t += 2.0 * (k - 1) / k * P / (bw.intra if n == k else nic)
                 else:
                     if n > 1:
                         t += 2.0 * math.ceil(math.log2(n)) * P / bw.intra
                     if spans[s] > 1:
-                        t += 2.0 * math.ceil(math.log2(spans[s])) * P / bw.inter
+                        t += 2.0 * math.ceil(math.log2(spans[s])) * P / nic
             out[(j, s)] = t
     return out
 
@@ -140,8 +174,11 @@ def fewest_servers(gpus: int, gpus_per_server: int = 8) -> list[int]:
     return [gpus_per_server] * full + ([rest] if rest else [])
 
 
-def alpha_min(config: PipelineConfig, bw: Bandwidth = Bandwidth(), gpus_per_server: int = 8) -> float:
-    """The estimated best per-iteration time: fewest servers mapped by Heavy-Edge."""
+def alpha_min(config: PipelineConfig, bw: Bandwidth = Bandwidth(), gpus_per_server: int | None = None,
+              refine: bool = False) -> float:
+    """The estimated best per-iteration time: fewest servers (of ``gpus_per_server``, default
+    ``bw.server_gpus``) mapped by Heavy-Edge (``refine``: the refined variant)."""
     from sim.placement.heavy_edge import heavy_edge_map
 
-    return alpha(config, heavy_edge_map(config, fewest_servers(config.gpus, gpus_per_server), bw), bw)
+    per = bw.server_gpus if gpus_per_server is None else gpus_per_server
+    return alpha(config, heavy_edge_map(config, fewest_servers(config.gpus, per), bw, refine=refine), bw)

@@ -39,10 +39,10 @@ REF_INTER_GBIT = 10.0
 REF_INTRA_GBYTE = 300.0
 
 
-def reference_bandwidth() -> "Bandwidth":
+def reference_bandwidth(server_gpus: int = 8) -> "Bandwidth":
     from sim.asrpt.iteration import Bandwidth
 
-    return Bandwidth(inter=REF_INTER_GBIT * 1e9 / 8, intra=REF_INTRA_GBYTE * 1e9)
+    return Bandwidth(inter=REF_INTER_GBIT * 1e9 / 8, intra=REF_INTRA_GBYTE * 1e9, server_gpus=server_gpus)
 
 
 def group_keys(frame: "pd.DataFrame") -> np.ndarray:
@@ -115,7 +115,7 @@ def true_iterations(frame: "pd.DataFrame", models: Sequence[str | None], gpus: S
     missing = np.flatnonzero(~np.isfinite(out))
     if len(missing):
         catalog = catalog if catalog is not None else shared_catalog()
-        bw = bw if bw is not None else reference_bandwidth()
+        bw = bw if bw is not None else reference_bandwidth(gpus_per_server)
         dur = frame["duration"].to_numpy(dtype=float)
         g = np.asarray(gpus if gpus is not None else frame["num_gpus"].to_numpy(dtype=float), dtype=float)
         cache: dict = {}

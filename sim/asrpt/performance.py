@@ -14,6 +14,11 @@ its start (fixed while it runs). The engine counts work in the trace's seconds, 
   bandwidths, so a fewest-servers placement runs at speed 1 whatever the NIC) — the trace duration is
   read as the run time on the best placement of the reference cluster.
 
+- **NIC** (``nic``): ``share`` (the paper: x/g of the NIC per stage's replicas on a server, g the
+  server's GPUs) or ``whole`` (schedcast's first reading); see sim.asrpt.iteration.
+- **Mapping** (``refine``): the paper's Heavy-Edge, or the refined variant; None (default) follows the
+  replay's ``heavy-edge`` placement (``heavy-edge:refine=true``) when there is one.
+
 Fractional jobs and jobs whose GPU count has no plan keep speed 1, so every other policy and golden
 replay is unchanged.
 """
@@ -40,7 +45,7 @@ class IterationSpeed(PerformanceModel):
     def __init__(self, catalog: StageCatalog | None = None, iterations: Sequence[float] | None = None,
                  inter_gbit: float | None = None, intra_gbyte: float | None = None,
                  allreduce: str = "ring", gpus_per_server: int | None = None, assign: bool = False,
-                 seed: int = 0, ref_gbit: float | None = None):
+                 seed: int = 0, ref_gbit: float | None = None, nic: str = "share", refine: bool | None = None):
         if catalog is None:
             from sim.asrpt.jobs import shared_catalog
 
@@ -50,8 +55,12 @@ class IterationSpeed(PerformanceModel):
         self.inter_gbit, self.intra_gbyte, self.allreduce = inter_gbit, intra_gbyte, allreduce
         self.gpus_per_server = gpus_per_server
         self.assign, self.seed, self.ref_gbit = bool(assign), int(seed), ref_gbit
-        self.bw = Bandwidth(allreduce=allreduce) if inter_gbit is None and intra_gbyte is None else \
-            Bandwidth(inter=(inter_gbit or 10.0) * 1e9 / 8, intra=(intra_gbyte or 300.0) * 1e9, allreduce=allreduce)
+        self.nic, self.refine = nic, refine
+        per = int(gpus_per_server or 8)
+        self.bw = Bandwidth(allreduce=allreduce, nic=nic, server_gpus=per) \
+            if inter_gbit is None and intra_gbyte is None else \
+            Bandwidth(inter=(inter_gbit or 10.0) * 1e9 / 8, intra=(intra_gbyte or 300.0) * 1e9, allreduce=allreduce,
+                      nic=nic, server_gpus=per)
         self._alpha: dict[tuple, float | None] = {}
         self._amax: dict[tuple, float | None] = {}
         self.model: list[str | None] = []
@@ -61,6 +70,12 @@ class IterationSpeed(PerformanceModel):
 
     def bind(self, engine: "Engine") -> None:
         super().bind(engine)
+        if self.refine is None:
+            from sim.placement.heavy_edge import HeavyEdge
+
+            places = [c.placement for c in getattr(engine, "contexts", [])]
+            self.refine = any(isinstance(p, HeavyEdge) and p.refine for p in places)
+            self._alpha.clear()
         self.bind_workload(engine.workload)
 
     def bind_workload(self, w) -> None:
@@ -70,9 +85,12 @@ class IterationSpeed(PerformanceModel):
         if getattr(self, "_bound", None) is w:  # the same workload again (one replay per policy)
             return
         self._bound = w
-        self.bw = Bandwidth.from_cluster(w.cluster, self.inter_gbit, self.intra_gbyte, self.allreduce)
         if self.gpus_per_server is None:
             self.gpus_per_server = max(max(p.capacities) for p in w.cluster.partitions)
+        self.bw = Bandwidth.from_cluster(w.cluster, self.inter_gbit, self.intra_gbyte, self.allreduce, self.nic,
+                                         self.gpus_per_server)
+        self._alpha.clear()
+        self._amax.clear()
         self.model = job_models(w.frame, w.model, assign=self.assign, seed=self.seed) if len(w.frame) == len(w) \
             else list(w.model)
         self.gpus, self.duration = list(w.gpus), list(w.duration)
@@ -86,7 +104,8 @@ class IterationSpeed(PerformanceModel):
         else:
             from sim.asrpt.jobs import REF_INTRA_GBYTE
 
-            ref = Bandwidth(self.ref_gbit * 1e9 / 8, REF_INTRA_GBYTE * 1e9)  # ring, as sim.asrpt.jobs
+            ref = Bandwidth(self.ref_gbit * 1e9 / 8, REF_INTRA_GBYTE * 1e9,  # ring, as sim.asrpt.jobs
+                            nic=self.nic, server_gpus=self.gpus_per_server or 8)
         frame = w.frame if len(w.frame) == len(w) else None
         if frame is None:
             import pandas as pd
@@ -103,7 +122,8 @@ class IterationSpeed(PerformanceModel):
         a = self._alpha.get(key)
         if a is None and key not in self._alpha:
             cfg = self.catalog.config(model, gpus)
-            a = None if cfg is None else alpha(cfg, heavy_edge_map(cfg, list(counts), self.bw), self.bw)
+            a = None if cfg is None else alpha(cfg, heavy_edge_map(cfg, list(counts), self.bw, refine=bool(self.refine)),
+                                               self.bw)
             self._alpha[key] = a
         return a
 

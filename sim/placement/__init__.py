@@ -252,10 +252,10 @@ def _scored(**weights: float) -> Placement:
     return ScoredPlacement(weights or None)
 
 
-def _heavy_edge(most_free: bool = True) -> Placement:
+def _heavy_edge(most_free: bool = True, refine: bool = False) -> Placement:
     from sim.placement.heavy_edge import HeavyEdge  # lazy: heavy_edge imports this module
 
-    return HeavyEdge(most_free=most_free)
+    return HeavyEdge(most_free=most_free, refine=refine)
 
 
 #: name -> factory. The CLI, configs and tests read this registry.
@@ -297,7 +297,9 @@ def make_placement(name: str | Placement) -> Placement:
         if not eq:
             raise ValueError(f"placement parameter {part!r} in {name!r} is not key=value")
         try:
-            params[key.strip()] = ast.literal_eval(value.strip())
+            text = value.strip()
+            params[key.strip()] = {"true": True, "false": False}.get(text.lower()) if text.lower() in (
+                "true", "false") else ast.literal_eval(text)
         except (ValueError, SyntaxError):
             raise ValueError(f"placement parameter {key.strip()!r} in {name!r} is not a number") from None
     try:

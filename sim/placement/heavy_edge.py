@@ -1,22 +1,30 @@
 """Heavy-Edge: communication-aware mapping of a pipelined job's stage replicas onto servers (A-SRPT
-§III-B, Fig. 2; our reading, the pseudo-code is not in the text we had).
+§IV-B, Fig. 2).
 
-The job is a graph whose vertices are stage replicas. Two kinds of edges carry bytes every iteration:
+The job is a graph whose vertices are its stage replicas (one per GPU). Edges carry the bytes two
+replicas exchange per iteration:
 
-- an **AllReduce edge** per stage s with k_s > 1, weight ``2 (k_s - 1) / k_s * P_s`` (ring volume);
-- a **pipeline edge** per pair of consecutive stages (s, s+1), weight ``2 act_s`` (activations forward,
-  gradients back).
+- **AllReduce edges** between every two replicas of a stage s with k_s > 1: ring AllReduce (RAR)
+  ``2 (k_s - 1) / k_s * h_s``, tree AllReduce (TAR) ``(k_s - 1) / k_s * h_s`` — half of RAR's (h_s: the
+  stage's parameter bytes; which one follows ``Bandwidth.allreduce``);
+- **pipeline edges** between every replica of s and every replica of s+1: ``2 act_s / (k_s k_{s+1})``
+  (activations forward, gradients back, spread uniformly over the peers).
 
-Heavy-Edge visits the edges from the heaviest to the lightest and tries to keep each edge inside a
-server: an AllReduce edge puts the stage's unplaced replicas on one server (the tightest server that
-holds them all, preferring one that already holds a neighbour stage), else fills servers that hold
-neighbours first and then the emptiest; a pipeline edge puts both stages' unplaced replicas on one
-server if one holds them all, else spreads them over servers (those holding a placed partner first,
-then the emptiest) in proportion, so each server holds replicas of both stages and most activation
-traffic stays local. Replicas not touched by any edge (a single stage with one replica) go to the
-tightest server. A few swap steps then move replicas out of the bottleneck (server, stage) while that
-lowers alpha (ours: greedy packing can fill a server with one wide stage and strand its neighbour).
-The result is ``x[server][stage]`` for :mod:`sim.asrpt.iteration`.
+:func:`heavy_edge_map` is the paper's procedure: the servers are visited in order of available GPUs
+(most first; ties by index). A server whose available GPUs equal (or exceed) the number of vertices
+left takes them all. A single-GPU server takes the vertex of minimum total edge weight to the vertices
+left (the cheapest one to isolate). Otherwise a ``node_set`` grows from the two ends of the heaviest edge
+among the vertices left, one replica at a time, adding the vertex with the largest total edge weight to
+``node_set``; when no vertex left connects to it, a random one (a fixed-seed draw, so the mapping is a
+deterministic function of the job and the servers and placement and speed agree); when ``node_set``
+holds as many vertices as the server has GPUs, they go there. The result is ``x[server][stage]`` for
+:mod:`sim.asrpt.iteration`.
+
+``refine=True`` (``heavy-edge:refine=true``) is schedcast's first reading, kept as a named variant:
+stage-level edges placed greedily (an AllReduce edge puts a stage on one server, a pipeline edge spreads
+two stages proportionally) followed by up to 8 swaps with the time model out of the bottleneck
+(server, stage) — a local search the paper does not have. Table II of the ledger measures both against
+the exact ILP (sim/asrpt/ilp.py).
 
 The placement plug-in ``heavy-edge`` chooses the servers: a job that fits one server goes to the
 tightest such server; a larger one spans the fewest servers, emptiest first (``most_free=True``) — or,
@@ -50,12 +58,94 @@ def job_edges(config: "PipelineConfig") -> list[tuple[float, str, int]]:
     return edges
 
 
-def heavy_edge_map(config: "PipelineConfig", capacities: list[int],
-                   bw: "Bandwidth | None" = None, refine: int = 8) -> list[list[int]]:
-    """Map the stage replicas onto servers with ``capacities`` GPUs (sum >= the job's GPUs).
+def replica_graph(config: "PipelineConfig", allreduce: str = "ring"):
+    """(stage of each vertex, symmetric weight matrix) of the job graph (see the module docstring)."""
+    import numpy as np
 
-    The greedy pass uses byte weights only; then up to ``refine`` swap steps (see :func:`_refine`) with
-    the time model at bandwidths ``bw`` (default: the paper's)."""
+    stage_of = [s for s, st in enumerate(config.stages) for _ in range(st.replicas)]
+    V = len(stage_of)
+    W = np.zeros((V, V))
+    first = [0]
+    for st in config.stages:
+        first.append(first[-1] + st.replicas)
+    for s, st in enumerate(config.stages):
+        a, b, k = first[s], first[s + 1], st.replicas
+        if k > 1 and st.parameter_bytes > 0:
+            w = (2.0 if allreduce == "ring" else 1.0) * (k - 1) / k * st.parameter_bytes
+            W[a:b, a:b] = w
+        if s + 1 < config.num_stages and st.activation_bytes > 0:
+            c, d = b, first[s + 2]
+            w = 2.0 * st.activation_bytes / (k * config.stages[s + 1].replicas)
+            W[a:b, c:d] = w
+            W[c:d, a:b] = w
+    np.fill_diagonal(W, 0.0)
+    return stage_of, W
+
+
+def heavy_edge_map(config: "PipelineConfig", capacities: list[int],
+                   bw: "Bandwidth | None" = None, refine: bool = False, seed: int = 0) -> list[list[int]]:
+    """Map the stage replicas onto servers with ``capacities`` GPUs (sum >= the job's GPUs): the
+    paper's Heavy-Edge (module docstring), or with ``refine`` the refined greedy variant. ``seed``
+    fixes the random vertex drawn when no vertex left connects to ``node_set``."""
+    if refine:
+        return _refined_map(config, capacities, bw)
+    import random
+
+    import numpy as np
+
+    S = config.num_stages
+    stage_of, W = replica_graph(config, bw.allreduce if bw is not None else "ring")
+    V = len(stage_of)
+    if sum(capacities) < V:
+        raise ValueError(f"{V} replicas do not fit servers {capacities}")
+    m = len(capacities)
+    x = [[0] * S for _ in range(m)]
+    left = np.ones(V, dtype=bool)
+    rng = random.Random(seed)
+    for j in sorted(range(m), key=lambda j: (-capacities[j], j)):
+        n_left = int(left.sum())
+        c = int(capacities[j])
+        if not n_left:
+            break
+        if c <= 0:
+            continue
+        idx = np.flatnonzero(left)
+        if n_left <= c:  # the server holds every vertex left
+            chosen = idx.tolist()
+        elif c == 1:  # the vertex of minimum total edge weight to the vertices left
+            sub = W[np.ix_(idx, idx)]
+            chosen = [int(idx[int(np.argmin(sub.sum(axis=1)))])]
+        else:
+            sub = W[np.ix_(idx, idx)]
+            flat = int(np.argmax(sub))
+            u, v = divmod(flat, len(idx))
+            if sub[u, v] > 0:
+                chosen = [int(idx[u]), int(idx[v])]
+            else:
+                chosen = [int(idx[rng.randrange(len(idx))])]
+            left[chosen] = False
+            gain = W[:, chosen].sum(axis=1)
+            while len(chosen) < c:
+                cand = np.flatnonzero(left)
+                g = gain[cand]
+                best = int(np.argmax(g))
+                vtx = int(cand[best]) if g[best] > 0 else int(cand[rng.randrange(len(cand))])
+                chosen.append(vtx)
+                left[vtx] = False
+                gain += W[:, vtx]
+            for vtx in chosen:
+                x[j][stage_of[vtx]] += 1
+            continue
+        left[chosen] = False
+        for vtx in chosen:
+            x[j][stage_of[vtx]] += 1
+    return x
+
+
+def _refined_map(config: "PipelineConfig", capacities: list[int],
+                 bw: "Bandwidth | None" = None, refine: int = 8) -> list[list[int]]:
+    """``heavy-edge:refine=true``: the greedy stage-level pass on byte weights, then up to ``refine``
+    swap steps (see :func:`_refine`) with the time model at bandwidths ``bw`` (default: the paper's)."""
     S = config.num_stages
     k = [st.replicas for st in config.stages]
     if sum(capacities) < sum(k):
@@ -175,13 +265,15 @@ def _refine(config: "PipelineConfig", x: list[list[int]], bw: "Bandwidth | None"
 
 class HeavyEdge(Consolidate):
     """The ``heavy-edge`` placement: fewest servers (see module docstring); stage mapping by
-    :func:`heavy_edge_map` in the performance model."""
+    :func:`heavy_edge_map` in the performance model. ``refine=True`` selects the refined mapping
+    (the performance model reads it from here when the replay's placement is this one)."""
 
     name = "heavy-edge"
 
-    def __init__(self, most_free: bool = True):
+    def __init__(self, most_free: bool = True, refine: bool = False):
         super().__init__(strict=False)
         self.most_free = bool(most_free)
+        self.refine = bool(refine)
 
     def place_gpus(self, pool: NodePool, gpus: int, gpu_type: str | None) -> Placement_t | None:
         if self.most_free:
