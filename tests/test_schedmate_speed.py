@@ -245,14 +245,15 @@ def test_job_texts_and_failure_handler_rates_are_kept_on_disk_for_the_next_proce
 
     from models.schedmate import evaluate
     from sim.policies import schedmate as sm
+    from sim.policies import schedmate_material as me
 
     monkeypatch.setenv("SCHEDCAST_TRACE_CACHE", str(tmp_path / "cache"))
     frame = pd.DataFrame({"user": ["u1", "u1", "u2", "u3"], "job_name": ["a", "a", "b", "c"],
-                          "num_gpus": [1, 1, 8, 2]})
+                          "num_gpus": [1, 1, 8, 2], "duration": [3600.0, 3600.0, 600.0, 86400.0]})
     sm.clear_text_cache()
     first = sm.JobTexts(frame, [1, 1, 8, 2], seed=5)
     texts = first.all()
-    assert first.built == 3  # three groups (u1/a twice)
+    assert 3 <= first.built <= 4  # one extraction per distinct material (u1/a's two jobs may share one)
     sm.clear_text_cache()  # as a new process: nothing in memory
     again = sm.JobTexts(frame, [1, 1, 8, 2], seed=5)
     assert again.all() == texts and again.built == 0
@@ -260,13 +261,13 @@ def test_job_texts_and_failure_handler_rates_are_kept_on_disk_for_the_next_proce
     sm.use_disk_cache(False)
     try:
         off = sm.JobTexts(frame, [1, 1, 8, 2], seed=5)
-        assert off.all() == texts and off.built == 3
+        assert off.all() == texts and off.built == first.built
     finally:
         sm.use_disk_cache(True)
     sm.clear_text_cache()
-    monkeypatch.setattr(sm, "_CORPUS_CODE", ("models/schedmate/embed.py",))  # other code: another key
+    monkeypatch.setattr(me, "_CORPUS_CODE", ("models/schedmate/embed.py",))  # other code: another key
     fresh = sm.JobTexts(frame, [1, 1, 8, 2], seed=5)
-    assert fresh.all() == texts and fresh.built == 3
+    assert fresh.all() == texts and fresh.built == first.built
 
     calls = []
 

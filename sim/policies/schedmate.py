@@ -1,33 +1,29 @@
-"""SchedMate in the replay: a host scheduler helped by what a job carries (its code and launch command).
+"""SchedMate in the replay: a host scheduler helped by what a job carries (its code, launch command, logs).
 
 - ``schedmate-sjf``: non-preemptive shortest-job-first on the Scheduling Advisor's duration (the mean
   of the top-k similar finished jobs, models.schedmate.advisor); a job without a match falls back to
   the host's estimate (``host=prediction``: the duration prediction given to the replay; ``history``:
   Helios' user / GPU-count history, QSSF's predictor). ``schedmate-sjf-fh`` adds the Failure Handler.
-- ``lucid-schedmate``: Lucid whose jobs skip profiling when similar jobs exist (the match's measured
-  profile is used), whose duration estimate is SchedMate's where it has one, and whose packings are
-  cancelled by the Metric Tracker: ``track_after`` s after packing it reads the host job's throughput
-  before and after; below ``theta`` (0.5) of it the guest is evicted and never packed again (this
-  replaces Lucid's own unstable-pair check).
+- ``lucid-schedmate``: Lucid whose jobs skip profiling when similar jobs exist (the matches' measured
+  profiles, averaged, are used), whose duration estimate is SchedMate's where it has one, and whose
+  packings are cancelled by the Metric Tracker: ``track_after`` s after packing it has read the host's
+  log before and after; a measured throughput below ``theta`` (0.5) of the one before evicts the guest,
+  which is never packed again (this replaces Lucid's own unstable-pair check).
 
-Job text. Each job's text is the canonical text of the metadata extracted (models.schedmate.extract)
-from the job material SchedMate's corpus binds to its group (features.jobcorpus.material_for_job,
-``text_source=corpus``): jobs of one group (``group_id``, else user + job name, else VC + GPU count)
-share a repository template with small changes; the GPU and node counts in the text are the job's
-request (the corpus draws its own per group). ``text_source=trace`` uses only what the trace says
-(name, user, VC, GPUs). Texts are built when the replay starts, cached per (group, variant), embedded
-once per distinct text and scored against each other once (SchedulingAdvisor.warm), so the advice per
-job costs microseconds: a walk over its text's short candidate list, or the answer kept for the text
-while no similar job has finished since.
+What SchedMate reads (sim.policies.schedmate_material): each job's own text (its group's template, its
+own dataset, batch, GPUs and the step count that makes its work; a share of groups use another group's
+template, so retrieval, not the group key, finds the matches); each failed job's generated log, read by
+the real Failure Handler (so its recall and precision are the classifier's); each packed host's
+generated progress log, read by the real Metric Tracker (its detection rate is measured; a log it
+cannot read leaves the packing alone). Texts and readings are cached per distinct text / log, in the
+process and on disk.
 
 Failure Handler. Without it a failed job restarts after the restart rule's delay (a human's reaction
-time, ``--failures ...,reaction=S``). With it, an infrastructure failure the handler recognises (with
-probability ``recall``, drawn from ``ctx.rng``) restarts after ``diagnosis + recovery`` s and, for a
-job failure (no node went down), the nodes the job ran on are cordoned for ``repair`` s; a
-framework / script failure the handler wrongly calls infrastructure (the rate implied by
-``precision``) is restarted automatically, fails again and then waits for the human: its delay is
-``diagnosis + recovery`` plus the reaction time. ``recall`` / ``precision`` default to the Failure
-Handler's scores measured on the generated corpus (models.schedmate.evaluate).
+time, ``--failures ...,reaction=S``). With it, a failure whose log the handler calls infrastructure is
+restarted after ``diagnosis + recovery`` s; if it was infrastructure and no node went down, the nodes
+the job ran on are cordoned for ``repair`` s; if it was not (a false alarm) the automatic restart fails
+again and the human's delay follows: ``diagnosis + recovery`` plus the reaction time. ``recall`` /
+``precision`` given as numbers replace the classifier by a coin with those rates (an ablation).
 
 Retrieval never sees the future: a job is observed when it finishes, and advice at time t uses only
 jobs observed by t.
@@ -45,78 +41,11 @@ from sim.failures import failure_category
 from sim.policies.base import Policy, SortedQueue, start_in_order
 from sim.policies.lucid.coordinator import LucidCoordinator
 from sim.policies.lucid.orchestrator import Lucid
+from sim.policies.schedmate_material import (FailureReader, JobTexts, SlowdownReader, clear_text_cache, flush,
+                                             group_keys, measured_failure_handler, use_disk_cache)
 
-_TEXT_CACHE: dict[tuple, str] = {}  # (source, seed, group key, variant, gpus) -> canonical text
-_TEXTS_LOADED: set[int] = set()  # corpus seeds whose texts were read from the disk cache
-_FH_SCORES: dict[tuple, dict] = {}
-#: The code that makes job texts and measures the Failure Handler: a change invalidates the disk cache.
-_CORPUS_CODE = ("features/jobcorpus", "models/schedmate")
-
-
-def _disk_key(kind: str, *parts: Any) -> str | None:
-    """Key of a SchedMate value in the disk cache (features.traces.cache; off with SCHEDCAST_TRACE_CACHE=0)."""
-    from features.traces import cache
-
-    if cache.cache_dir() is None:
-        return None
-    return cache.value_key(kind, *parts, cache.code_digest(*_CORPUS_CODE))
-
-
-_use_disk = True  # read and write the disk cache (use_disk_cache)
-
-
-def clear_text_cache() -> None:
-    """Forget the texts and rates this process built or read (for timing a replay from a cold start;
-    the disk cache stays: the next replay reads it, as a new process would)."""
-    _TEXT_CACHE.clear()
-    _TEXTS_LOADED.clear()
-    _FH_SCORES.clear()
-
-
-def use_disk_cache(on: bool) -> None:
-    """Read and write SchedMate's texts and rates in the disk cache (default) or not (timing a first run)."""
-    global _use_disk
-    _use_disk = bool(on)
-
-
-def _load_texts(seed: int) -> None:
-    """Merge the texts an earlier process built for corpus ``seed`` (about 3 ms each to extract)."""
-    if seed in _TEXTS_LOADED or not _use_disk:
-        return
-    _TEXTS_LOADED.add(seed)
-    from features.traces import cache
-
-    stored = cache.get_value(_disk_key("schedmate-texts", seed))
-    if isinstance(stored, dict):
-        for key, text in stored.items():
-            _TEXT_CACHE.setdefault(key, text)
-
-
-def _save_texts(seed: int) -> None:
-    if not _use_disk:
-        return
-    from features.traces import cache
-
-    mine = {k: v for k, v in _TEXT_CACHE.items() if k[1] == seed}
-    cache.put_value(_disk_key("schedmate-texts", seed), mine)
-
-
-def measured_failure_handler(n: int = 150, seed: int = 0) -> dict:
-    """The Failure Handler's precision / recall on ``n`` generated failed logs (about 1.3 s; kept per
-    process and in the disk cache, keyed by the code that generates and diagnoses the logs)."""
-    key = (n, seed)
-    if key not in _FH_SCORES:
-        from features.traces import cache
-
-        disk = _disk_key("schedmate-fh", n, seed) if _use_disk else None
-        scores = cache.get_value(disk)
-        if not isinstance(scores, dict):
-            from models.schedmate.evaluate import failure_handler_scores
-
-            scores = dict(failure_handler_scores(n, seed, locator=True))
-            cache.put_value(disk, scores)
-        _FH_SCORES[key] = scores
-    return _FH_SCORES[key]
+__all__ = ["JobTexts", "LucidSchedMate", "SchedMateSjf", "clear_text_cache", "false_positive_rate", "group_keys",
+           "measured_failure_handler", "use_disk_cache"]
 
 
 def false_positive_rate(recall: float, precision: float, infra_share: float) -> float:
@@ -125,95 +54,6 @@ def false_positive_rate(recall: float, precision: float, infra_share: float) -> 
     if precision <= 0 or infra_share >= 1:
         return 0.0 if infra_share >= 1 else 1.0
     return float(min(1.0, recall * infra_share * (1.0 - precision) / precision / (1.0 - infra_share)))
-
-
-def group_keys(frame: Any) -> list[str]:
-    """Each job's recurrence key: ``group_id``; else user + job name; else VC + GPU count (Philly-like
-    traces without names: a weak key, jobs of one VC and size look alike)."""
-    n = len(frame)
-
-    def col(name: str) -> list[Any]:
-        if name not in frame:
-            return [None] * n
-        s = frame[name]
-        return s.astype(object).where(s.notna(), None).tolist()
-
-    gid, user, name, org = col("group_id"), col("user"), col("job_name"), col("org")
-    gpus = frame["num_gpus"].astype(object).tolist() if "num_gpus" in frame else [None] * n
-    out = []
-    for g, u, nm, o, k in zip(gid, user, name, org, gpus):
-        if g not in (None, ""):
-            out.append(str(g))
-        elif u is not None and nm is not None:
-            out.append(f"{u}/{nm}")
-        else:
-            out.append(f"{o or 'all'}/{k}gpu")
-    return out
-
-
-class JobTexts:
-    """Per-job canonical texts, built lazily (see the module docstring)."""
-
-    def __init__(self, frame: Any, gpus: list[int], source: str = "corpus", seed: int = 0, variants: int = 1):
-        self.source, self.seed, self.variants = source, int(seed), max(1, int(variants))
-        self.keys = group_keys(frame)
-        seen: dict[str, int] = {}
-        self.index = []
-        for k in self.keys:
-            self.index.append(seen.get(k, 0))
-            seen[k] = seen.get(k, 0) + 1
-        self.gpus = gpus
-        self._trace = None
-        if source == "trace":
-            n = len(frame)
-
-            def col(name: str) -> list[Any]:
-                return frame[name].astype(object).where(frame[name].notna(), None).tolist() if name in frame \
-                    else [None] * n
-
-            self._trace = (col("job_name"), col("user"), col("org"), col("model"))
-        self._texts: list[str | None] = [None] * len(self.keys)
-        self.built = 0
-
-    def all(self) -> list[str]:
-        """Every job's text (built now where not yet), in job order. Corpus texts built by an earlier
-        process are read from the disk cache; new ones are added to it."""
-        if self._trace is None:
-            _load_texts(self.seed)
-        built = self.built
-        texts = [self.text(j) for j in range(len(self.keys))]
-        if self.built > built:
-            _save_texts(self.seed)
-        return texts
-
-    def text(self, job: int) -> str:
-        t = self._texts[job]
-        if t is None:
-            t = self._texts[job] = self._build(job)
-        return t
-
-    def _build(self, job: int) -> str:
-        if self._trace is not None:
-            name, user, org, model = (c[job] for c in self._trace)
-            return (f"job {name or 'unnamed'} model {model or 'unknown'} user {user or 'unknown'} "
-                    f"vc {org or 'none'} gpus {self.gpus[job]}")
-        variant = self.index[job] % self.variants
-        gpus = int(self.gpus[job])
-        key = ("corpus", self.seed, self.keys[job], variant, gpus)
-        t = _TEXT_CACHE.get(key)
-        if t is None:
-            from dataclasses import replace
-
-            from features.jobcorpus import material_for_job
-            from models.schedmate.extract import extract_metadata
-
-            m = material_for_job(self.keys[job], variant, self.seed)
-            meta = extract_metadata(m.command, m.files)
-            # The request's GPUs are what the scheduler knows for sure; the corpus draws its own per group.
-            meta = replace(meta, gpus=gpus, nodes=max(1, -(-gpus // 8)))
-            t = _TEXT_CACHE[key] = meta.canonical_text()
-            self.built += 1
-        return t
 
 
 class SchedMateParts:
@@ -225,7 +65,7 @@ class SchedMateParts:
 
         self.sm = policy
         self.advisor = SchedulingAdvisor(t_score=policy.t_score, k=policy.k, embedder=policy.embedder)
-        self.texts = JobTexts(jobs.frame, jobs.gpus, policy.text_source, policy.corpus_seed, policy.variants)
+        self.texts = JobTexts(jobs.frame, jobs.gpus, policy.text_source, policy.corpus_seed)
         # Every job's text is known up front: embed the distinct texts once and build their candidate
         # lists in one product, so advice per job is a walk over a short list (or a kept answer).
         self.job_text = self.texts.all()
@@ -234,8 +74,11 @@ class SchedMateParts:
         # for the whole replay made the garbage collector walk them, a fifth of a long replay's time.
         self.advice_s: dict[int, float] = {}
         self.fh_rng = rng
-        self.recall = self.precision = None
-        self.fh = {"failures": 0, "infrastructure": 0, "recognised": 0, "false_alarms": 0, "cordoned": 0}
+        self.failure_reader = FailureReader(self.texts)
+        self.slowdown_reader = SlowdownReader(self.texts)
+        self.fh = {"failures": 0, "infrastructure": 0, "recognised": 0, "false_alarms": 0, "cordoned": 0,
+                   "missed": 0, "no_answer": 0}
+        self.tracker = {"reads": 0, "untrackable": 0, "slowdowns": 0, "detected": 0, "false_alarms": 0}
         self.advised = self.matched = 0
         util = jobs.frame["gpu_util"] if "gpu_util" in jobs.frame else None
         self.gpu_util = [None] * len(self.job_text) if util is None else \
@@ -256,16 +99,21 @@ class SchedMateParts:
         self.advisor.observe(str(job), self.job_text[job], duration, now, self.gpu_util[job])
 
     # -- failure handler ---------------------------------------------------------------------------
-    def _rates(self) -> tuple[float, float]:
-        if self.recall is None:
-            p = self.sm
-            rec, prec = p.recall, p.precision
-            if rec is None or prec is None:
-                scores = measured_failure_handler()
-                rec = scores["recall"] if rec is None else rec
-                prec = scores["precision"] if prec is None else prec
-            self.recall, self.precision = float(rec), float(prec)
-        return self.recall, self.precision
+    def _called_infrastructure(self, ctx: Any, job: int, cause: str, category: str) -> bool:
+        """Does the handler call this failure infrastructure? The real classifier on the job's generated
+        log; with ``recall`` / ``precision`` given, a coin with those rates instead (an ablation)."""
+        p = self.sm
+        if p.recall is None and p.precision is None:
+            kind = self.failure_reader.diagnose(job, self.failure_reader.cause(job, cause))
+            if kind is None:
+                self.fh["no_answer"] += 1
+            return kind == "infrastructure"
+        recall = 1.0 if p.recall is None else p.recall
+        precision = 1.0 if p.precision is None else p.precision
+        u = float(self.fh_rng.random())
+        if category == "infrastructure":
+            return u < recall
+        return u < false_positive_rate(recall, precision, p.infra_share)
 
     def restart_delay(self, ctx: Any, job: int, nodes: list[int]) -> float | None:
         """The Failure Handler's restart delay for ``job`` (None: the human's, i.e. the restart rule)."""
@@ -273,22 +121,50 @@ class SchedMateParts:
         self.fh["failures"] += 1
         if not p.failure_handler:
             return None
-        recall, precision = self._rates()
-        category = failure_category(ctx.failure_cause(job))
-        u = float(self.fh_rng.random())
-        if category == "infrastructure":
-            self.fh["infrastructure"] += 1
-            if u >= recall:
-                return None
+        cause = ctx.failure_cause(job)
+        category = failure_category(cause)
+        if category == "unknown":  # the trace says only 'failed': the generated log's cause decides
+            from features.jobcorpus.logs import CAUSES
+
+            category = CAUSES[self.failure_reader.cause(job, cause)][0]
+        infra = category == "infrastructure"
+        self.fh["infrastructure"] += infra
+        called = self._called_infrastructure(ctx, job, cause, category)
+        if infra and called:
             self.fh["recognised"] += 1
             if p.repair > 0 and nodes and not any(n in ctx.pool.down for n in nodes):
                 self._cordon(ctx, nodes)  # a job failure: its nodes are suspect (a node failure took its node down)
             return p.diagnosis + p.recovery
-        fp = false_positive_rate(recall, precision, p.infra_share)
-        if u < fp:
+        if called:
             self.fh["false_alarms"] += 1
             return p.diagnosis + p.recovery + ctx.engine.restart.delay
+        self.fh["missed"] += infra
         return None
+
+    # -- metric tracker ----------------------------------------------------------------------------
+    def slowdown_seen(self, ctx: Any, host: int, true_ratio: float, theta: float, mode: str,
+                      detection: float | None, error: float) -> bool:
+        """Does the Metric Tracker see the host slowed below ``theta`` of its throughput? ``log``: the real
+        tracker on the host's generated log (``detection`` given: a true slowdown is seen with that
+        probability, nothing else is: Fig. 13c's sweep); ``oracle``: the engine's speed x log-normal error."""
+        t = self.tracker
+        slow = true_ratio < theta
+        t["slowdowns"] += slow
+        if detection is not None:
+            seen = slow and float(ctx.rng("schedmate.tracker").random()) < detection
+        elif mode == "oracle":
+            r = true_ratio * (math.exp(float(ctx.rng("schedmate.tracker").normal(0.0, error))) if error > 0 else 1.0)
+            seen = r < theta
+        else:
+            t["reads"] += 1
+            measured = self.slowdown_reader.ratio(host, true_ratio)
+            if measured is None:
+                t["untrackable"] += 1
+                return False
+            seen = measured < theta
+        t["detected"] += slow and seen
+        t["false_alarms"] += seen and not slow
+        return seen
 
     def _cordon(self, ctx: Any, nodes: list[int]) -> None:
         pool = ctx.pool
@@ -300,12 +176,20 @@ class SchedMateParts:
             ctx.set_timer(ctx.now + self.sm.repair, ("sm_uncordon", tuple(mine)))
 
     def stats_schedmate(self) -> dict[str, Any]:
+        flush()  # diagnoses and readings made in this replay go to the disk cache once
         out = {"schedmate_advised": self.advised, "schedmate_matched": self.matched,
                "schedmate_coverage": self.matched / self.advised if self.advised else 0.0,
-               "schedmate_texts_built": self.texts.built}
+               "schedmate_texts_built": self.texts.built, "schedmate_logs_read": self.failure_reader.read,
+               "schedmate_distinct_texts": len(set(self.job_text))}
         out.update({f"schedmate_fh_{k}": v for k, v in self.fh.items()})
-        if self.recall is not None:
-            out["schedmate_fh_recall"], out["schedmate_fh_precision"] = self.recall, self.precision
+        fh = self.fh
+        if fh["infrastructure"]:
+            out["schedmate_fh_recall"] = fh["recognised"] / fh["infrastructure"]
+        if fh["recognised"] + fh["false_alarms"]:
+            out["schedmate_fh_precision"] = fh["recognised"] / (fh["recognised"] + fh["false_alarms"])
+        out.update({f"schedmate_tracker_{k}": v for k, v in self.tracker.items()})
+        if self.tracker["slowdowns"]:
+            out["schedmate_tracker_detection_rate"] = self.tracker["detected"] / self.tracker["slowdowns"]
         return out
 
 
@@ -337,13 +221,12 @@ class SchedMateParams:
         "t_score": "cosine similarity a historical job needs to count as a match",
         "k": "matches averaged (top k)",
         "embedder": "text embedder: hash (fast, default) or minilm (local MiniLM)",
-        "text_source": "job text from the generated corpus bound to the job's group, or the trace's fields",
+        "text_source": "job text from the material generated per job (corpus), or the trace's fields",
         "corpus_seed": "seed of the corpus material",
-        "variants": "distinct materials per group (jobs of a group cycle through them)",
         "host": "estimate without a match: the replay's prediction, or Helios' history predictor",
-        "recall": "Failure Handler recall (default: measured on the corpus)",
-        "precision": "Failure Handler precision (default: measured on the corpus)",
-        "infra_share": "infrastructure share of the logs precision was measured on (7 of the 15 causes)",
+        "recall": "Failure Handler recall as a coin (default: none, the real classifier reads each failed log)",
+        "precision": "Failure Handler precision as a coin (default: none, the real classifier reads each failed log)",
+        "infra_share": "infrastructure share of failures the coin's precision refers to (recall/precision given)",
         "diagnosis": "s to diagnose a failure",
         "recovery": "s to recover (restart from the last checkpoint) after diagnosis",
         "repair": "s a node stays cordoned after a recognised infrastructure job failure (0: never)",
@@ -356,7 +239,6 @@ class SchedMateParams:
     embedder: str
     text_source: str
     corpus_seed: int
-    variants: int
     recall: float | None
     precision: float | None
     infra_share: float
@@ -365,7 +247,7 @@ class SchedMateParams:
     repair: float
 
     def _set_schedmate(self, failure_handler: bool, t_score: float, k: int, embedder: str, text_source: str,
-                       corpus_seed: int, variants: int, recall: float | None, precision: float | None,
+                       corpus_seed: int, recall: float | None, precision: float | None,
                        infra_share: float, diagnosis: float, recovery: float, repair: float) -> None:
         for name, value in (("recall", recall), ("precision", precision), ("infra_share", infra_share)):
             if value is not None and not 0.0 <= value <= 1.0:
@@ -378,7 +260,7 @@ class SchedMateParams:
         if text_source not in ("corpus", "trace"):
             raise ValueError(f"text_source must be 'corpus' or 'trace', got {text_source!r}")
         self.failure_handler, self.t_score, self.k, self.embedder = bool(failure_handler), float(t_score), int(k), embedder
-        self.text_source, self.corpus_seed, self.variants = text_source, int(corpus_seed), int(variants)
+        self.text_source, self.corpus_seed = text_source, int(corpus_seed)
         self.recall, self.precision, self.infra_share = recall, precision, float(infra_share)
         self.diagnosis, self.recovery, self.repair = float(diagnosis), float(recovery), float(repair)
 
@@ -397,11 +279,11 @@ class SchedMateSjf(SchedMateParams, Policy):
 
     def __init__(self, failure_handler: bool = False, t_score: float = 0.9, k: int = 3,
                  embedder: Literal["hash", "minilm"] = "hash", text_source: Literal["corpus", "trace"] = "corpus",
-                 corpus_seed: int = 0, variants: int = 1, host: Literal["prediction", "history"] = "prediction",
+                 corpus_seed: int = 0, host: Literal["prediction", "history"] = "prediction",
                  recall: float | None = None, precision: float | None = None, infra_share: float = 7 / 15,
                  diagnosis: float = 60.0, recovery: float = 120.0, repair: float = 1800.0,
                  work_conserving: bool = False, priority: Literal["duration", "service"] = "duration") -> None:
-        self._set_schedmate(failure_handler, t_score, k, embedder, text_source, corpus_seed, variants, recall,
+        self._set_schedmate(failure_handler, t_score, k, embedder, text_source, corpus_seed, recall,
                             precision, infra_share, diagnosis, recovery, repair)
         if host not in ("prediction", "history"):
             raise ValueError(f"host must be 'prediction' or 'history', got {host!r}")
@@ -503,15 +385,19 @@ class LucidSchedMate(SchedMateParams, Lucid):
     param_docs = {**Lucid.param_docs, **SchedMateParams.param_docs,
                   "theta": "a packing is cancelled when the host keeps less than this share of its throughput",
                   "track_after": "s after packing when the Metric Tracker has read enough progress lines",
-                  "tracker_error": "relative error (sigma, log scale) of the tracker's throughput reading",
-                  "skip_profiling": "skip the profiler for jobs with a match (use the match's profile)"}
+                  "tracker": "log: the Metric Tracker reads the host's generated log; oracle: the engine's speed",
+                  "tracker_error": "tracker=oracle: relative error (sigma, log scale) of the speed reading",
+                  "detection": "a true slowdown is detected with this probability, nothing else is (Fig. 13c sweep; "
+                               "default: whatever the tracker reads)",
+                  "skip_profiling": "skip the profiler for jobs with a match (use the matches' mean profile)"}
 
     def __init__(self, failure_handler: bool = True, t_score: float = 0.9, k: int = 3,
                  embedder: Literal["hash", "minilm"] = "hash", text_source: Literal["corpus", "trace"] = "corpus",
-                 corpus_seed: int = 0, variants: int = 1, recall: float | None = None,
+                 corpus_seed: int = 0, recall: float | None = None,
                  precision: float | None = None, infra_share: float = 7 / 15, diagnosis: float = 60.0,
                  recovery: float = 120.0, repair: float = 1800.0, theta: float = 0.5, track_after: float = 60.0,
-                 tracker_error: float = 0.05, skip_profiling: bool = True,
+                 tracker: Literal["log", "oracle"] = "log", tracker_error: float = 0.05,
+                 detection: float | None = None, skip_profiling: bool = True,
                  profiler: bool = True, sharing: bool = True, n_prof: int = 8, t_prof: float = 200.0,
                  g_ss: int = 2, dynamic: bool = True, min_remaining: float = 300.0,
                  update_interval: float = 7 * 86400.0, update_model: Literal["lightgbm", "ebm", "rf"] = "lightgbm",
@@ -524,13 +410,18 @@ class LucidSchedMate(SchedMateParams, Lucid):
                          update_interval=update_interval, update_model=update_model,
                          profiler_nodes=profiler_nodes, profiler_from=profiler_from, initial=initial,
                          tick=tick, forecast=forecast)
-        self._set_schedmate(failure_handler, t_score, k, embedder, text_source, corpus_seed, variants, recall,
+        self._set_schedmate(failure_handler, t_score, k, embedder, text_source, corpus_seed, recall,
                             precision, infra_share, diagnosis, recovery, repair)
         if not 0.0 <= theta <= 1.0:
             raise ValueError(f"theta must be in [0, 1], got {theta}")
         if not (track_after >= 0 and tracker_error >= 0):
             raise ValueError("track_after and tracker_error must be >= 0")
+        if tracker not in ("log", "oracle"):
+            raise ValueError(f"tracker must be 'log' or 'oracle', got {tracker!r}")
+        if detection is not None and not 0.0 <= detection <= 1.0:
+            raise ValueError(f"detection must be in [0, 1], got {detection}")
         self.theta, self.track_after, self.tracker_error = float(theta), float(track_after), float(tracker_error)
+        self.tracker, self.detection = tracker, None if detection is None else float(detection)
         self.skip_profiling = bool(skip_profiling)
         self.nodes: dict[int, list[int]] = {}
 
@@ -544,8 +435,11 @@ class LucidSchedMate(SchedMateParams, Lucid):
                     # unchanged, so no re-sort (bumping c.version re-sorted every VC queue per arrival).
                     c.predictions[job] = adv.duration
                 if self.skip_profiling and job not in c.profiled:
-                    m = int(adv.matches[0])
-                    c.scores[job], c.gmem[job], c.util[job] = c.scores[m], c.gmem[m], c.util[m]
+                    # the matches' measured profiles, averaged (the paper's bypass), not the top match's
+                    ms = [int(m) for m in adv.matches]
+                    c.scores[job] = round(sum(float(c.scores[m]) for m in ms) / len(ms))
+                    c.gmem[job] = sum(float(c.gmem[m]) for m in ms) / len(ms)
+                    c.util[job] = sum(float(c.util[m]) for m in ms) / len(ms)
                     c.profiled.add(job)  # known from its match: no profiling, may pack at once
                     c.skipped_profiling += 1
         super().on_arrival(job)
@@ -560,10 +454,9 @@ class LucidSchedMate(SchedMateParams, Lucid):
             return False
         ctx = self.ctx
         host = ctx.engine.alloc[job][2]
-        ratio = ctx.engine.speed[host]  # the host's throughput after / before packing
-        if self.tracker_error > 0:
-            ratio *= math.exp(float(ctx.rng("schedmate.tracker").normal(0.0, self.tracker_error)))
-        if ratio < self.theta:
+        ratio = ctx.engine.speed[host]  # the host's true throughput after / before packing
+        if self.c.slowdown_seen(ctx, host, float(ratio), self.theta, self.tracker, self.detection,
+                                self.tracker_error):
             ctx.set_timer(ctx.now + self.track_after, ("sm_cancel", job, host))
         return True
 
