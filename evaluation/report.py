@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from evaluation.outdir import MARKER, OutputError, check_output  # noqa: F401 - one helper for every --out
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -34,6 +34,21 @@ HP_SPOT_COLUMNS = [
 JOB_SECONDS = ("submit", "first_start", "end", "wait", "load", "train", "save", "jct", "duration", "futile", "lost")
 #: Summary / breakdown keys in seconds besides the jct_*, wait_* and futile_* statistics.
 SUMMARY_SECONDS = ("load_total", "makespan", "total_flow_time")
+
+
+#: Wall-clock summary keys: they differ between identical runs, so they go to meta.json ("timings"),
+#: never into summary.csv (which is byte-identical for identical seeded runs). SchedMate's count of texts
+#: built depends on what an earlier process left in the disk cache, so it is a timing too.
+TIMING_KEYS = frozenset({"sim_seconds", "events_per_second", "wall_seconds", "sqa_seconds",
+                         "schedmate_texts_built"})
+
+
+def is_timing(column: str) -> bool:
+    """Whether a summary key is a wall-clock measurement (see TIMING_KEYS; also ``bo_*_seconds``,
+    ``sqa_*_seconds``, ``decision_*_ms``, ``*_wall_seconds``, ``*_cpu_seconds``)."""
+    return (column in TIMING_KEYS or (column.startswith(("bo_", "sqa_")) and column.endswith("_seconds"))
+            or (column.startswith("decision_") and column.endswith("_ms"))
+            or column.endswith(("_wall_seconds", "_cpu_seconds", "_wall_s")))
 
 
 def unit_name(column: str) -> str:
@@ -82,29 +97,6 @@ def render_table(summaries: list[dict[str, Any]], title: str = "",
     return f"{title}\n{text}" if title else text
 
 
-class OutputError(ValueError):
-    """The output folder cannot be used (a file, not empty without --force, not writable)."""
-
-
-def check_output(out_dir: str | Path, force: bool = False) -> Path:
-    """Fail before any work is done if results could not be written to ``out_dir``: it is a file, a
-    non-empty folder (unless ``force``), or its parent cannot be created or written."""
-    out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise OutputError(f"--out {out} is a file, not a folder")
-    if out.is_dir() and not force and any(out.iterdir()):
-        raise OutputError(f"--out {out} exists and is not empty; give --force to replace it whole, or "
-                          "another folder")
-    parent = out.absolute().parent
-    try:
-        parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise OutputError(f"--out {out}: cannot create {parent}: {exc.strerror or exc}") from None
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise OutputError(f"--out {out}: {parent} is not writable")
-    return out
-
-
 def _safe(name: str) -> str:
     return name.replace(":", "_").replace("/", "_").replace("=", "-").replace(",", "_")
 
@@ -117,30 +109,15 @@ def write_results(out_dir: str | Path, runs: dict[str, dict[str, Any]], meta: di
     Everything is written into a hidden temporary folder beside ``out_dir`` that is renamed into place
     once complete, so an interrupted run leaves no (or the previous) ``out_dir``, never a mix. An
     existing non-empty ``out_dir`` is refused unless ``force``, which replaces it whole (no stale file
-    of an earlier run survives). ``meta['window']`` (start, end) marks measured jobs: job tables get an
+    of an earlier run survives) and only when it is schedcast's own output (evaluation.outdir). ``meta['window']`` (start, end) marks measured jobs: job tables get an
     ``in_window`` column and the JCT plot shows only measured jobs. ``plotter``: a PlotWorker started
     earlier draws the plots while the tables are written (else they are drawn here).
     """
-    out = check_output(out_dir, force)
-    parent = out.absolute().parent
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".partial", dir=parent))
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o777 & ~umask)
-    try:
-        names = _write_files(tmp, runs, meta, plots, plotter)
-        if out.exists():
-            if not force and any(out.iterdir()):
-                raise OutputError(f"--out {out} was filled by someone else meanwhile; nothing written")
-            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".old", dir=parent))
-            os.rename(out, old / "previous")
-            os.rename(tmp, out)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.rename(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    from evaluation.outdir import replace_folder
+
+    out = Path(out_dir)
+    names = replace_folder(out, lambda tmp: _write_files(tmp, runs, meta, plots, plotter), kind="simulate",
+                           force=force)
     return [out / n for n in names]
 
 
@@ -199,9 +176,11 @@ def _write_files(folder: Path, runs: dict[str, dict[str, Any]], meta: dict[str, 
         raise failure[0]
     summary = pd.DataFrame([r["summary"] for r in runs.values()])
     summary = summary[["policy", *[c for c in summary.columns if c != "policy"]]]
-    with_units(summary).to_csv(folder / "summary.csv", index=False)
+    timing = [c for c in summary.columns if is_timing(c)]
+    with_units(summary.drop(columns=timing)).to_csv(folder / "summary.csv", index=False)
     names.insert(0, "summary.csv")
-    meta = {**meta, "files": sorted(names + ["meta.json"]), "complete": True}
+    timings = {name: {c: r["summary"][c] for c in timing if c in r["summary"]} for name, r in runs.items()}
+    meta = {**meta, "timings": timings, "files": sorted(names + ["meta.json", MARKER]), "complete": True}
     (folder / "meta.json").write_text(json.dumps(meta, indent=2, default=str))
     names.append("meta.json")
     return names

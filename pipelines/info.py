@@ -91,7 +91,7 @@ def cmd_data_cache(args: argparse.Namespace) -> int:
     if args.clear:
         print(f"trace cache: removed {cache.clear()} entries from {folder}")
         return 0
-    entries = list(folder.glob("*.pkl")) if folder.exists() else []
+    entries = cache.entries()  # the cache's own entries only (its subfolder and name pattern)
     size = sum(e.stat().st_size for e in entries)
     values = sum(1 for e in entries if "-" in e.stem)  # value_key entries: "<kind>-<digest>"
     print(f"trace cache: {folder}: {len(entries) - values} parsed traces and {values} computed values "

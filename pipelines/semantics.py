@@ -12,7 +12,7 @@ import json
 import math
 from pathlib import Path
 
-from pipelines.simulate import positive_int
+from pipelines.simulate import non_negative_int, positive_int
 
 
 def _read_log(path: str) -> list[str]:
@@ -216,27 +216,16 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
 
 
 def cmd_corpus(args: argparse.Namespace) -> int:
-    import shutil
-    import tempfile
-
+    from evaluation.outdir import check_output, replace_folder
     from features.jobcorpus import write_corpus
 
     if args.jobs < 1:
         raise ValueError("--jobs must be >= 1")
-    out = Path(args.out)
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        if not args.force:
-            raise FileExistsError(f"{args.out} exists and is not empty (use --force to replace it)")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
-        paths = write_corpus(tmp, args.jobs, args.seed, logs=not args.no_logs)
-        if out.exists():
-            shutil.rmtree(out) if out.is_dir() else out.unlink()
-        tmp.rename(out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    # Refused before any work: a file, a non-empty folder without --force, or (with --force) a folder that
+    # is not an earlier corpus / schedcast output; written whole-or-nothing through a sibling folder.
+    check_output(args.out, args.force)
+    paths = replace_folder(args.out, lambda tmp: write_corpus(tmp, args.jobs, args.seed, logs=not args.no_logs),
+                           kind="corpus", force=args.force)
     print(f"wrote {len(paths)} jobs to {args.out} (seed {args.seed}; synthetic: repositories, command.sh, "
           f"{'logs/, ' if not args.no_logs else ''}truth.json per job; index.json)")
     return 0
@@ -302,7 +291,8 @@ def add_parsers(sub) -> None:
     p = sub.add_parser("corpus", help="write a seeded synthetic job corpus (repositories, commands, logs, truth)")
     p.add_argument("--out", required=True, help="output folder (refused when not empty unless --force)")
     p.add_argument("--jobs", type=positive_int, default=20)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=non_negative_int, default=0)
     p.add_argument("--no-logs", action="store_true", help="repositories and truth only")
-    p.add_argument("--force", action="store_true", help="replace a non-empty --out")
+    p.add_argument("--force", action="store_true", help="replace --out when it is a corpus schedcast wrote "
+                   "earlier (never another folder or a file)")
     p.set_defaults(func=cmd_corpus)

@@ -499,8 +499,8 @@ def add_parsers(sub) -> None:
                    "is unchanged, job tables mark measured jobs (in_window) and the JCT plot shows only them")
     p.add_argument("--out", metavar="DIR", help="output folder (default results/simulate-<time>); written "
                    "whole or not at all")
-    p.add_argument("--force", action="store_true", help="replace --out if it exists and is not empty (its "
-                   "files are removed)")
+    p.add_argument("--force", action="store_true", help="replace --out if it is a result folder schedcast "
+                   "wrote earlier (never another folder or a file)")
     p.add_argument("--plots", action=argparse.BooleanOptionalAction, default=True,
                    help="write jct_cdf.png and gpu_allocation.png (default: yes; --no-plots saves ~0.3 s)")
     p.add_argument("--check-invariants", action="store_true", help="check invariants after every event "

@@ -1,7 +1,6 @@
 """The trace cache: a second load of the same file skips parsing; edits, other options and other
 formats miss; a corrupt entry is ignored; the cache can be turned off and cleared from the CLI."""
 import os
-import pickle
 
 import pytest
 
@@ -40,7 +39,7 @@ def test_second_load_is_served_from_the_cache_and_equal(trace, monkeypatch):
     second = load_trace(trace)
     assert calls == ["helios"]
     assert second.frame.equals(first.frame) and second.report == first.report
-    assert len(list((trace.parent / "cache").glob("*.pkl"))) == 1
+    assert len(cache.entries()) == 1
 
 
 def test_an_edited_file_or_other_format_is_parsed_again(trace, monkeypatch):
@@ -56,11 +55,11 @@ def test_an_edited_file_or_other_format_is_parsed_again(trace, monkeypatch):
 
 def test_a_corrupt_entry_is_ignored_and_rewritten(trace, monkeypatch):
     load_trace(trace)
-    (entry,) = (trace.parent / "cache").glob("*.pkl")
+    (entry,) = cache.entries()
     entry.write_bytes(b"not a pickle")
     calls = _count_parses(monkeypatch)
     assert len(load_trace(trace)) == 2 and calls == ["helios"]
-    assert isinstance(pickle.loads(entry.read_bytes()), traces.JobTable)
+    assert isinstance(cache.get_value(entry.stem), traces.JobTable)
 
 
 def test_cache_off_and_unwritable_cache(trace, monkeypatch, tmp_path):
@@ -82,7 +81,7 @@ def test_cache_entries_are_bounded(trace, monkeypatch, tmp_path):
         other.parent.mkdir()
         other.write_text(CSV)
         load_trace(other)
-    assert len(list((trace.parent / "cache").glob("*.pkl"))) == 2
+    assert len(cache.entries()) == 2
 
 
 def test_data_cache_command_lists_and_clears(trace, capsys):
@@ -91,4 +90,4 @@ def test_data_cache_command_lists_and_clears(trace, capsys):
     assert "1 parsed traces" in capsys.readouterr().out
     assert main(["data", "cache", "--clear"]) == 0
     assert "removed 1 entries" in capsys.readouterr().out
-    assert not list((trace.parent / "cache").glob("*.pkl"))
+    assert not cache.entries()

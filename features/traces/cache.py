@@ -8,6 +8,13 @@ afresh. Entries are pickles written atomically; an unreadable entry is ignored a
 that cannot be written (read-only home) is skipped silently. At most ``MAX_ENTRIES`` entries are kept
 (oldest dropped).
 
+The cache touches only its own files: entries live in the subfolder :data:`SUBDIR` of the cache folder
+and are named ``<key>.pkl`` with a key of :data:`ENTRY_NAME`'s shape, so pointing $SCHEDCAST_TRACE_CACHE
+at a folder that holds other pickles never loses one (store, pruning and ``data cache --clear`` alike).
+Each entry starts with a header carrying the SHA-256 of its payload: an entry whose bytes changed on disk
+(a flipped bit, a truncated copy) is discarded with a one-line note on stderr and computed afresh; the
+checksum is verified before anything is unpickled.
+
 The same folder keeps other values that are dear to compute and the same on every run
 (:func:`get_value` / :func:`put_value`, keyed by :func:`value_key` with a digest of the code that made
 them): SchedMate's per-group job texts and its Failure Handler's measured rates.
@@ -17,10 +24,13 @@ Location: $SCHEDCAST_TRACE_CACHE (a folder), else $XDG_CACHE_HOME/schedcast/trac
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import os
 import pickle
+import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +38,15 @@ from features.jobtable import JobTable
 
 MAX_ENTRIES = 32
 _OFF = {"0", "off", "false", "no"}
+#: The cache's own subfolder of the cache folder (nothing outside it is ever written or removed).
+SUBDIR = "schedcast-cache-v2"
+#: Names of the cache's entries: ``<sha1>.pkl`` (parsed traces) or ``<kind>-<sha1>.pkl`` (values).
+ENTRY_NAME = re.compile(r"(?:[a-z][a-z0-9_]*(?:-[a-z0-9_]+)*-)?[0-9a-f]{40}\.pkl")
+#: Temporary files of an entry being written (``.<key>.<pid>.tmp``).
+_TMP_NAME = re.compile(r"\.(?:[a-z][a-z0-9_]*(?:-[a-z0-9_]+)*-)?[0-9a-f]{40}\.\d+\.tmp")
+#: First line of every entry; the payload's SHA-256 (hex) follows on the second.
+MAGIC = b"SCHEDCAST-CACHE 2\n"
+_NOTED: set[str] = set()
 
 
 def cache_dir() -> Path | None:
@@ -62,33 +81,68 @@ def key_for(path: str | Path, fmt: str, options: dict[str, Any]) -> str | None:
     return hashlib.sha1(ident.encode()).hexdigest()
 
 
+def entries_dir() -> Path | None:
+    """The subfolder holding the cache's entries, or None when the cache is off."""
+    folder = cache_dir()
+    return None if folder is None else folder / SUBDIR
+
+
+def entries() -> list[Path]:
+    """The cache's own entries (files of :data:`ENTRY_NAME`'s shape in :data:`SUBDIR`), nothing else."""
+    folder = entries_dir()
+    if folder is None or not folder.is_dir():
+        return []
+    return [p for p in folder.iterdir() if ENTRY_NAME.fullmatch(p.name) and p.is_file()]
+
+
+def _entry(key: str) -> Path | None:
+    folder = entries_dir()
+    if folder is None or not ENTRY_NAME.fullmatch(f"{key}.pkl"):
+        return None
+    return folder / f"{key}.pkl"
+
+
 def get(key: str) -> JobTable | None:
     table = get_value(key)
     if not isinstance(table, JobTable):
         return None
     try:
-        os.utime(cache_dir() / f"{key}.pkl")  # recently used entries are kept when pruning
-    except OSError:
+        os.utime(entries_dir() / f"{key}.pkl")  # recently used entries are kept when pruning
+    except (OSError, TypeError):
         pass
     return table
 
 
 def put(key: str, table: Any) -> None:
-    folder = cache_dir()
-    if folder is None:
+    path = _entry(key)
+    if path is None:
         return
+    tmp = path.with_name(f".{key}.{os.getpid()}.tmp")
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        tmp = folder / f".{key}.{os.getpid()}.tmp"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        payload = pickle.dumps(table, protocol=pickle.HIGHEST_PROTOCOL)
         with tmp.open("wb") as fh:
-            pickle.dump(table, fh, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, folder / f"{key}.pkl")
-        _prune(folder)
+            fh.write(MAGIC + hashlib.sha256(payload).hexdigest().encode() + b"\n")
+            fh.write(payload)
+        os.replace(tmp, path)
+        _prune(path.parent)
     except OSError:
         try:
-            tmp.unlink(missing_ok=True)  # type: ignore[possibly-undefined]
-        except (OSError, NameError):
+            tmp.unlink(missing_ok=True)
+        except OSError:
             pass
+
+
+def _discard(path: Path, why: str) -> None:
+    """Remove a bad entry and say so once (it is computed afresh and stored again)."""
+    if str(path) not in _NOTED:
+        _NOTED.add(str(path))
+        print(f"schedcast: note: cache entry {path.name} in {path.parent} is corrupt ({why}); discarded and "
+              "computed afresh", file=sys.stderr)
+    try:
+        path.unlink(missing_ok=True)
+    except OSError:
+        pass
 
 
 @functools.lru_cache(maxsize=None)
@@ -113,14 +167,26 @@ def value_key(kind: str, *parts: Any) -> str | None:
 
 
 def get_value(key: str | None) -> Any:
-    """A value stored by :func:`put_value`, or None (absent, unreadable, cache off)."""
-    folder = cache_dir()
-    if key is None or folder is None:
+    """A value stored by :func:`put_value`, or None (absent, corrupt, unreadable, cache off). A corrupt
+    entry (its checksum does not match its bytes) is removed with a one-line note on stderr."""
+    path = _entry(key) if key is not None else None
+    if path is None:
         return None
     try:
-        with (folder / f"{key}.pkl").open("rb") as fh:
-            return pickle.load(fh)
-    except Exception:  # absent, truncated or written by another version: computed afresh
+        data = path.read_bytes()
+    except OSError:  # absent (the common case) or unreadable: computed afresh, silently
+        return None
+    head, _, rest = data.partition(b"\n")
+    digest, _, payload = rest.partition(b"\n")
+    if head + b"\n" != MAGIC or len(digest) != 64:
+        _discard(path, "no valid header")
+        return None
+    if hashlib.sha256(payload).hexdigest().encode() != digest:
+        _discard(path, "checksum mismatch")
+        return None
+    try:
+        return pickle.loads(payload)
+    except Exception:  # intact but written by another version of a class: computed afresh
         return None
 
 
@@ -132,18 +198,29 @@ def put_value(key: str | None, value: Any) -> None:
 
 
 def _prune(folder: Path) -> None:
-    entries = sorted(folder.glob("*.pkl"), key=lambda p: p.stat().st_mtime, reverse=True)
-    for old in entries[MAX_ENTRIES:]:
+    def mtime(p: Path) -> float:
+        try:
+            return p.stat().st_mtime
+        except OSError:
+            return 0.0
+
+    for old in sorted(entries(), key=mtime, reverse=True)[MAX_ENTRIES:]:
         old.unlink(missing_ok=True)
 
 
 def clear() -> int:
-    """Remove every entry; returns how many were removed."""
-    folder = cache_dir()
-    if folder is None or not folder.exists():
+    """Remove every entry of the cache (and its own stale temporary files); returns how many entries were
+    removed. Nothing else in the cache folder is touched."""
+    folder = entries_dir()
+    if folder is None or not folder.is_dir():
         return 0
     removed = 0
-    for entry in folder.glob("*.pkl"):
+    for entry in entries():
         entry.unlink(missing_ok=True)
         removed += 1
+    for tmp in folder.iterdir():
+        if _TMP_NAME.fullmatch(tmp.name):
+            tmp.unlink(missing_ok=True)
+    with contextlib.suppress(OSError):
+        folder.rmdir()  # only when empty
     return removed
