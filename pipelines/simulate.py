@@ -185,11 +185,19 @@ def _build_workload(args: argparse.Namespace):
                         seed=args.seed)
 
 
+def _carries_failures(workload) -> bool:
+    """Does the workload record failed attempts of its own (``fail_time`` set on a job that failed)?"""
+    frame = workload.frame
+    return "fail_time" in frame and bool(frame["fail_time"].notna().any())
+
+
 def _replay_extras(args: argparse.Namespace, workload) -> dict[str, Any]:
     """What --failures, --performance and --predict add to every replay (built once, shared by the
     policies): failure events and restart rule, a performance model, per-job predictions by kind."""
     extras: dict[str, Any] = {}
-    spec = getattr(args, "failures", "none") or "none"
+    spec = getattr(args, "failures", None)
+    if spec is None:  # default: a workload that carries failures (the failure presets) replays them
+        spec = args.failures = "trace" if _carries_failures(workload) else "none"
     if spec != "none":
         from sim.failures import failures_from_spec
 
@@ -197,7 +205,8 @@ def _replay_extras(args: argparse.Namespace, workload) -> dict[str, Any]:
         extras["failures"] = failures
         if restart is not None:
             extras["restart"] = restart
-        print(f"failures:   {len(failures):,} failure events ({spec})")
+        off = "; --failures none turns them off" if spec == "trace" else ""
+        print(f"failures:   {len(failures):,} failure events injected ({spec}{off})")
     perf = getattr(args, "performance", None)
     if perf and perf != "none":
         from sim.performance import make_performance
@@ -485,8 +494,9 @@ def add_parsers(sub) -> None:
                    help="log the replays to MLflow: a parent run and one nested run per policy (params, metrics, "
                    "files, model lineage). Default: on when --tracking-uri or $MLFLOW_TRACKING_URI is set; "
                    "--track alone uses ./mlruns/mlflow.db; --no-track turns it off")
-    p.add_argument("--failures", default="none", metavar="SPEC",
-                   help="failure events: none (default), trace (the trace's own failures), or "
+    p.add_argument("--failures", default=None, metavar="SPEC",
+                   help="failure events: trace (the trace's own failures; the default for a workload that "
+                   "carries them, such as the *-failures presets), none (the default otherwise), or "
                    "rate=R,repair=S,... (parametric; see README 'Failures')")
     p.add_argument("--performance", default=None, metavar="SPEC",
                    help="placement-dependent speed model, e.g. asrpt or asrpt:inter_gbps=1 (default: "
