@@ -148,7 +148,12 @@ def _calendar(index: pd.DatetimeIndex, holiday_country: str | None) -> tuple[np.
     return index.hour.to_numpy(np.int64), index.weekday.to_numpy(np.int64), hol
 
 
-def build_orglinear_net(lookback: int, horizon: int, n_orgs: int, n_attrs: int, d: int = 16, kernel: int = 25):
+CALENDAR_MODES = ("concat", "sum")
+SCALE_INPUTS = ("cyc", "abs")
+
+
+def build_orglinear_net(lookback: int, horizon: int, n_orgs: int, n_attrs: int, d: int = 16, kernel: int = 25,
+                        calendar: str = "concat", scale_input: str = "cyc"):
     import torch
     from torch import nn
     from torch.nn import functional as F
@@ -160,6 +165,11 @@ def build_orglinear_net(lookback: int, horizon: int, n_orgs: int, n_attrs: int, 
             self.trend_head = nn.Linear(lookback, horizon)  # Eq. 5
             self.cyc_head = nn.Linear(lookback, horizon)  # Eq. 6
             self.hour, self.wday, self.hol = nn.Embedding(24, d), nn.Embedding(7, d), nn.Embedding(2, d)
+            # Eq. 3: the step's calendar embedding is the concatenation [E_hour; E_weekday; E_holiday], projected
+            # to the model width (``calendar="sum"``: the old reading, their sum).
+            self.calendar = calendar
+            self.cal_proj = nn.Linear(3 * d, d) if calendar == "concat" else None
+            self.scale_input = scale_input
             self.org = nn.Embedding(n_orgs, d)
             self.attr = nn.ModuleList([nn.Linear(1, d) for _ in range(n_attrs)])
             self.attn = nn.MultiheadAttention(d, num_heads=1, batch_first=True)
@@ -183,28 +193,87 @@ def build_orglinear_net(lookback: int, horizon: int, n_orgs: int, n_attrs: int, 
 
         def forward(self, x, hour, wday, hol, org, attrs):
             trend, cyc = self.decompose(x)
-            step = self.hour(hour) + self.wday(wday) + self.hol(hol)  # (B, H, d)
+            if self.cal_proj is not None:
+                step = self.cal_proj(torch.cat([self.hour(hour), self.wday(wday), self.hol(hol)], dim=-1))
+            else:
+                step = self.hour(hour) + self.wday(wday) + self.hol(hol)  # (B, H, d)
             tokens = [self.org(org).unsqueeze(1)] + [lin(attrs[:, i: i + 1]).unsqueeze(1)
                                                      for i, lin in enumerate(self.attr)]
             tokens = torch.cat(tokens, dim=1)  # (B, 1 + A, d)
             ctx, _ = self.attn(step, tokens, tokens)  # each step attends over the organisation's attributes
             z = step + ctx
             mean = self.trend_head(trend) + self.cyc_head(cyc) + self.ctx_mean(z).squeeze(-1)
-            scale = F.softplus(self.scale_ctx(z).squeeze(-1) + self.scale_cyc(cyc.abs())) + 1e-3
+            # Eq. 7 as printed: a linear map of the cyclical component itself (``scale_input="abs"``: of |cyc|).
+            cyc_in = cyc.abs() if self.scale_input == "abs" else cyc
+            scale = F.softplus(self.scale_ctx(z).squeeze(-1) + self.scale_cyc(cyc_in)) + 1e-3
             return mean, scale
 
     return OrgLinearNet()
 
 
 class OrgLinear:
-    """GFS OrgLinear forecaster, trained with Lightning on the CPU (see module docstring)."""
+    """GFS OrgLinear forecaster, trained on the CPU (see module docstring).
+
+    ``calendar``: "concat" (Eq. 3 as printed) or "sum" (the old reading); ``scale_input``: "cyc" (Eq. 7 as
+    printed) or "abs"; ``engine``: "lightning" (a Lightning Trainer) or "torch" (a plain loop: no Trainer
+    start-up, what the in-replay retraining uses). :meth:`update` continues training the fitted network
+    (warm start) for a few epochs on newer data."""
 
     def __init__(self, lookback: int = 144, horizon: int = 36, d_model: int = 16, kernel: int = 13,
                  max_epochs: int = 4, batch_size: int = 256, lr: float = 3e-3, stride: int = 1,
-                 holiday_country: str | None = "CN", seed: int = 0):
+                 holiday_country: str | None = "CN", seed: int = 0, calendar: str = "concat",
+                 scale_input: str = "cyc", engine: str = "lightning"):
+        if calendar not in CALENDAR_MODES:
+            raise ValueError(f"calendar must be one of {', '.join(CALENDAR_MODES)}, got {calendar!r}")
+        if scale_input not in SCALE_INPUTS:
+            raise ValueError(f"scale_input must be one of {', '.join(SCALE_INPUTS)}, got {scale_input!r}")
+        if engine not in ("lightning", "torch"):
+            raise ValueError(f"engine must be lightning or torch, got {engine!r}")
         self.lookback, self.horizon, self.d_model, self.kernel = lookback, horizon, d_model, kernel
         self.max_epochs, self.batch_size, self.lr, self.stride = max_epochs, batch_size, lr, stride
         self.holiday_country, self.seed = holiday_country, seed
+        self.calendar, self.scale_input, self.engine = calendar, scale_input, engine
+
+    def _torch_epochs(self, tensors, epochs: int) -> None:
+        """Plain-torch Gaussian NLL training of ``self.net_`` (Eq. 8), shuffled mini-batches, seeded."""
+        import torch
+
+        net = self.net_.train()
+        opt = getattr(self, "opt_", None)
+        if opt is None:
+            opt = self.opt_ = torch.optim.Adam(net.parameters(), lr=self.lr)
+        loss_fn = torch.nn.GaussianNLLLoss(full=True)
+        gen = torch.Generator().manual_seed(self.seed + getattr(self, "updates_", 0))
+        n = len(tensors[0])
+        for _ in range(epochs):
+            perm = torch.randperm(n, generator=gen)
+            for i in range(0, n, self.batch_size):
+                idx = perm[i: i + self.batch_size]
+                x, y, h, w, o, org, a = (t[idx] for t in tensors)
+                opt.zero_grad()
+                mean, scale = net(x, h, w, o, org, a)
+                loss = loss_fn(mean, y, scale ** 2)
+                loss.backward()
+                opt.step()
+        self.net_ = net.eval()
+
+    def update(self, demand: pd.DataFrame, attrs: pd.DataFrame | None = None, epochs: int = 1) -> "OrgLinear":
+        """Warm start: continue training the fitted network on ``demand`` (same organisations, same
+        per-organisation scale as the first fit) for ``epochs`` epochs of the plain loop."""
+        if not hasattr(self, "net_"):
+            return self.fit(demand, attrs)
+        if list(demand.columns) != self.orgs_:
+            raise ValueError("update needs the organisations the model was trained on, in the same order")
+        import torch
+
+        t0 = time.perf_counter()
+        torch.manual_seed(self.seed)
+        positions = np.arange(self.lookback, len(demand) - self.horizon + 1, self.stride)
+        if len(positions):
+            self.updates_ = getattr(self, "updates_", 0) + 1
+            self._torch_epochs(self._tensors(demand, attrs, positions), epochs)
+        self.fit_seconds_ = time.perf_counter() - t0
+        return self
 
     def _attr_matrix(self, attrs: pd.DataFrame | None, orgs: list[str]) -> np.ndarray:
         if attrs is None or attrs.empty:
@@ -231,7 +300,6 @@ class OrgLinear:
         return x, y, rep(hour), rep(wday), rep(hol), org, attr
 
     def fit(self, demand: pd.DataFrame, attrs: pd.DataFrame | None = None) -> "OrgLinear":
-        import lightning as L
         import torch
         from torch.utils.data import DataLoader, TensorDataset
 
@@ -244,8 +312,16 @@ class OrgLinear:
         positions = np.arange(self.lookback, len(demand) - self.horizon + 1, self.stride)
         tensors = self._tensors(demand, attrs, positions)
         n_attrs = tensors[-1].shape[1]
-        net = build_orglinear_net(self.lookback, self.horizon, len(self.orgs_), n_attrs, self.d_model, self.kernel)
+        net = build_orglinear_net(self.lookback, self.horizon, len(self.orgs_), n_attrs, self.d_model, self.kernel,
+                                  self.calendar, self.scale_input)
         lr = self.lr
+        if self.engine == "torch":
+            self.net_, self.opt_ = net, None
+            self._torch_epochs(tensors, self.max_epochs)
+            self.fit_seconds_ = time.perf_counter() - t0
+            self.windows_ = int(len(positions) * len(self.orgs_))
+            return self
+        import lightning as L
 
         class Module(L.LightningModule):
             def __init__(self) -> None:

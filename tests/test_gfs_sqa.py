@@ -11,6 +11,9 @@ from sim.policies.gfs.sqa import (Persistence, PreviousWeekPeak, SeasonalGaussia
 from tests.helpers import workload
 
 Z1 = NormalDist().cdf(1.0)  # p with Phi^-1(p) = 1
+#: the defaults before the Table 4 alignment, each a named parameter value
+OLD = ("H=4,p=0.99,estimator=persistence,summed=false,eq10=held-idle,wait=current,eta_min=0.05,eta_max=4,"
+       "window_hours=1,spread_hours=0")
 
 
 def test_inventory_eq9_with_the_typo_fixed():
@@ -71,11 +74,18 @@ def test_quota_blocks_spot_admission_and_never_evicts():
     assert sum(r.evictions) == 0
     at = [row for row in r.policy_stats["sqa_quota_log"] if row[1] == 7200.0][0]
     assert at[3] == pytest.approx(2.0) and at[2] == pytest.approx(2.0)  # f and quota
-    # Default p = 0.99: f = 8 - (6 + 2.326 x 0.5 GPU sigma floor) = 0.837 < 2. Both spot tasks wait; once the
-    # longest spot wait exceeds theta (3,600 s, from 11,100 s) Eq. 11 raises eta x1.5 every 300 s:
-    # 1.5, 2.25, 3.375 -> quota 2.82 >= 2 at 11,700 s: the 2-GPU task starts then.
-    r = simulate(w, "gfs", check_invariants=True)
+    # The old defaults (named): p = 0.99: f = 8 - (6 + 2.326 x 0.5 GPU sigma floor) = 0.837 < 2. Both spot
+    # tasks wait; once the longest spot wait exceeds theta (3,600 s, from 11,100 s) Eq. 11 raises eta x1.5
+    # every 300 s: 1.5, 2.25, 3.375 -> quota 2.82 >= 2 at 11,700 s: the 2-GPU task starts then.
+    r = simulate(w, "gfs:" + OLD, check_invariants=True)
     assert r.first_start[2] == pytest.approx(11700.0)
+    assert sum(r.evictions) == 0
+    # Table 4 defaults: p = 0.9: f = 8 - (6 + 1.2816 x 0.5) = 1.359 (one organisation: summed or not, the
+    # same; OrgLinear has too little history and persistence answers). At 11,100 s the wait is 3,900 s > theta:
+    # eta 1.5 -> Q = 1.359 x 1.5 + S_a (0) = 2.04 >= 2: the 2-GPU task starts at 11,100 s.
+    r = simulate(w, "gfs", check_invariants=True)
+    assert r.first_start[2] == pytest.approx(11100.0)
+    assert r.policy_stats["sqa_estimator"] == "orglinear" and r.policy_stats["sqa_model_forecasts"] == 0
     assert sum(r.evictions) == 0
     # Without the quota the spot tasks start when they fit (the 2-GPU one at once).
     assert simulate(w, "gfs:quota=false").first_start[2] == pytest.approx(7200.0)
@@ -119,3 +129,59 @@ def test_registry_estimator_reads_the_demand_serving_output():
     est.pyfunc = None  # too little history for a model: the persistence fallback answers
     mu, _ = est.predict(hist, 3, 2)
     assert mu.tolist() == [[3.0, 3.0], [6.0, 6.0]]
+
+
+def test_sqa_terms_as_printed():
+    from sim.policies.gfs.sqa import PoolState, SpotQuotaAllocator, quota_paper
+
+    # Eq. 10 as printed: Q = f eta + S_a (S_a: spot GPUs already guaranteed >= H h); room = Q - S_0.
+    assert quota_paper(10.0, 0.5, matured=4.0) == pytest.approx(9.0)
+    assert quota_paper(0.0, 3.0, matured=0.0) == 0.0
+    # Eq. 11 without a clamp (as printed): p = 0.9, eps = 0.1; e = 0, l > theta -> x1.5 past the old ceiling 4.
+    assert update_eta(3.9, e=0.0, p=0.9, max_wait=4000) == pytest.approx(5.85)
+    assert update_eta(0.04, e=0.4, p=0.9, max_wait=0) == pytest.approx(0.01)  # below the old floor 0.05
+    # e over the past H hours and l the longest wait over the past H hours (H = 2 here).
+    sqa = SpotQuotaAllocator()
+    sqa.configure(H=2)
+    st = PoolState((0, "*"), 8, ["a"])
+    for t in (0.0, 1000.0, 5000.0, 7000.0):
+        st.starts.append(t)
+    st.evictions.append(1000.0)
+    st.evictions.append(6000.0)
+    # at 8,000 s the window is [800, 8000]: starts 1000, 5000, 7000; evictions 1000, 6000 -> 2 / 3.
+    assert sqa.eviction_rate(st, 8000.0) == pytest.approx(2 / 3)
+    sqa.note_spot_start((0, "*"), 0.0)  # no such pool registered: ignored
+    st.waits.append((1000.0, 5000.0))  # a task that waited 5,000 s started at 1,000 s
+    assert sqa.longest_wait(st, 7000.0, current=100.0) == 5000.0  # within 2 h
+    assert sqa.longest_wait(st, 9000.0, current=100.0) == 100.0  # 1,000 s is more than 2 h ago
+    sqa.configure(wait_mode="current")
+    st.waits.append((8990.0, 9999.0))
+    assert sqa.longest_wait(st, 9000.0, current=100.0) == 100.0  # the old reading: the queue head now
+    # The old 1 h window (window_hours=1): only the start at 7,000 and the eviction at 6,000 ... at 7,500 s.
+    sqa.configure(window_s=3600.0)
+    assert sqa.eviction_rate(st, 7500.0) == pytest.approx(1 / 2)
+
+
+def test_a_cluster_without_hp_demand_admits_spot_tasks():
+    # 4 nodes x 8 GPUs. 8 organisations alternated 2 / 0 HP GPUs hour by hour for 2 days (an hourly-change
+    # spread of 2 GPUs each), then stopped. Spot tasks of 4 GPUs arrive at 50 h, when no HP GPU is held.
+    # Table 4 defaults (summed Gaussian, p 0.9, H 1): f = 32 - 1.2816 x sqrt(8 x 2^2) = 24.7 -> they start at
+    # once. The old defaults (per-organisation quantiles added up, p 0.99, spread over the whole history):
+    # 8 x 2.326 x 2 = 37.2 > 32 GPUs reserved for an HP demand of 0 -> quota 0, whatever eta; the spot tasks
+    # wait until the spread has decayed enough over the zero hours.
+    rows, orgs, cls = [], [], []
+    for h in range(0, 48, 2):
+        for o in range(8):
+            rows.append((h * 3600.0 + 10.0 + o, 1800.0, 2))
+            orgs.append(f"o{o}")
+            cls.append("hp")
+    for k in range(3):
+        rows.append((50 * 3600.0 + k, 7200.0, 4))
+        orgs.append("s")
+        cls.append("spot")
+    w = workload(rows, nodes=4, gpus=8, org=orgs, job_class=cls, checkpoint_interval=[None] * 192 + [3600.0] * 3)
+    r = simulate(w, "gfs", check_invariants=True)
+    spot = [192, 193, 194]
+    assert max(r.first_start[j] for j in spot) <= 50 * 3600.0 + 300.0
+    old = simulate(w, "gfs:" + OLD, check_invariants=True)
+    assert min(old.first_start[j] for j in spot) >= 50 * 3600.0 + 6 * 3600.0

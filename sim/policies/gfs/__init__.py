@@ -81,19 +81,32 @@ class Gfs(HpSpotPolicy):
     citation = "Duan et al., ASPLOS '26"
     coordinator_class = SpotQuotaAllocator
     order = "gfs"
-    param_docs = {"H": "quota horizon (hours)", "p": "forecast confidence (target eviction rate 1 - p)",
-                  "estimator": "persistence | seasonal | prev-week-peak | orglinear | models:/demand@champion",
-                  "adapt_eta": "Eq. 11 feedback on eta", "summed": "summed-Gaussian per-step inventory",
+    param_docs = {"H": "quota horizon (hours; Table 4: 1)", "p": "forecast confidence (target eviction rate 1 - p; Table 4: 0.9)",
+                  "estimator": "orglinear (default, trained in the replay) | models:/demand@champion | persistence | "
+                               "seasonal | prev-week-peak",
+                  "adapt_eta": "Eq. 11 feedback on eta", "summed": "summed-Gaussian per-step inventory (default; "
+                                                                    "false: per-organisation quantiles added up)",
                   "placement_mode": "pts (Alg. 1) or best-fit", "preemption": "gfs (Alg. 2) or random",
-                  "beta": "Eq. 19 weight", "gamma": "Eq. 15 weight", "m": "circuit breaker threshold",
+                  "beta": "Eq. 19 weight (Table 4: 0.5)", "gamma": "Eq. 15 weight (Table 4: 0.8)",
+                  "m": "Score3 penalty base / circuit breaker (Table 4: 3)",
                   "quota": "apply the spot quota", "retrain_hours": "estimator retraining period",
-                  "window_hours": "trailing window of the eviction rate e in Eq. 11 (1 h: see the docstring)"}
+                  "window_hours": "trailing window of e in Eq. 11 (default: the past H hours; old reading 1)",
+                  "eq19": "paper (victim count term (F+|T|)/(G+F+|T|), waste per victim GPU-hour) | gpus (old)",
+                  "score3": "paper (max(0, 1 - 0.01 m^e_bar), HP to the most-evicted node, breaker at 0) | inverse (old)",
+                  "eq10": "paper (Q = f eta + S_a, S_a: spot GPUs guaranteed >= H h) | held-idle (old: min(f eta, S_0 + idle))",
+                  "wait": "window (Eq. 11's l: longest spot wait over the past H hours) | current (old)",
+                  "eta_min": "eta floor (as printed: 0; old 0.05)", "eta_max": "eta ceiling (as printed: none; old 4)",
+                  "spread_hours": "persistence / seasonal: hours of history of the spread (default 168; 0: all, old)",
+                  "calendar": "OrgLinear calendar embeddings: concat (Eq. 3) | sum (old)",
+                  "scale_input": "OrgLinear Eq. 7 scale input: cyc (as printed) | abs (old)"}
 
-    def __init__(self, H: int = 4, p: float = 0.99, estimator: str = "persistence", adapt_eta: bool = True,
-                 summed: bool = False, placement_mode: str = "pts", preemption: str = "gfs", beta: float = 0.5,
+    def __init__(self, H: int = 1, p: float = 0.9, estimator: str = "orglinear", adapt_eta: bool = True,
+                 summed: bool = True, placement_mode: str = "pts", preemption: str = "gfs", beta: float = 0.5,
                  gamma: float = 0.8, m: int = 3, quota: bool = True, retrain_hours: float = 24.0,
-                 eta0: float = 1.0, period_s: float = 300.0, sample_s: float = 60.0, eta_max: float = 4.0,
-                 window_hours: float = 1.0):
+                 eta0: float = 1.0, period_s: float = 300.0, sample_s: float = 60.0, eta_max: float = math.inf,
+                 window_hours: float = 0.0, eq19: str = "paper", score3: str = "paper", eq10: str = "paper",
+                 wait: str = "window", eta_min: float = 0.0, spread_hours: int = 168, calendar: str = "concat",
+                 scale_input: str = "cyc"):
         super().__init__(preempt=True)
         if H < 1:
             raise ValueError("H must be >= 1 hour")
@@ -103,18 +116,26 @@ class Gfs(HpSpotPolicy):
             raise ValueError("placement_mode must be pts or best-fit")
         if preemption not in ("gfs", "random"):
             raise ValueError("preemption must be gfs or random")
+        for name, value, allowed in (("eq19", eq19, ("paper", "gpus")), ("score3", score3, ("paper", "inverse")),
+                                     ("eq10", eq10, ("paper", "held-idle")), ("wait", wait, ("window", "current")),
+                                     ("calendar", calendar, ("concat", "sum")),
+                                     ("scale_input", scale_input, ("cyc", "abs"))):
+            if value not in allowed:
+                raise ValueError(f"{name} must be one of {', '.join(allowed)}, got {value!r}")
+        if window_hours < 0 or spread_hours < 0 or eta_min < 0 or eta_max <= 0:
+            raise ValueError("window_hours, spread_hours and eta_min must be >= 0, eta_max > 0")
         self.H, self.p, self.estimator, self.adapt_eta, self.summed = H, p, estimator, adapt_eta, summed
         self.placement_mode, self.preemption, self.beta, self.gamma, self.m = placement_mode, preemption, beta, gamma, m
         self.use_quota, self.retrain_hours, self.eta0 = quota, retrain_hours, eta0
-        self.period_s, self.sample_s, self.eta_max = period_s, sample_s, eta_max
-        if window_hours <= 0:
-            raise ValueError("window_hours must be > 0")
+        self.period_s, self.sample_s, self.eta_max, self.eta_min = period_s, sample_s, eta_max, eta_min
         self.window_hours = window_hours
+        self.eq19, self.score3, self.eq10, self.wait = eq19, score3, eq10, wait
+        self.spread_hours, self.calendar, self.scale_input = spread_hours, calendar, scale_input
 
     def make_placement(self) -> Placement:
         if self.placement_mode == "best-fit":
             return GfsPlacement(self.history, lambda: self.ctx.now, colocation=False, eviction=False, breaker=False)
-        return GfsPlacement(self.history, lambda: self.ctx.now, gamma=self.gamma, m=self.m)
+        return GfsPlacement(self.history, lambda: self.ctx.now, gamma=self.gamma, m=self.m, score3=self.score3)
 
     def on_start(self) -> None:
         super().on_start()
@@ -124,7 +145,11 @@ class Gfs(HpSpotPolicy):
             coord.configure(p=self.p, H=self.H, summed=self.summed, adapt_eta=self.adapt_eta,
                             estimator_spec=self.estimator, retrain_s=self.retrain_hours * 3600.0, eta0=self.eta0,
                             period_s=self.period_s, sample_s=self.sample_s, enabled=self.use_quota,
-                            eta_max=self.eta_max, window_s=self.window_hours * 3600.0)
+                            eta_max=self.eta_max, eta_min=self.eta_min,
+                            window_s=self.window_hours * 3600.0 if self.window_hours > 0 else None,
+                            eq10=self.eq10, wait_mode=self.wait,
+                            estimator_params={"spread_hours": self.spread_hours or None, "calendar": self.calendar,
+                                              "scale_input": self.scale_input})
         # Register every pool of this partition now (the coordinator's on_start comes after ours).
         w = self.ctx.jobs
         for j in range(len(w)):

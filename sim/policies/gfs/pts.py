@@ -59,10 +59,14 @@ class GfsPlacement(NodeChoicePlacement):
 
     def __init__(self, history: EvictionHistory | None = None, clock: Callable[[], float] | None = None,
                  colocation: bool = True, eviction: bool = True, breaker: bool = True,
-                 gamma: float = score_gfs_eviction.GAMMA, m: int = score_gfs_eviction.BREAKER_M):
+                 gamma: float = score_gfs_eviction.GAMMA, m: int = score_gfs_eviction.BREAKER_M,
+                 score3: str = "paper"):
+        if score3 not in score_gfs_eviction.MODES:
+            raise ValueError(f"score3 must be one of {', '.join(score_gfs_eviction.MODES)}, got {score3!r}")
         self.history = history or EvictionHistory()
         self.clock = clock or (lambda: 0.0)
         self.colocation, self.eviction, self.breaker, self.gamma, self.m = colocation, eviction, breaker, gamma, m
+        self.score3 = score3
         self._cls: str | None = None
         self._label_cache: dict[Any, bool] = {}
 
@@ -99,20 +103,25 @@ class GfsPlacement(NodeChoicePlacement):
             return min(nodes) if nodes else None  # every key is (0, 0, -n)
         shares, holders, classes = pool.shares, pool.holders, pool.job_class
         spot_label = self._spot_label
-        history, now, gamma, m = self.history, self.clock(), self.gamma, self.m
+        history, now, gamma, m, mode = self.history, self.clock(), self.gamma, self.m, self.score3
+        hp_seeks = mode == "paper"  # criterion 3: HP pods go where past evictions were highest
         for n in nodes:
             if n in shares:
                 st = self.state(pool, n)
-                if breaker and score_gfs_eviction.tripped(st, m):
+                if breaker and score_gfs_eviction.tripped(st, m, gamma, mode):
                     continue
                 key = (score_gfs_colocation.score(st, gpus, milli, cls) if coloc else 0.0,
-                       score_gfs_eviction.score(st, gpus, milli, cls, gamma) if evict else 0.0, -n)
+                       score_gfs_eviction.score(st, gpus, milli, cls, gamma, m, mode) if evict else 0.0, -n)
             else:
-                if breaker or (evict and spot_cls):
+                if breaker or (evict and (spot_cls or hp_seeks)):
                     e1, e24 = history.counts(n, now)
-                    if breaker and e1 >= m:
+                    if breaker and score_gfs_eviction.breaker_open(e1, e24, gamma, m, mode):
                         continue
-                    s3 = (1.0 / (1.0 + score_gfs_eviction.pressure(e1, e24, gamma))) if evict else 0.0
+                    if not evict:
+                        s3 = 0.0
+                    else:
+                        e_bar = score_gfs_eviction.pressure(e1, e24, gamma, mode)
+                        s3 = score_gfs_eviction.spot_score(e_bar, m, mode) if spot_cls else e_bar
                 else:
                     s3 = 1.0 if evict else 0.0
                 if coloc:
@@ -156,13 +165,14 @@ def plan_preemption(pool: NodePool, request, candidates: dict[int, list[int]], v
                     gpus_of: Callable[[int, int], int], *, cost: str = "gfs", beta: float = 0.5,
                     spare: bool = True, order: Callable[[list[int]], list[int]] | None = None,
                     node_order: Callable[[list[int]], list[int]] | None = None,
-                    feasible: Iterable[int] | None = None) -> tuple[Placement_t, set[int]] | None:
+                    feasible: Iterable[int] | None = None, eq19: str = "paper", failed: float = 0.0,
+                    succeeded: float = 0.0, period: float = HOUR) -> tuple[Placement_t, set[int]] | None:
     """Victims and placement for a whole-GPU request that does not fit now (Alg. 2).
 
     ``candidates``: node -> evictable (spot) jobs there; ``value(job)``: the job's waste (Eq. 17) or the
     baseline's victim cost; ``gpus_of(job, node)``: GPUs the job holds on the node. Victims on a node are
     taken in ``order`` (default: ascending value), the spared ones given back if ``spare``; the node of
-    least cost wins (``cost="gfs"``: Eq. 19; ``"count"``: fewest victims; ``"value"``: least total value;
+    least cost wins (``cost="gfs"``: Eq. 19, see :func:`eq19_cost`; ``"count"``: fewest victims; ``"value"``: least total value;
     ``"first"``: the first feasible node in ``node_order``). Pod by pod for gangs. None if impossible.
     ``feasible``: for a one-pod request without ``node_order``, the nodes that can hold the pod with their
     candidates evicted (the others are skipped by the scan anyway; the answer is the same)."""
@@ -206,8 +216,8 @@ def plan_preemption(pool: NodePool, request, candidates: dict[int, list[int]], v
                             chosen.remove(j)
                             got -= gpus_of(j, n)
                 if cost == "gfs":  # Eq. 19
-                    c = (beta * sum(value(j) for j in chosen) / (gpp * HOUR)
-                         + (1 - beta) * sum(gpus_of(j, n) for j in chosen) / gpp)
+                    c = eq19_cost([value(j) for j in chosen], [gpus_of(j, n) for j in chosen], gpp, beta,
+                                  eq19, failed, succeeded, period)
                 elif cost == "count":
                     c = float(len(chosen))
                 elif cost == "value":
@@ -227,6 +237,32 @@ def plan_preemption(pool: NodePool, request, candidates: dict[int, list[int]], v
                 freed[node] = freed.get(node, 0) + g
         taken[n] = taken.get(n, 0) + gpp
     return sorted(taken.items()), victims
+
+
+EQ19_MODES = ("paper", "gpus")
+
+
+def eq19_cost(wastes: list[float], gpus: list[int], pod_gpus: int, beta: float = 0.5, mode: str = "paper",
+              failed: float = 0.0, succeeded: float = 0.0, period: float = HOUR) -> float:
+    """Eq. 19, the cost of evicting the victim set T_k (``wastes``: Eq. 17 per victim, ``gpus``: their GPUs
+    on the node).
+
+    ``mode="paper"`` (as printed): beta x sum_k W_k / (sum_k S_k x T) + (1 - beta) x (F + |T_k|) /
+    (G + F + |T_k|), with S_k the victims' GPUs, T the guarantee period (the checkpoint interval, 1 h), F / G
+    the pool's failed (evicted) / succeeded spot guarantee periods so far: the waste term is the share of the
+    victims' current period lost, the count term the pool's eviction rate if T_k is evicted now (what SQA's
+    target bounds). ``mode="gpus"`` (the old reading, kept by name): beta x sum W_k / (pod GPUs x 1 h) +
+    (1 - beta) x sum S_k / pod GPUs."""
+    if mode == "gpus":
+        return beta * sum(wastes) / (pod_gpus * HOUR) + (1 - beta) * sum(gpus) / pod_gpus
+    if mode != "paper":
+        raise ValueError(f"eq19 must be one of {', '.join(EQ19_MODES)}, got {mode!r}")
+    k = len(wastes)
+    if k == 0:
+        return 0.0
+    denom = sum(gpus) * period
+    waste = sum(wastes) / denom if denom > 0 else 0.0
+    return beta * waste + (1 - beta) * (failed + k) / (succeeded + failed + k)
 
 
 def _holdings(pool: NodePool, job: int) -> dict[int, int]:
@@ -313,6 +349,10 @@ class HpSpotPolicy(Policy):
         self.spot_nodes: dict[str, dict[int, dict[int, None]]] = {}  # pool -> node -> spot jobs placed there
         self.waiting_since: dict[int, float] = {}
         self.n_evictions = 0
+        # Spot guarantee periods per pool (Eq. 19's F and G): a period fails when its task is evicted inside it,
+        # succeeds when the task runs a whole checkpoint interval or finishes in it (counted when it stops).
+        self.periods_ok: dict[str, int] = {}
+        self.periods_failed: dict[str, int] = {}
         self.n_preempting = 0
         self.wasted_evictions = 0
         self.coordinator = ctx.coordinator
@@ -370,7 +410,22 @@ class HpSpotPolicy(Policy):
         self.waiting_since[job] = self.ctx.now
 
     def on_finish(self, job: int) -> None:
+        if self.spot[job]:
+            self._count_periods(job, finished=True)
         self._forget(job)
+
+    def _count_periods(self, job: int, finished: bool) -> None:
+        """Eq. 19's G: whole checkpoint intervals the stopping spot task ran (+ its last one if it finished)."""
+        since = self.run_since.get(job)
+        ok = 0
+        if since is not None:
+            interval = self.ctx.jobs.checkpoint[job]
+            if interval < math.inf and interval > 0:
+                ok = int((self.ctx.now - since) // interval)
+        pool = self.pool_key(job)
+        self.periods_ok[pool] = self.periods_ok.get(pool, 0) + ok + (1 if finished else 0)
+        if not finished:
+            self.periods_failed[pool] = self.periods_failed.get(pool, 0) + 1
 
     def on_loaded(self, job: int) -> None:
         self.run_since[job] = self.ctx.now
@@ -485,6 +540,20 @@ class HpSpotPolicy(Policy):
     def spot_gpus(self, key) -> float:
         return self.spot_held.get(key[1], 0.0)
 
+    def spot_matured_gpus(self, key, now: float, horizon_s: float) -> float:
+        """Eq. 10's S_a: GPUs of the pool's spot tasks whose current run started at least ``horizon_s`` ago
+        (they have had their H guaranteed hours)."""
+        pool = key[1]
+        demand, out, seen = self.ctx.jobs.gpu_demand, 0.0, set()
+        for jobs in self.spot_nodes.get(pool, {}).values():
+            for j in jobs:
+                if j not in seen:
+                    seen.add(j)
+                    t = self.started_at.get(j)
+                    if t is not None and now - t >= horizon_s:
+                        out += demand[j]
+        return out
+
     def idle_gpus(self, key) -> float:
         pool = key[1]
         p = self.ctx.pool
@@ -519,7 +588,8 @@ class HpSpotPolicy(Policy):
         if self.spot[job]:
             self.spot_held[pool] += g
             if self.coordinator is not None and hasattr(self.coordinator, "note_spot_start"):
-                self.coordinator.note_spot_start((ctx.partition, pool), now)
+                since = self.waiting_since.get(job)
+                self.coordinator.note_spot_start((ctx.partition, pool), now, 0.0 if since is None else now - since)
         else:
             d = self.hp_org[pool]
             d[self.org[job]] = d.get(self.org[job], 0.0) + g
@@ -539,6 +609,7 @@ class HpSpotPolicy(Policy):
         ctx = self.ctx
         nodes = {e[0] for e in self.placed.get(job, ())}
         over = self.restart_overhead_big if ctx.jobs.gpus[job] > 8 else self.restart_overhead
+        self._count_periods(job, finished=False)
         self._forget(job)
         for n in nodes:
             self.history.add(n, ctx.now)
@@ -609,7 +680,8 @@ class HpSpotPolicy(Policy):
         plan = plan_preemption(p, req, cands, value, gpus_of,
             cost=self.victim_cost, beta=getattr(self, "beta", 0.5), order=self.victim_order(),
             node_order=node_order, feasible=feasible,
-            spare=self.victim_cost != "first")
+            spare=self.victim_cost != "first", eq19=getattr(self, "eq19", "paper"),
+            failed=self.periods_failed.get(pool, 0), succeeded=self.periods_ok.get(pool, 0))
         if plan is None:
             return False
         placement, victims = plan

@@ -4,10 +4,13 @@ that samples HP demand, forecasts it and sets a spot quota per pool every 300 s.
 Eq. 9 (printed with max and min swapped; fixed): inventory over the next H hours at confidence p,
     f(p, H) = max(0, C - sum_o max_{h <= H} y_o[h]),  y_o[h] = mu_o[h] + sigma_o[h] * Phi^-1(p)
 (``summed=True``: the per-step variant of the summed Gaussian, f = max(0, C - max_h [sum_o mu_o[h] +
-Phi^-1(p) sqrt(sum_o sigma_o[h]^2)])). Eq. 10: Q_H = min(f * eta, S_0 + S_a), our reading: S_0 the GPUs spot
-tasks hold now, S_a the idle GPUs now (spot can never be granted more than it could hold at once). Eq. 11:
-with target eviction rate eps = 1 - p and e the observed rate: e > 1.5 eps -> eta * eps / e; e < 0.5 eps and
-the longest current spot wait l > theta (3,600 s) -> eta * (1.5 - e / eps); eta clamped to [eta_min, eta_max].
+Phi^-1(p) sqrt(sum_o sigma_o[h]^2)]), the default: the organisations' Gaussians summed per step, as GFS's
+released simulator does). Eq. 10 as printed (``eq10=paper``): Q_H = f * eta + S_a, S_a the GPUs of spot tasks
+already guaranteed >= H h; the room for new spot tasks is Q_H - S_0 (S_0 the spot GPUs held); old reading
+(``eq10=held-idle``): min(f * eta, S_0 + idle GPUs). Eq. 11: with target eviction rate eps = 1 - p, e the
+evictions / spot starts over the past H hours and l the longest spot wait over the past H hours:
+e > 1.5 eps -> eta * eps / e; e < 0.5 eps and l > theta (3,600 s) -> eta * (1.5 - e / eps); no clamp as
+printed (``eta_min`` / ``eta_max`` keep the old [0.05, 4] by name).
 """
 from __future__ import annotations
 
@@ -46,13 +49,23 @@ def inventory(capacity: float, mu: np.ndarray, sigma: np.ndarray | None, p: floa
 
 
 def quota(f: float, eta: float, spot_held: float, idle: float) -> float:
-    """Eq. 10 (our reading of S_0, S_a: spot GPUs held now, idle GPUs now)."""
+    """Eq. 10, the old reading (``eq10=held-idle``): min(f eta, S_0 + idle), S_0 the spot GPUs held now."""
     return max(0.0, min(f * eta, spot_held + idle))
 
 
+def quota_paper(f: float, eta: float, matured: float) -> float:
+    """Eq. 10 as printed (``eq10=paper``): the spot GPUs that may be held, Q_H = f(p, H) eta + S_a, with S_a
+    the GPUs of spot tasks already guaranteed for >= H h (their current run has lasted H hours). Why + S_a:
+    the quota is a promise of H eviction-free hours to the tasks it admits; tasks that have had their H hours
+    no longer need the promise, so their GPUs do not use up the inventory f. The room for new spot tasks is
+    Q_H - S_0 (S_0: the spot GPUs held now)."""
+    return max(0.0, f * eta + matured)
+
+
 def update_eta(eta: float, e: float, p: float, max_wait: float, theta: float = HOUR,
-               eta_min: float = 0.05, eta_max: float = 1.0) -> float:
-    """Eq. 11: the eviction-rate feedback on eta, clamped to [eta_min, eta_max]."""
+               eta_min: float = 0.0, eta_max: float = math.inf) -> float:
+    """Eq. 11: the eviction-rate feedback on eta. As printed it has no clamp (eta_min 0, eta_max inf: the
+    defaults); ``eta_min`` / ``eta_max`` keep the old clamp [0.05, 4] available by name."""
     eps = 1.0 - p
     if e > 1.5 * eps:
         eta = eta * eps / e
@@ -118,18 +131,20 @@ class SeasonalGaussian:
 
 
 class Persistence:
-    """Default (numpy): the last hourly maximum carried forward, mu_o[h] = y_o(last), with sigma_o[h] the
-    spread of the h-hour-ahead changes of that organisation's hourly maxima in the history (a random-walk
-    forecast: calibrated by construction, re-estimated by ``fit``: the daily retraining), floored at
-    ``min_sigma`` GPUs."""
+    """Ablation (numpy): the last hourly maximum carried forward, mu_o[h] = y_o(last), with sigma_o[h] the
+    spread of the h-hour-ahead changes of that organisation's hourly maxima over the last ``spread_hours``
+    (168: a week; None: the whole history, the old reading, which never decays) (a random-walk forecast,
+    re-estimated by ``fit``: the daily retraining), floored at ``min_sigma`` GPUs."""
 
     name = "persistence"
 
-    def __init__(self, min_sigma: float = 0.5):
-        self.min_sigma = min_sigma
+    def __init__(self, min_sigma: float = 0.5, spread_hours: int | None = 168):
+        self.min_sigma, self.spread_hours = min_sigma, spread_hours
         self.sigma_: np.ndarray | None = None
 
     def fit(self, hist: np.ndarray) -> None:
+        if self.spread_hours is not None:  # the spread of the last week only: it decays with old demand
+            hist = hist[-int(self.spread_hours):]
         n, orgs = hist.shape
         if n < 3:
             self.sigma_ = None
@@ -166,27 +181,40 @@ class PreviousWeekPeak:
 class ModelEstimator:
     """Any models.forecast forecaster (``orglinear``) or a registered ``demand`` model (``models:/...``)
     on the simulation's own hourly maxima; retrained by ``fit`` (registry models are used as trained).
-    Before ``lookback`` hours exist, the persistence fallback answers."""
+    Before ``lookback + horizon + 24`` hours exist (``lookback`` for a registry model), the persistence
+    fallback answers.
+
+    In-replay OrgLinear (the GFS default): trained causally on the hourly maxima of the HP GPUs each
+    organisation held before each retrain point, over the last ``train_hours`` (two weeks: the spread and
+    the level follow recent demand), with the plain-torch loop (no Trainer start-up). The first fit runs
+    ``epochs`` epochs; later retrains warm-start the same network for ``warm_epochs`` on the newest window
+    (train on what changed). Forecasting reads only the last ``lookback`` hours."""
 
     model_forecasts = 0  # forecasts the model (not the fallback) answered (an instance count once one did)
+    model_version: str | None = None
 
-    def __init__(self, spec: str, orgs: list[str], horizon: int, seed: int = 0):
+    def __init__(self, spec: str, orgs: list[str], horizon: int, seed: int = 0, lookback: int = 48,
+                 train_hours: int = 336, epochs: int = 6, warm_epochs: int = 2, calendar: str = "concat",
+                 scale_input: str = "cyc"):
         self.spec, self.orgs, self.horizon, self.seed = spec, orgs, horizon, seed
         self.name = spec
         self.fallback = Persistence()
         self.model = None
         self.pyfunc = None
-        self.lookback = 48
+        self.lookback, self.train_hours, self.epochs, self.warm_epochs = lookback, train_hours, epochs, warm_epochs
+        self.calendar, self.scale_input = calendar, scale_input
+        self.fits = 0
         if spec.startswith(("models:/", "runs:/")):
             from models.registry import load
 
             self.pyfunc = load(spec)
             self.lookback = 168
+            self.model_version = _registry_version(spec)
 
-    def _frame(self, hist: np.ndarray):
+    def _frame(self, hist: np.ndarray, first_hour: int = 0):
         import pandas as pd
 
-        index = pd.Timestamp("2020-05-01") + pd.to_timedelta(np.arange(len(hist)), unit="h")
+        index = pd.Timestamp("2020-05-01") + pd.to_timedelta(first_hour + np.arange(len(hist)), unit="h")
         return pd.DataFrame(hist, index=index, columns=self.orgs)
 
     def fit(self, hist: np.ndarray) -> None:
@@ -195,8 +223,15 @@ class ModelEstimator:
             return
         from models.forecast import OrgLinear
 
-        self.model = OrgLinear(lookback=self.lookback, horizon=self.horizon, kernel=5, max_epochs=2,
-                               seed=self.seed).fit(self._frame(hist), None)
+        first = max(0, len(hist) - self.train_hours)
+        frame = self._frame(hist[first:], first)
+        if self.model is None:
+            self.model = OrgLinear(lookback=self.lookback, horizon=self.horizon, kernel=5, max_epochs=self.epochs,
+                                   seed=self.seed, holiday_country=None, calendar=self.calendar,
+                                   scale_input=self.scale_input, engine="torch").fit(frame, None)
+        else:
+            self.model.update(frame, None, epochs=self.warm_epochs)
+        self.fits += 1
 
     def predict(self, hist: np.ndarray, hour0: int, horizon: int) -> tuple[np.ndarray, np.ndarray | None]:
         if self.pyfunc is not None and len(hist) >= self.lookback:
@@ -223,21 +258,48 @@ class ModelEstimator:
             return mu, sig
         if self.model is None:
             return self.fallback.predict(hist, hour0, horizon)
-        frame = self._frame(np.vstack([hist, np.zeros((horizon, hist.shape[1]))]))
-        fc = self.model.forecast(frame, None, [frame.index[len(hist)]])
+        L = self.lookback
+        first = len(hist) - L
+        frame = self._frame(np.vstack([hist[-L:], np.zeros((horizon, hist.shape[1]))]), first)
+        fc = self.model.forecast(frame, None, [frame.index[L]])
         self.model_forecasts += 1
-        return fc.mean[0], fc.scale[0]
+        return np.maximum(fc.mean[0], 0.0), fc.scale[0]
 
 
-def make_estimator(spec: str, orgs: list[str], horizon: int, seed: int = 0) -> DemandEstimator:
+def _registry_version(spec: str) -> str | None:
+    """The model version a ``models:/NAME@ALIAS`` (or ``models:/NAME/VERSION``) resolves to, if the registry
+    answers (None otherwise: the replay still runs; the stats then name the spec only)."""
+    try:
+        from mlflow import MlflowClient
+
+        body = spec[len("models:/"):]
+        if "@" in body:
+            name, alias = body.split("@", 1)
+            return str(MlflowClient().get_model_version_by_alias(name, alias).version)
+        if "/" in body:
+            return body.rsplit("/", 1)[1]
+    except Exception:  # noqa: BLE001 - the version is informative only
+        return None
+    return None
+
+
+def make_estimator(spec: str, orgs: list[str], horizon: int, seed: int = 0, **params: Any) -> DemandEstimator:
+    """``params``: keyword arguments of the estimator (e.g. ``spread_hours`` of persistence, ``calendar`` of
+    OrgLinear); keys an estimator does not take are ignored (one parameter set serves every spec)."""
+    import inspect
+
+    def build(cls, *args):
+        sig = inspect.signature(cls.__init__).parameters
+        return cls(*args, **{k: v for k, v in params.items() if k in sig})
+
     if spec == "persistence":
-        return Persistence()
+        return build(Persistence)
     if spec == "seasonal":
-        return SeasonalGaussian()
+        return build(SeasonalGaussian)
     if spec in ("prev-week-peak", "gfs-e"):
         return PreviousWeekPeak()
     if spec == "orglinear" or spec.startswith(("models:/", "runs:/")):
-        return ModelEstimator(spec, orgs, horizon, seed)
+        return build(ModelEstimator, spec, orgs, horizon, seed)
     raise ValueError(f"unknown demand estimator {spec!r}; use persistence, seasonal, prev-week-peak, orglinear or models:/NAME@ALIAS")
 
 
@@ -260,6 +322,7 @@ class PoolState:
         self.coverage: list[tuple[int, float, float]] = []  # (hour, predicted quantile sum, observed sum)
         self.evictions: deque[float] = deque()
         self.starts: deque[float] = deque()
+        self.waits: deque[tuple[float, float]] = deque()  # (t, a spot wait seen at t): Eq. 11's l over H hours
 
 
 class SpotQuotaAllocator(Coordinator):
@@ -271,10 +334,15 @@ class SpotQuotaAllocator(Coordinator):
     def __init__(self) -> None:
         self.pools: dict[tuple[int, str], PoolState] = {}
         self.providers: dict[tuple[int, str], Any] = {}
-        self.p, self.H, self.summed, self.adapt_eta = 0.99, 4, False, True
-        self.estimator_spec = "persistence"
-        self.sample_s, self.period_s, self.retrain_s, self.window_s = 60.0, 300.0, 86400.0, HOUR  # e's window: 1 h (gfs docstring)
-        self.theta, self.eta_min, self.eta_max, self.eta0 = HOUR, 0.05, 4.0, 1.0
+        # Table 4 defaults (the policy passes its own through ``configure``).
+        self.p, self.H, self.summed, self.adapt_eta = 0.9, 1, True, True
+        self.estimator_spec = "orglinear"
+        self.sample_s, self.period_s, self.retrain_s = 60.0, 300.0, 86400.0
+        self.window_s: float | None = None  # e's trailing window; None: the past H hours (as printed)
+        self.wait_mode = "window"  # l: the longest spot wait seen over the past H hours ("current": now)
+        self.eq10 = "paper"  # Q_H = f eta + S_a ("held-idle": min(f eta, S_0 + idle))
+        self.theta, self.eta_min, self.eta_max, self.eta0 = HOUR, 0.0, math.inf, 1.0
+        self.estimator_params: dict[str, Any] = {}
         self.enabled = True
         self.forecast_seconds = 0.0
         self.fit_seconds = 0.0
@@ -292,7 +360,7 @@ class SpotQuotaAllocator(Coordinator):
             return
         st = PoolState(key, capacity, orgs)
         st.eta = self.eta0
-        st.estimator = make_estimator(self.estimator_spec, orgs, self.H, self.cctx.seed)
+        st.estimator = make_estimator(self.estimator_spec, orgs, self.H, self.cctx.seed, **self.estimator_params)
         self.pools[key] = st
         self.providers[key] = provider
 
@@ -377,14 +445,30 @@ class SpotQuotaAllocator(Coordinator):
             st.forecast = None
 
     # -- the quota -----------------------------------------------------------------------------------------
+    @property
+    def window(self) -> float:
+        """e's trailing window in seconds: the past H hours unless set (``window_hours``)."""
+        return self.window_s if self.window_s is not None else self.H * HOUR
+
     def _trim(self, q: deque, now: float) -> None:
-        while q and q[0] < now - self.window_s:
+        while q and q[0] < now - self.window:
             q.popleft()
 
     def eviction_rate(self, st: PoolState, now: float) -> float:
+        """Eq. 11's e: spot evictions / spot starts of the pool over the past H hours (0 without a start)."""
         self._trim(st.evictions, now)
         self._trim(st.starts, now)
         return len(st.evictions) / len(st.starts) if st.starts else 0.0
+
+    def longest_wait(self, st: PoolState, now: float, current: float) -> float:
+        """Eq. 11's l: the longest spot wait seen over the past H hours (waits of tasks that started in the
+        window and the queue head's wait at each update), or the current one (``wait_mode="current"``)."""
+        if self.wait_mode == "current":
+            return current
+        st.waits.append((now, current))
+        while st.waits and st.waits[0][0] < now - self.H * HOUR:
+            st.waits.popleft()
+        return max(w for _, w in st.waits)
 
     def update(self, now: float) -> None:
         self.sample(now)
@@ -393,9 +477,13 @@ class SpotQuotaAllocator(Coordinator):
             mu, sigma = self._forecast(st, now)
             st.f = inventory(st.capacity, mu, sigma, self.p, self.summed)
             if self.adapt_eta:
-                st.eta = update_eta(st.eta, self.eviction_rate(st, now), self.p, prov.max_spot_wait(key, now),
+                st.eta = update_eta(st.eta, self.eviction_rate(st, now), self.p,
+                                    self.longest_wait(st, now, prov.max_spot_wait(key, now)),
                                     self.theta, self.eta_min, self.eta_max)
-            st.quota = quota(st.f, st.eta, prov.spot_gpus(key), prov.idle_gpus(key))
+            if self.eq10 == "paper":
+                st.quota = quota_paper(st.f, st.eta, prov.spot_matured_gpus(key, now, self.H * HOUR))
+            else:
+                st.quota = quota(st.f, st.eta, prov.spot_gpus(key), prov.idle_gpus(key))
             st.quota_log.append((now, st.quota, st.f, st.eta))
             self.cctx.reschedule(key[0])
 
@@ -408,14 +496,19 @@ class SpotQuotaAllocator(Coordinator):
         if st is not None:
             st.evictions.append(now)
 
-    def note_spot_start(self, key: tuple[int, str], now: float) -> None:
+    def note_spot_start(self, key: tuple[int, str], now: float, wait: float = 0.0) -> None:
         st = self.pools.get(key)
         if st is not None:
             st.starts.append(now)
+            if wait > 0:
+                st.waits.append((now, wait))
 
     def stats(self) -> dict[str, Any]:
+        versions = sorted({v for st in self.pools.values() if (v := getattr(st.estimator, "model_version", None))})
         out: dict[str, Any] = {"sqa_forecast_seconds": self.forecast_seconds, "sqa_fit_seconds": self.fit_seconds,
-                               "sqa_fits": self.fits,
+                               "sqa_fits": self.fits, "sqa_estimator": self.estimator_spec,
+                               "sqa_model_version": ",".join(versions) if versions else None,
+                               "sqa_model_fits": sum(getattr(st.estimator, "fits", 0) for st in self.pools.values()),
                                "sqa_model_forecasts": sum(getattr(st.estimator, "model_forecasts", 0)
                                                           for st in self.pools.values())}
         out["sqa_quota_log"] = [(f"{k[0]}:{k[1]}",) + row for k, st in self.pools.items() for row in st.quota_log]
