@@ -8,8 +8,10 @@ from sim.asrpt.performance import IterationSpeed
 from sim.engine import Engine
 from sim.placement.heavy_edge import HeavyEdge
 from sim.policies.asrpt import ASrpt, ASrptPerfect
-from tests.helpers import workload
-from tests.test_asrpt_performance import FakeCatalog
+from sim.asrpt.profiles import PipelineConfig, Stage
+from sim.cluster import Cluster, Partition
+from sim.workload import build_workload
+from tests.helpers import table, workload
 from tests.test_engine_v2_requests import starts
 
 
@@ -41,21 +43,74 @@ def test_strict_order_head_blocks():
     assert st[0] == pytest.approx(0.75) and st[1] == pytest.approx(10.75) and st[2] == pytest.approx(10.75)
 
 
-@pytest.mark.parametrize("tau, start, end", [(1.0, 20.2, 20.2 + 30 * 0.4 / 0.202), (5.0, 40.0, 70.0)])
-def test_delay_rule(tau, start, end):
-    # 2 servers x 3 GPUs. j0 (40 s) and j1 (100 s), plain 2-GPU jobs of unseen groups, start at once on
-    # servers 0 and 1. j2 ('p2', 2 GPUs, communication-heavy: alpha_max 0.4 / alpha_min 0.202 >= 1.5) has
-    # n=150: p = 2/6 * 150 * 0.202 = 10.1, so it reaches the head at 10.1 when only one GPU per server is
-    # free (alpha 0.4). It may wait tau * 10.1 s: tau=1 -> starts spread at 20.2 at speed 0.202/0.4;
-    # tau=5 -> still waiting when j0 ends at 40, then starts on one server at speed 1 (ends 70).
-    w = workload([(0, 40, 2), (0, 100, 2), (0, 30, 2)], nodes=2, gpus=3)
-    w.model = [None, None, "p2"]
-    perf = IterationSpeed(FakeCatalog(), inter_gbit=8.0, intra_gbyte=100.0)
-    res = _run(w, lambda: ASrpt(tau=tau), iterations=[0.0, 0.0, 150.0], perf=perf)
-    st = {j: (t, pl) for t, kind, j, pl in res.event_log if kind == "start"}
-    assert st[2][0] == pytest.approx(start)
-    assert res.end[2] == pytest.approx(end)
+class D4Catalog:
+    """'d4': 2 stages x 2 replicas, 0.4 s each (0.2 s per replica), 3e7 B of activations, no parameters."""
+
+    def config(self, model, gpus):
+        if model == "d4" and gpus == 4:
+            return PipelineConfig("d4", 4, (Stage(0, 0, 2, 0.4, 3e7, 0.0), Stage(1, 1, 2, 0.4, 0.0, 0.0)))
+        return None
+
+
+def _three_jobs(capacities, policy):
+    """Three jobs on servers ``capacities`` (G = 8, g = 4, 1e9 B/s NICs, 1e11 B/s inside):
+    j0 plain 4 GPUs, 30 s, predicted n = 0; j1 'd4', predicted n = 10, true n = 100; j2 plain 1 GPU, 5 s,
+    predicted n = 16. Virtual SRPT sizes p = g/G n alpha~_min: j0 0 (released at 0), j1 4/8 * 10 *
+    0.2006 = 1.003 (released at 1.003), j2 1/8 * 16 * 1 = 2 (released at 3.003)."""
+    w = build_workload(table([(0, 30, 4), (0, 30, 4), (0, 5, 1)]),
+                       Cluster("alg1", [Partition("default", list(capacities), ["x"] * len(capacities))]))
+    w.model = [None, "d4", None]
+    perf = IterationSpeed(D4Catalog(), inter_gbit=8.0, intra_gbyte=100.0, iterations=[1.0, 100.0, 1.0])
+    res = _run(w, policy, iterations=[0.0, 10.0, 16.0], perf=perf)
     check_identities(job_table(res))
+    st = {j: (t, sorted(n for n, _ in pl)) for t, kind, j, pl in res.event_log if kind == "start"}
+    return res, st
+
+
+def test_alg1_alphas_of_the_hand_case():
+    # alpha~_min (one 4-GPU server) 0.2 + 6e7/1e11 = 0.2006; alpha_max (one replica per server, 1/4 of the
+    # NIC = 2.5e8 B/s) 0.2 + 3e7/2.5e8 = 0.32: ratio 1.595 >= COMM_HEAVY, so 'd4' is communication-heavy.
+    perf = IterationSpeed(D4Catalog(), inter_gbit=8.0, intra_gbyte=100.0, gpus_per_server=4)
+    assert perf.alpha_min("d4", 4) == pytest.approx(0.2006)
+    assert perf.alpha_max("d4", 4) == pytest.approx(0.32)
+    # servers 2 + 2: Heavy-Edge puts one replica of each stage per server: 0.2 + 1.5e7/1e11 + 1.5e7/2.5e8
+    assert perf.alpha_of("d4", 4, (2, 2)) == pytest.approx(0.26015)  # ratio 1.297 <= 1.5
+    # servers 3 + 1: the lone stage-1 replica sends all its 3e7 B over 1/4 of the NIC: 0.32 (ratio 1.595)
+    assert perf.alpha_of("d4", 4, (3, 1)) == pytest.approx(0.32)
+
+
+def test_alg1_heavy_job_starts_at_once_when_the_ratio_is_at_most_comm_heavy():
+    # Servers 2, 2, 4. Line 1: j0 (not heavy) takes the tightest server that holds it: server 2. Line 2:
+    # at 1.003 j1 (heavy) gets the servers of most availability, 2 + 2: alpha / alpha~_min = 1.297 <= 1.5,
+    # so it starts at once and runs 100 x 0.26015 s; j2 (3.003) waits for GPUs, strictly behind nobody,
+    # and takes server 0 (tightest) when j1 ends.
+    res, st = _three_jobs([2, 2, 4], ASrpt)
+    assert st[0] == (0.0, [2]) and st[1] == (pytest.approx(1.003), [0, 1])
+    assert res.end[1] == pytest.approx(1.003 + 26.015)
+    assert st[2][0] == pytest.approx(27.018)
+    # the first reading (start=min) waits whenever alpha > alpha~_min: j1 waits for server 2 (ratio 1)
+    # and j2 waits behind it (strict head-of-line order)
+    res, st = _three_jobs([2, 2, 4], lambda: ASrpt(start="min", tau=100))
+    assert st[1] == (pytest.approx(30.0), [2]) and st[2][0] == pytest.approx(30.0)
+    assert res.end[1] == pytest.approx(30 + 20.06)
+
+
+@pytest.mark.parametrize("tau", [100.0, 1.0])
+def test_alg1_window_kappa_and_expiry(tau):
+    # Servers 3, 1, 4. j0 takes server 2. At 1.003 j1's most available servers are 3 + 1: ratio 1.595 >
+    # 1.5, so it waits (line 3) up to tau * 1.003 s. j2 (released at 3.003) waits behind it although a
+    # GPU is free (strict order).
+    res, st = _three_jobs([3, 1, 4], lambda: ASrpt(tau=tau))
+    if tau == 100.0:
+        # lines 15-18: at 30 j0 ends; re-assessed, server 2 alone has ratio 1 < kappa: j1 starts there
+        assert st[1] == (pytest.approx(30.0), [2])
+        assert res.end[1] == pytest.approx(30 + 100 * 0.2006)
+        assert st[2] == (pytest.approx(30.0), [1])  # then j2, on the tightest server (1 free GPU)
+    else:
+        # the window ends at 1.003 + 1.003: j1 takes the servers of most availability, 3 + 1, at alpha 0.32
+        assert st[1] == (pytest.approx(2.006), [0, 1])
+        assert res.end[1] == pytest.approx(2.006 + 100 * 0.32)
+        assert st[2] == (pytest.approx(30.0), [2])  # no GPU free until j0 ends
 
 
 def test_perfect_uses_true_iterations_and_no_predictions_needed():

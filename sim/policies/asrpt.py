@@ -14,12 +14,23 @@ non-preemptive, strictly ordered real cluster with communication-aware placement
   ``p_i = (g_i / G) ñ_i alpha~_min_i`` (G: the partition's GPUs). A job enters the real queue when it
   completes there (ties: arrival order; a size-0 job at once). Virtual completions are engine timers,
   so the policy is event-driven: arrivals, virtual completions, real completions and delay expiries.
-- **Real cluster.** Jobs start strictly in real-queue order and are never preempted: the head blocks.
-  A communication-heavy job (``alpha_max / alpha~_min >= heavy_ratio``, default 1.5) takes the servers
-  with the most free GPUs; if that placement is slower than alpha~_min it may wait up to
-  ``tau p_i`` seconds (from when it reached the head) for a faster one, then takes what there is. Other
-  jobs take the servers with the fewest free GPUs (the tightest fit). ``tau`` defaults to 1.0 (the
-  paper leaves it open; the benchmark sweeps it).
+- **Real cluster (Alg. 1).** Jobs start strictly in real-queue order and are never preempted: the head
+  blocks. A job is communication-heavy when ``alpha_max / alpha~_min >= COMM_HEAVY`` (``heavy_ratio``,
+  1.5). Lines of Alg. 1 as implemented (``start="paper"``, the default):
+
+  1. the head job j of the real queue; if it is not communication-heavy it starts on the servers with
+     the fewest free GPUs (the tightest fit) as soon as they hold it;
+  2. a heavy job is placed on the servers of most availability (x = most free GPUs first; Heavy-Edge
+     maps its stages there); if ``alpha(x) / alpha~_min <= COMM_HEAVY`` it starts at once;
+  3. otherwise it waits, up to ``tau (g_j / G) ñ_j alpha~_min_j`` seconds from this first assessment
+     (a timer marks the end of the window), re-assessing x at every event;
+  4. (lines 15-18) during the window it takes the first allocation whose ``alpha(x) / alpha~_min`` is
+     below ``kappa`` (default 1.5, = COMM_HEAVY; the ratio form is our reading of "alpha below kappa");
+  5. when the window is over it takes the servers of most availability whatever their alpha.
+
+  ``start="min"`` is schedcast's first reading (kept for the ledger's causes): a heavy job waits
+  whenever ``alpha(x) > alpha~_min`` and starts only on an allocation as fast as alpha~_min (or at the
+  end of the window). ``tau`` defaults to 1.0 (the paper leaves it open; the ledger sweeps it).
 - **Work-conserving variant** (``work_conserving=True``, ours, not the paper's): when the head cannot
   start, later jobs of the real queue that fit start (in real-queue order); a communication-heavy job's
   delay then runs from when it was first tried. The benchmark uses it to measure how much of the gap to
@@ -59,7 +70,9 @@ class ASrpt(Policy):
     default_placement = "heavy-edge"
     param_docs = {
         "tau": "delay factor: a communication-heavy head job waits up to tau x its virtual size for a faster placement",
-        "heavy_ratio": "alpha_max / alpha_min at or above which a job is communication-heavy",
+        "heavy_ratio": "COMM_HEAVY: alpha_max / alpha_min at or above which a job is communication-heavy, and alpha(x) / alpha_min up to which a heavy job starts at once",
+        "kappa": "during the delay window a heavy job takes the first allocation with alpha(x) / alpha_min below kappa",
+        "start": "paper (Alg. 1 lines 12-18) or min (ours, the first reading: wait whenever alpha(x) > alpha_min)",
         "iterations": "predicted (ctx.prediction 'iterations') or perfect (true iterations)",
         "inter_gbit": "NIC bandwidth in Gb/s (default: the cluster's)",
         "allreduce": "ring or tree",
@@ -70,10 +83,19 @@ class ASrpt(Policy):
 
     def __init__(self, tau: float = 1.0, heavy_ratio: float = 1.5, iterations: str = "predicted",
                  inter_gbit: float | None = None, allreduce: str = "ring", work_conserving: bool = False,
-                 eager: bool = False, order: str = "virtual"):
+                 eager: bool = False, order: str = "virtual", kappa: float = 1.5, start: str = "paper",
+                 nic: str = "share"):
         if order not in ("virtual", "size"):
             raise ValueError("order must be 'virtual' or 'size'")
-        self.order = order
+        if start not in ("paper", "min"):
+            raise ValueError("start must be 'paper' or 'min'")
+        if kappa < 1:
+            raise ValueError("kappa must be >= 1")
+        if nic not in ("share", "whole"):
+            raise ValueError("nic must be 'share' or 'whole'")
+        self.order, self.kappa, self.start_rule, self.nic = order, float(kappa), start, nic
+        self.immediate_heavy = 0  # heavy jobs started at once (alpha(x) / alpha_min <= COMM_HEAVY)
+        self.window_starts = 0  # heavy jobs started inside their window (ratio below kappa)
         if tau < 0 or heavy_ratio < 1:
             raise ValueError("tau must be >= 0 and heavy_ratio >= 1")
         if iterations not in ("predicted", "perfect"):
@@ -87,7 +109,7 @@ class ASrpt(Policy):
         self.real: list[int] = []  # real queue in virtual completion order
         self.size: dict[int, float] = {}
         self.heavy: dict[int, bool] = {}
-        self.head_since: dict[int, float] = {}
+        self.window_end: dict[int, float] = {}
         self._timer_at = -1.0
         self.perf = None
         self.delayed = 0
@@ -108,7 +130,7 @@ class ASrpt(Policy):
             if isinstance(current, IterationSpeed):
                 self.perf = current
             else:
-                self.perf = IterationSpeed(inter_gbit=self.inter_gbit, allreduce=self.allreduce)
+                self.perf = IterationSpeed(inter_gbit=self.inter_gbit, allreduce=self.allreduce, nic=self.nic)
                 if current is None:
                     self.ctx.use_performance(self.perf)
                 else:  # another model decides speeds; we still need alphas for decisions
@@ -269,7 +291,7 @@ class ASrpt(Policy):
         from sim.placement.heavy_edge import place_ordered
 
         heavy = self.heavy.get(job, False)
-        placement = place_ordered(ctx.pool, g, None, most_free=heavy)
+        placement = place_ordered(ctx.pool, g, None, most_free=heavy)  # lines 1-2: tightest / most available
         if placement is None:
             return False
         if heavy and len(placement) > 1:
@@ -277,16 +299,30 @@ class ASrpt(Policy):
             perf = self._performance()
             counts = tuple(sorted((n for _, n in placement), reverse=True))
             a = perf.alpha_of(perf.model[job], g, counts)
-            if a is not None and a > amin * (1 + 1e-9):
-                since = self.head_since.setdefault(job, ctx.now)
-                deadline = since + self.tau * self.size.get(job, 0.0)
-                if ctx.now < deadline - _EPS:
-                    if since == ctx.now:
+            ratio = a / amin if a is not None and amin > 0 else 1.0
+            deadline = self.window_end.get(job)
+            if deadline is None:  # first assessment (line 12): start at once when ratio <= COMM_HEAVY
+                limit = self.heavy_ratio if self.start_rule == "paper" else 1.0
+                if ratio > limit * (1 + 1e-9):
+                    deadline = ctx.now + self.tau * self.size.get(job, 0.0)  # line 13: the window
+                    if ctx.now < deadline - _EPS:
+                        self.window_end[job] = deadline
                         self.delayed += 1
                         ctx.set_timer(deadline, ("asrpt-delay", job))
+                        return False
+                    self.delay_expired += 1  # a window of zero length
+                elif ratio > 1.0 + 1e-9:
+                    self.immediate_heavy += 1
+            else:  # inside the window (lines 15-18): the first allocation below kappa, else wait
+                bound = self.kappa if self.start_rule == "paper" else 1.0
+                ok = ratio < bound if self.start_rule == "paper" else ratio <= 1.0 + 1e-9
+                if ok:
+                    self.window_starts += 1
+                elif ctx.now < deadline - _EPS:
                     return False
-                self.delay_expired += 1
-        self.head_since.pop(job, None)
+                else:
+                    self.delay_expired += 1  # the window is over: take the servers of most availability
+        self.window_end.pop(job, None)
         ctx.start(job, placement)
         return True
 
@@ -309,6 +345,7 @@ class ASrpt(Policy):
         return {"virtual_completions": self.virtual_done, "delayed_heads": self.delayed,
                 "delay_expiries": self.delay_expired, "max_waiting": self.max_waiting,
                 "virtual_delay_h": self.virtual_delay / 3600, "eager_starts": self.eager_starts,
+                "heavy_started_at_once": self.immediate_heavy, "window_starts": self.window_starts,
                 "real_queue_idle_gpu_h": self.blocked_gpu_s / 3600}
 
 
@@ -318,5 +355,7 @@ class ASrptPerfect(ASrpt):
 
     def __init__(self, tau: float = 1.0, heavy_ratio: float = 1.5, iterations: str = "perfect",
                  inter_gbit: float | None = None, allreduce: str = "ring", work_conserving: bool = False,
-                 eager: bool = False, order: str = "virtual"):
-        super().__init__(tau, heavy_ratio, iterations, inter_gbit, allreduce, work_conserving, eager, order)
+                 eager: bool = False, order: str = "virtual", kappa: float = 1.5, start: str = "paper",
+                 nic: str = "share"):
+        super().__init__(tau, heavy_ratio, iterations, inter_gbit, allreduce, work_conserving, eager, order,
+                         kappa, start, nic)
