@@ -478,7 +478,60 @@ def is_store_uri(uri: str) -> bool:
 
 
 def trust_local_from_env() -> bool:
-    return os.environ.get(TRUST_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+    return _TRUST[0] or os.environ.get(TRUST_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+# -- which stores are "configured" -------------------------------------------------------------------
+#: Stores the user named for this process (``--tracking-uri``), on top of $MLFLOW_TRACKING_URI and the
+#: ./mlruns default; and whether the user passed --trust-local-models (see :func:`trust_scope`).
+_ALLOWED: set[str] = set()
+_TRUST = [False]
+
+
+def _norm_store(uri: str) -> str:
+    """A store URI in one spelling: sqlite / file paths resolved, trailing slashes dropped."""
+    text = str(uri).strip()
+    for scheme in ("sqlite:///", "file://"):
+        if text.startswith(scheme):
+            return scheme + str(Path(text[len(scheme):] or "/").resolve())
+    if "://" not in text and text:
+        return "file://" + str(Path(text).resolve())
+    return text.rstrip("/")
+
+
+def configured_stores() -> set[str]:
+    """The stores the user configured: --tracking-uri of this command, $MLFLOW_TRACKING_URI, ./mlruns."""
+    env = os.environ.get("MLFLOW_TRACKING_URI")
+    return {_norm_store(u) for u in (*_ALLOWED, env, default_tracking_uri()) if u}
+
+
+@contextlib.contextmanager
+def trust_scope(tracking_uri: str | None = None, trust_local: bool = False) -> Iterator[None]:
+    """For the block: ``tracking_uri`` counts as configured (the command's --tracking-uri) and
+    ``trust_local`` trusts other stores and local models (--trust-local-models). A worker process that
+    runs cells of several commands gets each command's settings, and they do not outlive it."""
+    saved = (set(_ALLOWED), _TRUST[0])
+    if tracking_uri:
+        _ALLOWED.add(tracking_uri)
+    _TRUST[0] = _TRUST[0] or bool(trust_local)
+    try:
+        yield
+    finally:
+        _ALLOWED.clear()
+        _ALLOWED.update(saved[0])
+        _TRUST[0] = saved[1]
+
+
+def check_store(uri: str | None, what: str) -> None:
+    """Refuse (UntrustedModelError, one line, exit 2) a tracking store the user did not configure:
+    models in it are pickles, and a parameter or spec value that names a store elsewhere
+    (``tracking_uri=sqlite:////elsewhere/evil.db``) would run whatever that store holds."""
+    if not uri or trust_local_from_env() or _norm_store(uri) in configured_stores():
+        return
+    raise UntrustedModelError(
+        f"refusing {what} {uri}: it is not the tracking store you configured (--tracking-uri, "
+        f"$MLFLOW_TRACKING_URI or ./mlruns), and a model loaded from it runs its code; pass "
+        f"--tracking-uri {uri}, or --trust-local-models / {TRUST_ENV}=1 if you trust it")
 
 
 def load(model_uri: str, *, trust_local: bool = False):
@@ -506,6 +559,12 @@ def load(model_uri: str, *, trust_local: bool = False):
             raise ModelNotFoundError(f"model {model_uri} not found: no such file or directory")
     try:
         return mlflow.pyfunc.load_model(model_uri)
+    if is_store_uri(model_uri) and not trust_local:
+        from mlflow.tracking._tracking_service.utils import is_tracking_uri_set
+
+        if not is_tracking_uri_set():  # never configured in this process: the user's store, not MLflow's default
+            configure(None)
+        check_store(mlflow.get_registry_uri() or mlflow.get_tracking_uri(), f"to load {model_uri} from the store")
     except MlflowException as exc:
         if exc.error_code in ("RESOURCE_DOES_NOT_EXIST", "INVALID_PARAMETER_VALUE", "NOT_FOUND") \
                 or "not found" in str(exc).lower() or "does not exist" in str(exc).lower():

@@ -67,7 +67,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.argv = argv  # recorded in result folders (meta.json "command")
     debug = args.debug or os.environ.get("SCHEDCAST_DEBUG", "") not in ("", "0")
     try:
-        rc = args.func(args)
+        from models.registry import trust_scope
+
+        # --tracking-uri names the store this command trusts; --trust-local-models trusts any (models are pickles)
+        with trust_scope(getattr(args, "tracking_uri", None), bool(getattr(args, "trust_local_models", False))):
+            rc = args.func(args)
         _FAST_EXIT[0] = bool(getattr(args, "fast_exit", False)) and rc == 0
         return rc
     except KeyboardInterrupt:

@@ -23,7 +23,10 @@ import argparse
 import hashlib
 import itertools
 import json
+import math
 import os
+import re
+import shutil
 import sys
 import time
 import traceback
@@ -34,6 +37,10 @@ from typing import Any, Callable, Iterator, Literal
 
 
 DEFAULT_METRICS = ["jct_mean", "jct_p99", "wait_mean", "gpu_utilisation"]
+#: Bounds of a spec, checked before any cell runs (as pipelines.simulate's for the same flags).
+MAX_JOBS = 10_000_000
+MAX_SEEDS = 10_000
+MAX_SEED = 2**32 - 1
 RESULTS_ROOT = Path("results") / "experiments"
 #: Exceptions that mean "this policy cannot run on this workload" (a recorded skip, not a crash).
 _SKIP_ERRORS: tuple[type[BaseException], ...] = (ValueError, NotImplementedError, KeyError, LookupError)
@@ -55,10 +62,10 @@ def _define_models() -> dict[str, Any]:
         name: str = Field(min_length=1)
         synthetic: str | None = None
         trace: str | None = None
-        generator: str | None = Field(None, pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+        generator: str | None = None
         params: dict[str, Any] = Field(default_factory=dict)
         format: str | None = None
-        jobs: int | None = Field(None, ge=1)
+        jobs: int | None = Field(None, ge=1, le=MAX_JOBS)
         cluster: str | None = None
         offered_load: float | None = Field(None, gt=0, le=10)
         costs: str = "none"
@@ -79,6 +86,36 @@ def _define_models() -> dict[str, Any]:
 
                 return [_duration(v) if isinstance(v, str) else v for v in value]
             return value
+
+        @field_validator("window")
+        @classmethod
+        def _finite_window(cls, value: Any) -> Any:
+            if value is not None and not all(math.isfinite(v) and v >= 0 for v in value):
+                raise ValueError(f"window: START and END are finite times >= 0, got {list(value)}")
+            return value
+
+        @field_validator("offered_load")
+        @classmethod
+        def _load(cls, value: Any) -> Any:
+            if value is not None and value < 1e-3:  # 1e-300 would ask for ~1e300 nodes
+                raise ValueError(f"offered_load must be at least 0.001, got {value:g}")
+            return value
+
+        @field_validator("generator")
+        @classmethod
+        def _registered(cls, value: Any) -> Any:
+            """A registered generator name: never an import path (it would run any module a file names)."""
+            if value is not None:
+                from features.traces.synthetic import check_generator_name
+
+                _register_generators()
+                check_generator_name(value)
+            return value
+
+        @field_validator("seeds")
+        @classmethod
+        def _seeds(cls, value: Any) -> Any:
+            return _check_seeds(value)
 
         @model_validator(mode="after")
         def _one_source(self) -> "WorkloadSpec":
@@ -154,8 +191,15 @@ def _define_models() -> dict[str, Any]:
             if isinstance(value, int) and not isinstance(value, bool):  # seeds: 3 -> [0, 1, 2]
                 if value < 1:
                     raise ValueError("a seed count must be >= 1")
+                if value > MAX_SEEDS:
+                    raise ValueError(f"a seed count must be <= {MAX_SEEDS}")
                 return list(range(value))
             return value
+
+        @field_validator("seeds")
+        @classmethod
+        def _seed_values(cls, value: Any) -> Any:
+            return _check_seeds(value)
 
         @field_validator("policies", mode="before")
         @classmethod
@@ -207,6 +251,40 @@ def _one_line(text: str) -> str:
     return " ".join(str(text).split())
 
 
+def _check_seeds(seeds: list[int] | None) -> list[int] | None:
+    """Seeds are whole numbers in [0, 2**32): numpy refuses negative seeds, but only once a cell runs."""
+    for seed in seeds or []:
+        if not 0 <= seed <= MAX_SEED:
+            raise ValueError(f"a seed must be a whole number in [0, {MAX_SEED}], got {seed}")
+    return seeds
+
+
+def _register_generators() -> None:
+    """Register schedcast's generators that live in pipelines/ (features/ cannot import them)."""
+    from features.traces.synthetic import register_generator
+
+    register_generator("venus-shaped", venus_shaped)
+
+
+#: Metric names a spec may rank by: the summary's columns (evaluation.metrics.summarize / evaluate),
+#: and their per-group forms ``class/NAME/METRIC``, ``partition/NAME/METRIC``, ``size/NAME/METRIC``.
+_BASE_METRICS = {"jobs", "jct_mean", "wait_mean", "futile_p50", "futile_p95", "futile_total", "preemptions",
+                 "load_total", "makespan", "total_flow_time", "mean_slowdown", "failed_jobs", "failures",
+                 "lost_work_total", "gpu_utilisation", "gpu_sharing_factor", "events", "decision_p50_ms",
+                 "decision_p99_ms", "jct_p50_min"} | {f"{m}_p{p}" for m in ("jct", "wait")
+                                                    for p in ("50", "95", "99", "99.9")}
+_GROUP_METRIC = re.compile(r"(class|partition|size)/[^/]+/(?P<base>[^/]+)")
+
+
+def check_metric(name: str) -> str:
+    """``name`` if it is a metric a cell reports, else a one-line ValueError listing them."""
+    m = _GROUP_METRIC.fullmatch(name)
+    if name in _BASE_METRICS or (m and m.group("base") in _BASE_METRICS):
+        return name
+    raise ValueError(f"unknown metric {name!r}; use one of {', '.join(sorted(_BASE_METRICS))} or "
+                     "class/NAME/METRIC, partition/NAME/METRIC, size/NAME/METRIC")
+
+
 def load_spec(path: str | Path) -> ExperimentSpec:
     """Read and validate a spec; every error is one line naming the file and the field."""
     import yaml
@@ -228,6 +306,7 @@ def parse_spec(data: dict[str, Any], source: str = "spec") -> ExperimentSpec:
     presets); a ValueError names the field, e.g. ``spec: field policies[2].grid: ...``."""
     from pydantic import ValidationError
 
+    _register_generators()
     try:
         spec = _m()["ExperimentSpec"].model_validate(data)
     except ValidationError as exc:
@@ -287,6 +366,77 @@ def _check_registry(spec: ExperimentSpec, source: str) -> None:
         if w.synthetic and w.synthetic not in presets:
             raise ValueError(f"{source}: field workloads[{i}].synthetic: unknown preset {w.synthetic!r}; "
                              f"known: {', '.join(sorted(presets))}")
+    try:
+        check_metric(spec.rank_by)
+    except ValueError as exc:
+        raise ValueError(f"{source}: field rank_by: {exc}") from None
+    _check_extras(spec, source)
+
+
+def _check_extras(spec: ExperimentSpec, source: str) -> None:
+    """failures / placement / performance / predict of the spec, its workloads and its policy entries:
+    their syntax and registry names (what needs no workload), before any cell runs."""
+    from sim.failures import parse_failure_spec
+    from sim.placement import make_placement
+
+    places: list[tuple[str, Any]] = [("", spec)]
+    places += [(f"workloads[{i}].", w) for i, w in enumerate(spec.workloads)]
+    places += [(f"policies[{i}].", e) for i, e in enumerate(spec.policies) if isinstance(e, _m()["PolicyEntry"])]
+    for prefix, obj in places:
+        field_name = ""
+        try:
+            field_name = "failures"
+            if obj.failures:
+                parse_failure_spec(obj.failures)
+            field_name = "placement"
+            if obj.placement:
+                make_placement(obj.placement)
+            field_name = "performance"
+            if obj.performance and obj.performance != "none":
+                from sim.performance import make_performance
+
+                make_performance(obj.performance)
+            field_name = "predict"
+            for kind, text in (obj.predict or {}).items():
+                text = str(text).strip()
+                if text.startswith(("models:/", "runs:/")):
+                    from sim.predictors import parse_model_uri
+
+                    parse_model_uri(text)
+                elif not (text in ("oracle", "perfect", "group-median", "group-mean") or text == "noisy"
+                          or text.startswith(("noisy:", "http://", "https://"))):
+                    raise ValueError(f"--predict {kind}={text}: unknown spec {text!r}")
+        except (ValueError, TypeError, KeyError) as exc:
+            raise ValueError(f"{source}: field {prefix}{field_name}: {_one_line(exc)}") from None
+
+
+def check_resources(spec: ExperimentSpec, data_dir: str | None = None, source: str = "spec") -> None:
+    """What the cells will read, checked before any of them runs (also by ``--dry-run``): each
+    workload's cluster config (built, so CSV node lists and bounds are checked) and trace file (a
+    readable regular file). A one-line ValueError names the field."""
+    from features.paths import resolve_data_path
+    from sim.cluster import load_cluster
+
+    for i, w in enumerate(spec.workloads):
+        if w.cluster:
+            try:
+                load_cluster(w.cluster, data_dir)
+            except (ValueError, OSError) as exc:
+                raise ValueError(f"{source}: field workloads[{i}].cluster: {_one_line(exc)}") from None
+        if w.trace:
+            path = Path(w.trace)
+            if not path.exists():
+                path = Path(resolve_data_path(w.trace, data_dir))
+            where = f"{source}: field workloads[{i}].trace"
+            if not path.exists():
+                raise ValueError(f"{where}: {w.trace} not found (here or in the data directory)")
+            if not path.is_file():
+                raise ValueError(f"{where}: {path} is not a regular file (a folder, FIFO or device)")
+            try:
+                with open(path, "rb") as fh:
+                    fh.read(1)
+            except OSError as exc:
+                raise ValueError(f"{where}: {path} cannot be read ({exc.strerror or exc})") from None
 
 
 def _entry(entry: str | PolicyEntry) -> PolicyEntry:
@@ -502,9 +652,29 @@ def _json_safe(summary: dict[str, Any]) -> dict[str, Any]:
 
 
 def run_cell(cell: Cell, cell_dir: str, code: str, tracking_uri: str | None = None, plots: bool = False,
-             check_invariants: bool = False) -> dict[str, Any]:
+             check_invariants: bool = False, trust_local: bool = False,
+             generators: dict[str, Callable] | None = None) -> dict[str, Any]:
     """Replay one cell, write its result folder (evaluation.report.write_results) and return its status
-    record; never raises for the cell's own errors (they are the record's ``error``)."""
+    record; never raises for the cell's own errors (they are the record's ``error``).
+
+    ``tracking_uri`` is the store the user configured and ``trust_local`` their --trust-local-models:
+    they hold for this cell only (models.registry.trust_scope), so a store named inside the spec is
+    refused in a worker as in the driver. ``generators``: generators the driver registered at run time
+    (name -> function, pickled by reference), registered here before the workload is built."""
+    from models.registry import trust_scope
+
+    _register_generators()
+    if generators:
+        from features.traces.synthetic import register_generator
+
+        for name, function in generators.items():
+            register_generator(name, function, replace=True)
+    with trust_scope(tracking_uri, trust_local):
+        return _run_cell(cell, cell_dir, code, tracking_uri, plots, check_invariants)
+
+
+def _run_cell(cell: Cell, cell_dir: str, code: str, tracking_uri: str | None, plots: bool,
+              check_invariants: bool) -> dict[str, Any]:
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     os.environ.setdefault("MPLBACKEND", "Agg")
     t0, c0 = time.perf_counter(), time.process_time()
@@ -711,6 +881,8 @@ def finished(out: Path, cell: Cell, code: str) -> dict[str, Any] | None:
         meta = json.loads((out / "cells" / cell.id / "meta.json").read_text())
     except (OSError, ValueError):
         return None
+    if not isinstance(record, dict) or not isinstance(meta, dict):  # malformed: the cell runs again
+        return None
     if (record.get("status") == "ok" and record.get("key") == cell.key() and record.get("code_version") == code
             and meta.get("complete") and meta.get("cell_key") == cell.key()):
         return record
@@ -718,9 +890,76 @@ def finished(out: Path, cell: Cell, code: str) -> dict[str, Any] | None:
 
 
 def _write_json(path: Path, data: Any) -> None:
+    _write_text(path, json.dumps(data, indent=1, default=str))
+
+
+def _write_text(path: Path, text: str) -> None:
+    """Whole or not at all: a temporary file beside ``path``, renamed over it (a full disk leaves the
+    old file, never an empty one)."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=1, default=str))
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+class _RunLock:
+    """An advisory lock on ``out/.run.lock`` held for a run. ``sole``: no other live run holds it, so
+    what earlier runs left (temporary folders, a RUNNING parent run) belongs to a dead process. A run
+    that finds the lock held goes on as before (concurrent runs into one folder are allowed) and
+    tidies nothing."""
+
+    def __init__(self, out: Path) -> None:
+        import fcntl
+
+        self.fh = open(out / ".run.lock", "a+")
+        try:
+            fcntl.flock(self.fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            self.sole = True
+        except BlockingIOError:
+            self.sole = False
+
+    def release(self) -> None:
+        if not self.fh.closed:
+            self.fh.close()  # closing releases the lock
+
+
+def _previous_run(out: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads((out / "run.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _clean_stale(out: Path) -> None:
+    """Remove the temporary folders and files of runs that were killed (``cells/.ID.*.partial``,
+    ``.NAME.PID.tmp``): only names this module and evaluation.outdir create."""
+    for folder in (out, out / "cells"):
+        for p in folder.glob(".*.partial"):
+            if p.is_dir() and not p.is_symlink():
+                shutil.rmtree(p, ignore_errors=True)
+        for p in folder.glob(".*.tmp"):
+            if p.is_file() and re.fullmatch(r"\..+\.\d+\.tmp", p.name):
+                p.unlink(missing_ok=True)
+
+
+def _fail_orphaned_parent(tracker, previous: dict[str, Any] | None, tracking_uri: str) -> None:
+    """Mark FAILED the parent run of a killed earlier run into this folder (same store), left RUNNING."""
+    if not previous or previous.get("state") != "running" or not previous.get("parent_run_id"):
+        return
+    if previous.get("tracking_uri") != tracking_uri:
+        return
+    run_id = str(previous["parent_run_id"])
+    try:
+        if tracker.client.get_run(run_id).info.status == "RUNNING":
+            tracker.end(run_id, "FAILED")
+            print(f"note: MLflow parent run {run_id} of an interrupted earlier run marked FAILED", file=sys.stderr)
+    except Exception as exc:  # noqa: BLE001 - the old run may be gone; it must not stop this one
+        print(f"warning: could not mark the interrupted parent run {run_id} FAILED ({_one_line(exc)[:200]})",
+              file=sys.stderr)
 
 
 class _CellProgress:
@@ -776,14 +1015,24 @@ class RunOutcome:
 def run_experiment(spec: ExperimentSpec, out: str | Path, *, engine: str = "dask", workers: int | None = None,
                    scheduler: str | None = None, ray_address: str | None = None, data_dir: str | None = None,
                    tracking_uri: str | None = None, rerun: bool = False, progress: bool = False,
-                   spec_text: str | None = None, report: bool = True) -> RunOutcome:
+                   spec_text: str | None = None, report: bool = True, trust_local: bool = False) -> RunOutcome:
     """Run every cell of ``spec`` not already finished in ``out`` on ``engine``; write status files,
-    results.csv and the leaderboard; track in MLflow when ``tracking_uri`` is given."""
+    results.csv and the leaderboard; track in MLflow when ``tracking_uri`` is given.
+
+    Before any cell runs: the spec's files are checked (:func:`check_resources`), and, when no other
+    run holds the folder (``out/.run.lock``), what a killed run left is tidied: temporary ``.partial``
+    result folders and ``.tmp`` files, and its MLflow parent run still RUNNING is marked FAILED."""
+    from features.traces.synthetic import generator_names, registered_generators
     from pipelines.tracking import code_version
 
     t0, c0 = time.perf_counter(), time.process_time()
     out = Path(out)
+    check_resources(spec, data_dir)
     (out / "cells").mkdir(parents=True, exist_ok=True)
+    lock = _RunLock(out)
+    previous = _previous_run(out) if lock.sole else None
+    if lock.sole:
+        _clean_stale(out)
     code = code_version()
     cells = expand(spec, data_dir)
     todo, reused = [], 0
@@ -792,7 +1041,7 @@ def run_experiment(spec: ExperimentSpec, out: str | Path, *, engine: str = "dask
             reused += 1
         else:
             todo.append(cell)
-    (out / "spec.yaml").write_text(spec_text if spec_text is not None else json.dumps(spec.model_dump(), indent=1))
+    _write_text(out / "spec.yaml", spec_text if spec_text is not None else json.dumps(spec.model_dump(), indent=1))
     run_info = {"spec": spec.name, "code_version": code, "engine": engine, "cells": len(cells), "to_run": len(todo),
                 "reused": reused, "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                 "spec_hash": hashlib.sha256(json.dumps(spec.model_dump(), sort_keys=True, default=str).encode()).hexdigest()[:16]}
@@ -801,6 +1050,7 @@ def run_experiment(spec: ExperimentSpec, out: str | Path, *, engine: str = "dask
         from pipelines.tracking import Tracker
 
         tracker = Tracker(tracking_uri)
+        _fail_orphaned_parent(tracker, previous, tracking_uri)
         parent = tracker.start(f"experiment {spec.name}", params={
             "spec": spec.name, "spec_hash": run_info["spec_hash"], "code_version": code, "engine": engine,
             "workers": workers or "", "cells": len(cells), "cells_to_run": len(todo), "cells_reused": reused,
@@ -808,6 +1058,8 @@ def run_experiment(spec: ExperimentSpec, out: str | Path, *, engine: str = "dask
             tags={"schedcast.kind": "experiment", "schedcast.code_version": code})
         run_info["parent_run_id"] = parent
         run_info["tracking_uri"] = tracking_uri
+    # written now too: a run killed before its end leaves "state: running", which the next run tidies up
+    _write_json(out / "run.json", {**run_info, "state": "running", "pid": os.getpid()})
     counts = {"ok": 0, "skipped": 0, "failed": 0}
     eng = None
     status = "FAILED"
@@ -818,7 +1070,8 @@ def run_experiment(spec: ExperimentSpec, out: str | Path, *, engine: str = "dask
             eng = make_engine(engine, workers=workers, scheduler=scheduler, ray_address=ray_address)
             run_info.update(workers=eng.workers, engine_start_s=time.perf_counter() - t_start)
             kwargs = {"code": code, "tracking_uri": tracking_uri, "plots": spec.plots,
-                      "check_invariants": spec.check_invariants}
+                      "check_invariants": spec.check_invariants, "trust_local": trust_local,
+                      "generators": registered_generators(generator_names())}
             jobs = [(c, {"cell_dir": str((out / "cells" / c.id).resolve()), **kwargs}) for c in todo]
             t_cells = time.perf_counter()
             logger = _TrackingThread(tracker, parent, spec, out, code) if tracker is not None else None
@@ -840,9 +1093,10 @@ def run_experiment(spec: ExperimentSpec, out: str | Path, *, engine: str = "dask
         bar.close()
         if eng is not None:
             eng.close()
-        run_info.update(finished=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        run_info.update(finished=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), state=status.lower(),
                         wall_s=time.perf_counter() - t0, driver_cpu_s=time.process_time() - c0, **counts)
         _write_json(out / "run.json", run_info)
+        lock.release()
         paths: dict[str, Path] = {}
         if report:
             paths = build_report(out, spec)
@@ -920,21 +1174,39 @@ def collect(out: str | Path, spec: ExperimentSpec | None = None) -> list[dict[st
     are 'missing'), else every cells/*.json."""
     out = Path(out)
     if spec is None:
-        records = []
-        for p in sorted((out / "cells").glob("*.json")):
-            try:
-                records.append(json.loads(p.read_text()))
-            except (OSError, ValueError):
-                continue
-        return records
+        return [rec for rec in (_read_status(p) for p in sorted((out / "cells").glob("*.json"))) if rec is not None]
     records = []
     for cell in expand(spec):
-        try:
-            rec = json.loads(_status_path(out, cell).read_text())
-        except (OSError, ValueError):
-            rec = {"id": cell.id, "key": cell.key(), "cell": asdict(cell), "status": "missing"}
-        records.append(rec)
+        rec = _read_status(_status_path(out, cell))
+        records.append(rec if rec is not None else
+                       {"id": cell.id, "key": cell.key(), "cell": asdict(cell), "status": "missing"})
     return records
+
+
+_STATUSES = ("ok", "skipped", "failed", "missing")
+
+
+def _read_status(path: Path) -> dict[str, Any] | None:
+    """A cell's status record; None when there is none. A file that is there but is not a status
+    record (not JSON, not a mapping, no known status, or a cell that is not a mapping) is a one-line
+    ValueError naming it (exit 2): a report built on it would be wrong or crash."""
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: cannot read the cell status file ({_one_line(exc)})") from None
+    try:
+        rec = json.loads(text)
+    except ValueError as exc:
+        raise ValueError(f"{path}: malformed cell status file (not JSON: {_one_line(exc)}); delete it to run "
+                         "the cell again") from None
+    if (not isinstance(rec, dict) or rec.get("status") not in _STATUSES or not isinstance(rec.get("id"), str)
+            or not isinstance(rec.get("cell", {}), dict)
+            or not isinstance(rec.get("metrics", {}) or {}, dict) or not isinstance(rec.get("summary", {}) or {}, dict)):
+        raise ValueError(f"{path}: malformed cell status file (expected a mapping with id, status "
+                         f"{'/'.join(_STATUSES)}, cell); delete it to run the cell again")
+    return rec
 
 
 def build_report(out: str | Path, spec: ExperimentSpec | None = None) -> dict[str, Path]:
@@ -964,9 +1236,22 @@ def _spec_of_run(out: Path) -> ExperimentSpec | None:
 
 # -- CLI ----------------------------------------------------------------------------------------------
 def _workers_arg(text: str) -> int:
+    """argparse type: local workers, 1 .. 4 x the CPU cores (at least 8): 100,000 would fork until the
+    machine stops."""
     from pipelines.simulate import positive_int
 
-    return positive_int(text)
+    value = positive_int(text)
+    limit = max(8, 4 * (os.cpu_count() or 1))
+    if value > limit:
+        raise argparse.ArgumentTypeError(f"at most {limit} local workers on this machine (4 x its CPU cores), "
+                                         f"got {value}")
+    return value
+
+
+def _tracking_uri_arg(text: str) -> str:
+    from pipelines.simulate import tracking_uri_arg
+
+    return tracking_uri_arg(text)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -976,6 +1261,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else default_out(spec)
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out} is a file")
+    check_resources(spec, args.data_dir, source=str(args.spec))
     cells = expand(spec, args.data_dir)
     if args.dry_run:
         for cell in cells:
@@ -994,7 +1280,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     outcome = run_experiment(spec, out, engine=args.engine, workers=args.workers, scheduler=args.dask_scheduler,
                              ray_address=args.ray_address, data_dir=args.data_dir, tracking_uri=uri,
                              rerun=args.rerun, progress=not args.no_progress and sys.stderr.isatty(),
-                             spec_text=Path(args.spec).read_text())
+                             spec_text=Path(args.spec).read_text(),
+                             trust_local=bool(getattr(args, "trust_local_models", False)))
     rate = outcome.ran / outcome.wall_s * 60 if outcome.wall_s > 0 else float("nan")
     print(f"\n{outcome.ok + outcome.reused} ok ({outcome.reused} reused from earlier runs), {outcome.skipped} skipped, "
           f"{outcome.failed} failed of {outcome.cells} cells; {outcome.wall_s:.1f} s wall ({rate:.1f} cells/min)")
@@ -1002,6 +1289,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         print("report: " + ", ".join(str(p) for p in outcome.report.values()))
     if outcome.parent_run_id:
         print(f"MLflow: parent run {outcome.parent_run_id} in {uri}")
+    if outcome.cells and outcome.ok + outcome.reused == 0:
+        first = next((r.get("error") for r in collect(out, spec) if r.get("status") in ("skipped", "failed")), None)
+        print(f"schedcast: error: no cell of {spec.name} succeeded ({outcome.skipped} skipped, {outcome.failed} "
+              f"failed)" + (f"; first: {_one_line(first)[:300]}" if first else ""), file=sys.stderr)
+        return 1 if outcome.failed else 2
     return 0 if outcome.failed == 0 else 1
 
 
@@ -1044,7 +1336,9 @@ def add_parsers(sub) -> None:
     r.add_argument("--data-dir", help="shared data directory (default $SCHEDCAST_DATA or ../shared/data)")
     r.add_argument("--track", action=argparse.BooleanOptionalAction, default=None,
                    help="log to MLflow (default: only when --tracking-uri or $MLFLOW_TRACKING_URI is set)")
-    r.add_argument("--tracking-uri", help="MLflow tracking URI (runs and models:/ predictors)")
+    r.add_argument("--tracking-uri", type=_tracking_uri_arg, help="MLflow tracking URI (runs and models:/ predictors)")
+    r.add_argument("--trust-local-models", action="store_true", help="allow models from a local path or from a "
+                   "tracking store the spec names other than the configured one (a model is a pickle: it runs its code)")
     r.add_argument("--rerun", action="store_true", help="run every cell again, even finished ones")
     r.add_argument("--dry-run", action="store_true", help="list the cells and stop")
     r.add_argument("--no-progress", action="store_true", help="one line per cell instead of a progress bar")
@@ -1057,5 +1351,6 @@ def add_parsers(sub) -> None:
     rep.set_defaults(func=cmd_report)
 
 
-__all__ = ["Cell", "ExperimentSpec", "PolicyEntry", "WorkloadSpec", "build_report", "cached_workload", "collect",
+__all__ = ["Cell", "ExperimentSpec", "PolicyEntry", "WorkloadSpec", "build_report", "cached_workload", "check_metric",
+           "check_resources", "collect",
            "expand", "finished", "load_spec", "make_engine", "parse_spec", "run_cell", "run_experiment"]

@@ -15,7 +15,7 @@ import sys
 import threading
 from typing import Any, Iterator
 
-from pipelines.simulate import positive_int
+from pipelines.simulate import jobs_arg, positive_int, preset_arg, tracking_uri_arg
 
 #: Default algorithm per task (``--algo`` overrides). One place to change a task's default.
 TASK_DEFAULT_ALGO = {"duration": "lightgbm", "iterations": "zero", "throughput": "blend-last", "demand": "orglinear",
@@ -325,8 +325,8 @@ def _add_task_args(p: argparse.ArgumentParser) -> None:
                    "packing: solo|pairs (labels)")
     p.add_argument("--trace", help="duration/iterations: job trace (default: the Philly file)")
     p.add_argument("--format")
-    p.add_argument("--synthetic", metavar="PRESET")
-    p.add_argument("--jobs", type=positive_int, help="synthetic: number of jobs; trace: the first N jobs by "
+    p.add_argument("--synthetic", metavar="PRESET", type=preset_arg)
+    p.add_argument("--jobs", type=jobs_arg, help="synthetic: number of jobs; trace: the first N jobs by "
                    "submission (recorded in the run's lineage)")
     p.add_argument("--series", help="throughput/demand: series file (default: Venus / Earth in the data dir)")
     p.add_argument("--freq", default="10min", help="demand: bin size")
@@ -336,7 +336,7 @@ def _add_task_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--param", nargs="*", metavar="KEY=VALUE", help="estimator hyper-parameters")
     p.add_argument("--data-dir")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--tracking-uri", help="MLflow tracking URI (default: sqlite:///mlruns/mlflow.db here)")
+    p.add_argument("--tracking-uri", type=tracking_uri_arg, help="MLflow tracking URI (default: sqlite:///mlruns/mlflow.db here)")
     p.add_argument("--verbose", "-v", action="store_true", help="show library warnings and logs (MLflow, "
                    "Lightning, GluonTS, torch), silenced by default")
 

@@ -61,14 +61,51 @@ def non_negative_int(text: str) -> int:
     return value
 
 
+#: Most jobs a synthetic workload or `demo` builds (``--jobs 99999999999`` would run out of memory).
+MAX_JOBS = 10_000_000
+
+
+def jobs_arg(text: str) -> int:
+    """argparse type: a job count, 1 .. MAX_JOBS."""
+    value = positive_int(text)
+    if value > MAX_JOBS:
+        raise argparse.ArgumentTypeError(f"at most {MAX_JOBS:,} jobs, got {value:,}")
+    return value
+
+
+def preset_arg(text: str) -> str:
+    """argparse type: a synthetic preset *name* (configs/workloads/NAME.yaml), never a path."""
+    from features.traces.synthetic import check_preset_name
+
+    try:
+        return check_preset_name(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def tracking_uri_arg(text: str) -> str:
+    """argparse type: an MLflow tracking URI; a sqlite URI must name a database file, not a folder."""
+    text = text.strip()
+    if not text:
+        raise argparse.ArgumentTypeError("empty tracking URI")
+    if text.startswith("sqlite:///"):
+        db = Path(text[len("sqlite:///"):])
+        if db.is_dir():
+            raise argparse.ArgumentTypeError(f"{text} names a folder; give a database file, e.g. "
+                                             f"sqlite:///{db / 'mlflow.db'}")
+        if db.exists() and not db.is_file():
+            raise argparse.ArgumentTypeError(f"{text} is not a regular file")
+    return text
+
+
 def load_arg(text: str) -> float:
     """argparse type: an offered load, a number > 0 (0.9 = the cluster would need 90 % of its GPUs)."""
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not math.isfinite(value) or value <= 0 or value > 10:
-        raise argparse.ArgumentTypeError(f"must be in (0, 10], got {text}")
+    if not math.isfinite(value) or value < 1e-3 or value > 10:  # 1e-300 would ask for ~1e300 nodes
+        raise argparse.ArgumentTypeError(f"must be in [0.001, 10], got {text}")
     return value
 
 
@@ -95,10 +132,10 @@ def predictor_arg(text: str) -> str:
 def _add_workload_args(p: argparse.ArgumentParser) -> None:
     src = p.add_mutually_exclusive_group()
     src.add_argument("--trace", metavar="FILE", help="trace file (format guessed from the name unless --format)")
-    src.add_argument("--synthetic", metavar="PRESET", help="seeded synthetic trace preset (earth, saturn, "
+    src.add_argument("--synthetic", metavar="PRESET", type=preset_arg, help="seeded synthetic trace preset (earth, saturn, "
                      "uranus, demo: configs/workloads/)")
     p.add_argument("--format", help="trace format (see `schedcast data formats`)")
-    p.add_argument("--jobs", type=positive_int, metavar="N", help="synthetic: number of jobs (same arrival "
+    p.add_argument("--jobs", type=jobs_arg, metavar="N", help="synthetic: number of jobs (same arrival "
                    "rate as the preset); trace: keep the first N jobs by submission")
     p.add_argument("--cluster", help="built-in cluster name or YAML path (see `schedcast clusters`); a "
                    "synthetic preset has its own default")
@@ -121,6 +158,8 @@ def _trace_path(path: str) -> Path:
         raise FileNotFoundError(f"trace file {path} not found")
     if p.is_dir():
         raise ValueError(f"trace {path} is a folder; give a trace file")
+    if not p.is_file():  # a FIFO blocks for ever, /dev/zero fills the memory
+        raise ValueError(f"trace {path} is not a regular file (a FIFO, device or socket); give a trace file")
     return p
 
 
@@ -488,8 +527,10 @@ def add_parsers(sub) -> None:
                    help="for prediction-based policies: oracle (default), noisy:SIGMA, models:/NAME@ALIAS "
                    "(MLflow registry; the resolved version is recorded in meta.json) or an `mlflow models "
                    "serve` URL")
-    p.add_argument("--tracking-uri", help="MLflow tracking URI for models:/ predictors and for --track (default "
+    p.add_argument("--tracking-uri", type=tracking_uri_arg, help="MLflow tracking URI for models:/ predictors and for --track (default "
                    "$MLFLOW_TRACKING_URI or sqlite:///mlruns/mlflow.db); naming one turns tracking on")
+    p.add_argument("--trust-local-models", action="store_true", help="allow models from a local path or from a "
+                   f"tracking store other than the configured one (a model is a pickle: it runs its code)")
     p.add_argument("--track", action=argparse.BooleanOptionalAction, default=None,
                    help="log the replays to MLflow: a parent run and one nested run per policy (params, metrics, "
                    "files, model lineage). Default: on when --tracking-uri or $MLFLOW_TRACKING_URI is set; "
@@ -523,7 +564,7 @@ def add_parsers(sub) -> None:
                        description="Replay a seeded synthetic Helios-like workload (2,000 jobs, 16 x 8 GPUs) "
                        f"under {', '.join(DEFAULT_POLICIES)}; print the comparison and write {DEMO_OUT}/ "
                        "(replaced on every run).")
-    p.add_argument("--jobs", type=positive_int, default=None, metavar="N", help="number of jobs (default 2,000)")
+    p.add_argument("--jobs", type=jobs_arg, default=None, metavar="N", help="number of jobs (default 2,000)")
     p.add_argument("--seed", type=non_negative_int, default=0)
     p.add_argument("--out", metavar="DIR", help=f"output folder (default {DEMO_OUT}, replaced on every run)")
     p.add_argument("--force", action="store_true", help="replace --out if it exists and is not empty")

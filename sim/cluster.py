@@ -18,6 +18,18 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from features.paths import configs_dir, resolve_data_path
 
+#: Bounds checked before anything is built: a config with more (``nodes: 1e11``,
+#: ``gpus_per_node: 99999999999``) would exhaust the memory building its node lists instead of failing.
+MAX_NODES = 1_000_000
+MAX_GPUS_PER_NODE = 1024
+
+
+def check_nodes(nodes: int, where: str) -> int:
+    """``nodes`` if within :data:`MAX_NODES`, else a one-line ValueError naming ``where``."""
+    if nodes > MAX_NODES:
+        raise ValueError(f"{where}: {nodes:,} nodes is more than the {MAX_NODES:,} a cluster may have")
+    return nodes
+
 
 class NodesFromCsv(BaseModel):
     """One node per CSV row; GPUs per node from a column. Rows with zero GPUs are skipped."""
@@ -51,16 +63,16 @@ class NodeGroup(BaseModel):
     """``count`` nodes of ``gpus_per_node`` GPUs of one GPU model (heterogeneous clusters inline)."""
 
     model_config = ConfigDict(extra="forbid")
-    count: int = Field(ge=1)
-    gpus_per_node: int = Field(ge=1)
+    count: int = Field(ge=1, le=MAX_NODES)
+    gpus_per_node: int = Field(ge=1, le=MAX_GPUS_PER_NODE)
     gpu_type: str
 
 
 class PartitionConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str
-    nodes: int = Field(ge=1)
-    gpus_per_node: int | None = Field(None, ge=1)
+    nodes: int = Field(ge=1, le=MAX_NODES)
+    gpus_per_node: int | None = Field(None, ge=1, le=MAX_GPUS_PER_NODE)
 
 
 class ClusterConfig(BaseModel):
@@ -70,8 +82,8 @@ class ClusterConfig(BaseModel):
     name: str
     description: str = ""
     gpu_type: str = "unknown"
-    gpus_per_node: int = Field(8, ge=1)
-    nodes: int | None = Field(None, ge=1)
+    gpus_per_node: int = Field(8, ge=1, le=MAX_GPUS_PER_NODE)
+    nodes: int | None = Field(None, ge=1, le=MAX_NODES)
     partitions: list[PartitionConfig] | None = None
     partitions_from_csv: PartitionsFromCsv | None = None
     nodes_from_csv: NodesFromCsv | None = None
@@ -90,6 +102,9 @@ class ClusterConfig(BaseModel):
         if len(given) != 1:
             raise ValueError("give exactly one of nodes, partitions, partitions_from_csv, nodes_from_csv, "
                              "nodes_from_summary, node_groups")
+        total = sum(p.nodes for p in self.partitions or []) + sum(g.count for g in self.node_groups or [])
+        if total > MAX_NODES:
+            raise ValueError(f"{total:,} nodes in all is more than the {MAX_NODES:,} a cluster may have")
         return self
 
 
@@ -160,6 +175,7 @@ def build_cluster(config: ClusterConfig, data: str | Path | None = None) -> Clus
         src = config.partitions_from_csv
         frame = _read_csv(resolve_data_path(src.file, data))
         names, counts = _column(frame, src.name_column), _column(frame, src.nodes_column)
+        check_nodes(int(sum(max(int(c), 0) for c in counts)), f"cluster {config.name!r} ({src.file})")
         parts = [Partition(str(n), [per_node] * int(c), [gpu_type] * int(c)) for n, c in zip(names, counts)
                  if int(c) > 0]
     elif config.node_groups is not None:
@@ -171,6 +187,9 @@ def build_cluster(config: ClusterConfig, data: str | Path | None = None) -> Clus
         gpus = frame[src.gpus_column].fillna(0).astype(int)
         types = frame[src.type_column].astype(str) if src.type_column else [gpu_type] * len(frame)
         caps = [(int(g), str(t)) for g, t in zip(gpus, types) if int(g) > 0]
+        check_nodes(len(caps), f"cluster {config.name!r} ({src.file})")
+        if any(c > MAX_GPUS_PER_NODE for c, _ in caps):
+            raise ValueError(f"cluster {config.name!r} ({src.file}): a node with more than {MAX_GPUS_PER_NODE} GPUs")
         parts = [Partition("default", [c for c, _ in caps], [t for _, t in caps])]
     else:
         src = config.nodes_from_summary
@@ -178,7 +197,10 @@ def build_cluster(config: ClusterConfig, data: str | Path | None = None) -> Clus
         row = frame[frame[src.id_column].astype(str) == src.cluster]
         if row.empty:
             raise ValueError(f"cluster {src.cluster!r} not found in {src.file}")
-        n = math.ceil(float(row[src.gpus_column].iloc[0]) / per_node)
+        gpus = float(row[src.gpus_column].iloc[0])
+        if not math.isfinite(gpus) or gpus < 0:
+            raise ValueError(f"cluster {src.cluster!r} in {src.file}: bad GPU count {gpus!r}")
+        n = check_nodes(math.ceil(gpus / per_node), f"cluster {config.name!r} ({src.file})")
         parts = [Partition("default", [per_node] * n, [gpu_type] * n)]
     if not parts or not any(p.capacities for p in parts):
         raise ValueError(f"cluster {config.name!r} has no GPU nodes")

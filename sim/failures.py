@@ -121,6 +121,14 @@ def failure_category(cause: str) -> str:
     return "infrastructure" if cause.startswith("node ") else "unknown"
 
 
+#: Bounds checked before any failure is drawn: ``rate=1e12`` would draw ~1e13 events (memory, hours).
+MAX_RATE_PER_HOUR = 10_000.0
+MAX_FAILURE_EVENTS = 5_000_000
+#: Largest time field (repair, checkpoint, reaction, horizon): 100 years in seconds.
+MAX_SECONDS = 100 * 365 * 86_400.0
+_MAXIMA = {"rate": MAX_RATE_PER_HOUR, "attempts": 1_000_000.0}
+
+
 def _number(field: str, text: str, *, minimum: float = 0.0, integer: bool = False) -> float:
     try:
         value = float(text)
@@ -129,6 +137,9 @@ def _number(field: str, text: str, *, minimum: float = 0.0, integer: bool = Fals
     if not math.isfinite(value) or value < minimum or (integer and value != int(value)):
         kind = "a whole number" if integer else "a number"
         raise ValueError(f"--failures: bad field {field!r}: expected {kind} >= {minimum:g}, got {text!r}")
+    maximum = _MAXIMA.get(field, MAX_SECONDS)
+    if value > maximum:
+        raise ValueError(f"--failures: bad field {field!r}: at most {maximum:g}, got {text!r}")
     return value
 
 
@@ -272,7 +283,11 @@ def rate_failures(workload, *, rate_per_hour: float, repair_s: float = 3600.0,
         work = float(np.dot(workload.duration, workload.gpus))
         horizon_s = max(workload.submit) + 2.0 * max(work / max(total_gpus, 1), max(workload.duration))
     rng = np.random.default_rng(np.random.SeedSequence([int(seed) & 0xFFFFFFFF, 0x5C4ED]))
-    count = int(rng.poisson(rate_per_hour * horizon_s / 3600.0))
+    expected = rate_per_hour * horizon_s / 3600.0
+    if not math.isfinite(expected) or expected > MAX_FAILURE_EVENTS:
+        raise ValueError(f"--failures: rate={rate_per_hour:g} per hour over {horizon_s:,.0f} s is "
+                         f"~{expected:.3g} failures, more than the {MAX_FAILURE_EVENTS:,} a replay may have")
+    count = int(rng.poisson(expected))
     times = np.sort(rng.uniform(0.0, horizon_s, size=count))
     weights = np.asarray([g for _, _, g in nodes], dtype=float)
     which = rng.choice(len(nodes), size=count, p=weights / weights.sum())

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from sim.cluster import Cluster, Partition
+from sim.cluster import Cluster, Partition, check_nodes
 
 
 def offered_load(frame: Any, gpus: int) -> float:
@@ -42,6 +42,10 @@ def _resized(part: Partition, nodes: int) -> Partition:
     return Partition(part.name, caps, types)
 
 
+#: Smallest offered load a cluster is sized for (smaller ones ask for absurd node counts).
+MIN_OFFERED_LOAD = 1e-3
+
+
 def sized_for_load(frame: Any, cluster: Cluster, target: float) -> Cluster:
     """``cluster`` with as many nodes as give offered load ``target`` for the jobs of ``frame`` (a job
     table), and never fewer than the largest job needs.
@@ -53,6 +57,9 @@ def sized_for_load(frame: Any, cluster: Cluster, target: float) -> Cluster:
     """
     if not (target > 0 and math.isfinite(target)):
         raise ValueError(f"offered load must be a positive number, got {target!r}")
+    if target < MIN_OFFERED_LOAD:  # 1e-300 would ask for ~1e300 nodes
+        raise ValueError(f"offered load {target:g} is below {MIN_OFFERED_LOAD:g}: the cluster would need "
+                         "an unbounded number of nodes")
     duration, demand, submit = _arrays(frame)
     span = float(submit.max() - submit.min()) if len(submit) else 0.0
     span = span or 1.0
@@ -74,7 +81,7 @@ def sized_for_load(frame: Any, cluster: Cluster, target: float) -> Cluster:
             largest = float(demand.max(initial=0))
             nodes = math.ceil(len(part.capacities) * factor)
         need = math.ceil(largest / max(part.capacities)) if largest > 0 else 1
-        parts.append(_resized(part, max(nodes, need, 1)))
+        parts.append(_resized(part, check_nodes(max(nodes, need, 1), f"offered load {target:g}")))
     return Cluster(f"{cluster.name}@load{target:g}", parts, cluster.gpu_type,
                    intra_node_bandwidth_gbps=cluster.intra_node_bandwidth_gbps,
                    inter_node_bandwidth_gbps=cluster.inter_node_bandwidth_gbps, unknown_org=cluster.unknown_org)

@@ -77,12 +77,16 @@ def test_resume_skips_finished_cells_and_reruns_on_new_code(tmp_path, monkeypatc
 
 
 def test_crashing_and_impossible_cells_are_isolated(tmp_path, monkeypatch):
+    from features.traces import synthetic
+
     monkeypatch.setattr("pipelines.tracking.code_version", lambda: "test-version")
+    monkeypatch.setitem(synthetic._REGISTERED, "crashing-test", crashing_generator)  # shipped to the workers
     spec = parse_spec({
         "name": "crash",
         "workloads": [{"name": "good", "synthetic": "demo", "jobs": 80},
-                      {"name": "boom", "generator": "tests.test_experiment_run:crashing_generator", "cluster": "demo"},
-                      {"name": "noperf", "synthetic": "demo", "jobs": 80, "performance": "no-such-model"}],
+                      {"name": "boom", "generator": "crashing-test", "cluster": "demo"},
+                      # passes the spec's checks, cannot run: demo has no failure columns
+                      {"name": "noperf", "synthetic": "demo", "jobs": 80, "failures": "trace"}],
         "policies": ["fifo", "sjf"], "seeds": 1})
     out = tmp_path / "run"
     res = run_experiment(spec, out, engine="dask", workers=2)
@@ -91,7 +95,7 @@ def test_crashing_and_impossible_cells_are_isolated(tmp_path, monkeypatch):
     boom = frame[frame["workload"] == "boom"]
     assert (boom["status"] == "failed").all() and boom["error"].str.contains("generator exploded").all()
     noperf = frame[frame["workload"] == "noperf"]
-    assert (noperf["status"] == "skipped").all() and noperf["error"].str.contains("no-such-model").all()
+    assert (noperf["status"] == "skipped").all() and noperf["error"].str.contains("no failure columns").all()
     record = json.loads(next((out / "cells").glob("boom-fifo-*.json")).read_text())
     assert "RuntimeError" in record["traceback"]
     html = (out / "leaderboard.html").read_text()

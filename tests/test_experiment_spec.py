@@ -85,13 +85,13 @@ def test_all_policies_exclude_and_explicit_override():
 def test_overrides_cascade_and_workload_restriction():
     s = spec(workloads=[{"name": "a", "synthetic": "demo", "jobs": 50, "failures": "rate=1", "seeds": [5]},
                         {"name": "b", "synthetic": "demo", "jobs": 60}],
-             policies=["fifo", {"name": "sjf", "failures": "none", "workloads": ["a"]}], performance="x")
+             policies=["fifo", {"name": "sjf", "failures": "none", "workloads": ["a"]}], performance="constant")
     cells = {(c.workload, c.policy): c for c in expand(s)}
     assert set(cells) == {("a", "fifo"), ("b", "fifo"), ("a", "sjf")}
     assert cells[("a", "fifo")].failures == "rate=1" and cells[("a", "fifo")].seed == 5
     assert cells[("b", "fifo")].failures == "none" and cells[("b", "fifo")].seed == 0
     assert cells[("a", "sjf")].failures == "none"
-    assert all(c.performance == "x" for c in cells.values())
+    assert all(c.performance == "constant" for c in cells.values())
 
 
 def test_cell_key_depends_on_what_changes_numbers():

@@ -17,6 +17,7 @@ import re
 import warnings
 import zipfile
 import zlib
+from collections import Counter
 from pathlib import Path
 from typing import Iterable
 
@@ -38,6 +39,8 @@ def check_path(path: str | Path) -> Path:
         raise TraceError(path, "file not found")
     if path.is_dir():
         raise TraceError(path, "is a directory, not a trace file (pass the file itself)")
+    if not path.is_file():  # a FIFO would block the read for ever, /dev/zero would fill the memory
+        raise TraceError(path, "is not a regular file (a FIFO, device or socket); pass a trace file")
     if not os.access(path, os.R_OK):
         raise TraceError(path, "permission denied")
     return path
@@ -159,7 +162,8 @@ def read_csv(path: str | Path, *, required: Iterable[str] = (), header: bool = T
                              "found (stray quotes?)")
     if header:
         cols = ["" if pd.isna(v) else str(v).strip() for v in frame.iloc[0, :counts[0]]]
-        dup = sorted({c for c in cols if cols.count(c) > 1})
+        seen: Counter[str] = Counter(cols)  # linear: a 100,000-column header took minutes with list.count
+        dup = sorted(c for c, n in seen.items() if n > 1)
         if dup:
             raise TraceError(path, f"repeated column name(s) {dup} in the header")
         frame, counts = frame.iloc[1:], counts[1:]

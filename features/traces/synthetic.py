@@ -7,6 +7,8 @@ Uranus as Lazer (DAC '26, Table 1) reports them. Every table it returns says it 
 """
 from __future__ import annotations
 
+import re
+from typing import Callable
 
 import numpy as np
 import pandas as pd
@@ -64,15 +66,30 @@ class SyntheticSpec(BaseModel):
         return sum(k * v for k, v in self.gpu_mix.items())
 
 
+#: A preset name: letters, digits, '-' and '_' (never a path: no '/', '..' or suffix).
+_PRESET_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+
+
 def preset_names() -> list[str]:
     return sorted(p.stem for p in (configs_dir() / "workloads").glob("*.yaml"))
 
 
+def check_preset_name(name: str) -> str:
+    """``name`` if it is a known preset of configs/workloads/, else a one-line ValueError. A preset is
+    named, never given as a path: ``--synthetic ../../x`` or ``/tmp/evil`` would read any YAML file
+    as a preset and run the generator it names."""
+    text = str(name)
+    if not _PRESET_NAME.fullmatch(text):
+        raise ValueError(f"synthetic preset {text!r} is not a preset name (a name such as "
+                         f"{', '.join(preset_names()[:4])}; never a path); known: {', '.join(preset_names())}")
+    if text not in preset_names():
+        raise ValueError(f"unknown synthetic preset {text!r}; known: {', '.join(preset_names())}")
+    return text
+
+
 def read_preset(name: str) -> dict:
     """The raw mapping of configs/workloads/<name>.yaml (one-line ValueError if unknown or malformed)."""
-    path = configs_dir() / "workloads" / f"{name}.yaml"
-    if not path.exists():
-        raise ValueError(f"unknown synthetic preset {name!r}; known: {', '.join(preset_names())}")
+    path = configs_dir() / "workloads" / f"{check_preset_name(name)}.yaml"
     try:
         data = yaml.safe_load(path.read_text()) or {}
     except yaml.YAMLError as exc:
@@ -92,17 +109,86 @@ def load_preset(name: str, **overrides) -> SyntheticSpec:
     return SyntheticSpec(**data)
 
 
-def _generator(ref: str, where: str):
-    """Import ``package.module:function`` named by a preset's ``generator:`` key."""
-    import importlib
+# -- the generator registry -------------------------------------------------------------------------
+#: ``function(params, seed, jobs) -> JobTable``: a workload generator.
+Generator = Callable[[dict, int, "int | None"], JobTable]
+#: Entry-point group through which an installed package adds generators (name -> function).
+ENTRY_POINT_GROUP = "schedcast.generators"
+#: Built-in generators, imported on first use (their modules import pandas-heavy code). The module paths
+#: are written here, in code: no string from a config file or flag ever becomes an import.
+_BUILTIN: dict[str, tuple[str, str, str]] = {
+    "gfs": ("features.traces.gfs", "generate_from_preset", "GFS-shaped HP / spot tasks (GfsSpec fields)"),
+    "pai": ("features.traces.pai_synthetic", "generate_from_preset", "PAI-shaped jobs for A-SRPT (PaiSpec)"),
+    "failures": ("features.traces.failures", "generate_from_preset",
+                 "jobs with failures, SchedMate's setting (FailureWorkloadSpec)"),
+}
+_REGISTERED: dict[str, Generator] = {}
+_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")
 
-    module_name, _, func_name = str(ref).partition(":")
-    if not module_name or not func_name:
-        raise ValueError(f"{where}: generator must be 'package.module:function', got {ref!r}")
+
+def register_generator(name: str, function: Generator, *, replace: bool = False) -> Generator:
+    """Register ``function(params, seed, jobs) -> JobTable`` as generator ``name`` (what a preset's or a
+    spec's ``generator:`` names). Code registers generators (schedcast's own, a test, an installed
+    plug-in through the ``schedcast.generators`` entry-point group); a file only names one."""
+    if not _NAME.fullmatch(str(name)):
+        raise ValueError(f"generator name {name!r}: letters, digits, '-', '_' and '.', starting with a letter")
+    if not callable(function):
+        raise TypeError(f"generator {name!r} must be a function (params, seed, jobs) -> JobTable")
+    if not replace and (name in _BUILTIN or (name in _REGISTERED and _REGISTERED[name] is not function)):
+        raise ValueError(f"generator {name!r} registered twice")
+    _REGISTERED[name] = function
+    return function
+
+
+def _entry_points() -> dict[str, object]:
+    from importlib.metadata import entry_points
+
     try:
-        return getattr(importlib.import_module(module_name), func_name)
-    except (ImportError, AttributeError) as exc:
-        raise ValueError(f"{where}: cannot import generator {ref!r} ({exc})") from None
+        return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+    except Exception:  # noqa: BLE001 - broken metadata of some other package: no plug-ins
+        return {}
+
+
+def generator_names() -> list[str]:
+    """Every generator a preset or a spec may name: built-in, registered, and installed plug-ins."""
+    return sorted({*_BUILTIN, *_REGISTERED, *_entry_points()})
+
+
+def check_generator_name(ref: str) -> str:
+    """``ref`` if it names a known generator (no import happens), else a one-line ValueError; an import
+    path (``package.module:function``) is refused: it would run whatever module a file names."""
+    text = str(ref)
+    if ":" in text or "/" in text:
+        raise ValueError(f"generator {text!r} is an import path; name a registered generator instead "
+                         f"({', '.join(generator_names())}); third-party generators come from an installed "
+                         f"package's '{ENTRY_POINT_GROUP}' entry points")
+    if text not in _BUILTIN and text not in _REGISTERED and text not in _entry_points():
+        raise ValueError(f"unknown generator {text!r}; registered: {', '.join(generator_names())}")
+    return text
+
+
+def get_generator(ref: str) -> Generator:
+    """The function of generator ``ref`` (a registered name; see :func:`check_generator_name`)."""
+    name = check_generator_name(ref)
+    if name in _REGISTERED:
+        return _REGISTERED[name]
+    if name in _BUILTIN:
+        import importlib
+
+        module, attr, _ = _BUILTIN[name]
+        return getattr(importlib.import_module(module), attr)
+    try:
+        function = _entry_points()[name].load()
+    except Exception as exc:  # noqa: BLE001 - an installed plug-in that does not import
+        raise ValueError(f"generator {name!r} (entry point of an installed package) cannot be loaded: "
+                         f"{type(exc).__name__}: {exc}") from None
+    return register_generator(name, function, replace=True)
+
+
+def registered_generators(names: "list[str] | set[str]") -> dict[str, Generator]:
+    """The generators among ``names`` that this process registered at run time (not built-in, not an
+    installed plug-in): a parallel engine ships them to its workers with the cells, by reference."""
+    return {n: _REGISTERED[n] for n in names if n in _REGISTERED and n not in _entry_points()}
 
 
 def build_preset(name: str, seed: int = 0, jobs: int | None = None,
@@ -110,9 +196,10 @@ def build_preset(name: str, seed: int = 0, jobs: int | None = None,
     """Build the workload of preset ``name`` and return it with the preset's default cluster.
 
     A preset either holds :class:`SyntheticSpec` fields (this module's Helios-like generator) or names
-    another generator, ``generator: "package.module:function"`` (GFS-, PAI-, failure-shaped workloads),
-    called as ``function(params, seed, jobs)`` with the preset's other fields as ``params``: new
-    workload shapes plug in with a YAML file and a function, without touching the CLI.
+    a registered generator, ``generator: gfs`` (GFS-, PAI-, failure-shaped workloads), called as
+    ``function(params, seed, jobs)`` with the preset's other fields as ``params``: new workload shapes
+    plug in with a YAML file and a registered function (an installed package's ``schedcast.generators``
+    entry point), without touching the CLI.
     ``cluster_gpus``: the GPUs of a cluster chosen instead of the preset's; a generator preset whose
     load is sized for its cluster (a ``cluster_gpus`` key) is sized for this one instead.
     """
@@ -130,12 +217,18 @@ def build_preset(name: str, seed: int = 0, jobs: int | None = None,
 
 
 def call_generator(ref: str, params: dict, seed: int, jobs: int | None, preset: str | None = None) -> JobTable:
-    """Build a table with the generator ``package.module:function`` (a preset's ``generator:``, or one
-    named directly by an experiment spec): ``function(params, seed, jobs) -> JobTable``."""
+    """Build a table with the registered generator ``ref`` (a preset's ``generator:``, or one named by
+    an experiment spec): ``function(params, seed, jobs) -> JobTable``. A name that is not registered,
+    or a generator that returns something else than a JobTable, is a one-line ValueError (the input
+    is at fault, exit 2)."""
     where = f"preset {preset!r}" if preset else f"generator {ref!r}"
-    table = _generator(ref, where)(params, seed, jobs)
+    try:
+        function = get_generator(ref)
+    except ValueError as exc:
+        raise ValueError(f"{where}: {exc}" if preset else str(exc)) from None
+    table = function(params, seed, jobs)
     if not isinstance(table, JobTable):
-        raise TypeError(f"generator {ref} of {where} returned {type(table).__name__}, not a JobTable")
+        raise ValueError(f"generator {ref!r} of {where} returned a {type(table).__name__}, not a JobTable")
     table.frame.attrs["synthetic"] = True
     return table
 

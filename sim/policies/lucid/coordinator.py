@@ -53,8 +53,9 @@ class LucidCoordinator(Coordinator):
         self.interference = interference
         self.profiles = job_profiles(w, interference, cctx.rng("lucid.profiles"))
         if policy.packing_model:  # e.g. models:/packing@champion
-            from models.registry import configure, load, unwrap
+            from models.registry import check_store, configure, load, unwrap
 
+            check_store(policy.tracking_uri, "the policy parameter tracking_uri=")
             configure(policy.tracking_uri)
             clf = unwrap(load(policy.packing_model))
         else:

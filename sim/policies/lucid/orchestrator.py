@@ -90,6 +90,10 @@ class Lucid(Policy):
             raise ValueError("initial must be 'given' (the --predictor) or 'history'")
         self.initial = initial
         self.packing_model, self.tracking_uri = packing_model, tracking_uri
+        if tracking_uri:  # a store named by a parameter is refused unless the user configured it
+            from models.registry import check_store
+
+            check_store(tracking_uri, "the policy parameter tracking_uri=")
         self.queue = SortedQueue()
         self._profiling: dict[int, int] = {}  # profiler: job -> token of its running profiling attempt
         self._attempts = 0
