@@ -117,6 +117,17 @@ def _quiet_mlflow() -> None:
         logging.getLogger("alembic").setLevel(logging.ERROR)
 
 
+#: MLflow 3's experiment-kind tag and the value for classic model development: the UI then opens an
+#: experiment on its runs (untagged, MLflow 3 may infer GenAI and open traces / "Detect Issues").
+EXPERIMENT_KIND_TAG, EXPERIMENT_KIND = "mlflow.experimentKind", "custom_model_development"
+
+
+def mark_model_development(client, experiment_id: str, tags: dict | None = None) -> None:
+    """Tag an experiment as model development unless it already carries an experiment kind."""
+    if EXPERIMENT_KIND_TAG not in (tags or {}):
+        client.set_experiment_tag(experiment_id, EXPERIMENT_KIND_TAG, EXPERIMENT_KIND)
+
+
 def configure(tracking_uri: str | None = None) -> str:
     """Point MLflow at ``tracking_uri`` (or $MLFLOW_TRACKING_URI, or the local sqlite default) and make
     sure the experiment exists (artifacts next to the sqlite file for the local default). A new sqlite
@@ -134,9 +145,13 @@ def configure(tracking_uri: str | None = None) -> str:
     with lock, warnings.catch_warnings():
         warnings.filterwarnings("ignore", module="sqlalchemy.*")
         warnings.filterwarnings("ignore", message=".*noload.*")
-        if mlflow.get_experiment_by_name(EXPERIMENT) is None:  # first connection: creates the tables
+        exp = mlflow.get_experiment_by_name(EXPERIMENT)  # first connection: creates the tables
+        if exp is None:
             location = (db.parent / "artifacts").resolve().as_uri() if db is not None else None
-            mlflow.create_experiment(EXPERIMENT, artifact_location=location)
+            mlflow.create_experiment(EXPERIMENT, artifact_location=location,
+                                     tags={EXPERIMENT_KIND_TAG: EXPERIMENT_KIND})
+        else:
+            mark_model_development(mlflow.MlflowClient(), exp.experiment_id, exp.tags)
         mlflow.MlflowClient().search_registered_models(max_results=1)  # the registry store, same lock
     mlflow.set_experiment(EXPERIMENT)
     return uri
@@ -486,6 +501,9 @@ def trust_local_from_env() -> bool:
 #: ./mlruns default; and whether the user passed --trust-local-models (see :func:`trust_scope`).
 _ALLOWED: set[str] = set()
 _TRUST = [False]
+#: Inside a command (a trust_scope), $MLFLOW_TRACKING_URI as it was when the command started: MLflow's
+#: own set_tracking_uri writes that variable, so reading it later would trust whatever was set since.
+_SCOPED = [False]
 
 
 def _norm_store(uri: str) -> str:
@@ -501,7 +519,7 @@ def _norm_store(uri: str) -> str:
 
 def configured_stores() -> set[str]:
     """The stores the user configured: --tracking-uri of this command, $MLFLOW_TRACKING_URI, ./mlruns."""
-    env = os.environ.get("MLFLOW_TRACKING_URI")
+    env = None if _SCOPED[0] else os.environ.get("MLFLOW_TRACKING_URI")
     return {_norm_store(u) for u in (*_ALLOWED, env, default_tracking_uri()) if u}
 
 
@@ -510,16 +528,19 @@ def trust_scope(tracking_uri: str | None = None, trust_local: bool = False) -> I
     """For the block: ``tracking_uri`` counts as configured (the command's --tracking-uri) and
     ``trust_local`` trusts other stores and local models (--trust-local-models). A worker process that
     runs cells of several commands gets each command's settings, and they do not outlive it."""
-    saved = (set(_ALLOWED), _TRUST[0])
+    saved = (set(_ALLOWED), _TRUST[0], _SCOPED[0])
+    if not _SCOPED[0] and os.environ.get("MLFLOW_TRACKING_URI"):
+        _ALLOWED.add(os.environ["MLFLOW_TRACKING_URI"])
     if tracking_uri:
         _ALLOWED.add(tracking_uri)
     _TRUST[0] = _TRUST[0] or bool(trust_local)
+    _SCOPED[0] = True
     try:
         yield
     finally:
         _ALLOWED.clear()
         _ALLOWED.update(saved[0])
-        _TRUST[0] = saved[1]
+        _TRUST[0], _SCOPED[0] = saved[1], saved[2]
 
 
 def check_store(uri: str | None, what: str) -> None:
@@ -544,6 +565,12 @@ def load(model_uri: str, *, trust_local: bool = False):
     from mlflow.exceptions import MlflowException
 
     _quiet_mlflow()
+    if is_store_uri(model_uri) and not trust_local:
+        from mlflow.tracking._tracking_service.utils import is_tracking_uri_set
+
+        if not is_tracking_uri_set():  # never configured in this process: the user's store, not MLflow's default
+            configure(None)
+        check_store(mlflow.get_registry_uri() or mlflow.get_tracking_uri(), f"to load {model_uri} from the store")
     if not is_store_uri(model_uri):
         if not (trust_local or trust_local_from_env()):
             raise UntrustedModelError(
@@ -559,12 +586,6 @@ def load(model_uri: str, *, trust_local: bool = False):
             raise ModelNotFoundError(f"model {model_uri} not found: no such file or directory")
     try:
         return mlflow.pyfunc.load_model(model_uri)
-    if is_store_uri(model_uri) and not trust_local:
-        from mlflow.tracking._tracking_service.utils import is_tracking_uri_set
-
-        if not is_tracking_uri_set():  # never configured in this process: the user's store, not MLflow's default
-            configure(None)
-        check_store(mlflow.get_registry_uri() or mlflow.get_tracking_uri(), f"to load {model_uri} from the store")
     except MlflowException as exc:
         if exc.error_code in ("RESOURCE_DOES_NOT_EXIST", "INVALID_PARAMETER_VALUE", "NOT_FOUND") \
                 or "not found" in str(exc).lower() or "does not exist" in str(exc).lower():

@@ -48,6 +48,22 @@ def tracking_destination(track: bool | None = None, tracking_uri: str | None = N
     return None
 
 
+#: The MLflow 3 UI's workflow switch ("GenAI" / "Model training"). MLflow 3.17 decides what an experiment
+#: opens on from this switch (kept in the browser, GenAI by default) or from the URL's ``workflowType``,
+#: and reads the ``mlflow.experimentKind`` tag only where the switch is disabled: links schedcast prints
+#: carry the parameter, and its experiments carry the tag, so both kinds of UI open on runs.
+UI_RUNS_QUERY = "workflowType=machine_learning"
+
+
+def ui_url(tracking_uri: str, experiment_id: str, run_id: str | None = None) -> str | None:
+    """The MLflow UI page of an experiment (or of one run) on an http(s) tracking server, opening in the
+    model-training view; None for a local store (its UI is wherever `schedcast server` serves it)."""
+    if not tracking_uri.startswith(("http://", "https://")):
+        return None
+    page = f"#/experiments/{experiment_id}" + (f"/runs/{run_id}" if run_id else "")
+    return f"{tracking_uri.rstrip('/')}/{page}?{UI_RUNS_QUERY}"
+
+
 def code_version() -> str:
     """Git commit, plus a short hash of the uncommitted changes to tracked files (so two dirty trees
     with different edits never share a version): ``abc1234`` or ``abc1234-dirty.1f2e3d4c``."""
@@ -157,7 +173,8 @@ class Tracker:
     def __init__(self, tracking_uri: str, experiment: str = EXPERIMENT) -> None:
         import warnings
 
-        from models.registry import _file_lock, _quiet_mlflow, sqlite_path
+        from models.registry import (EXPERIMENT_KIND, EXPERIMENT_KIND_TAG, _file_lock, _quiet_mlflow,
+                                     mark_model_development, sqlite_path)
 
         import mlflow
         from mlflow import MlflowClient
@@ -177,9 +194,11 @@ class Tracker:
                 exp = self.client.get_experiment_by_name(experiment)
                 if exp is None:
                     location = (db.parent / "artifacts").resolve().as_uri() if db is not None else None
-                    self.experiment_id = self.client.create_experiment(experiment, artifact_location=location)
+                    self.experiment_id = self.client.create_experiment(
+                        experiment, artifact_location=location, tags={EXPERIMENT_KIND_TAG: EXPERIMENT_KIND})
                 else:
                     self.experiment_id = exp.experiment_id
+                    mark_model_development(self.client, exp.experiment_id, exp.tags)
             finally:
                 if lock is not None:
                     lock.__exit__(None, None, None)
@@ -238,7 +257,8 @@ class Tracker:
         self.client.set_terminated(run_id, status)
 
     def url(self, run_id: str) -> str:
-        return f"{self.uri} experiment {self.experiment_id} run {run_id}"
+        """A link to the run's UI page on a tracking server, else the store, experiment and run."""
+        return ui_url(self.uri, self.experiment_id, run_id) or f"{self.uri} experiment {self.experiment_id} run {run_id}"
 
 
 def _policy_params(policy: str) -> tuple[dict[str, Any], bool]:
