@@ -34,7 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-_PLUGIN_COMMANDS = ("pipelines.experiment", "pipelines.semantics")
+_PLUGIN_COMMANDS = ("pipelines.experiment", "pipelines.semantics", "pipelines.reproduce")
 
 
 def _plugin_command_modules() -> list:

@@ -1,0 +1,188 @@
+"""The claims ledger: verdicts, claims files, and `schedcast reproduce` as a user runs it."""
+from __future__ import annotations
+
+import json
+import math
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+from evaluation.claims import (HOLDS, MISSES, UNTESTABLE, ClaimsFile, Measurement, judge, judge_all, load_claims,
+                               write_ledger)
+from pipelines import papers
+from pipelines.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared" / "data"
+
+
+def claim(**kw):
+    base = {"id": "c1", "source": "Table 1", "statement": "A beats B", "paper_value": 1.5, "unit": "ratio",
+            "measure": "m", "holds_if": {"op": ">=", "value": 1.0}}
+    base.update(kw)
+    return ClaimsFile.model_validate({"paper": "x", "title": "X", "claims": [base]}).claims[0]
+
+
+def test_a_claim_holds_when_the_measure_meets_its_threshold():
+    v = judge(claim(), Measurement(1.2, detail="per trace: a 1.2"))
+    assert v.verdict == HOLDS and v.measured == 1.2 and v.gap == pytest.approx(-0.3) and v.causes == {}
+
+
+def test_a_miss_gives_the_gap_and_only_the_causes_the_claim_names():
+    c = claim(causes=["nic"], holds_if={"op": "<=", "value": 1.0})
+    v = judge(c, Measurement(1.4, causes={"nic": 0.9, "other": 2.0}))
+    assert v.verdict == MISSES and v.gap == pytest.approx(-0.1) and v.causes == {"nic": 0.9}
+
+
+@pytest.mark.parametrize("measurement", [None, Measurement(None, not_testable="no spot tasks here"),
+                                         Measurement(float("nan")), Measurement(float("inf"))])
+def test_a_claim_without_a_finite_measurement_is_not_testable_with_a_reason(measurement):
+    v = judge(claim(), measurement)
+    assert v.verdict == UNTESTABLE and v.measured is None and v.reason
+
+
+def test_full_only_claims_are_not_testable_in_quick_mode():
+    cf = ClaimsFile.model_validate({"paper": "x", "title": "X", "claims": [
+        {"id": "a", "source": "s", "statement": "t", "measure": "m", "holds_if": {"op": ">", "value": 0}},
+        {"id": "b", "source": "s", "statement": "t", "measure": "m", "holds_if": {"op": ">", "value": 0},
+         "quick": False}]})
+    verdicts = judge_all(cf, {"m": Measurement(1.0)}, quick=True)
+    assert [v.verdict for v in verdicts] == [HOLDS, UNTESTABLE] and "--quick" in verdicts[1].reason
+    assert [v.verdict for v in judge_all(cf, {"m": Measurement(1.0)}, quick=False)] == [HOLDS, HOLDS]
+
+
+@pytest.mark.parametrize("text, needle", [
+    ("paper: x\ntitle: X\nclaims: []\n", "claims"),
+    ("paper: x\ntitle: X\nclaims:\n - {id: a, source: s, statement: t, measure: m, holds_if: {op: '~', value: 1}}\n",
+     "holds_if"),
+    ("paper: x\ntitle: X\nclaims:\n - {id: a, source: s, statement: t, measure: m, holds_if: {op: '>', value: 1}, "
+     "bogus: 1}\n", "bogus"),
+    ("paper: x\ntitle: X\nclaims:\n - {id: a, source: s, statement: t, measure: m, holds_if: {op: '>', value: 1}}\n"
+     " - {id: a, source: s, statement: t, measure: m, holds_if: {op: '>', value: 1}}\n", "unique"),
+    ("paper: [x\n", "YAML"),
+    ("!!python/object/apply:os.system ['true']\n", "YAML"),
+])
+def test_a_bad_claims_file_is_one_line_naming_the_file(tmp_path, text, needle):
+    path = tmp_path / "claims.yaml"
+    path.write_text(text)
+    with pytest.raises(ValueError) as err:
+        load_claims(path)
+    message = str(err.value)
+    assert str(path) in message and needle in message and "\n" not in message
+
+
+@pytest.mark.parametrize("paper", sorted(papers.RUNNERS))
+def test_every_registered_paper_has_a_valid_claims_file_and_runner(paper):
+    cf = load_claims(papers.paper_dir(paper) / "claims.yaml")
+    assert cf.paper == paper and cf.claims
+    assert callable(papers.runner(paper))
+
+
+def test_the_ledger_pages_show_every_claim(tmp_path):
+    cf = ClaimsFile.model_validate({"paper": "x", "title": "X <paper>", "claims": [
+        {"id": "a", "source": "T1", "statement": "s <b>", "measure": "m", "holds_if": {"op": ">", "value": 0},
+         "paper_value": 0.44, "unit": "fraction"},
+        {"id": "b", "source": "T2", "statement": "t", "measure": "n", "holds_if": {"op": ">", "value": 0}}]})
+    verdicts = judge_all(cf, {"m": Measurement(-0.1, causes={"off": 0.2})})
+    paths = write_ledger(tmp_path, cf, verdicts, {"quick": True, "seeds": [0], "wall_s": 1.0})
+    doc = json.loads(paths["json"].read_text())
+    assert doc["counts"] == {HOLDS: 0, MISSES: 1, UNTESTABLE: 1}
+    html = paths["html"].read_text()
+    assert "X &lt;paper&gt;" in html and "s &lt;b&gt;" in html and "44.0 %" in html and "-10.0 %" in html
+    assert "off: 20.0 %" in paths["md"].read_text()
+
+
+# -- the command -----------------------------------------------------------------------------------
+@pytest.fixture
+def fake_paper(tmp_path, monkeypatch):
+    """A registered paper 'toy' whose runner returns fixed measurements (or raises when told to)."""
+    folder = tmp_path / "papers" / "toy"
+    folder.mkdir(parents=True)
+    (folder / "claims.yaml").write_text(
+        "paper: toy\ntitle: Toy paper\nclaims:\n"
+        " - {id: faster, source: Table 1, statement: A is faster, paper_value: 2.0, measure: speedup,"
+        " holds_if: {op: '>=', value: 1.0}, causes: [rule-off]}\n"
+        " - {id: tail, source: Fig. 2, statement: tail is lower, measure: tail, holds_if: {op: '<', value: 1.0}}\n"
+        " - {id: absent, source: Fig. 3, statement: not measurable here, measure: nothing,"
+        " holds_if: {op: '>', value: 0}}\n")
+    module = types.ModuleType("toy_runner")
+    module.calls = []
+
+    def run(ctx):
+        module.calls.append(ctx)
+        (ctx.out / "table.csv").write_text("a,b\n1,2\n")
+        if getattr(module, "fail", False):
+            raise RuntimeError("replay failed")
+        return {"speedup": Measurement(0.8, causes={"rule-off": 1.3}), "tail": Measurement(0.5)}
+
+    module.run = run
+    monkeypatch.setitem(sys.modules, "toy_runner", module)
+    monkeypatch.setitem(papers.RUNNERS, "toy", "toy_runner")
+    monkeypatch.setattr(papers, "PAPERS_DIR", tmp_path / "papers")
+    monkeypatch.chdir(tmp_path)
+    return module
+
+
+def test_reproduce_writes_the_ledger_and_exits_0_when_claims_miss(fake_paper, tmp_path, capsys):
+    assert main(["reproduce", "toy", "--out", "ledger", "--data-dir", str(tmp_path)]) == 0
+    doc = json.loads((tmp_path / "ledger" / "claims.json").read_text())
+    verdicts = {c["claim"]: c for c in doc["claims"]}
+    assert verdicts["faster"]["verdict"] == MISSES and verdicts["faster"]["causes"] == {"rule-off": 1.3}
+    assert verdicts["tail"]["verdict"] == HOLDS and verdicts["absent"]["verdict"] == UNTESTABLE
+    assert (tmp_path / "ledger" / "table.csv").is_file() and (tmp_path / "ledger" / "claims.html").is_file()
+    out = capsys.readouterr().out
+    assert "1 hold, 1 do not hold, 1 not testable" in " ".join(out.split())
+
+
+def test_reproduce_replaces_only_its_own_ledger(fake_paper, tmp_path, capsys):
+    assert main(["reproduce", "toy", "--out", "ledger", "--data-dir", str(tmp_path)]) == 0
+    assert main(["reproduce", "toy", "--out", "ledger", "--data-dir", str(tmp_path)]) == 2  # no --force
+    assert main(["reproduce", "toy", "--out", "ledger", "--force", "--data-dir", str(tmp_path)]) == 0
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "thesis.tex").write_text("precious")
+    capsys.readouterr()
+    assert main(["reproduce", "toy", "--out", "mine", "--force", "--data-dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "not a ledger folder" in err
+    assert (mine / "thesis.tex").read_text() == "precious" and sorted(p.name for p in mine.iterdir()) == ["thesis.tex"]
+
+
+def test_a_failing_runner_leaves_nothing_behind(fake_paper, tmp_path, capsys):
+    fake_paper.fail = True
+    assert main(["reproduce", "toy", "--out", "ledger", "--data-dir", str(tmp_path)]) != 0
+    assert not (tmp_path / "ledger").exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".partial")]
+
+
+def test_an_unknown_paper_is_refused_in_one_line(fake_paper, capsys):
+    assert main(["reproduce", "nopaper"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "unknown paper" in err and "toy" in err
+
+
+def test_reproduce_list_and_seed_arguments(fake_paper, tmp_path, capsys):
+    assert main(["reproduce", "--list"]) == 0
+    assert "toy" in capsys.readouterr().out.split()
+    with pytest.raises(SystemExit) as exc:
+        main(["reproduce", "toy", "--seeds", "-1"])
+    assert exc.value.code == 2
+    assert main(["reproduce", "toy", "--quick", "--seeds", "3", "4", "--out", "q", "--data-dir", str(tmp_path)]) == 0
+    ctx = fake_paper.calls[-1]
+    assert ctx.quick and ctx.seeds == [3, 4] and ctx.seeds_given
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (DATA / "philly").is_dir(), reason="needs ../shared/data")
+def test_reproduce_lazer_quick_gives_every_claim_a_verdict(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["reproduce", "lazer", "--quick", "--out", "lz", "--data-dir", str(DATA)]) == 0
+    doc = json.loads((tmp_path / "lz" / "claims.json").read_text())
+    verdicts = {c["claim"]: c for c in doc["claims"]}
+    assert set(verdicts) == {c.id for c in load_claims(papers.paper_dir("lazer") / "claims.yaml").claims}
+    # SRTF's futile preemptions on Philly are real (0.71 h in the README's Lazer row)
+    assert verdicts["t2-srtf-futile"]["verdict"] == HOLDS and verdicts["t2-srtf-futile"]["measured"] > 0.5
+    assert all(c["verdict"] in (HOLDS, MISSES, UNTESTABLE) for c in doc["claims"])
+    assert all(c["measured"] is None or math.isfinite(c["measured"]) for c in doc["claims"])
