@@ -105,42 +105,10 @@ def run(w, spec):
 
 
 def latency_with_queue(queued: int = 2048, nodes: int = 64, seed: int = 0) -> dict:
-    """Lucid's orchestrator + binder decision time with ``queued`` jobs waiting in one VC (the paper
-    claims < 3 ms at 2,048). The cluster is filled with long jobs at t=0, then ``queued`` more arrive;
-    every later completion triggers a scheduling pass over the whole queue (try start, then pack;
-    at most ``Lucid.MAX_FAILED_PACKS`` failed packing attempts per pass)."""
-    from features.jobtable import LoadReport, finalize
-    from sim.cluster import Cluster, Partition
-    from sim.policies.lucid import Lucid
+    """Lucid's decision time with ``queued`` jobs waiting (one source: the ledger's measurement)."""
+    from pipelines.papers.lucid import decision_latency
 
-    rng = np.random.default_rng(seed)
-    fill = nodes  # one 8-GPU job per node, ending at spread times
-    n = fill + queued + 256
-    gpus = np.concatenate([np.full(fill, 8), rng.choice([1, 2, 4, 8], size=n - fill, p=[.6, .2, .1, .1])])
-    submit = np.concatenate([np.zeros(fill), np.sort(rng.uniform(1, 100, size=n - fill))])
-    duration = np.concatenate([rng.uniform(3600, 7 * 86400, size=fill), rng.lognormal(8, 1.5, size=n - fill)])
-    frame = pd.DataFrame({"job_id": [f"j{i}" for i in range(n)], "submit_time": submit, "submit_ts": pd.NaT,
-                          "duration": duration, "num_gpus": gpus})
-    table = finalize(frame, LoadReport(source="latency", format="synthetic", rows_read=n), path="latency")
-    w = build_workload(table, Cluster("latency", [Partition("vc", [8] * nodes, ["x"] * nodes)]))
-    seen: list[tuple[int, float]] = []
-    original = Lucid.schedule
-
-    def timed(self):
-        size = len(self.queue) if not self.is_profiler else -1
-        t0 = time.perf_counter()
-        original(self)
-        seen.append((size, time.perf_counter() - t0))
-
-    Lucid.schedule = timed
-    try:
-        # A profiler as large as the VC profiles the whole queue quickly, so the binder sees profiled jobs.
-        r = simulate(w, f"lucid:profiler_nodes={nodes},profiler_from=extra,update_interval=0,dynamic=False")
-    finally:
-        Lucid.schedule = original
-    at = np.array([sec for size, sec in seen if size >= queued]) * 1e3
-    return {"queued >=": queued, "passes": len(at), "packs": r.policy_stats.get("lucid_packs", 0), "P50 ms": float(np.percentile(at, 50)),
-            "P99 ms": float(np.percentile(at, 99)), "max ms": float(at.max())}
+    return decision_latency(queued=queued, nodes=nodes, seed=seed)
 
 
 def binder_sensitivity(ws: list, prof: str) -> pd.DataFrame:
