@@ -41,6 +41,31 @@ def _read_log(path: str) -> list[str]:
         raise ValueError(f"{path}: cannot read the log ({exc})") from None
 
 
+def _iter_log(path: str, max_line: int = 65536):
+    """The lines of a log file, read one at a time (plain or gzip): memory stays bounded on logs of
+    any size; a line longer than `max_line` characters is cut into pieces. Only regular files: a FIFO
+    or a device (/dev/zero) would never end."""
+    p = Path(path)
+    if not p.exists():
+        raise FileNotFoundError(f"{path}: no such log file")
+    if p.is_dir():
+        raise IsADirectoryError(f"{path}: is a folder, not a log file")
+    if not p.is_file():
+        raise ValueError(f"{path}: not a regular file (a FIFO or a device is not a log)")
+    with open(p, "rb") as f:
+        gz = f.read(2) == b"\x1f\x8b"
+    opener = gzip.open if gz else open
+    try:
+        with opener(p, "rt", encoding="utf-8", errors="replace") as f:
+            while True:
+                line = f.readline(max_line)
+                if not line:
+                    return
+                yield line.rstrip("\r\n")
+    except (OSError, EOFError) as exc:
+        raise ValueError(f"{path}: cannot read the log ({exc})") from None
+
+
 def _fmt_s(sec: float | None) -> str:
     if sec is None or not math.isfinite(sec):
         return "unknown"
@@ -199,29 +224,37 @@ def cmd_track(args: argparse.Namespace) -> int:
 
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
+    import sys
+
     from models.schedmate.failures import FailureHandler
 
-    lines = _read_log(args.logfile)
     llm = None
     if args.llm_endpoint:
         from models.schedmate.llm import OpenAIBackend
 
         llm = OpenAIBackend(args.llm_endpoint, model=args.llm_model, timeout=args.llm_timeout)
     method = "tail" if args.tail_only else args.method
-    d = FailureHandler(tail=args.tail, llm=llm).diagnose(lines, method=method)
+    # streamed, one pass in bounded memory: a 200 MB log is never held whole
+    d = FailureHandler(tail=args.tail, llm=llm).diagnose_stream(_iter_log(args.logfile), method=method)
+    if llm is not None and "llm unavailable" in d.note:
+        print(f"note: the LLM endpoint {args.llm_endpoint} did not answer ({d.note.split('(')[-1].split(')')[0]}); "
+              "fell back to the rule-based diagnosis", file=sys.stderr)
     if args.json:
         print(json.dumps(d.to_dict(), indent=2))
         return 0
     if d.line_index is None:
-        print(f"{args.logfile}: no failure evidence found in {len(lines)} lines")
+        print(f"{args.logfile}: no failure evidence found in {d.lines_read} lines")
         return 0
     print(f"root cause      line {d.line_index + 1}: {d.line.strip()[:300]}")
     print(f"type            {d.kind}   component: {d.component}   cause: {d.cause or 'unknown'}")
-    how = {"locator": f"binary search, {d.chunks_read} chunks read", "tail": f"last {args.tail} lines only",
-           "scan": "first error line of the whole log"}.get(d.method.split("+")[0], d.method)
+    how = {"locator": f"one streamed pass over {d.lines_read} lines, final failure episode",
+           "tail": f"last {args.tail} lines only", "scan": "first error line of the whole log"}.get(
+        d.method.split("+")[0], d.method)
     print(f"found by        {how}; classified by {d.note}")
     if d.kind == "infrastructure":
         print("recovery        cordon the node for repair; restart the job from its last checkpoint")
+    elif d.kind == "unknown":
+        print("recovery        unknown cause: read the lines around the root-cause line")
     elif d.kind is not None:
         print("recovery        a job error: resubmitting will fail again until the code or config is fixed")
     return 0

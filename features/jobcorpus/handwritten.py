@@ -287,7 +287,7 @@ fail("batch-mismatch", ["Traceback (most recent call last):", '  File "train.py"
 fail("gloo-peer-closed", ["RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:598] Connection closed by peer [10.0.0.7]:36213"],
      0, "infrastructure", "network")
 fail("host-oom-killer", ["[2024-05-02 10:30:59] kernel: Out of memory: Killed process 4241 (python) total-vm:98765432kB",
-                         "Killed"], 0, "framework", "memory")
+                         "Killed"], 0, "framework", "host memory")
 fail("cuda-oom", ["Traceback (most recent call last):", '  File "train.py", line 61, in <module>', "    loss.backward()",
                   "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1024.00 MiB. GPU 0 has a total capacity of 79.10 GiB"],
      3, "framework", "memory")

@@ -17,11 +17,40 @@ is validated and a bad one falls back to these rules.
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field
-from typing import Sequence
+from collections import deque
+from dataclasses import asdict, dataclass, field, replace
+from typing import Iterable, Sequence
 
 KINDS = ("infrastructure", "framework", "script")
 INFRA_COMPONENTS = ("GPU", "NVLink", "network", "NCCL", "node", "storage")
+#: components per kind (the LLM back-end's answers are validated against this table)
+COMPONENTS = {
+    "infrastructure": INFRA_COMPONENTS,
+    "framework": ("memory", "host memory", "dataloader", "model", "library"),
+    "script": ("import", "key", "type", "syntax", "file", "data", "environment", "config"),
+}
+UNKNOWN = "unknown"
+
+# What a launcher, a logger or a multi-rank wrapper puts before the text of a line: timestamps, glog
+# headers, rank tags ("[rank3]:", "[default0]:", "3:", "[1,0]<stderr>:"), log levels and logger names.
+# Stripped before a line is judged, so "[rank2]: 2024-... ERROR KeyError: 'x'" is an exception line.
+_PREFIX = re.compile(
+    r"^(?:\s*(?:"
+    r"\[?\d{4}[-/]\d{2}[-/]\d{2}[ T_]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?\]?[:,]?"
+    r"|\[?\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\]?:?"
+    r"|[IWEF]\d{4}\s+\d{2}:\d{2}:\d{2}\.\d+\s+\d+\s+\S+:\d+\]"
+    r"|\[(?:rank|default|RANK|Rank)\s*\d+\]:?|rank\s?\d+:|\[\d+,\d+\]<std(?:out|err)>:|\d{1,5}:(?=\s)"
+    r"|[\w.-]+-\d+:(?=\s)|[\w.-]+\s+\|"
+    r"|\[?(?:INFO|WARNING|WARN|ERROR|CRITICAL|DEBUG|FATAL)\]?(?::[\w.]+:|\s*[-:|]|(?=\s))"
+    r"|[-|:>]+(?=\s)"
+    r")\s*)+")
+
+
+def strip_prefix(line: str) -> str:
+    """The text of a log line without its timestamp / rank / level prefixes (unchanged when it has none)."""
+    m = _PREFIX.match(line)
+    return line[m.end():] if m and m.end() < len(line) else line
+
 
 _BENIGN = re.compile(
     r"error_rate|_err\b|top1_err|err_bound|UserWarning|warnings\.warn|\[W socket\.cpp|failed to bind|"
@@ -35,29 +64,45 @@ _FAILURE = re.compile(
     r"closing signal SIGTERM|terminate called|Segmentation fault|[Bb]us error|\bFAILED\b|exitcode|"
     r"Root Cause \(first observed|srun: error|slurmstepd: error|Killed\b|core dumped|[Ff]atal error|\bFATAL\b|"
     r"\bCRITICAL\b|kernel panic")
-# a Python exception line: "torch.OutOfMemoryError: ...", "[rank3]: KeyError: 'x'" (case-sensitive, no backtracking)
-_EXC = re.compile(r"^\s*(?:\[rank\d+\]:\s*)?(?:[a-z_][a-z0-9_]*\.)*[A-Z][A-Za-z0-9_]*(?:Error|Exception|Interrupt)\b")
+# the same in lower case, searched in the lower-cased line (an inline (?i:) group makes the scan slow)
+_FAILURE_LOW = re.compile(
+    r"segmentation fault|undefined symbol|address already in use|oom[-_ ]?kill|signal 9\b|sigkill|sigsegv|got stuck|"
+    r"loss (?:is|became) (?:nan|inf)|non-finite loss|device-side assert|no kernel image|cannot open shared object|"
+    r"ncclinvalidusage|ncclsystemerror|ncclinternalerror|ncclunhandledcudaerror|cudnn_status_|cublas_status_|"
+    r"heartbeat monitor timed out|assertion `[^`]*` failed")
+# a Python exception line: "torch.OutOfMemoryError: ...", "KeyError: 'x'" (case-sensitive, no backtracking)
+_EXC = re.compile(r"^\s*(?:[a-z_][a-z0-9_]*\.)*[A-Z][A-Za-z0-9_]*(?:Error|Exception|Interrupt)\b")
 _BENIGN_HINT = re.compile(r"err|warn|retr|Exception ignored|NCCL INFO|heartbeat|INFO", re.I)
 
 
 # a traceback's lines: header, frames, code, caret
-_TB_FRAME = re.compile(r'^\s*(?:\[rank\d+\]:\s*)?(?:\s+File "|\s{2,}\S|\s*\^+\s*$|Traceback \(most recent)')
-_EXC_LINE = re.compile(r"^\s*(?:\[rank\d+\]:\s*)?(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception|Interrupt|Exit)\b")
+_TB_FRAME = re.compile(r'^(?:\s*File "|\s{2,}\S|\s*[\^~]+\s*$|Traceback \(most recent|During handling of the above|'
+                       r"The above exception was the direct cause|\s*$)")
+_EXC_LINE = re.compile(r"^\s*(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception|Interrupt|Exit|Warning)\b")
 
 
 # every _FAILURE alternative contains one of these (lower case): a cheap test before the regex
-_FAILURE_KEYS = ("traceback", "xid", "nccl warn", "watchdog", "processgroupnccl", "cuda error", "out of memory",
-                 "killed", "node failure", "nodenotready", "heartbeat", "unreachable", "link is down",
+_FAILURE_KEYS = ("traceback", "xid", "nccl warn", "processgroupnccl", "ncclinvalid", "ncclsystem", "ncclinternal",
+                 "ncclunhandled", "watchdog", "cuda error", "out of memory",
+                 "killed", "node failure", "nodenotready", "lost heartbeat", "heartbeat monitor", "unreachable", "link is down",
                  "input/output", "stale file", "no space", "write failed", "childfailed", "sigterm", "terminate called",
                  "segmentation", "bus error", "failed", "exitcode", "root cause", "srun: error", "slurmstepd",
-                 "core dumped", "fatal", "critical", "kernel panic")
+                 "core dumped", "fatal", "critical", "kernel panic", "undefined symbol", "already in use", "oom",
+                 "signal 9", "sigkill", "sigsegv", "stuck", "loss is", "loss became", "non-finite", "device-side", "kernel image", "shared object",
+                 "cudnn_status", "cublas_status")
 
 
 def is_failure_line(line: str) -> bool:
     """Failure evidence (an error, not a warning or a metric named 'error_rate')."""
-    if not _EXC.match(line):
-        low = line.lower()
-        if not any(k in low for k in _FAILURE_KEYS) or not _FAILURE.search(line):
+    low = line.lower()
+    for k in _FAILURE_KEYS:  # a plain loop: faster than any(<genexpr>) or one alternation regex here
+        if k in low:
+            hit = True
+            break
+    else:
+        hit = False
+    if not (hit and (_FAILURE.search(line) or _FAILURE_LOW.search(low))):
+        if not (("Error" in line or "Exception" in line or "Interrupt" in line) and _EXC.match(strip_prefix(line))):
             return False
     return not (_BENIGN_HINT.search(line) and _BENIGN.search(line))
 
@@ -66,38 +111,84 @@ _XID = re.compile(r"Xid \([^)]*\):\s*(\d+)")
 #: Xid codes that usually mean the application faulted (NVIDIA's Xid catalogue): decided by context
 APP_XIDS = frozenset({13, 31, 43, 45})
 
-# (pattern, cause, kind, component); first match wins
+# (pattern, cause, kind, component); first match wins. Order matters: the specific software causes
+# that share words with hardware or network failures ("CUDA error: device-side assert", "NCCL error:
+# invalid usage", "No space left on device" under /dev/shm) come before the generic rules.
 RULES: tuple[tuple[str, str, str, str], ...] = (
+    (r"device-side assert|Assertion `[^`]*(?:t >= 0|n_classes|index|srcIndex|target)[^`]*` failed|"
+     r"CUBLAS_STATUS_NOT_INITIALIZED.*(?:label|target)", "device_assert", "script", "data"),
+    (r"no kernel image is available|is not compatible with the current PyTorch installation|"
+     r"CUDA driver version is insufficient|forward compatibility was attempted|undefined symbol|"
+     r"cannot open shared object file|GLIBC(?:XX)?_[\d.]+' not found|version `GLIBC|"
+     r"(?:mmcv|mmengine|mmdet|transformers|torch|numpy|deepspeed)\S*\s*(?:==|>=|<=|version)[^\n]*"
+     r"(?:incompatible|required|is not supported|please install)|"
+     r"incompatible with this version|VersionConflict|requires \S+ version", "environment", "script", "environment"),
+    (r"ncclInvalidUsage|invalid usage \(run with NCCL_DEBUG|ncclInvalidArgument|Duplicate GPU detected",
+     "nccl_usage", "script", "config"),
+    (r"Address already in use|EADDRINUSE|errno: 98|failed to listen on any local network address",
+     "port_in_use", "script", "config"),
+    (r"/dev/shm|shm_open|insufficient shared memory|shared memory \(shm\)|unable to (?:write to|allocate) "
+     r"(?:file|shared memory)", "shm", "framework", "dataloader"),
+    (r"DataLoader worker \(pid[^)]*\) is killed|DataLoader worker .* (?:killed|exited unexpectedly)|"
+     r"(?:segmentation fault|bus error) .*worker|worker.* (?:segmentation fault|bus error)", "dataloader_killed",
+     "framework", "dataloader"),
+    (r"oom[-_ ]?kill|Out of memory: Kill|Killed process \d+|Memory cgroup out of memory|signal 9\b|SIGKILL|"
+     r"exitcode\s*:\s*-9\b|exit status -9|^\s*Killed\s*$|host memory|cannot allocate memory|"
+     r"DefaultCPUAllocator: can't allocate|std::bad_alloc", "host_oom", "framework", "host memory"),
     (r"Xid[^\n]*\b74\b|NVLink", "nvlink", "infrastructure", "NVLink"),
-    (r"NVRM: Xid|fallen off the bus|ECC error|double bit error|\bDBE\b|GPU stopped processing|GSP", "gpu_xid",
-     "infrastructure", "GPU"),
+    (r"NVRM: Xid|fallen off the bus|ECC error|double bit error|\bDBE\b|GPU stopped processing|GSP|"
+     r"uncorrectable ECC|GPU is lost|unspecified launch failure|CUDA error: unknown error",
+     "gpu_xid", "infrastructure", "GPU"),
     (r"NET/IB|ibv_|mlx5|InfiniBand|link is down|IB link|Connection (?:closed|reset) by peer|No route to host|"
-     r"Network is unreachable", "ib_error", "infrastructure", "network"),
+     r"Network is unreachable|ncclSystemError|ncclRemoteError", "ib_error", "infrastructure", "network"),
     (r"illegal memory access|an illegal address|misaligned address", "illegal_memory_access", "framework", "model"),
-    (r"Watchdog caught collective operation timeout|NCCL timeout|collective operation timeout", "nccl_timeout",
-     "infrastructure", "NCCL"),
+    (r"Watchdog caught collective operation timeout|NCCL timeout|collective operation timeout|got stuck|"
+     r"Heartbeat monitor timed out|ProcessGroupNCCL's watchdog", "nccl_timeout", "infrastructure", "NCCL"),
     (r"NODE FAILURE|NodeNotReady|lost heartbeat|node unreachable|node .* lost|host is down|waiting for clients|"
      r"clients joined|RendezvousTimeoutError|RendezvousClosedError", "node_lost",
      "infrastructure", "node"),
     (r"Errno 5\b|Input/output error|Stale file handle|Errno 116|No space left|Errno 28|file write failed|"
      r"Disk quota exceeded|Read-only file system", "storage", "infrastructure", "storage"),
-    (r"out of memory|OutOfMemoryError", "cuda_oom", "framework", "memory"),
-    (r"DataLoader worker .* killed|killed by signal|bus error .* worker|insufficient shared memory", "dataloader_killed",
+    (r"out of memory|OutOfMemoryError|CUBLAS_STATUS_ALLOC_FAILED", "cuda_oom", "framework", "memory"),
+    (r"CUDNN_STATUS_|cuDNN error|CUBLAS_STATUS_|cublas\w*\(.*\) failed", "cuda_library", "framework", "library"),
+    (r"\bnan\b[^\n]*\bloss\b|\bloss\b[^\n]*\b(?:nan|inf)\b|Loss became infinite|non-finite loss|FloatingPointError|"
+     r"returned nan values|anomaly", "nan_loss", "framework", "model"),
+    (r"DataLoader worker .* killed|killed by signal|bus error .* worker|Unexpected bus error", "dataloader_killed",
      "framework", "dataloader"),
     (r"shapes cannot be multiplied|size mismatch|must match the size|Expected .* dimension|shape '\[|"
-     r"batch_size \(\d+\) to match target", "shape_error",
+     r"batch_size \(\d+\) to match target|Expected all tensors to be on the same device", "shape_error",
      "framework", "model"),
+    (r"Error\(s\) in loading state_dict|Missing key\(s\) in state_dict|Unexpected key\(s\)", "state_dict", "script",
+     "key"),
     (r"ModuleNotFoundError|ImportError|No module named", "import_error", "script", "import"),
     (r"\bKeyError\b", "key_error", "script", "key"),
-    (r"\bTypeError\b|\bAttributeError\b|\bNameError\b|\bValueError\b", "type_error", "script", "type"),
+    (r"\bIndexError\b.*(?:index out of range in self|target \d+ is out of bounds)", "device_assert", "script", "data"),
+    (r"\bTypeError\b|\bAttributeError\b|\bNameError\b|\bValueError\b|\bIndexError\b|\bZeroDivisionError\b|"
+     r"\bRecursionError\b|\bNotImplementedError\b|\bUnboundLocalError\b", "type_error", "script", "type"),
+    (r"\bAssertionError\b", "assertion", "script", "config"),
     (r"SyntaxError|IndentationError|was never closed", "syntax_error", "script", "syntax"),
-    (r"FileNotFoundError|Errno 2\b|No such file or directory", "file_not_found", "script", "file"),
-    (r"ProcessGroupNCCL|NCCL error|DistBackendError|NCCL communicator|NCCL WARN", "nccl_timeout", "infrastructure", "NCCL"),
-    (r"CUDA error", "gpu_xid", "infrastructure", "GPU"),
+    (r"FileNotFoundError|Errno 2\b|No such file or directory|IsADirectoryError|PermissionError", "file_not_found",
+     "script", "file"),
+    (r"ProcessGroupNCCL|NCCL error|DistBackendError|NCCL communicator|NCCL WARN|ncclInternalError|"
+     r"ncclUnhandledCudaError", "nccl_timeout", "infrastructure", "NCCL"),
+    (r"Segmentation fault|SIGSEGV|core dumped", "segfault", "framework", "library"),
+    (r"CUDA error", "cuda_error", "framework", "model"),
 )
 _RULES = [(re.compile(p, re.I), c, k, comp) for p, c, k, comp in RULES]
 
-# prototypes for lines no rule knows (embedding nearest neighbour)
+# a collective that timed out while this job was still preparing data (no training step logged yet):
+# one rank's preprocessing outran the timeout, a setting of the job, not a fault of the network
+_PREP = re.compile(r"tokeniz|Running tokenizer|\bMap\b.*(?:%|examples)|Grouping texts|preprocess|Generating \w+ split|"
+                   r"Loading checkpoint shards|Downloading|building (?:the )?(?:index|dataset)|caching|"
+                   r"Filter\b.*examples", re.I)
+_WAIT_TIMEOUT = re.compile(r"Watchdog caught collective operation timeout|collective operation timeout|NCCL timeout|"
+                           r"Timed out|timeout", re.I)
+
+# words too generic to count as lexical support for a prototype
+_STOP = frozenset("error errors failed failure fatal exception the a an of to in on for and or with by at is was "
+                  "from not no while this that process received raised".split())
+
+# prototypes for lines no rule knows (embedding nearest neighbour, kept only with lexical support)
 PROTOTYPES: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "gpu_xid": ("infrastructure", "GPU", ("GPU hardware fault detected by the driver", "the GPU stopped responding")),
     "nvlink": ("infrastructure", "NVLink", ("NVLink fabric error between GPUs",)),
@@ -115,6 +206,10 @@ PROTOTYPES: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "syntax_error": ("script", "syntax", ("invalid python syntax in the script",)),
     "file_not_found": ("script", "file", ("input file or path does not exist",)),
 }
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in re.findall(r"[a-z]{3,}", text.lower()) if w not in _STOP}
 
 
 @dataclass(frozen=True)
@@ -139,16 +234,19 @@ class Diagnosis:
 
 @dataclass
 class Classifier:
-    """Rules first, then the nearest embedding prototype (hash embedder by default: no torch)."""
+    """Rules first, then the nearest embedding prototype (hash embedder by default: no torch) — kept
+    only when the line shares a content word with that prototype; otherwise the answer is "unknown"
+    (a label without lexical support is a guess, and a wrong infrastructure label cordons a node)."""
 
     embedder: str = "hash"
     _proto: object = field(default=None, repr=False)
 
-    def classify(self, line: str, context: Sequence[str] = ()) -> tuple[str, str, str, str]:
+    def classify(self, line: str, context: Sequence[str] = (), before: Sequence[str] = ()) -> tuple[str, str, str, str]:
         """(cause, kind, component, how) of a root-cause line; `context` (the lines after it) breaks
-        ties such as a generic CUDA error right after a driver Xid."""
-        text = line
-        xid = _XID.search(line)
+        ties such as a generic CUDA error right after a driver Xid; `before` (the lines before it)
+        tells a collective timeout during data preparation from one during training."""
+        text = strip_prefix(line)
+        xid = _XID.search(text)
         if xid and int(xid.group(1)) in APP_XIDS:
             # Xid 13/31/43/45 are usually the application's own fault (an illegal access in a kernel):
             # the lines after it decide; without a hint it stays a GPU problem
@@ -157,15 +255,38 @@ class Classifier:
                     return "illegal_memory_access", "framework", "model", "rule (Xid + context)"
             return "gpu_xid", "infrastructure", "GPU", "rule (Xid)"
         for rx, cause, kind, comp in _RULES:
-            if rx.search(text):
+            if rx.search(text) or rx.search(line):
+                if cause == "nccl_timeout" and before and self._preparing(before):
+                    return "nccl_timeout_prep", "script", "config", "rule (timeout during data preparation)"
+                if cause in ("cuda_error", "segfault", "nccl_timeout", "type_error", "assertion"):
+                    # a generic line: a more specific rule on the next lines (the `what():` of a
+                    # c10::Error, a CUDA error's detail line) names the cause better
+                    for extra in context[:6]:
+                        for rx2, c2, k2, comp2 in _RULES[:_GENERIC_FROM]:
+                            if rx2.search(strip_prefix(extra)):
+                                return c2, k2, comp2, "rule (context)"
                 return cause, kind, comp, "rule"
         for extra in context[:6]:
             for rx, cause, kind, comp in _RULES:
-                if rx.search(extra):
+                if rx.search(strip_prefix(extra)):
                     return cause, kind, comp, "rule (context)"
-        return (*self._nearest(line), "prototype")
+        got = self._nearest(text)
+        if got is not None:
+            return (*got, "prototype")
+        return UNKNOWN, UNKNOWN, UNKNOWN, "no rule and no prototype with lexical support"
 
-    def _nearest(self, line: str) -> tuple[str, str, str]:
+    @staticmethod
+    def _preparing(before: Sequence[str]) -> bool:
+        from models.schedmate.tracker import parse_progress
+
+        prep = False
+        for x in before:
+            if parse_progress(strip_prefix(x)) is not None and not _PREP.search(x):
+                return False  # training had started: the timeout is not the data preparation's
+            prep = prep or bool(_PREP.search(x))
+        return prep
+
+    def _nearest(self, line: str) -> tuple[str, str, str] | None:
         import numpy as np
 
         from models.schedmate.embed import get_embedder
@@ -177,28 +298,92 @@ class Classifier:
                 for t in protos:
                     names.append(cause)
                     texts.append(t)
-            self._proto = (names, emb.encode(texts))
-        names, mat = self._proto
+            self._proto = (names, texts, emb.encode(texts))
+        names, texts, mat = self._proto
         q = emb.encode(re.sub(r"\d+", " ", line))
-        cause = names[int(np.argmax(mat @ q))]
-        kind, comp, _ = PROTOTYPES[cause]
-        return cause, kind, comp
+        sims = mat @ q
+        words = _words(line)
+        for i in np.argsort(-sims)[:3]:
+            if words & _words(texts[int(i)]):
+                cause = names[int(i)]
+                kind, comp, _ = PROTOTYPES[cause]
+                return cause, kind, comp
+        return None
 
 
-def _root_in(lines: Sequence[str], start: int, stop: int) -> int | None:
+# rules before this index are specific; from it on, generic ones a context line may refine
+_GENERIC_FROM = next(i for i, r in enumerate(RULES) if r[1] == "illegal_memory_access") + 1
+
+
+class _Memo:
+    """is_failure_line per line index, each line judged once (the locator revisits lines)."""
+
+    def __init__(self, lines: Sequence[str]) -> None:
+        self.lines = lines
+        self.flags = bytearray(len(lines))  # 0 unknown, 1 no, 2 yes
+
+    def __call__(self, i: int) -> bool:
+        f = self.flags[i]
+        if f == 0:
+            f = self.flags[i] = 2 if is_failure_line(self.lines[i]) else 1
+        return f == 2
+
+
+def _root_in(lines: Sequence[str], start: int, stop: int, fail=None) -> int | None:
     """Index of the first failure line in [start, stop); a traceback header or frame is followed to
-    its exception line (the one that states the error)."""
+    its exception line (the one that states the error; the header itself is never the answer)."""
+    fail = fail or (lambda i: is_failure_line(lines[i]))
     for i in range(start, min(stop, len(lines))):
-        if not is_failure_line(lines[i]):
+        if not fail(i):
             continue
-        if "Traceback (most recent call last)" in lines[i]:
-            for j in range(i + 1, min(i + 80, len(lines))):
-                if _EXC_LINE.match(lines[j]) and not _TB_FRAME.match(lines[j]):
-                    return j
-                if not _TB_FRAME.match(lines[j]):
-                    return j if is_failure_line(lines[j]) else i
-            return i
+        return _follow(lines, i)
+    return None
+
+
+def _follow(lines: Sequence[str], i: int, limit: int = 120) -> int:
+    """From a failure line to the line that states the error: a traceback header (or a rank's copy
+    of it) leads to its exception line, skipping frames and other ranks' interleaved lines."""
+    body = strip_prefix(lines[i])
+    if "Traceback (most recent call last)" not in body:
         return i
+    fallback = None
+    for j in range(i + 1, min(i + limit, len(lines))):
+        b = strip_prefix(lines[j])
+        if _EXC_LINE.match(b) and not _TB_FRAME.match(b):
+            return j
+        if fallback is None and not _TB_FRAME.match(b) and is_failure_line(lines[j]) and \
+                "Traceback (most recent" not in b:
+            fallback = j
+    return fallback if fallback is not None else i
+
+
+# an episode of failure evidence is an error the job survived when training goes on after it: this
+# many progress lines with no failure line in between, or this many quiet lines (streaming)
+SURVIVED_PROGRESS = 6
+SURVIVED_QUIET = 400
+
+
+def _is_progress(line: str) -> bool:
+    from models.schedmate.tracker import parse_progress
+
+    return parse_progress(strip_prefix(line)) is not None
+
+
+def _survived(lines: Sequence[str], root: int, quiet: int = SURVIVED_QUIET, fail=None) -> int | None:
+    """Index after which the failure episode starting at `root` is over (training went on), or None
+    when it lasts to the end of the log."""
+    fail = fail or (lambda i: is_failure_line(lines[i]))
+    last_fail, prog = root, 0
+    for j in range(root + 1, len(lines)):
+        x = lines[j]
+        if fail(j):
+            last_fail, prog = j, 0
+        elif _is_progress(x):
+            prog += 1
+            if prog >= SURVIVED_PROGRESS:
+                return j
+        if j - last_fail >= quiet:
+            return j
     return None
 
 
@@ -221,17 +406,24 @@ class FailureHandler:
         return self.chunk or max(16, -(-n // 64))
 
     def locate(self, lines: Sequence[str]) -> tuple[int | None, int]:
-        """(root line index or None, chunks read) by binary search over chunks."""
+        """(root line index or None, chunks read) by binary search over chunks.
+
+        Failure evidence the job survived (a handled exception, a retried upload) may sit in every
+        chunk of a long log, which breaks the search's assumption that evidence, once it starts, lasts
+        to the end. So a candidate episode is checked: when training goes on after it (progress lines
+        with no failure between them, or a quiet stretch) the search resumes after it, until the
+        episode that lasts to the end of the log — the final, fatal one."""
         n = len(lines)
         if n == 0:
             return None, 0
         size = self._chunk_size(n)
         n_chunks = -(-n // size)
         cache: dict[int, bool] = {}
+        fail = _Memo(lines)
 
         def has(c: int) -> bool:
             if c not in cache:
-                cache[c] = any(is_failure_line(x) for x in lines[c * size:(c + 1) * size])
+                cache[c] = any(fail(i) for i in range(c * size, min(n, (c + 1) * size)))
             return cache[c]
 
         def state(c: int) -> bool:  # failure evidence in chunks [c, c + window)
@@ -240,8 +432,10 @@ class FailureHandler:
         last = n_chunks - 1
         if not state(max(0, last - self.window + 1)):
             return None, len(cache)
-        start = 0
+        pos = 0  # lines before pos belong to episodes the job survived
+        quiet = max(self.window * size, 64)
         while True:
+            start = pos // size
             lo, hi = start, last  # the first c >= start with state(c) True (assumed monotone)
             while lo < hi:
                 mid = (lo + hi) // 2
@@ -249,22 +443,22 @@ class FailureHandler:
                     hi = mid
                 else:
                     lo = mid + 1
-            # persistence check: a failure state lasts to the end of the log; evidence followed by a
-            # quiet window is an error the job survived (a handled exception): search on after it
-            after = lo + self.window
-            if after <= last and not state(after):
-                start = after + 1
-                if start > last:
-                    return None, len(cache)
-                continue
-            break
-        # the window may start before the evidence: first chunk in it that has evidence, then walk
-        # back over directly preceding chunks with evidence (the failure state may have started there)
-        c = next(j for j in range(lo, min(lo + self.window, n_chunks)) if has(j))
-        while c > 0 and has(c - 1):
-            c -= 1
-        root = _root_in(lines, c * size, n)
-        return root, len(cache)
+            cands = [j for j in range(lo, min(lo + self.window, n_chunks)) if has(j)]
+            if not cands:
+                return None, len(cache)
+            c = cands[0]
+            while c > start and has(c - 1):
+                c -= 1
+            root = _root_in(lines, max(c * size, pos), n, fail)
+            if root is None:
+                return None, len(cache)
+            end = _survived(lines, root, quiet=min(quiet, SURVIVED_QUIET), fail=fail)
+            if end is None or not state(max(0, last - self.window + 1)) or end >= n - 1:
+                return root, len(cache)
+            nxt = _root_in(lines, end + 1, n, fail)
+            if nxt is None:
+                return root, len(cache)
+            pos = end + 1
 
     def diagnose(self, lines: Sequence[str], tail_only: bool = False, method: str | None = None) -> Diagnosis:
         """Root cause and its type/component; Diagnosis(kind=None, ...) when no failure is found.
@@ -288,11 +482,73 @@ class FailureHandler:
             read = chunks * self._chunk_size(max(len(lines), 1))
         if root is None:
             return Diagnosis(None, None, None, None, None, method, chunks, read, "no failure evidence found")
-        ctx = lines[root + 1:root + 7]
-        cause, kind, comp, how = self.classifier.classify(lines[root], ctx)
-        diag = Diagnosis(kind, comp, root, lines[root], cause, method, chunks, read, how)
-        if self.llm is not None:
-            lo, hi = (max(0, len(lines) - self.tail), len(lines)) if method == "tail" else \
-                (max(0, root - 20), min(len(lines), root + 20))
-            diag = self.llm.refine(lines, lo, hi, diag)
+        return self._finish(lines, root, lines[root + 1:root + 7], lines[max(0, root - 200):root], method, chunks,
+                            read, lines)
+
+    def _finish(self, lines: Sequence[str], root: int, ctx: Sequence[str], before: Sequence[str], method: str,
+                chunks: int, read: int, window_lines: Sequence[str] | None, offset: int = 0) -> Diagnosis:
+        line = window_lines[root - offset]
+        cause, kind, comp, how = self.classifier.classify(line, ctx, before)
+        diag = Diagnosis(kind, comp, root, line, cause, method, chunks, read, how)
+        if self.llm is not None and window_lines is not None:
+            if method == "tail":
+                lo, hi = max(0, len(window_lines) - self.tail), len(window_lines)
+            else:
+                lo, hi = max(0, root - offset - 20), min(len(window_lines), root - offset + 20)
+            d2 = self.llm.refine(window_lines, lo, hi, replace(diag, line_index=root - offset))
+            diag = replace(d2, line_index=(d2.line_index + offset) if d2.line_index is not None else None)
         return diag
+
+    def diagnose_stream(self, lines: Iterable[str], method: str = "locator") -> Diagnosis:
+        """diagnose() over an iterable of lines (a file read line by line) in bounded memory: one pass
+        that keeps the current failure episode's first lines, the lines before it and the last `tail`
+        lines — never the whole log. "locator" returns the first line of the final episode (evidence
+        that training did not outlive); "scan" the first failure line; "tail" the first in the last
+        `tail` lines."""
+        if method not in ("locator", "tail", "scan"):
+            raise ValueError(f"unknown method {method!r}; known: locator, tail, scan")
+        keep_after, keep_before = 120, 200
+        prev: deque[str] = deque(maxlen=keep_before)
+        tail: deque[str] = deque(maxlen=max(self.tail, 1))
+        ep: dict | None = None      # the current (or last) episode: start, before, first lines, closed
+        last_fail = -1
+        prog = 0
+        n = 0
+        for n, raw in enumerate(lines, 1):
+            line = str(raw).rstrip("\r\n")
+            i = n - 1
+            if method == "tail":
+                tail.append(line)
+                continue
+            fail = is_failure_line(line)
+            if fail:
+                if ep is None or ep["closed"]:
+                    ep = {"start": i, "before": list(prev), "buf": [], "closed": False}
+                last_fail, prog = i, 0
+            elif ep is not None and not ep["closed"]:
+                if _is_progress(line):
+                    prog += 1
+                if prog >= SURVIVED_PROGRESS or i - last_fail >= SURVIVED_QUIET:
+                    ep["closed"] = method != "scan"
+            if ep is not None and len(ep["buf"]) < keep_after:
+                ep["buf"].append(line)
+            elif ep is not None and method == "scan" and len(ep["buf"]) >= keep_after:
+                break
+            prev.append(line)
+        if method == "tail":
+            buf = list(tail)
+            off = n - len(buf)
+            r = _root_in(buf, 0, len(buf))
+            if r is None:
+                return Diagnosis(None, None, None, None, None, method, 0, len(buf), "no failure evidence found")
+            return self._finish(buf, off + r, buf[r + 1:r + 7], buf[max(0, r - 200):r], method, 0, len(buf), buf,
+                                offset=off)
+        size = self._chunk_size(max(n, 1))
+        tail_from = max(0, -(-n // size) - self.window) * size  # the last `window` chunks, as locate() checks
+        if ep is None or (method == "locator" and (ep["closed"] or last_fail < tail_from)):
+            return Diagnosis(None, None, None, None, None, method, 0, n, "no failure evidence found")
+        buf = ep["buf"]
+        r = _follow(buf, 0)
+        before = ep["before"] + buf[:r]
+        return self._finish(buf, ep["start"] + r, buf[r + 1:r + 7], before[-200:], method, 0, n, buf,
+                            offset=ep["start"])

@@ -19,13 +19,7 @@ from typing import Literal, Sequence
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
-from models.schedmate.failures import Diagnosis
-
-COMPONENTS = {
-    "infrastructure": ("GPU", "NVLink", "network", "NCCL", "node", "storage"),
-    "framework": ("memory", "dataloader", "model"),
-    "script": ("import", "key", "type", "syntax", "file"),
-}
+from models.schedmate.failures import COMPONENTS, Diagnosis  # one component table for rules and LLM answers
 
 
 class LLMAnswer(BaseModel):
