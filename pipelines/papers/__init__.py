@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 RUNNERS: dict[str, str] = {
+    "asrpt": "pipelines.papers.asrpt",
     "lazer": "pipelines.papers.lazer",
     "lucid": "pipelines.papers.lucid",
     "schedmate": "pipelines.papers.schedmate",
