@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 
 @dataclass
@@ -42,7 +41,9 @@ class Forecast:
         if p in self.fixed_quantiles:
             return self.fixed_quantiles[p]
         if self.scale is not None:
-            return self.mean + self.scale * stats.norm.ppf(p)
+            from statistics import NormalDist  # (not scipy.stats: seconds of import for the replay's forecasts)
+
+            return self.mean + self.scale * NormalDist().inv_cdf(p)
         if self.samples is not None:
             return np.quantile(self.samples, p, axis=0)
         if p in self.residual_quantiles:
@@ -239,22 +240,37 @@ class OrgLinear:
         import torch
 
         net = self.net_.train()
-        opt = getattr(self, "opt_", None)
-        if opt is None:
-            opt = self.opt_ = torch.optim.Adam(net.parameters(), lr=self.lr)
+        params = [p for p in net.parameters() if p.requires_grad]
+        state = getattr(self, "opt_", None)  # Adam moments kept across warm starts
+        if state is None:
+            state = self.opt_ = {"t": 0, "m": [torch.zeros_like(p) for p in params],
+                                 "v": [torch.zeros_like(p) for p in params]}
         loss_fn = torch.nn.GaussianNLLLoss(full=True)
         gen = torch.Generator().manual_seed(self.seed + getattr(self, "updates_", 0))
         n = len(tensors[0])
+        b1, b2, eps = 0.9, 0.999, 1e-8
         for _ in range(epochs):
             perm = torch.randperm(n, generator=gen)
             for i in range(0, n, self.batch_size):
                 idx = perm[i: i + self.batch_size]
                 x, y, h, w, o, org, a = (t[idx] for t in tensors)
-                opt.zero_grad()
+                for p in params:
+                    p.grad = None
                 mean, scale = net(x, h, w, o, org, a)
                 loss = loss_fn(mean, y, scale ** 2)
                 loss.backward()
-                opt.step()
+                # Adam by hand (the same update as torch.optim.Adam): torch.optim's first use imports
+                # torch._dynamo, seconds of start-up for a replay that trains a few hundred steps.
+                state["t"] += 1
+                t = state["t"]
+                with torch.no_grad():
+                    for p, m, v in zip(params, state["m"], state["v"]):
+                        if p.grad is None:
+                            continue
+                        m.mul_(b1).add_(p.grad, alpha=1 - b1)
+                        v.mul_(b2).addcmul_(p.grad, p.grad, value=1 - b2)
+                        denom = (v / (1 - b2 ** t)).sqrt_().add_(eps)
+                        p.addcdiv_(m, denom, value=-self.lr / (1 - b1 ** t))
         self.net_ = net.eval()
 
     def update(self, demand: pd.DataFrame, attrs: pd.DataFrame | None = None, epochs: int = 1) -> "OrgLinear":
@@ -348,6 +364,22 @@ class OrgLinear:
         self.fit_seconds_ = time.perf_counter() - t0
         self.windows_ = int(len(positions) * len(self.orgs_))
         return self
+
+    def forecast_window(self, window: np.ndarray, steps: pd.DatetimeIndex) -> tuple[np.ndarray, np.ndarray]:
+        """One origin, fast: ``window`` (lookback, orgs) in demand units, ``steps`` the horizon's timestamps;
+        returns (mean, scale), each (orgs, horizon). No attributes (a model fitted without them)."""
+        import torch
+
+        O, L = window.shape[1], self.lookback
+        x = torch.from_numpy((window[-L:] / self.scale_[None, :]).T.astype(np.float32))
+        hour, wday, hol = _calendar(steps, self.holiday_country)
+        rep = lambda a: torch.from_numpy(np.repeat(a[None, :], O, axis=0))  # noqa: E731
+        org = torch.arange(O)
+        attrs = torch.zeros((O, 0))
+        with torch.no_grad():
+            mean, scale = self.net_(x, rep(hour), rep(wday), rep(hol), org, attrs)
+        s = self.scale_[:, None]
+        return mean.numpy() * s, scale.numpy() * s
 
     def forecast(self, demand: pd.DataFrame, attrs: pd.DataFrame | None, origins) -> Forecast:
         import torch

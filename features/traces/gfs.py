@@ -153,6 +153,10 @@ class GfsSpec(BaseModel):
     hp_gang_share: float = Field(0.2, ge=0, le=1, description="share of 8-GPU-pod HP tasks that are gangs")
     spot_gang_share: float = Field(0.1, ge=0, le=1)
     gang_pods: dict[int, float] = Field(default_factory=lambda: {2: 0.6, 4: 0.3, 8: 0.1})
+    gang_scope: str = Field("largest", pattern="^(largest|any)$",
+                            description="largest: only pods of the largest size form gangs (gang shares are "
+                                        "shares of those); any: a task of any pod size is a gang with the "
+                                        "share (Table 3 gives the share of all tasks)")
     checkpoint_interval: float = Field(DEFAULT_CHECKPOINT, gt=0)
     gpu_type: str = "A100-SXM4-80GB"
     max_orgs: int | None = Field(None, ge=1)
@@ -196,11 +200,14 @@ def _durations(mean: float, sigma: float, rng: np.random.Generator, n: int) -> n
     return np.clip(rng.lognormal(mu, sigma, n), 60.0, 30 * 86400.0)
 
 
-def _shapes(mix: dict[int, float], gang_share: float, gang_pods: dict[int, float], rng, n: int):
-    """(pods, GPUs per pod) per task: a pod size from the mix; 8-GPU pods form a gang with ``gang_share``."""
+def _shapes(mix: dict[int, float], gang_share: float, gang_pods: dict[int, float], rng, n: int,
+            scope: str = "largest"):
+    """(pods, GPUs per pod) per task: a pod size from the mix; a task is a gang with ``gang_share`` (of the
+    largest pods only, or of every task with ``scope="any"``)."""
     gpp = _draw(mix, rng, n)
     pods = np.ones(n, dtype=int)
-    gang = (gpp == max(mix)) & (rng.random(n) < gang_share)
+    eligible = (gpp == max(mix)) if scope == "largest" else np.ones(n, dtype=bool)
+    gang = eligible & (rng.random(n) < gang_share)
     if gang.any():
         pods[gang] = _draw(gang_pods, rng, int(gang.sum()))
     return pods, gpp
@@ -257,14 +264,18 @@ def generate(spec: GfsSpec, seed: int = 0, series: pd.DataFrame | None = None) -
     warm = spec.warmup_hours * 3600.0
     horizon = steps * 60.0
     mean_gpus = sum(k * p for k, p in spec.spot_pod_mix.items())
-    mean_pods = 1 + (spec.spot_gang_share * spec.spot_pod_mix.get(max(spec.spot_pod_mix), 0)
-                     * (sum(k * p for k, p in spec.gang_pods.items()) - 1))
+    extra_pods = sum(k * p for k, p in spec.gang_pods.items()) - 1
+    if spec.gang_scope == "any":  # E[pods x GPUs per pod] with gang size independent of pod size
+        mean_task_gpus = mean_gpus * (1 + spec.spot_gang_share * extra_pods)
+    else:  # (the original approximation: kept so that existing presets generate the same tasks)
+        mean_task_gpus = mean_gpus * (1 + spec.spot_gang_share * spec.spot_pod_mix.get(max(spec.spot_pod_mix), 0)
+                                      * extra_pods)
     rate = spec.spot_multiplier * spec.spot_base_load * spec.cluster_gpus / (
-        mean_gpus * mean_pods * spec.spot_mean_duration)
+        mean_task_gpus * spec.spot_mean_duration)
     if rate > 0:
         n = int(rng.poisson(rate * (horizon - warm)))
         times = np.sort(rng.uniform(warm, horizon, n))
-        pods, gpp = _shapes(spec.spot_pod_mix, spec.spot_gang_share, spec.gang_pods, rng, n)
+        pods, gpp = _shapes(spec.spot_pod_mix, spec.spot_gang_share, spec.gang_pods, rng, n, spec.gang_scope)
         dur = _durations(spec.spot_mean_duration, spec.spot_sigma, rng, n)
         sorgs = rng.choice(orgs, size=n)
         rows.extend(zip(times.tolist(), dur.tolist(), pods.tolist(), gpp.tolist(), sorgs.tolist(), ["spot"] * n))

@@ -194,8 +194,8 @@ class ModelEstimator:
     model_version: str | None = None
 
     def __init__(self, spec: str, orgs: list[str], horizon: int, seed: int = 0, lookback: int = 48,
-                 train_hours: int = 336, epochs: int = 6, warm_epochs: int = 2, calendar: str = "concat",
-                 scale_input: str = "cyc"):
+                 train_hours: int = 336, epochs: int = 4, warm_epochs: int = 2, calendar: str = "concat",
+                 scale_input: str = "cyc", new_hours: int = 48, batch_size: int = 512):
         self.spec, self.orgs, self.horizon, self.seed = spec, orgs, horizon, seed
         self.name = spec
         self.fallback = Persistence()
@@ -203,6 +203,7 @@ class ModelEstimator:
         self.pyfunc = None
         self.lookback, self.train_hours, self.epochs, self.warm_epochs = lookback, train_hours, epochs, warm_epochs
         self.calendar, self.scale_input = calendar, scale_input
+        self.new_hours, self.batch_size = new_hours, batch_size
         self.fits = 0
         if spec.startswith(("models:/", "runs:/")):
             from models.registry import load
@@ -223,11 +224,15 @@ class ModelEstimator:
             return
         from models.forecast import OrgLinear
 
-        first = max(0, len(hist) - self.train_hours)
+        if self.model is None:
+            first = max(0, len(hist) - self.train_hours)
+        else:  # warm start: train on what changed (the windows whose targets are new since the last fit)
+            first = max(0, len(hist) - (self.new_hours + self.lookback + self.horizon))
         frame = self._frame(hist[first:], first)
         if self.model is None:
             self.model = OrgLinear(lookback=self.lookback, horizon=self.horizon, kernel=5, max_epochs=self.epochs,
-                                   seed=self.seed, holiday_country=None, calendar=self.calendar,
+                                   batch_size=self.batch_size, seed=self.seed, holiday_country=None,
+                                   calendar=self.calendar,
                                    scale_input=self.scale_input, engine="torch").fit(frame, None)
         else:
             self.model.update(frame, None, epochs=self.warm_epochs)
@@ -258,12 +263,12 @@ class ModelEstimator:
             return mu, sig
         if self.model is None:
             return self.fallback.predict(hist, hour0, horizon)
-        L = self.lookback
-        first = len(hist) - L
-        frame = self._frame(np.vstack([hist[-L:], np.zeros((horizon, hist.shape[1]))]), first)
-        fc = self.model.forecast(frame, None, [frame.index[L]])
+        import pandas as pd
+
+        steps = pd.Timestamp("2020-05-01") + pd.to_timedelta(len(hist) + np.arange(horizon), unit="h")
+        mean, scale = self.model.forecast_window(hist[-self.lookback:], pd.DatetimeIndex(steps))
         self.model_forecasts += 1
-        return np.maximum(fc.mean[0], 0.0), fc.scale[0]
+        return np.maximum(mean, 0.0), scale
 
 
 def _registry_version(spec: str) -> str | None:
