@@ -233,9 +233,10 @@ class JobTexts:
 
 
 def _noisy(*parts: Any) -> bool:
-    from features.jobcorpus.spec import stable_seed
+    """Half the logs are noisy, stably per job (crc32: process-independent and cheap on the failure path)."""
+    import zlib
 
-    return bool(stable_seed("replay-noisy", *parts) & 1)
+    return bool(zlib.crc32("\x1f".join(map(str, parts)).encode()) & 1)
 
 
 class FailureReader:
@@ -245,22 +246,30 @@ class FailureReader:
         self.texts = texts
         self._handler = None
         self.read = 0
+        self._causes: dict[tuple[int, str], str] = {}
+        self._keys: dict[tuple[int, str], tuple] = {}
 
     def cause(self, job: int, trace_cause: str) -> str:
-        from features.jobcorpus.replay import corpus_cause
+        got = self._causes.get((job, trace_cause))
+        if got is None:
+            from features.jobcorpus.replay import corpus_cause
 
-        t = self.texts
-        return corpus_cause(trace_cause, t.keys[job], t.index[job], t.seed)
+            t = self.texts
+            got = self._causes[(job, trace_cause)] = corpus_cause(trace_cause, t.keys[job], t.index[job], t.seed)
+        return got
 
     def diagnose(self, job: int, cause: str) -> str | None:
         """The kind (infrastructure / framework / script, None: nothing found) the handler gives the log
         of ``job`` failing with corpus cause ``cause``."""
         t = self.texts
-        _load("schedmate-diag", t.seed, _DIAGNOSES)
-        noisy = _noisy(t.keys[job], t.index[job], cause)
-        key = ("diag", t.seed, t.template(job), t.gpus[job], cause, noisy)
+        key = self._keys.get((job, cause))
+        if key is None:
+            _load("schedmate-diag", t.seed, _DIAGNOSES)
+            noisy = _noisy(t.keys[job], t.index[job], cause)
+            key = self._keys[(job, cause)] = ("diag", t.seed, t.template(job), t.gpus[job], cause, noisy)
         if key in _DIAGNOSES:
             return _DIAGNOSES[key]
+        noisy = key[-1]
         from features.jobcorpus.logs import failure_log
         from features.jobcorpus.replay import replay_spec
         from models.schedmate.failures import FailureHandler
