@@ -218,7 +218,8 @@ def cmd_track(args: argparse.Namespace) -> int:
           + (f"   epoch {p.epoch}" if p.epoch is not None else ""))
     print(f"step time       {_fmt_s(p.step_time)}   (mean of the last {p.lines_used} progress lines, outliers removed)")
     print(f"remaining       {_fmt_s(p.remaining)}")
-    print(f"loss            {'unknown' if p.loss is None else f'{p.loss:.4g}'}")
+    print(f"loss            {'unknown' if p.loss is None else f'{p.loss:.4g}'}"
+          + ("   (diverged: the loss is no longer finite)" if p.diverged else ""))
     print(f"throughput      {'unknown' if p.throughput is None else f'{p.throughput:.1f} samples/s'}")
     return 0
 

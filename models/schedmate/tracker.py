@@ -11,6 +11,8 @@ the throughput in samples/s where the log gives the batch size.
 """
 from __future__ import annotations
 
+import ast
+import json
 import math
 import re
 import statistics
@@ -30,6 +32,8 @@ class Progress:
     throughput: float | None    # samples / s (None when the log does not give the batch size)
     epoch: int | None = None
     lines_used: int = 0
+    diverged: bool = False      # the last loss the log gives is NaN or infinite
+
 
     @property
     def fraction(self) -> float | None:
@@ -58,10 +62,12 @@ _MM_EPOCH = re.compile(r"Epoch\(train\)\s*\[(\d+)\]\s*\[\s*(\d+)\s*/\s*(\d+)\]")
 _MM_ITER = re.compile(r"Iter\(train\)\s*\[\s*(\d+)\s*/\s*(\d+)\]")
 _TIMM = re.compile(r"Train:\s*(\d+)\s*\[\s*(\d+)\s*/\s*(\d+)")
 _HF_DICT = re.compile(r"^\s*\{.*'loss':\s*" + _NUM)
-_EPOCH_OF = re.compile(r"\bEpoch\s*\[?\s*(\d+)\s*(?:/\s*(\d+))?\]?", re.I)
+_EPOCH_OF = re.compile(r"\bEpoch\s*:?\s*\[?\s*(\d+)\s*(?:/\s*(\d+))?\]?", re.I)
 _STEP_OF = re.compile(r"\b(?:global[ _]step|step|iter(?:ation)?|it)\s*[=:]?\s*\[?\s*(\d+)\s*(?:/\s*(\d+))?", re.I)
 _BRACKET = re.compile(r"\[\s*(\d+)\s*/\s*(\d+)\s*\]")
-_LOSS = re.compile(r"(?<![\w.])(?:lm[ _])?(?:train[_ ])?loss\s*[:=]?\s*" + _NUM, re.I)
+_LOSS_NUM = r"([-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf(?:inity)?)\b)"
+_LOSS = re.compile(r"(?<![\w.])(?:total[_ ]|lm[ _])?(?:train[_ ])?loss\s*[:=]?\s*" + _LOSS_NUM, re.I)
+_PAIR = re.compile(r"(?<![\d.\w])(\d+)\s*/\s*(\d+)(?![\d.])")
 _TS = re.compile(r"(\d{4}[-/]\d{2}[-/]\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?)")
 _TIME_MS = re.compile(r"(?:elapsed time per iteration \(ms\)|time/step|step time|iter time)\s*[:=]?\s*" + _NUM + r"\s*(ms)?", re.I)
 _MS_STEP = re.compile(_NUM + r"\s*ms\s*/\s*(?:step|it)", re.I)
@@ -69,8 +75,8 @@ _S_IT = re.compile(_NUM + r"\s*s/it\b")
 _IT_S = re.compile(_NUM + r"\s*it/s\b")
 _TIME_S = re.compile(r"(?<![_\w])time:\s*" + _NUM + r"s?\b")
 _TIME_UNIT = re.compile(r"(?<![_\w])(?:time|step_time|iter_time)[:=]?\s*" + _NUM + r"\s*(ms|s)\b", re.I)
-_UPDATES = re.compile(r"\bnum_updates[=:]\s*(\d+)")
-_UPS = re.compile(r"\bups[=:]\s*" + _NUM)
+_UPDATES = re.compile(r"\bnum_updates[=:\s]\s*(\d+)")
+_UPS = re.compile(r"\bups[=:\s]\s*" + _NUM)
 _KERAS = re.compile(r"^\s*(\d+)/(\d+) \[[=>.]*\]\s*-\s*ETA:\s*([\d:]+)")
 _EPOCH_HEAD = re.compile(r"^\s*Epoch (\d+)/(\d+)\s*$")
 _SAMPLES = re.compile(r"(?:CurrSamplesPerSec|samples/s|samples_per_second|SamplesPerSec)\s*[=:]?\s*" + _NUM, re.I)
@@ -179,6 +185,10 @@ def parse_progress(line: str) -> _Rec | None:
     low = line.lower()
     if _find(_EVAL, line, low):
         return None
+    if "{" in line and "}" in line:
+        d = _dict_record(line)
+        if d is not None:
+            return d
     r = _Rec(idx=-1)
     m = _MEGATRON.search(line)
     if m:
@@ -228,22 +238,33 @@ def parse_progress(line: str) -> _Rec | None:
         e = _find(_EPOCH_OF, line, low)
         s = _find(_STEP_OF, line, low)
         b = _BRACKET.search(line)
-        if not (s or (e and b)):
+        if not (s or e):
             return None
         r.kind = "plain"
         if e:
             r.epoch = int(e.group(1))
             r.epoch_total = int(e.group(2)) if e.group(2) else None
+            # a bare "a/b" pair elsewhere on the line (not the epoch's, not the step's): steps in the epoch
+            pair = next((p for p in _PAIR.finditer(line) if not (e.start() <= p.start() < e.end())
+                         and not (s and s.start() <= p.start() < s.end()) and int(p.group(1)) <= int(p.group(2))), None)
             if s and s.group(2):
                 r.s_in, r.spe = int(s.group(1)), int(s.group(2))
             elif b and (b.start() > e.end() or not e.group(2)):
                 r.s_in, r.spe = int(b.group(1)), int(b.group(2))
             elif s:
                 r.step = int(s.group(1))
+                if pair and r.epoch_total:  # "Epoch 3/90 | step 12080 | 2070/5005": total = 90 x 5005
+                    r.total = r.epoch_total * int(pair.group(2))
+            elif pair:
+                r.s_in, r.spe = int(pair.group(1)), int(pair.group(2))
+            else:  # "Training Epoch:[855/1500] loss ...", "Epoch 2: loss=...": progress counted in epochs
+                r.kind, r.step, r.total = "epochs", r.epoch, r.epoch_total
         elif s:
             r.step = int(s.group(1))
             r.total = int(s.group(2)) if s.group(2) else None
         if r.step is None and r.s_in is None:
+            return None
+        if not (e or s):
             return None
         if not (_find(_LOSS, line, low) or _find(_TIME_MS, line, low) or _find(_MS_STEP, line, low)
                 or _find(_S_IT, line, low) or _find(_IT_S, line, low) or _find(_TIME_S, line, low)
@@ -269,12 +290,67 @@ def parse_progress(line: str) -> _Rec | None:
     lm = _find(_LOSS, line, low)
     if lm:
         try:
-            r.loss = float(lm.group(1))
+            r.loss = float(lm.group(1))  # "nan" / "inf" too: a diverged run says so
         except ValueError:
             pass
     sm = _find(_SAMPLES, line, low)
     if sm and r.samples is None:
         r.samples = float(sm.group(1))
+    r.ts = _parse_ts(line)
+    return r
+
+
+_D_STEP = ("num_updates", "current_steps", "global_step", "step", "iteration", "iter", "train_step", "steps", "it")
+_D_TOTAL = ("total_steps", "max_steps", "max_iters", "max_iter", "num_training_steps", "total_iters", "max_update")
+_D_LOSS = ("loss", "train_loss", "total_loss", "train/loss", "lm_loss", "train_inner_loss")
+
+
+def _dict_record(line: str) -> _Rec | None:
+    """A progress record from a dict on the line: fairseq's JSON log format, LLaMA-Factory's
+    trainer_log.jsonl, TF/Keras-style dicts with 'step', a dict after a line number or a logger
+    prefix. Only dicts that carry a step count; Hugging Face's step-less {'loss': ...} dicts are
+    read by the tracker for their loss alone."""
+    body = line[line.index("{"):line.rindex("}") + 1]
+    if len(body) > 4000:
+        return None
+    try:
+        d = json.loads(body)
+    except ValueError:
+        if "'" not in body:
+            return None
+        try:
+            d = ast.literal_eval(body)
+        except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
+            return None
+    if not isinstance(d, dict):
+        return None
+
+    def num(keys: tuple[str, ...]) -> float | None:
+        for k in keys:
+            if k in d:
+                try:
+                    v = float(d[k])
+                except (TypeError, ValueError):
+                    continue
+                return v
+        return None
+
+    step = num(_D_STEP)
+    if step is None or not math.isfinite(step) or step < 0:
+        return None
+    r = _Rec(idx=-1, kind="dict", step=int(step))
+    total = num(_D_TOTAL)
+    r.total = int(total) if total and math.isfinite(total) and total > 0 else None
+    r.loss = num(_D_LOSS)
+    ep = d.get("epoch")
+    if isinstance(ep, int) and not isinstance(ep, bool):
+        r.epoch = ep
+    ups = num(("ups",))
+    if ups and ups > 0 and math.isfinite(ups):
+        r.rate_time = 1.0 / ups
+    t = num(("time/step", "step_time", "iter_time", "time_per_step"))
+    if t and t > 0:
+        r.step_time = t
     r.ts = _parse_ts(line)
     return r
 
@@ -357,6 +433,8 @@ class MetricTracker:
                 if len(recs) >= self.window:
                     break
         recs.reverse()
+        if any(r.kind != "epochs" for r in recs):  # epoch summaries next to finer progress lines
+            recs = [r for r in recs if r.kind != "epochs"]
         if not recs:
             return Progress(None, None, None, hf_loss[1] if hf_loss else None, None)
         # the first record says whether epochs count from 0 (Lightning) or 1
@@ -395,7 +473,7 @@ class MetricTracker:
             pts = [(r.step, r.ts) for r in last if r.ts is not None and r.step is not None]
             times = [(t2 - t1) / (s2 - s1) for (s1, t1), (s2, t2) in zip(pts, pts[1:]) if s2 > s1 and t2 >= t1]
         st = _robust_mean(times)
-        loss = next((r.loss for r in reversed(last) if r.loss is not None), None)
+        loss = next((r.loss for r in reversed(last) if r.loss is not None), None)  # NaN stays NaN
         if hf_loss and (loss is None or hf_loss[0] > last[-1].idx - 50):
             loss = hf_loss[1] if loss is None else loss
         samples = [r.samples for r in last if r.samples]
@@ -407,7 +485,7 @@ class MetricTracker:
         if last[-1].epoch is not None:
             ep = last[-1].epoch + (1 if last[-1].kind == "timm" or base == 0 else 0)
         return Progress(step=step, total_steps=total, step_time=st, loss=loss, throughput=thr, epoch=ep,
-                        lines_used=len(last))
+                        lines_used=len(last), diverged=loss is not None and not math.isfinite(loss))
 
     @staticmethod
     def _header(lines: Sequence[str], limit: int = 400) -> dict:

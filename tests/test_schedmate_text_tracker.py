@@ -1,0 +1,61 @@
+"""SchedMate Metric Tracker on the progress formats it missed on real logs (issue 25, item 1). The lines
+are written here in the shape of those tools' output (our own numbers and wording)."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from models.schedmate.tracker import MetricTracker
+
+
+def _three(line: str, steps=(100, 200, 300)) -> list[str]:
+    return [line.format(s=s) for s in steps]
+
+
+@pytest.mark.parametrize("name,lines,step,total,loss", [
+    ("fairseq-legacy-pipes", _three("| epoch 004 | loss 5.117 | nll_loss 3.8 | ppl 13.9 | wps 18000 | ups 4.2 | "
+                                    "num_updates {s} | lr 0.0004"), 300, None, 5.117),
+    ("fairseq-json", _three('2023-05-01 09:00:00 | INFO | train_inner | {{"epoch": 4, "update": 3.5, "loss": "5.117", '
+                            '"nll_loss": "3.8", "ups": "4.2", "num_updates": "{s}", "lr": "0.0004", "wall": "900"}}'),
+     300, None, 5.117),
+    ("trainer-log-jsonl", _three('{{"current_steps": {s}, "total_steps": 2400, "loss": 0.9152, "learning_rate": 2e-05, '
+                                 '"epoch": 0.4, "percentage": 12.5, "elapsed_time": "0:05:00", "remaining_time": "0:35:00"}}'),
+     300, 2400, 0.9152),
+    ("training-epoch-bracket", ["Training Epoch:[853/1500] loss: 0.0412 lr: 0.0001",
+                                "Training Epoch:[854/1500] loss: 0.0409 lr: 0.0001",
+                                "Training Epoch:[855/1500] loss: 0.0405 lr: 0.0001"], 855, 1500, 0.0405),
+    ("epoch-colon-loss", ["Epoch 1: loss=1.2201, acc=0.55", "Epoch 2: loss=0.9912, acc=0.63"], 2, None, 0.9912),
+    ("iteration-comma", _three("Iteration {s}, lr = 0.01, loss = 0.6620 (0.41 s/iter)"), 300, None, 0.662),
+    ("tf-dict-step", _three("{{'loss': 0.3104, 'step': {s}, 'learning_rate': 5e-05}}"), 300, None, 0.3104),
+    ("detectron2-total-loss", _three("[05/01 09:00:00 d2.utils.events]:  eta: 1:10:00  iter: {s}  total_loss: 0.7431  "
+                                     "loss_cls: 0.22  loss_box_reg: 0.31  time: 0.3912  data_time: 0.0101  lr: 0.02"),
+     300, None, 0.7431),
+    ("dict-with-line-number", _three("  {s}: {{'loss': 0.2871, 'step': {s}, 'epoch': 1.5}}"), 300, None, 0.2871),
+    ("epoch-total-from-pairs", ["Epoch 3/90 | step 12078 | 2068/5005 | loss 1.2401 | 0.20 s/it",
+                                "Epoch 3/90 | step 12080 | 2070/5005 | loss 1.2398 | 0.20 s/it"], 12080, 90 * 5005, 1.2398),
+])
+def test_formats(name, lines, step, total, loss):
+    p = MetricTracker().track(lines)
+    assert (p.step, p.total_steps) == (step, total), name
+    assert p.loss == pytest.approx(loss, rel=1e-6), name
+
+
+def test_nan_loss_is_reported_as_nan_and_marked_diverged():
+    lines = [f"step {s}/1000 loss {v} time/step 0.2s" for s, v in ((100, "2.31"), (110, "nan"), (120, "nan"))]
+    p = MetricTracker().track(lines)
+    assert p.step == 120 and math.isnan(p.loss) and p.diverged
+    ok = MetricTracker().track(lines[:1])
+    assert ok.loss == pytest.approx(2.31) and not ok.diverged
+
+
+def test_epoch_summaries_do_not_replace_finer_progress():
+    lines = [f"epoch 2 step {s}/800 loss 0.5 time/step 0.2s" for s in (600, 700, 800)] + ["Epoch 2: loss=0.49"]
+    p = MetricTracker().track(lines)
+    assert p.step is not None and p.step > 2
+
+
+def test_hugging_face_dicts_without_step_still_give_only_the_loss():
+    lines = [" 40%|████      | 400/1000 [01:00<01:30,  6.60it/s]", "{'loss': 0.4123, 'learning_rate': 3e-05, 'epoch': 0.8}"]
+    p = MetricTracker().track(lines)
+    assert (p.step, p.total_steps) == (400, 1000) and p.loss == pytest.approx(0.4123)
