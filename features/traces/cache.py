@@ -133,6 +133,22 @@ def put(key: str, table: Any) -> None:
             pass
 
 
+def _private(folder: Path) -> bool:
+    """Whether ``folder`` is owned by this user and not writable by all. Entries are pickles:
+    whoever can write one runs code in the next replay, so a shared or foreign cache folder is not read
+    (said once; the cache is skipped for reads)."""
+    try:
+        st = folder.stat()
+    except OSError:
+        return True  # absent: nothing to read
+    ok = st.st_uid == os.getuid() and not st.st_mode & 0o002
+    if not ok and str(folder) not in _NOTED:
+        _NOTED.add(str(folder))
+        print(f"schedcast: note: trace cache {folder} is not private to you (another owner, or writable by "
+              "all); its entries are not read", file=sys.stderr)
+    return ok
+
+
 def _discard(path: Path, why: str) -> None:
     """Remove a bad entry and say so once (it is computed afresh and stored again)."""
     if str(path) not in _NOTED:
@@ -170,7 +186,7 @@ def get_value(key: str | None) -> Any:
     """A value stored by :func:`put_value`, or None (absent, corrupt, unreadable, cache off). A corrupt
     entry (its checksum does not match its bytes) is removed with a one-line note on stderr."""
     path = _entry(key) if key is not None else None
-    if path is None:
+    if path is None or not _private(path.parent):
         return None
     try:
         data = path.read_bytes()
