@@ -58,17 +58,19 @@ def recurring_group_id(frame: pd.DataFrame) -> pd.Series:
     users = frame["user"] if "user" in frame else pd.Series(pd.NA, index=frame.index)
     orgs = frame["org"] if "org" in frame else pd.Series(pd.NA, index=frame.index)
     gpus = frame["num_gpus"]
-    out = []
-    for n, u, o, g in zip(names, users.astype(object), orgs.astype(object), gpus.astype(object)):
-        u = None if u is pd.NA else u
-        o = None if o is pd.NA else o
-        if n is not None and u is not None:
-            out.append("n" + stable_hash((u, n)))
-        elif u is not None:
-            out.append("u" + stable_hash((u, g)))
-        else:
-            out.append("o" + stable_hash((o, g)))
+    out = [group_key(n, None if u is pd.NA else u, None if o is pd.NA else o, g)
+           for n, u, o, g in zip(names, users.astype(object), orgs.astype(object), gpus.astype(object))]
     return pd.Series(out, index=frame.index, dtype="string")
+
+
+def group_key(name: str | None, user: object, org: object, gpus: object) -> str:
+    """One job's recurring-group id (:func:`recurring_group_id`), from its normalised name, user, org and
+    GPU count (None where missing); also called per record by models.serving (no pandas per request)."""
+    if name is not None and user is not None:
+        return "n" + stable_hash((user, name))
+    if user is not None:
+        return "u" + stable_hash((user, gpus))
+    return "o" + stable_hash((org, gpus))
 
 
 def _end_times(frame: pd.DataFrame) -> np.ndarray:

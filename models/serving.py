@@ -1,12 +1,23 @@
-"""Duration / iteration models a scheduler can call with raw job records.
+"""Duration / iteration models a scheduler can call with raw job records, in well under a millisecond.
 
 A trained duration model needs engineered features per job (``hist_org_roll_median``, ``hour``, ...;
 see :func:`features.duration.duration_features`); a scheduler only knows the job it is about to queue.
 :func:`raw_record_model` wraps a fitted estimator in an MLflow ``PythonModel`` that takes raw job
-records and computes the features itself, exactly as training did, from the job history the model
-was trained with (kept with the model), optionally extended by recently finished jobs sent along.
+records and computes the features itself, exactly as training did (bit for bit), from the job history
+the model was trained with (kept with the model), extended by the finished jobs that clients report.
 
-Request (one pandas DataFrame; over REST ``{"dataframe_records": [...]}``), one row per job:
+Why it is fast: the history is not re-read per request. It is kept as incremental per-key state
+(:class:`_Series`: for each user, org, GPU count, user × GPUs, org × GPUs and recurring group, the
+finished jobs in end-time order with the statistics after each), built once at load. A query is one
+binary search per key (its statistics *as of its submission*: a job's features only read jobs that
+finished before it was submitted), a ``"finished": true`` record is one O(1) append per key (the count,
+Kahan sums and rolling window of pandas' own algorithms, so the numbers are pandas' to the bit), and a
+request is parsed record by record in plain Python: no pandas call on the request path. LightGBM models
+are evaluated on a float matrix by their booster (checked against the estimator's own ``predict`` at
+load; other estimators get a one-row-per-job DataFrame, which is slower but the same numbers).
+
+Request (over REST ``{"dataframe_records": [...]}``; in process :meth:`RawRecordModel.predict_records`
+with a list of dicts, or ``predict`` with a DataFrame), one record per job:
 
 =============  ========  ====================================================================
 column         needed    meaning
@@ -14,19 +25,29 @@ column         needed    meaning
 submit_ts      one of    submission time, ISO-8601 (no offset = UTC); converted to the trace's
 submit_time    the two   clock; or seconds since the training trace's first submission (used only
                          where submit_ts is absent, or when the training trace had no timestamps)
-num_gpus       yes       GPUs requested
+num_gpus       yes       GPUs requested (a whole number in 1..100,000)
 user, org      no        user and virtual cluster / org (``vc`` is accepted for ``org``)
 job_name       no        job name (recurring-job id = hash of user and normalised name)
 group_id       no        recurring-group id, when the scheduler has one (else derived as above)
 num_nodes      no        nodes requested
-job_id         no        echoed nowhere; identifies a finished record that replaces a history job
+job_id         no        identifies a finished record: a known id replaces that job (resending is safe)
 finished       no        true: a job that has finished (needs ``duration``; ``queue_time``
-duration       finished  optional); it extends the history and gets no prediction
+duration       finished  optional); it joins the history and gets no prediction
 queue_time     no        seconds the finished job waited (its end = submit + queue + duration)
 =============  ========  ====================================================================
 
+Records are validated with the trace loaders' rules (:mod:`features.jobtable`'s GPU-count rule and
+reasons, :func:`features.traces._io.parse_datetimes` for times, the same bounds); a request with bad
+records is refused as a whole (nothing of it is applied), with one line per bad record
+(:class:`RecordError`; MLflow's INVALID_PARAMETER_VALUE, HTTP 400, through ``predict``).
+
+Finished records are **kept**: they extend the model's history for every later request of this
+process (applied before the request's own predictions). Served by several worker processes (``mlflow
+models serve -w N``), each worker keeps its own history: report finished jobs to a single-process server
+(``schedcast serve``'s default) when later predictions must see them.
+
 Response: one predicted duration in seconds (task ``duration``) or A-SRPT's prediction (task
-``iterations``) per row that is not ``finished``, in request order. A request whose columns include
+``iterations``) per record that is not ``finished``, in request order. A request whose columns include
 every engineered feature and neither ``submit_time`` nor ``submit_ts`` is taken as a feature frame and
 predicted as is (so ``schedcast evaluate`` and older clients keep working with the same model).
 
@@ -45,9 +66,16 @@ columns of a feature frame.
 """
 from __future__ import annotations
 
+import array
+import bisect
 import io
+import math
+import re
+import threading
+from collections import deque
+from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
@@ -68,6 +96,21 @@ RAW_SCHEMA: dict[str, str] = {
     "group_id": "string", "finished": "any", "duration": "any", "queue_time": "any",
 }
 TASKS = ("duration", "iterations")
+#: The statistics of one history key, in the order a _Series stores them.
+STATS = ("count", "mean", "roll_mean", "roll_median", "last")
+_NS = 1_000_000_000
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+#: ISO-8601 times that Python parses exactly as pandas does (at most microseconds); others go through
+#: the loaders' parser.
+_ISO = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,6})?)?(?:Z|[+-]\d{2}:\d{2})?")
+
+
+class RecordError(ValueError):
+    """Bad request records: one line per bad record (``record I: reason``); nothing was applied."""
+
+    def __init__(self, lines: list[str]):
+        self.lines = list(lines)
+        super().__init__("\n".join(self.lines))
 
 
 def _request_error(message: str):
@@ -93,24 +136,368 @@ def _canonical(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _flag(values: pd.Series) -> np.ndarray:
+# -- per-key history state -----------------------------------------------------------------------------
+class _Accumulator:
+    """The running statistics of one key value's finished jobs, updated in O(1) per job with the same
+    floating-point steps as pandas (2.x): groupby ``cumsum`` (Kahan) / ``cumcount``, ``rolling(ROLL,
+    min_periods=1).mean()`` (Kahan add / remove sums, the run-of-equal-values rule, the sign clamps) and
+    ``.median()`` (middle of the sorted window, mean of the two middle values). Bit-identity with those
+    is what tests/test_serving_model.py checks (also against pandas directly, on random series)."""
+
+    __slots__ = ("count", "cum", "cum_c", "window", "nobs", "sum_x", "neg", "c_add", "c_rem", "same", "prev")
+
+    def __init__(self) -> None:
+        self.count, self.cum, self.cum_c, self.window = 0, 0.0, 0.0, deque()
+        self.nobs, self.sum_x, self.neg, self.c_add, self.c_rem, self.same, self.prev = 0, 0.0, 0, 0.0, 0.0, 0, math.nan
+
+    def add(self, d: float) -> tuple[float, float, float, float]:
+        """Append one finished job's duration; (count, mean, rolling mean, rolling median) after it."""
+        from features.duration import ROLL
+
+        self.count += 1
+        y = d - self.cum_c
+        t = self.cum + y
+        self.cum_c = t - self.cum - y
+        self.cum = t
+        mean = t / self.count
+        if len(self.window) == ROLL:  # the oldest value leaves the window
+            v = self.window.popleft()
+            self.nobs -= 1
+            y = -v - self.c_rem
+            t = self.sum_x + y
+            self.c_rem = t - self.sum_x - y
+            self.sum_x = t
+            if math.copysign(1.0, v) < 0:
+                self.neg -= 1
+        self.window.append(d)
+        self.nobs += 1
+        y = d - self.c_add
+        t = self.sum_x + y
+        self.c_add = t - self.sum_x - y
+        self.sum_x = t
+        if math.copysign(1.0, d) < 0:
+            self.neg += 1
+        self.same = self.same + 1 if d == self.prev else 1
+        self.prev = d
+        if self.same >= self.nobs:
+            roll_mean = d
+        else:
+            roll_mean = self.sum_x / self.nobs
+            if (self.neg == 0 and roll_mean < 0) or (self.neg == self.nobs and roll_mean > 0):
+                roll_mean = 0.0
+        w = sorted(self.window)
+        n = len(w)
+        median = w[n // 2] if n % 2 else (w[n // 2] + w[n // 2 - 1]) / 2
+        return float(self.count), mean, roll_mean, median
+
+
+class _Series:
+    """One key value's finished jobs in training's order (end time, then submission, then arrival), each
+    with the statistics after it, and the accumulator after the last. Compact arrays: Philly's history
+    is ~100k jobs x 5 keys."""
+
+    __slots__ = ("ends", "submits", "seqs", "durations", "stats", "acc")
+
+    def __init__(self) -> None:
+        self.ends, self.submits, self.durations = array.array("d"), array.array("d"), array.array("d")
+        self.seqs, self.stats, self.acc = array.array("q"), array.array("d"), _Accumulator()
+
+    def add(self, end: float, submit: float, seq: int, duration: float) -> None:
+        """O(1) when the job sorts after every job already here (finished jobs reported as they end);
+        otherwise it is inserted and this key value's statistics are recomputed (O(jobs of the key))."""
+        n = len(self.ends)
+        if n == 0 or (end, submit, seq) > (self.ends[-1], self.submits[-1], self.seqs[-1]):
+            self.ends.append(end)
+            self.submits.append(submit)
+            self.seqs.append(seq)
+            self.durations.append(duration)
+            self.stats.extend(self.acc.add(duration))
+            return
+        rows = sorted(zip(self.ends, self.submits, self.seqs, self.durations))
+        bisect.insort(rows, (end, submit, seq, duration))
+        self._rebuild(rows)
+
+    def remove(self, seq: int) -> None:
+        rows = [r for r in zip(self.ends, self.submits, self.seqs, self.durations) if r[2] != seq]
+        self._rebuild(rows)
+
+    def _rebuild(self, rows: list[tuple[float, float, int, float]]) -> None:
+        self.__init__()
+        for end, submit, seq, duration in rows:
+            self.add(end, submit, seq, duration)
+
+    def __len__(self) -> int:
+        return len(self.ends)
+
+    def as_of(self, t: float) -> int:
+        """Jobs of this key value that finished strictly before ``t`` (pandas' merge_asof, backward,
+        exact matches excluded); the statistics are those of entry ``as_of(t) - 1``."""
+        return bisect.bisect_left(self.ends, t)
+
+
+class _History:
+    """Per history key (features.duration.HISTORY_KEYS) and key value: a :class:`_Series`; plus which
+    key columns have ever held a value (training gives NaN for a key whose column is empty throughout)
+    and the finished jobs by id (a finished record with a known id replaces that job)."""
+
+    def __init__(self, keys: dict[str, tuple[str, ...]]):
+        self.keys = keys
+        self.series: dict[str, dict[str, _Series]] = {name: {} for name in keys}
+        self.seen: dict[str, bool] = {c: False for cols in keys.values() for c in cols}
+        self.by_id: dict[str, tuple[int, tuple[str | None, ...]]] = {}
+        self.next_seq = 0
+
+    def add(self, job: "_Job") -> None:
+        end = job.t + job.queue + job.duration
+        if job.job_id is not None and job.job_id in self.by_id:
+            self.remove(job.job_id)
+        seq, self.next_seq = self.next_seq, self.next_seq + 1
+        keys = job.keys(self.keys)
+        for (name, series), key in zip(self.series.items(), keys):
+            if key is not None:
+                s = series.get(key)
+                if s is None:
+                    s = series[key] = _Series()
+                s.add(end, job.t, seq, job.duration)
+        for col in self.seen:
+            self.seen[col] = self.seen[col] or job.has(col)
+        if job.job_id is not None:
+            self.by_id[job.job_id] = (seq, keys)
+
+    def remove(self, job_id: str) -> None:
+        seq, keys = self.by_id.pop(job_id)
+        for series, key in zip(self.series.values(), keys):
+            if key is not None:
+                series[key].remove(seq)
+
+    def features(self, job: "_Job", present: dict[str, bool], out: dict[str, float]) -> None:
+        """The hist_* features of a query (not finished) into ``out``."""
+        from features.duration import COUNT_KEYS
+
+        for (name, cols), series, key in zip(self.keys.items(), self.series.values(), job.keys(self.keys)):
+            count = name in COUNT_KEYS
+            if not all(present[c] for c in cols):
+                values: tuple[float, ...] = (math.nan,) * 5
+            elif key is None or key not in series:
+                values = (math.nan if key is None else 0.0,) + (math.nan,) * 4
+            else:
+                s = series[key]
+                i = s.as_of(job.t)
+                if i == 0:
+                    values = (0.0,) + (math.nan,) * 4
+                else:
+                    values = tuple(s.stats[4 * (i - 1): 4 * i]) + (s.durations[i - 1],)
+            for stat, v in zip(STATS, values):
+                if stat != "count" or count:
+                    out[f"hist_{name}_{stat}"] = v
+
+
+# -- records -------------------------------------------------------------------------------------------
+def _missing(v: Any) -> bool:
+    return v is None or v is pd.NA or v is pd.NaT or (isinstance(v, float) and v != v)
+
+
+def _series(v: Any) -> pd.Series:
+    return pd.Series([v], dtype=object)
+
+
+def _report():
+    from features.jobtable import LoadReport
+
+    return LoadReport("<request>", "records")
+
+
+def _gpus(v: Any) -> tuple[int | None, str | None]:
+    """The loaders' GPU-count rule (features.jobtable.gpu_rejects, its reasons): whole numbers in
+    [1, MAX_GPUS_PER_JOB]; JSON booleans are not counts. Plain ints / whole floats in range skip pandas."""
+    from features.jobtable import MAX_GPUS_PER_JOB, REASONS, as_number, gpu_rejects
+
+    if isinstance(v, bool):
+        return None, REASONS["gpu_text"] + " (a JSON boolean)"
+    if isinstance(v, (int, float)) and 1 <= v <= MAX_GPUS_PER_JOB and float(v).is_integer():
+        return int(v), None
+    rep = _report()
+    if bool(gpu_rejects(_series(v), rep).iloc[0]):
+        return int(as_number(_series(v))[0].iloc[0]), None
+    return None, next(iter(rep.rejected), "invalid GPU count")
+
+
+def _number(v: Any, low: float, high: float) -> float | None:
+    """A finite number in [low, high] (features.jobtable.as_number for anything but plain numbers)."""
+    from features.jobtable import as_number
+
+    if isinstance(v, bool):
+        return None
+    if not isinstance(v, (int, float)):
+        num, text = as_number(_series(v))
+        if bool(text.iloc[0]):
+            return None
+        v = float(num.iloc[0])
+    v = float(v)
+    return v if low <= v <= high else None
+
+
+def _timestamp_ns(v: Any) -> tuple[int | None, str | None]:
+    """A submit_ts as ns since the epoch (UTC; no offset = UTC): plain ISO-8601 by Python, anything else
+    by the loaders' parser (features.traces._io.parse_datetimes); the loaders' 2000..2100 bound."""
+    from features.jobtable import MAX_SUBMIT_TS, MIN_SUBMIT_TS, REASONS
+
+    ns = None
+    if isinstance(v, str) and _ISO.fullmatch(v.strip()):
+        try:
+            dt = datetime.fromisoformat(v.strip())
+            if dt.tzinfo is None:
+                dt = dt.replace(tzinfo=timezone.utc)
+            delta = dt - _EPOCH
+            ns = (delta.days * 86400 + delta.seconds) * _NS + delta.microseconds * 1000
+        except ValueError:
+            ns = None
+    if ns is None and not isinstance(v, (bool, int, float)):
+        from features.traces._io import parse_datetimes
+
+        times, oor = parse_datetimes(_series(v), _report(), tz="UTC", column="submit_ts")
+        if bool(oor.iloc[0]):
+            return None, f"submit_ts {v!r}: {REASONS['submit_range']}"
+        if pd.notna(times.iloc[0]):
+            ns = int(times.iloc[0].value)
+    if ns is None:
+        return None, f"submit_ts {v!r} is not a time"
+    if not MIN_SUBMIT_TS.value <= ns < MAX_SUBMIT_TS.value:
+        return None, f"submit_ts {v!r}: {REASONS['submit_range']}"
+    return ns, None
+
+
+def _seconds_to_ns(t: float) -> int:
+    """pandas.to_timedelta(t, unit="s") in ns (its float cast: whole part, then the fraction rounded to
+    9 decimals as numpy rounds), so calendar features derived from seconds match training's."""
+    base = int(t)
+    frac = float(round((t - base) * 1e9)) / 1e9
+    return base * _NS + int(frac * _NS)
+
+
+def _text(v: Any) -> str | None:
+    if _missing(v):
+        return None
+    if isinstance(v, (dict, list, tuple, set)):
+        raise TypeError
+    return str(v)
+
+
+def _flag(v: Any) -> bool:
     """Truthy 'finished' values (True, 1, 'true', 'yes'); nulls are False."""
-    def one(v: Any) -> bool:
-        if v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v)):
-            return False
-        if isinstance(v, str):
-            return v.strip().lower() in ("true", "1", "yes", "y", "t")
-        return bool(v)
-
-    return np.array([one(v) for v in values], dtype=bool)
+    if _missing(v):
+        return False
+    if isinstance(v, str):
+        return v.strip().lower() in ("true", "1", "yes", "y", "t")
+    return bool(v)
 
 
-def _key_strings(frame: pd.DataFrame, cols: tuple[str, ...]) -> pd.Series:
-    """features.duration.history_features' key for ``cols`` (None where any part is missing)."""
-    if not len(frame):  # agg(axis=1) of an empty frame is a DataFrame, not a Series
-        return pd.Series([], index=frame.index, dtype=object)
-    key = frame[list(cols)].astype(str).agg("|".join, axis=1) if len(cols) > 1 else frame[cols[0]].astype(str)
-    return key.where(frame[list(cols)].notna().all(axis=1), None)
+class _Job:
+    """One validated record: its trace-clock time, calendar, raw fields and (finished) duration."""
+
+    __slots__ = ("job_id", "t", "hour", "weekday", "num_gpus", "num_nodes", "user", "org", "group_id",
+                 "finished", "duration", "queue", "_keys")
+
+    def has(self, col: str) -> bool:
+        return col == "num_gpus" or (col != "name_bucket" and getattr(self, col) is not None)
+
+    def keys(self, keys: dict[str, tuple[str, ...]]) -> tuple[str | None, ...]:
+        """features.duration.history_features' key string per history key (None where a part is missing)."""
+        if self._keys is None:
+            values = {"user": self.user, "org": self.org, "num_gpus": str(self.num_gpus),
+                      "group_id": self.group_id, "name_bucket": None}
+            out = []
+            for cols in keys.values():
+                parts = [values[c] for c in cols]
+                out.append(None if any(p is None for p in parts) else "|".join(parts))
+            self._keys = tuple(out)
+        return self._keys
+
+
+class _Clock:
+    """How a model turns submit_ts / submit_time into training's clock and calendar."""
+
+    def __init__(self, clock: str, origin_ns: int | None):
+        self.clock, self.origin_ns = clock, origin_ns
+
+    def parse(self, rec: dict[str, Any]) -> _Job | str:
+        """A record as a _Job, or the reason it is refused (the first that applies)."""
+        from features.duration import group_key, normalise_name
+        from features.jobtable import MAX_CLOCK_S, MAX_DURATION_S, MAX_GPUS_PER_JOB, REASONS
+
+        if not isinstance(rec, dict):
+            return "not a JSON object of job fields"
+        job = _Job()
+        job._keys = None
+        gpus = rec.get("num_gpus")
+        if _missing(gpus) or (isinstance(gpus, str) and not gpus.strip()):
+            return f"num_gpus: {REASONS['gpu_missing']}"
+        job.num_gpus, why = _gpus(gpus)
+        if why:
+            return f"num_gpus {gpus!r}: {why}"
+        nodes = rec.get("num_nodes")
+        if _missing(nodes):
+            job.num_nodes = math.nan
+        else:
+            n = _number(nodes, 1, MAX_GPUS_PER_JOB)
+            if n is None or not n.is_integer():
+                return f"num_nodes {nodes!r}: not a whole number in [1, {MAX_GPUS_PER_JOB}]"
+            job.num_nodes = n
+        try:
+            job.job_id, job.user, job.group_id = _text(rec.get("job_id")), _text(rec.get("user")), \
+                _text(rec.get("group_id"))
+            org = rec.get("org")
+            job.org = _text(org if not _missing(org) else rec.get("vc"))
+            name = _text(rec.get("job_name"))
+        except TypeError:
+            bad = next(k for k in ("job_id", "user", "group_id", "org", "vc", "job_name")
+                       if isinstance(rec.get(k), (dict, list, tuple, set)))
+            return f"{bad} must be text, got {type(rec[bad]).__name__}"
+        ts, secs = rec.get("submit_ts"), rec.get("submit_time")
+        ns = None
+        if not _missing(ts):
+            ns, why = _timestamp_ns(ts)
+            if why:
+                return why
+        if ns is not None and self.origin_ns is not None:  # a timestamp wins: seconds only on training's clock
+            job.t = float(ns - self.origin_ns) / _NS
+        elif not _missing(secs):
+            t = _number(secs, 0.0, MAX_CLOCK_S)
+            if t is None:
+                return f"submit_time {secs!r}: " + (REASONS["clock_range"] if _number(secs, -math.inf, math.inf)
+                                                    is not None else REASONS["submit_text"])
+            job.t = t
+        elif ns is not None:
+            return ("this model's history has no clock: send submit_time (seconds on the training trace's "
+                    "clock) instead of submit_ts")
+        else:
+            return f"{REASONS['missing_submit']}: send submit_ts (ISO-8601) or submit_time (seconds)"
+        if self.clock == "ts":
+            if ns is None:
+                ns = self.origin_ns + _seconds_to_ns(job.t)
+            job.hour, job.weekday = float(ns // (3600 * _NS) % 24), float((ns // (86400 * _NS) + 3) % 7)
+        else:  # training's calendar used the seconds clock
+            job.hour, job.weekday = float(int(job.t // 3600 % 24)), float(int(job.t // 86400 % 7))
+        if job.group_id is None:
+            job.group_id = group_key(normalise_name(name), job.user, job.org, job.num_gpus)
+        job.finished = _flag(rec.get("finished"))
+        job.duration, job.queue = math.inf, 0.0
+        if job.finished:
+            d = rec.get("duration")
+            if _missing(d):
+                return f"finished record: duration: {REASONS['duration_missing']}"
+            job.duration = _number(d, 0.0, MAX_DURATION_S)
+            if job.duration is None:
+                num = _number(d, -math.inf, math.inf)
+                why = REASONS["duration_text"] if num is None else REASONS["duration_missing"] if num < 0 \
+                    else REASONS["duration_huge"]
+                return f"finished record: duration {d!r}: {why}"
+            q = rec.get("queue_time")
+            if not _missing(q):
+                job.queue = _number(q, 0.0, MAX_DURATION_S)
+                if job.queue is None:
+                    return f"finished record: queue_time {q!r}: not a number of seconds in [0, {MAX_DURATION_S:.0f}]"
+        return job
 
 
 def _python_model_base():
@@ -126,6 +513,9 @@ class RawRecordModel(_python_model_base()):
         if task not in TASKS:
             raise ValueError(f"raw-record serving supports the tasks {TASKS}, not {task!r}")
         self.task, self.estimator, self.columns = task, estimator, list(columns)
+        unknown = [c for c in self.columns if c not in _JOB_FEATURES and not c.startswith("hist_")]
+        if unknown:
+            raise ValueError(f"raw-record serving cannot compute the feature(s) {unknown}")
         self.history_in_artifact = False
         self._set_history(history)
 
@@ -142,11 +532,15 @@ class RawRecordModel(_python_model_base()):
         first = int(np.argmin(hist["submit_time"].to_numpy())) if len(hist) else None
         #: The timestamp of time zero of the training trace's clock (None without a clock).
         self.origin = ts.iloc[first] if first is not None and pd.notna(ts.iloc[first]) else None
-        self._keys = None  # per history key: its _KeyIndex (built on load, or on first use)
+        self._reset()
+
+    def _reset(self) -> None:
+        self._state: _History | None = None  # built on load (or first use), never pickled
+        self._matrix: Callable[[np.ndarray], np.ndarray] | None = None
+        self._lock = threading.RLock()
 
     def __getstate__(self) -> dict:
-        state = dict(self.__dict__)
-        state["_keys"] = None
+        state = {k: v for k, v in self.__dict__.items() if k not in ("_state", "_matrix", "_lock")}
         if self.history_in_artifact:
             state["history"] = None
         else:
@@ -157,6 +551,7 @@ class RawRecordModel(_python_model_base()):
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
+        self._reset()
         if isinstance(self.history, (bytes, bytearray)):
             self.history = _canonical(pd.read_parquet(io.BytesIO(self.history)))
 
@@ -166,7 +561,53 @@ class RawRecordModel(_python_model_base()):
             if path is None:
                 raise RuntimeError("this raw-record model was logged without its 'history' artifact")
             self.history = _canonical(pd.read_parquet(path))
-        self._history_keys()  # once at start-up, not on the first request
+        self.prepare()  # once at start-up, not on the first request
+
+    def prepare(self) -> "RawRecordModel":
+        """Build the per-key history state and the matrix predictor (done on load; idempotent)."""
+        with self._lock:
+            if self._state is None:
+                self._clock = _Clock(self.clock, None if self.origin is None else int(self.origin.value))
+                self._state = self._build_state()
+                self._matrix = _matrix_predictor(self)
+        return self
+
+    def _build_state(self) -> _History:
+        from features.duration import HISTORY_KEYS
+
+        keys = HISTORY_KEYS if any(c.startswith("hist_") for c in self.columns) else {}
+        state = _History(keys)
+        if not keys or not len(self.history):
+            return state
+        hist = self.history
+        order = np.argsort(hist["submit_time"].to_numpy(), kind="stable")  # history_features' job order
+        recs = hist.iloc[order].astype(object).where(hist.iloc[order].notna(), None).to_dict(orient="records")
+        jobs = []
+        for rec in recs:
+            job = _Job()
+            job._keys = None
+            job.job_id, job.user, job.org, job.group_id = rec["job_id"], rec["user"], rec["org"], rec["group_id"]
+            job.num_gpus, job.t = rec["num_gpus"], float(rec["submit_time"])
+            job.queue = 0.0 if rec["queue_time"] is None else float(rec["queue_time"])
+            job.duration = float(rec["duration"])
+            jobs.append(job)
+        # per key value in training's order (end, then job order): one append each, no re-sorting
+        ends = [j.t + j.queue + j.duration for j in jobs]
+        for seq in sorted(range(len(jobs)), key=lambda i: ends[i]):
+            job = jobs[seq]
+            for series, key in zip(state.series.values(), job.keys(keys)):
+                if key is not None:
+                    s = series.get(key)
+                    if s is None:
+                        s = series[key] = _Series()
+                    s.add(ends[seq], job.t, seq, job.duration)
+        for seq, job in enumerate(jobs):
+            if job.job_id is not None:
+                state.by_id[job.job_id] = (seq, job.keys(keys))
+            for col in state.seen:
+                state.seen[col] = state.seen[col] or job.has(col)
+        state.next_seq = len(jobs)
+        return state
 
     @property
     def signature(self):
@@ -187,95 +628,71 @@ class RawRecordModel(_python_model_base()):
         frame = model_input if isinstance(model_input, pd.DataFrame) else pd.DataFrame(model_input)
         if "submit_time" not in frame and "submit_ts" not in frame and all(c in frame for c in self.columns):
             return self._predict_features(frame[self.columns])
-        X = self.features(frame)
-        return self._predict_features(X) if len(X) else np.zeros(0)
+        try:
+            return self.predict_records(frame.to_dict(orient="records"))
+        except RecordError as exc:
+            raise _request_error(str(exc)) from None
 
     def _predict_features(self, X: pd.DataFrame) -> np.ndarray:
         return np.maximum(np.asarray(self.estimator.predict(X), dtype=float), 0.0)
 
-    def features(self, records: pd.DataFrame) -> pd.DataFrame:
-        """The engineered features (the estimator's columns) of the non-finished records."""
-        queries, finished = self._split(records)
-        if not len(queries):
-            return pd.DataFrame(columns=self.columns)
-        # A query has not finished: an infinite duration keeps it out of every history statistic.
-        queries = self._prepare(queries).assign(duration=np.inf, queue_time=np.nan)
-        X = _job_features(queries)
-        hist_cols = [c for c in self.columns if c.startswith("hist_")]
-        if hist_cols and len(queries):
-            hist = self._history_features(queries, self._prepare(finished))
-            for c in hist_cols:
-                X[c] = hist[c].to_numpy()
-        return X[self.columns]
+    def predict_records(self, records: list[dict[str, Any]]) -> np.ndarray:
+        """The fast path: JSON-like records in, one prediction per unfinished record out (request order).
+        Finished records join the history first (kept for later calls). Raises RecordError (nothing
+        applied) when any record is bad."""
+        rows = self._rows(records)
+        if not rows:
+            return np.zeros(0)
+        return self._predict_rows(rows)
 
-    def _split(self, records: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-        frame = records.reset_index(drop=True).copy()
-        if "org" not in frame and "vc" in frame:
-            frame["org"] = frame["vc"]
-        done = _flag(frame["finished"]) if "finished" in frame else np.zeros(len(frame), dtype=bool)
-        if "num_gpus" not in frame or frame["num_gpus"].isna().any():
-            raise _request_error("every record needs num_gpus")
-        out = _canonical(frame)
-        if "submit_time" not in frame and "submit_ts" not in frame:
-            raise _request_error("every record needs submit_ts (ISO-8601) or submit_time (seconds)")
-        if "submit_ts" in frame and out["submit_ts"].isna().ne(frame["submit_ts"].isna()).any():
-            bad = int(np.flatnonzero(out["submit_ts"].isna() & frame["submit_ts"].notna())[0])
-            raise _request_error(f"record {bad}: submit_ts {frame['submit_ts'].iloc[bad]!r} is not a time")
-        has_ts = out["submit_ts"].notna()
-        if self.origin is not None:  # a timestamp wins: seconds are only meaningful on the training clock
-            out.loc[has_ts, "submit_time"] = (out.loc[has_ts, "submit_ts"] - self.origin).dt.total_seconds()
-        elif (has_ts & out["submit_time"].isna()).any():
-            raise _request_error("this model's history has no clock: send submit_time (seconds on the "
-                                 "training trace's clock) instead of submit_ts")
-        if out["submit_time"].isna().any():
-            bad = int(np.flatnonzero(out["submit_time"].isna())[0])
-            raise _request_error(f"record {bad} has neither submit_ts nor submit_time")
-        if self.clock == "ts":
-            missing_ts = out["submit_ts"].isna()
-            out.loc[missing_ts, "submit_ts"] = self.origin + pd.to_timedelta(out.loc[missing_ts, "submit_time"], unit="s")
-        else:
-            out["submit_ts"] = pd.NaT  # training's calendar used the seconds clock
-        fin = out[done]
-        if len(fin) and (~np.isfinite(fin["duration"].to_numpy()) | (fin["duration"].to_numpy() < 0)).any():
-            raise _request_error("finished records need a duration >= 0 (seconds)")
-        return out[~done].reset_index(drop=True), fin.reset_index(drop=True)
+    def features(self, records: pd.DataFrame | list[dict[str, Any]]) -> pd.DataFrame:
+        """The engineered features (the estimator's columns) of the unfinished records (finished records
+        join the history first, as in ``predict``)."""
+        if isinstance(records, pd.DataFrame):
+            records = records.to_dict(orient="records")
+        return self._frame(self._rows(records))
 
-    @staticmethod
-    def _prepare(frame: pd.DataFrame) -> pd.DataFrame:
-        from features.duration import recurring_group_id
+    def _rows(self, records: list[dict[str, Any]]) -> list[list[Any]]:
+        self.prepare()
+        if not isinstance(records, list):
+            raise RecordError(["the request must be a list of job records"])
+        parsed, bad = [], []
+        for i, rec in enumerate(records):
+            job = self._clock.parse(rec)
+            if isinstance(job, str):
+                bad.append(f"record {i}: {job}")
+            else:
+                parsed.append(job)
+        if bad:
+            raise RecordError(bad)
+        state = self._state
+        with self._lock:
+            # history_features' order for the request's finished jobs: by submission, then request order
+            for job in sorted((j for j in parsed if j.finished), key=lambda j: j.t):
+                state.add(job)
+            queries = [j for j in parsed if not j.finished]
+            present = {c: state.seen[c] or any(j.has(c) for j in queries) for c in state.seen}
+            rows = []
+            for job in queries:
+                feats = {"num_gpus": float(job.num_gpus), "num_nodes": job.num_nodes,
+                         "org": job.org or "<unknown>", "user": job.user or "<unknown>",
+                         "group_id": job.group_id, "name_bucket": "<unknown>", "hour": job.hour,
+                         "weekday": job.weekday}
+                state.features(job, present, feats)
+                rows.append([feats[c] for c in self.columns])
+        return rows
 
-        frame = frame.copy()
-        frame["group_id"] = frame["group_id"].fillna(recurring_group_id(frame)) if len(frame) else frame["group_id"]
-        return frame
+    def _frame(self, rows: list[list[Any]]) -> pd.DataFrame:
+        cats = set(_categorical())
+        X = pd.DataFrame(rows, columns=self.columns) if rows else pd.DataFrame(columns=self.columns)
+        for c in self.columns:
+            X[c] = X[c].astype(str) if c in cats else X[c].astype(float)
+        return X
 
-    def _history_keys(self) -> dict[str, "_KeyIndex"]:
-        from features.duration import HISTORY_KEYS
-
-        if self._keys is None:
-            hist = self.history.assign(name_bucket=pd.NA)
-            order = np.argsort(hist["submit_time"].to_numpy(), kind="stable")  # history_features' job order
-            hist = hist.iloc[order].reset_index(drop=True)
-            self._keys = {name: _KeyIndex(hist, cols) for name, cols in HISTORY_KEYS.items()}
-        return self._keys
-
-    def _history_features(self, queries: pd.DataFrame, extra: pd.DataFrame) -> pd.DataFrame:
-        """features.duration.history_features of the queries over history + finished records. A key's
-        statistics only read rows with the same key value, so each key keeps its history's finished-job
-        table (built once) and only the key values that finished records touch are rebuilt per request."""
-        from features.duration import HISTORY_KEYS
-
-        out = pd.DataFrame(index=range(len(queries)))
-        extra = extra.assign(name_bucket=pd.NA)
-        if len(extra):  # history_features' job order: history first, then the finished records, by submit
-            extra = extra.iloc[np.argsort(extra["submit_time"].to_numpy(), kind="stable")].reset_index(drop=True)
-        replaced = set(extra["job_id"].dropna()) if len(extra) else set()
-        index = self._history_keys()
-        hist_replaced = _isin(index["user"].job_id, replaced) if replaced else np.zeros(len(self.history), dtype=bool)
-        q = queries.assign(name_bucket=pd.NA)
-        for name, cols in HISTORY_KEYS.items():
-            for col, values in index[name].lookup(q, extra, hist_replaced, name).items():
-                out[col] = values
-        return out
+    def _predict_rows(self, rows: list[list[Any]]) -> np.ndarray:
+        if self._matrix is not None:
+            return self._matrix(rows)
+        return self._predict_features(self._frame(rows))
 
     def input_example(self, rows: int = 3) -> pd.DataFrame:
         """Raw records of the history's last jobs (the last one as a finished record) as a client sends them."""
@@ -298,102 +715,43 @@ class RawRecordModel(_python_model_base()):
         return ex.reset_index(drop=True)
 
 
-class _KeyIndex:
-    """One history key of features.duration.history_features, precomputed: the history's finished-job
-    table (key, end, count, mean, rolling mean / median, last), looked up as of each query's
-    submission. The statistics are computed by the same pandas operations as history_features."""
-
-    def __init__(self, hist: pd.DataFrame, cols: tuple[str, ...]):
-        from features.duration import _end_times
-
-        self.cols = cols
-        self.has_values = {c: bool(hist[c].notna().any()) for c in cols}
-        self.key = _key_strings(hist, cols).to_numpy(dtype=object)
-        self.end = _end_times(hist) if len(hist) else np.zeros(0)
-        self.duration = hist["duration"].to_numpy(dtype=float)
-        self.job_id = hist["job_id"].to_numpy(dtype=object)
-        self.done = _done_table(self.key, self.end, self.duration)
-        #: key value -> positions of its rows in ``done`` (ascending) and in the history
-        self.done_rows = self.done.reset_index(drop=True).groupby("key", sort=False).indices
-        self.hist_rows = pd.Series(self.key, dtype=object).groupby(self.key, sort=False, dropna=True).indices \
-            if len(self.key) else {}
-
-    def lookup(self, queries: pd.DataFrame, extra: pd.DataFrame, hist_replaced: np.ndarray,
-               name: str) -> dict[str, np.ndarray]:
-        from features.duration import COUNT_KEYS, _end_times
-
-        stats = [s for s in ("count", "mean", "roll_mean", "roll_median", "last") if s != "count" or name in COUNT_KEYS]
-        n = len(queries)
-        # history_features gives NaN for a key when one of its columns is empty in the whole frame
-        present = all(self.has_values[c] or queries[c].notna().any() or (len(extra) and extra[c].notna().any())
-                      for c in self.cols)
-        if not present:
-            return {f"hist_{name}_{s}": np.full(n, np.nan) for s in stats}
-        qkey = _key_strings(queries, self.cols)
-        wanted = set(qkey.dropna())
-        ekey = _key_strings(extra, self.cols).to_numpy(dtype=object) if len(extra) else np.zeros(0, dtype=object)
-        touched = set(ekey[pd.notna(ekey)]) & wanted
-        if hist_replaced.any():
-            touched |= set(self.key[hist_replaced & pd.notna(self.key)]) & wanted
-        empty = np.zeros(0, dtype=np.intp)
-        keep = [self.done_rows.get(k, empty) for k in wanted - touched]
-        done = self.done.iloc[np.sort(np.concatenate(keep)) if keep else empty]
-        if touched:  # rebuild those key values from their history rows and the finished records
-            rows = np.sort(np.concatenate([self.hist_rows.get(k, empty) for k in touched]))
-            rows = rows[~hist_replaced[rows]]
-            emask = _isin(ekey, touched) if len(extra) else np.zeros(0, dtype=bool)
-            key = np.concatenate([self.key[rows], ekey[emask]])
-            end = np.concatenate([self.end[rows], _end_times(extra[emask]) if emask.any() else np.zeros(0)])
-            dur = np.concatenate([self.duration[rows], extra["duration"].to_numpy(dtype=float)[emask]])
-            done = pd.concat([done, _done_table(key, end, dur)]).sort_values("end", kind="stable")
-        left = pd.DataFrame({"key": qkey.to_numpy(dtype=object), "t": queries["submit_time"].to_numpy(dtype=float),
-                             "row": np.arange(n)})
-        known = left[left["key"].notna()].sort_values("t", kind="stable")
-        merged = pd.merge_asof(known, done, left_on="t", right_on="end", by="key", allow_exact_matches=False,
-                               direction="backward")
-        out = {}
-        for stat in stats:
-            col = np.full(n, np.nan)
-            col[merged["row"].to_numpy()] = merged[stat].to_numpy(dtype=float)
-            if stat == "count":
-                col = np.where(np.isnan(col) & left["key"].notna().to_numpy(), 0.0, col)
-            out[f"hist_{name}_{stat}"] = col
-        return out
+#: The per-job (non-history) features a raw record gives.
+_JOB_FEATURES = ("num_gpus", "num_nodes", "org", "user", "group_id", "name_bucket", "hour", "weekday")
 
 
-def _isin(values: np.ndarray, wanted: set) -> np.ndarray:
-    """Hash-based membership for object arrays (numpy's isin compares every pair for objects)."""
-    return pd.Series(values, dtype=object).isin(list(wanted)).to_numpy(dtype=bool)
+def _matrix_predictor(model: RawRecordModel) -> Callable[[list[list[Any]]], np.ndarray] | None:
+    """For a LightGBM estimator: feature rows -> float matrix (categories as the codes of the levels seen
+    in fit, unseen = NaN, as LightGBM's pandas conversion makes them) -> its booster. Used only when it
+    gives the estimator's own predictions bit for bit on history jobs (checked here); else None."""
+    from models.tabular import LightGBMRegressorModel
 
+    est = model.estimator
+    if not isinstance(est, LightGBMRegressorModel) or not hasattr(est, "model_"):
+        return None
+    booster = est.model_.booster_
+    cats = set(_categorical())
+    codes = [({v: float(i) for i, v in enumerate(est.levels_[c])} if c in cats and c in est.levels_ else None)
+             for c in model.columns]
+    nan = math.nan
 
-def _done_table(key: np.ndarray, end: np.ndarray, duration: np.ndarray) -> pd.DataFrame:
-    """features.duration.history_features' table of finished jobs for one key (rows in job order)."""
-    from features.duration import ROLL
+    def predict(rows: list[list[Any]]) -> np.ndarray:
+        M = np.array([[v if m is None else m.get(v, nan) for v, m in zip(row, codes)] for row in rows], dtype=float)
+        return np.maximum(est._finish(booster.predict(M, num_threads=1)), 0.0)
 
-    done = pd.DataFrame({"key": key, "end": end, "duration": duration})
-    done = done[done["key"].notna()].sort_values(["key", "end"], kind="stable")
-    g = done.groupby("key", sort=False)["duration"]
-    done["count"] = g.cumcount() + 1
-    done["mean"] = g.cumsum() / done["count"]
-    done["roll_mean"] = g.transform(lambda s: s.rolling(ROLL, min_periods=1).mean())
-    done["roll_median"] = g.transform(lambda s: s.rolling(ROLL, min_periods=1).median())
-    done["last"] = done["duration"]
-    return done.sort_values("end", kind="stable").drop(columns="duration")
-
-
-def _job_features(frame: pd.DataFrame) -> pd.DataFrame:
-    """duration_features' per-job columns (everything but the history statistics, which
-    RawRecordModel computes over the history): the same code path, without the history pass that
-    would only see the request's own jobs. ``frame`` has group_id filled (RawRecordModel._prepare)."""
-    from features.duration import calendar_features
-
-    feats = pd.DataFrame(index=frame.index)
-    feats["num_gpus"] = frame["num_gpus"].astype(float)
-    feats["num_nodes"] = frame["num_nodes"].astype(float)
-    frame = frame.assign(name_bucket=pd.NA)  # training fits no name bucketer (pipelines.train)
-    for col in ("org", "user", "group_id", "name_bucket"):
-        feats[col] = frame[col].astype("string").fillna("<unknown>").astype(str)
-    return feats.join(calendar_features(frame).astype(float))
+    # the check: up to 64 history jobs, asked as of their submission (no state change)
+    hist = model.history.tail(64)
+    if not len(hist):
+        return None
+    probe = to_records(hist)
+    saved, model._matrix = model._matrix, None
+    try:
+        rows = model._rows(probe)
+        same = np.array_equal(predict(rows), model._predict_features(model._frame(rows)))
+    except Exception:  # noqa: BLE001 - any trouble: keep the estimator's own predict
+        same = False
+    finally:
+        model._matrix = saved
+    return predict if same else None
 
 
 def _categorical() -> tuple[str, ...]:

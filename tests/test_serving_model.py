@@ -69,17 +69,26 @@ def test_raw_records_give_the_training_features_and_predictions(trained):
 
 
 def test_finished_jobs_sent_along_extend_the_history(trained):
-    """A model whose history ends at the holdout start sees the holdout's finished jobs only when they are
-    sent along: with them, predictions equal training's; without, most of them differ."""
+    """A model whose history ends at the holdout start sees the holdout's finished jobs only once they are
+    reported: with them, predictions equal training's; without (a fresh model), most of them differ. The
+    finished records are kept: later requests without them still see them."""
     from models.serving import raw_record_model
 
     frame, train, test, result, _ = trained
     expected = result.estimator.predict(result.holdout[0])
+    stale = raw_record_model("duration", result.estimator, frame[train])[0].predict(None, records(frame[test]))
+    assert (stale != expected).mean() > 0.5
     model, _ = raw_record_model("duration", result.estimator, frame[train])
     request = pd.concat([finished(frame[test]), records(frame[test])], ignore_index=True)
     np.testing.assert_array_equal(model.predict(None, request), expected)
-    stale = model.predict(None, records(frame[test]))
-    assert (stale != expected).mean() > 0.5
+    np.testing.assert_array_equal(model.predict(None, records(frame[test])), expected)  # kept
+    one = [model.predict_records(to_dicts(records(frame[test]).iloc[[i]]))[0] for i in range(0, int(test.sum()), 7)]
+    np.testing.assert_array_equal(one, expected[::7])  # one job per call, as a scheduler asks
+
+
+def to_dicts(frame: pd.DataFrame) -> list[dict]:
+    return [{k: v for k, v in rec.items() if not (isinstance(v, float) and np.isnan(v))}
+            for rec in frame.to_dict(orient="records")]
 
 
 def test_finished_record_replaces_the_history_job_with_its_id(trained):
@@ -145,15 +154,131 @@ def test_unusable_records_are_named(trained):
     frame, _, test, result, _ = trained
     model, _ = raw_record_model("duration", result.estimator, frame)
     raw = records(frame[test].head(3))
-    with pytest.raises(MlflowException, match="num_gpus"):
+    with pytest.raises(MlflowException, match="record 0: num_gpus: missing GPU count"):
         model.predict(None, raw.drop(columns="num_gpus"))
     with pytest.raises(MlflowException, match="record 1: submit_ts 'soon' is not a time"):
         model.predict(None, raw.assign(submit_ts=[raw["submit_ts"][0], "soon", raw["submit_ts"][2]]))
     with pytest.raises(MlflowException, match="submit_ts .* or submit_time"):
         model.predict(None, raw.drop(columns="submit_ts"))
-    with pytest.raises(MlflowException, match="duration >= 0"):
+    with pytest.raises(MlflowException, match="record 0: finished record: duration: missing or negative duration"):
         model.predict(None, raw.assign(finished=[True, False, False]))
     assert model.predict(None, raw.assign(finished=True, duration=5.0)).shape == (0,)
+
+
+#: (value, the loaders' reason) for num_gpus: issue 20 item 14's cases
+BAD_GPUS = [(-8, "negative GPU count"), (0, "no GPU requested (CPU-only job)"), ("eight", "GPU count not a number"),
+            (1.5, "fractional GPU count"), (True, "GPU count not a number (a JSON boolean)"),
+            (1e6, "implausible GPU count (> 100000)"), (1e308, "implausible GPU count (> 100000)"),
+            (float("inf"), "implausible GPU count (> 100000)"), (None, "missing GPU count"),
+            (float("nan"), "missing GPU count"), ([8], "GPU count not a number")]
+
+
+def test_bad_records_get_the_loaders_reasons_one_line_each(trained):
+    """Every bad record of a request is named on its own line with the trace loaders' reason (the same
+    REASONS texts; the loaders' rule functions decide), the request is refused whole and nothing of it
+    (not even its valid finished records) is applied."""
+    from features.jobtable import REASONS, LoadReport, gpu_rejects
+    from models.serving import RecordError, raw_record_model
+
+    frame, _, test, result, _ = trained
+    model, _ = raw_record_model("duration", result.estimator, frame)
+    good = to_dicts(records(frame[test].head(1)))[0]
+    before = model.predict_records([good])
+    for value, reason in BAD_GPUS:
+        if not isinstance(value, bool):  # the loaders' rule itself gives this reason
+            rep = LoadReport("x", "x")
+            assert not gpu_rejects(pd.Series([value], dtype=object), rep).iloc[0]
+            assert reason == next(iter(rep.rejected))
+        with pytest.raises(RecordError) as err:
+            model.predict_records([good, {**good, "num_gpus": value}])
+        assert err.value.lines == [f"record 1: num_gpus{' ' + repr(value) if value is not None else ''}: {reason}"] \
+            or err.value.lines == [f"record 1: num_gpus: {reason}"], err.value.lines
+    cases = {"submit_ts": ["soon", 5, "1999-12-31T00:00:00Z", "9999-01-01T00:00:00Z", None],
+             "duration": [-1, "long", float("inf"), 1e308, None]}
+    bad = [{**good, "submit_ts": v} for v in cases["submit_ts"]] + \
+          [{**good, "finished": True, "duration": v} for v in cases["duration"]]
+    fin = {**good, "job_id": "new-finished", "finished": True, "duration": 1e6}
+    with pytest.raises(RecordError) as err:
+        model.predict_records([fin] + bad)
+    lines = err.value.lines
+    assert len(lines) == len(bad) and all(line.startswith(f"record {i + 1}: ") for i, line in enumerate(lines))
+    assert all("\n" not in line and "Traceback" not in line for line in lines)
+    assert REASONS["submit_range"] in lines[2] and REASONS["submit_range"] in lines[3]
+    assert "missing submit time" in lines[4]
+    assert REASONS["duration_missing"] in lines[5] and REASONS["duration_text"] in lines[6]
+    assert REASONS["duration_huge"] in lines[7] and REASONS["duration_huge"] in lines[8]
+    np.testing.assert_array_equal(model.predict_records([good]), before)  # the finished record was not applied
+    assert "new-finished" not in model._state.by_id
+    # what the loaders accept, the model accepts: "8" (text of a number), 8.0
+    assert len(model.predict_records([{**good, "num_gpus": "8"}, {**good, "num_gpus": 8.0}])) == 2
+
+
+def test_incremental_state_matches_pandas_on_random_series():
+    """_Accumulator's O(1) updates give pandas' groupby cumsum / cumcount and rolling(10) mean / median
+    bit for bit (Kahan sums, the equal-values rule, ties, zeros, huge and tiny values)."""
+    from models.serving import _Accumulator
+
+    rng = np.random.default_rng(1)
+    for trial in range(200):
+        n = int(rng.integers(1, 50))
+        x = [rng.lognormal(5, 3, n), rng.integers(0, 4, n) * 10.0 ** rng.integers(-2, 7), rng.random(n) * 1e7,
+             np.round(rng.lognormal(8, 2, n))][trial % 4]
+        s = pd.Series(x)
+        g = s.groupby(np.zeros(n))
+        ref = np.column_stack([g.cumcount() + 1, g.cumsum() / (g.cumcount() + 1),
+                               g.transform(lambda v: v.rolling(10, min_periods=1).mean()),
+                               g.transform(lambda v: v.rolling(10, min_periods=1).median())])
+        acc = _Accumulator()
+        got = np.array([acc.add(float(v)) for v in x])
+        np.testing.assert_array_equal(got, ref)
+
+
+def test_a_request_does_no_pandas_work_and_a_finished_job_is_an_append(trained):
+    """The latency contract, checked by the work done rather than by a clock: after load, a one-job
+    request and a finished record call nothing in pandas (a profiler hook sees every Python and C call),
+    and a finished job that ends after its keys' last job is one O(1) append per key (no rebuild)."""
+    import sys
+
+    from models.serving import _Series, raw_record_model
+
+    frame, _, test, result, _ = trained
+    model, _ = raw_record_model("duration", result.estimator, frame)
+    model.prepare()
+    assert model._matrix is not None  # LightGBM: the booster on a float matrix
+    good = to_dicts(records(frame[test].tail(1)))[0]
+    last = frame[test].tail(1)
+    def day(n: int) -> str:
+        return (last["submit_ts"].iloc[0] + pd.Timedelta(days=n)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    done = {**good, "submit_ts": day(60), "job_id": "just-finished", "finished": True, "duration": 3600.0}
+    later = {**good, "submit_ts": day(61)}
+    pandas_dir = str(Path(pd.__file__).parent)
+    calls: list[str] = []
+
+    def hook(frame_, event, arg):
+        if event == "call" and frame_.f_code.co_filename.startswith(pandas_dir):
+            calls.append(f"{frame_.f_code.co_filename}:{frame_.f_code.co_name}")
+        elif event == "c_call" and getattr(arg, "__module__", None) and str(arg.__module__).startswith("pandas"):
+            calls.append(f"{arg.__module__}.{arg.__name__}")
+
+    sizes = {name: {k: len(s) for k, s in series.items()} for name, series in model._state.series.items()}
+    rebuilt = []
+    original = _Series._rebuild
+    _Series._rebuild = lambda self, rows: (rebuilt.append(len(rows)), original(self, rows))[1]
+    sys.setprofile(hook)
+    try:
+        first = model.predict_records([later])
+        model.predict_records([done])
+        second = model.predict_records([later])
+    finally:
+        sys.setprofile(None)
+        _Series._rebuild = original
+    assert calls == [], calls[:10]
+    assert rebuilt == []  # appends only
+    grown = [(name, k) for name, series in model._state.series.items() for k, s in series.items()
+             if len(s) != sizes[name].get(k, 0)]
+    assert len(grown) == 6 and all(len(model._state.series[n][k]) == sizes[n].get(k, 0) + 1 for n, k in grown)
+    assert first[0] != second[0]  # the finished job is seen by the next request
 
 
 def _log(result, history, root, uri: str, name: str, artifact: bool):
