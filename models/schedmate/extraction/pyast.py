@@ -1,0 +1,287 @@
+"""What a Python file says about a job, read with `ast` (never imported or run): argparse options and
+defaults, dataclass fields, fire entry points, Trainer keywords, model and dataset calls, yacs-style
+and mmengine-style config modules."""
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from models.schedmate.extraction.settings import _yaml_value
+from models.schedmate.vocab import known_model
+
+
+
+@dataclass
+class _PyInfo:
+    defaults: dict[str, Any] = field(default_factory=dict)        # argparse dest -> default
+    options: dict[str, tuple[str, bool]] = field(default_factory=dict)  # option string -> (dest, takes value)
+    hf_parser: bool = False
+    hydra: tuple[str | None, str | None] | None = None
+    keywords: list[tuple[str, Any]] = field(default_factory=list)
+    model_literals: list[str] = field(default_factory=list)
+    consts: dict[str, Any] = field(default_factory=dict)   # module-level str/int/float constants
+    fields: dict[str, Any] = field(default_factory=dict)   # @dataclass field defaults
+    imports: list[str] = field(default_factory=list)       # modules imported (local ones may hold defaults)
+    dataset_literals: list[str] = field(default_factory=list)
+    task_words: list[str] = field(default_factory=list)
+
+
+def _lit(node: ast.AST, consts: dict[str, Any]) -> Any:
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        pass
+    if isinstance(node, ast.Name) and node.id in consts:
+        return consts[node.id]
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict":
+        return {kw.arg: _lit(kw.value, consts) for kw in node.keywords if kw.arg}
+    if isinstance(node, ast.List):
+        return [_lit(e, consts) for e in node.elts]
+    if isinstance(node, ast.Dict):
+        return {(_lit(k, consts) if k is not None else None): _lit(v, consts) for k, v in zip(node.keys, node.values)}
+    return None
+
+
+def _call_name(node: ast.Call) -> str:
+    f = node.func
+    parts = []
+    while isinstance(f, ast.Attribute):
+        parts.append(f.attr)
+        f = f.value
+    if isinstance(f, ast.Name):
+        parts.append(f.id)
+    return ".".join(reversed(parts))
+
+
+_TV_MODELS = re.compile(r"^(torchvision\.)?models\.([a-z0-9_]+)$")
+
+
+def _analyse_python(tree: ast.Module) -> _PyInfo:
+    info = _PyInfo()
+    consts: dict[str, Any] = {}
+    funcs: dict[str, ast.AST] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            v = _lit(node.value, consts)
+            if isinstance(v, (str, int, float)):
+                consts[node.targets[0].id] = v
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            funcs[node.name] = node
+    # reachable code: the __main__ block and module-level statements, then called functions/classes
+    roots: list[ast.AST] = [n for n in tree.body if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                                         ast.ClassDef, ast.Import, ast.ImportFrom))]
+    seen: set[str] = set()
+    todo = list(roots)
+    reach: list[ast.AST] = []
+    while todo:
+        node = todo.pop()
+        reach.append(node)
+        for sub in ast.walk(node):
+            name = None
+            if isinstance(sub, ast.Call):
+                if isinstance(sub.func, ast.Name):
+                    name = sub.func.id
+                elif isinstance(sub.func, ast.Attribute) and isinstance(sub.func.value, ast.Name) and \
+                        sub.func.value.id == "self":
+                    name = sub.func.attr
+            if name and name in funcs and name not in seen:
+                seen.add(name)
+                todo.append(funcs[name])
+    if not reach or all(isinstance(n, ast.Expr) and isinstance(getattr(n, "value", None), ast.Constant) for n in roots):
+        reach = [tree]
+    for top in reach:
+        for node in ast.walk(top):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node is not top:
+                continue
+            if isinstance(node, ast.FunctionDef):
+                for dec in node.decorator_list:
+                    if isinstance(dec, ast.Call) and _call_name(dec).endswith("hydra.main") or (
+                            isinstance(dec, ast.Call) and _call_name(dec) == "main" and False):
+                        kw = {k.arg: _lit(k.value, consts) for k in dec.keywords}
+                        info.hydra = (kw.get("config_path"), kw.get("config_name"))
+            if not isinstance(node, ast.Call):
+                continue
+            name = _call_name(node)
+            last = name.split(".")[-1]
+            if last == "add_argument":
+                _argparse_arg(node, consts, info)
+            elif last == "HfArgumentParser":
+                info.hf_parser = True
+                info.task_words.append("hfargumentparser")
+            elif last in ("TrainingArguments", "Seq2SeqTrainingArguments", "Trainer", "TrainingArgs"):
+                for kw in node.keywords:
+                    v = _lit(kw.value, consts)
+                    if kw.arg and isinstance(v, (int, float, str)) and not isinstance(v, bool):
+                        info.keywords.append((f"{'trainer' if last == 'Trainer' else 'training_args'}.{kw.arg}", v))
+            elif last in ("from_pretrained", "create_model", "get_model") or _TV_MODELS.match(name):
+                info.task_words.append(name)
+                if _TV_MODELS.match(name) and last not in ("get_model",):
+                    info.model_literals.append(last)
+                elif node.args:
+                    v = _lit(node.args[0], consts)
+                    if isinstance(v, str):
+                        info.model_literals.append(v)
+                for kw in node.keywords:
+                    if kw.arg in ("model_name", "pretrained_model_name_or_path", "name"):
+                        v = _lit(kw.value, consts)
+                        if isinstance(v, str):
+                            info.model_literals.append(v)
+            elif "data" in last.lower():
+                for a in node.args:
+                    v = _lit(a, consts)
+                    if isinstance(v, str):
+                        info.dataset_literals.append(v)
+                for kw in node.keywords:
+                    if kw.arg in ("path", "name", "dataset", "dataset_name", "root"):
+                        v = _lit(kw.value, consts)
+                        if isinstance(v, str):
+                            info.dataset_literals.append(v)
+                if last == "load_dataset" and len(node.args) >= 2:
+                    a, b = (_lit(node.args[0], consts), _lit(node.args[1], consts))
+                    if a == "glue" and isinstance(b, str):
+                        info.dataset_literals.insert(0, f"glue/{b}")
+    for v in consts.values():
+        if isinstance(v, str) and known_model(v):
+            info.model_literals.append(v)
+    info.consts = {k: v for k, v in consts.items() if isinstance(v, (str, int, float)) and not isinstance(v, bool)}
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            info.imports.append(node.module)
+        elif isinstance(node, ast.Import):
+            info.imports += [a.name for a in node.names]
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and any("dataclass" in ast.unparse(d) for d in node.decorator_list):
+            for item in node.body:
+                if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name) and item.value is not None:
+                    v = _lit(item.value, consts)
+                    if isinstance(v, (str, int, float)) and not isinstance(v, bool):
+                        info.fields[item.target.id] = v
+    return info
+
+
+def _argparse_arg(node: ast.Call, consts: dict, info: _PyInfo) -> None:
+    opts = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+    if not opts:
+        return
+    kw = {k.arg: k.value for k in node.keywords if k.arg}
+    longs = [o for o in opts if o.startswith("--")]
+    if "dest" in kw:
+        dest = _lit(kw["dest"], consts)
+    elif longs:
+        dest = longs[0][2:]
+    elif opts[0].startswith("-"):
+        dest = opts[0][1:]
+    else:
+        dest = opts[0]
+    dest = str(dest).replace("-", "_")
+    action = _lit(kw["action"], consts) if "action" in kw else None
+    takes = action not in ("store_true", "store_false", "count", "store_const")
+    for o in opts:
+        if o.startswith("-"):
+            info.options[o] = (dest, takes)
+    if "default" in kw:
+        v = _lit(kw["default"], consts)
+        if v is not None:
+            info.defaults[dest] = v
+
+
+def _parse_argv(argv: list[str], info: _PyInfo) -> tuple[dict[str, Any], list[str], list[tuple[str, str]]]:
+    """argv -> ({dest: value}, positionals, hydra-style overrides)."""
+    parsed: dict[str, Any] = {}
+    pos: list[str] = []
+    hydra: list[tuple[str, str]] = []
+    i = 0
+    while i < len(argv):
+        t = argv[i]
+        if t.startswith("-") and not re.fullmatch(r"-\d+(\.\d+)?", t):
+            if "=" in t:
+                o, v = t.split("=", 1)
+                dest = info.options.get(o, (o.lstrip("-").replace("-", "_"), True))[0]
+                if o not in info.options and o.startswith("--"):
+                    dests = {info.options[x][0] for x in info.options if x.startswith(o)}
+                    dest = dests.pop() if len(dests) == 1 else dest
+                parsed[dest] = _yaml_value(v) if not isinstance(v, str) or not v.startswith("/") else v
+                i += 1
+                continue
+            opt = info.options.get(t)
+            if opt is None and t.startswith("--"):  # argparse accepts unique prefixes: --batch -> --batch-size
+                dests = {info.options[o] for o in info.options if o.startswith(t)}
+                opt = dests.pop() if len(dests) == 1 else None
+            dest, takes = opt or (t.lstrip("-").replace("-", "_"), None)
+            if takes is None:  # unknown option: takes a value unless the next token is an option
+                takes = i + 1 < len(argv) and not (argv[i + 1].startswith("-") and not re.fullmatch(r"-\d+(\.\d+)?", argv[i + 1]))
+            if takes and i + 1 < len(argv):
+                vals = [argv[i + 1]]
+                j = i + 2
+                if dest == "cfg_options":
+                    while j < len(argv) and not argv[j].startswith("-"):
+                        vals.append(argv[j])
+                        j += 1
+                v = " ".join(vals)
+                parsed[dest] = v if dest == "cfg_options" else _scalar(v)
+                i = j
+            else:
+                parsed[dest] = True
+                i += 1
+        elif "=" in t and re.match(r"^\+{0,2}[A-Za-z_][\w.\-/]*=", t):
+            k, v = t.split("=", 1)
+            hydra.append((k, v))
+            i += 1
+        else:
+            pos.append(t)
+            i += 1
+    return parsed, pos, hydra
+
+
+def _scalar(v: str) -> Any:
+    if re.fullmatch(r"[+-]?\d+", v):
+        return int(v)
+    if re.fullmatch(r"[+-]?(\d+\.\d*|\.\d+|\d+)(e[+-]?\d+)?", v, re.I):
+        return float(v)
+    return v
+
+
+def _attribute_defaults(text: str) -> dict[str, Any]:
+    """yacs-style defaults of a config module: `_C.TRAIN.EPOCHS = 300` -> {"TRAIN.EPOCHS": 300}."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return {}
+    out: dict[str, Any] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Attribute):
+            parts, t = [], node.targets[0]
+            while isinstance(t, ast.Attribute):
+                parts.append(t.attr)
+                t = t.value
+            if len(parts) >= 2:
+                v = _lit(node.value, {})
+                if isinstance(v, (str, int, float)) and not isinstance(v, bool):
+                    out[".".join(reversed(parts))] = v
+    return out
+
+
+def _python_config(text: str) -> tuple[dict, list[str]]:
+    """mmengine-style Python config: module-level literal assignments (dict(...) calls, names of
+    earlier assignments) and `_base_` files."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return {}, []
+    out: dict[str, Any] = {}
+    consts: dict[str, Any] = {}
+    bases: list[str] = []
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            name = node.targets[0].id
+            v = _lit(node.value, consts)
+            if name == "_base_":
+                bases = [v] if isinstance(v, str) else [b for b in (v or []) if isinstance(b, str)]
+                continue
+            consts[name] = v
+            out[name] = v
+    return out, bases
+
+

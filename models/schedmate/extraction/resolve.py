@@ -1,0 +1,180 @@
+"""Settings -> JobMetadata: which of the gathered values answers each field (model, task, dataset,
+iterations, batch size and its scope, GPUs, nodes), by priority and meaning."""
+from __future__ import annotations
+
+import re
+
+from models.schedmate.extraction.metadata import JobMetadata
+from models.schedmate.extraction.settings import (_BATCH_KEYS, _DATA_KEYS, _EPOCH_KEYS, _EVAL_PATH, _GLOBAL_BATCH_KEYS,
+                                                  _GPU_ARG_KEYS, _MODEL_KEYS, _NAMED_DATA_KEYS, _STEP_KEYS, P_CODE_KW,
+                                                  P_CONFIG, P_DEFAULT, _as_int, _last)
+from models.schedmate.vocab import (DATASET_TASK, MODEL_TASK, canonical_dataset, canonical_model, known_model, norm,
+                                    task_from_signals)
+
+
+def resolve(ex) -> JobMetadata:
+    md = JobMetadata(entry=ex.entry)
+    ranked = ex.s.ranked()
+    # model: known names first (by priority), then any model-key string
+    model_cands = [(k, v, p, s) for k, v, p, s in ranked if isinstance(v, str) and v.strip() and
+                   (_last(k) in _MODEL_KEYS or k in ("code.model", "config.filename", "hint.entry", "hint.config")
+                    or _last(k) in ("weights", "cfg")
+                    or (k.lower().startswith("model.") and _last(k) in ("name", "type", "arch", "model_name"))) and
+                   not _EVAL_PATH.search(k.lower())]
+    mm = _mm_model(ex)
+    known = [(k, v, p, s, known_model(v) or (known_model(v, strip=False) if k.startswith("hint.") else None))
+             for k, v, p, s in model_cands]
+    first_known = next((c for c in known if c[4]), None)
+    explicit = [c for c in model_cands if not c[0].startswith(("hint.", "config.filename", "code.model"))
+                and _last(c[0]) not in ("weights", "cfg") and not str(c[1]).startswith(("/", "./"))]
+    if explicit and (first_known is None or explicit[0][2] > first_known[2]) and \
+            (not mm or explicit[0][2] > P_CONFIG):
+        k, v, p, src = explicit[0]  # the user named a model we do not know: keep their name
+        md.model, md.sources["model"] = canonical_model(v), src
+    elif first_known is not None and (not mm or first_known[2] > P_CONFIG - 30 + 1):
+        md.model, md.sources["model"] = first_known[4], first_known[3]
+    if md.model is None and mm:
+        md.model, md.sources["model"] = mm
+    if md.model is None and first_known is not None:
+        md.model, md.sources["model"] = first_known[4], first_known[3]
+    if md.model is None:
+        dims = _dims_model(ex)
+        if dims:
+            md.model, md.sources["model"] = dims, "architecture dims (layers, hidden size)"
+    if md.model is None and model_cands and not model_cands[0][0].startswith("hint."):
+        md.model, md.sources["model"] = canonical_model(model_cands[0][1]), model_cands[0][3]
+    # dataset
+    glue_task = None
+    for k, v, p, s in ranked:
+        if _EVAL_PATH.search(k.lower()) or not isinstance(v, str):
+            continue
+        lk = _last(k)
+        segs = k.lower().split(".")[:-1]
+        if lk in _DATA_KEYS or k in ("code.dataset", "positional") or "data" in lk or any(
+                sg in ("data", "dataset", "datasets") for sg in segs):
+            ds = canonical_dataset(v)
+            if ds:
+                md.dataset, md.sources["dataset"] = ds, s
+                break
+            if lk == "task_name" and v.lower() in ("sst2", "mnli", "cola", "qnli", "rte", "mrpc", "qqp", "stsb"):
+                glue_task = (v.lower(), s)
+    if md.dataset is None and glue_task:
+        md.dataset, md.sources["dataset"] = f"glue-{glue_task[0]}", glue_task[1]
+    if md.dataset is None:  # a dataset we do not know: keep the user's name (last path segment)
+        for k, v, p, s in ranked:
+            if isinstance(v, str) and _last(k) in _NAMED_DATA_KEYS and p >= P_DEFAULT and v.strip("/ "):
+                seg = [x for x in re.split(r"[/\\]", v.strip()) if x][-1]
+                md.dataset, md.sources["dataset"] = norm(seg), s
+                break
+    # iterations: steps win over epochs when both set at the same priority (HF: max_steps > 0 overrides)
+    best = None
+    for k, v, p, s in ranked:
+        if _EVAL_PATH.search(k.lower()):
+            continue
+        lk = _last(k)
+        n = _as_int(v)
+        if n is None or n <= 0:
+            continue
+        unit = "epochs" if lk in _EPOCH_KEYS else "steps" if lk in _STEP_KEYS else None
+        if unit is None:
+            continue
+        if best is None or (p == best[2] and unit == "steps" and best[1] == "epochs"):
+            best = (n, unit, p, s)
+        elif p < best[2]:
+            break
+    if best:
+        md.iterations, md.iteration_unit, md.sources["iterations"] = best[0], best[1], best[3]
+    for k, v, p, s in ranked:
+        if _EVAL_PATH.search(k.lower()):
+            continue
+        if _last(k) in _GLOBAL_BATCH_KEYS and not any(_last(x[0]) in _BATCH_KEYS for x in ranked):
+            n = _as_int(v)
+            if n and n > 0:
+                md.batch_size, md.sources["batch_size"] = n, s + " (global, divided by GPUs below)"
+                ex._global_batch = n
+                break
+        if _last(k) in _BATCH_KEYS:
+            n = _as_int(v)
+            if n and n > 0:
+                md.batch_size, md.sources["batch_size"] = n, s
+                break
+    # GPUs and nodes
+    nodes = ex.nodes[0] if ex.nodes else None
+    code_nodes = _code_int(ex, {"num_nodes"})
+    code_dev = _code_int(ex, {"devices", "gpus", "n_gpu", "num_gpus"})
+    if code_dev is None:
+        for k, v, p, s in ranked:
+            if _last(k) in _GPU_ARG_KEYS and p >= P_DEFAULT and "." not in k:
+                n = _as_int(v)
+                if n and n > 0:
+                    code_dev = (n, s)
+                    break
+    if nodes is None and code_nodes:
+        nodes = code_nodes[0]
+        md.sources["nodes"] = code_nodes[1]
+    elif ex.nodes:
+        md.sources["nodes"] = ex.nodes[2]
+    nodes = nodes or 1
+    md.nodes = nodes
+    md.sources.setdefault("nodes", "default 1")
+    if ex.total_gpus:
+        md.gpus, md.sources["gpus"] = ex.total_gpus[0], ex.total_gpus[2]
+        if not ex.nodes and not code_nodes:
+            md.nodes = 1
+    elif ex.gpus and (ex.gpus[1] >= 40 or not code_dev):
+        md.gpus, md.sources["gpus"] = ex.gpus[0] * nodes, ex.gpus[2]
+    elif code_dev:
+        md.gpus, md.sources["gpus"] = code_dev[0] * nodes, code_dev[1]
+    elif ex.gpus:
+        md.gpus, md.sources["gpus"] = ex.gpus[0] * nodes, ex.gpus[2]
+    else:
+        md.gpus, md.sources["gpus"] = nodes, "default 1 per node"
+    if getattr(ex, "_global_batch", None) and md.gpus:
+        md.batch_size = max(1, ex._global_batch // md.gpus)
+    # task: code signals, then dataset, then model
+    sig = task_from_signals(" ".join(ex.task_text))
+    if sig:
+        md.task, md.sources["task"] = sig, "code signal (class / script / config type)"
+    if md.task is None and md.dataset in DATASET_TASK:
+        md.task, md.sources["task"] = DATASET_TASK[md.dataset], f"dataset {md.dataset}"
+    if md.task is None and md.model in MODEL_TASK:
+        md.task, md.sources["task"] = MODEL_TASK[md.model], f"model {md.model}"
+    if md.task == "summarization" and md.dataset == "wmt14-en-de":
+        md.task = "translation"
+    if md.task is None and md.model:
+        md.task, md.sources["task"] = "image-classification", "vision model default"
+        if not known_model(md.model):
+            md.task, md.sources["task"] = None, "unknown"
+    if md.task is None:
+        md.sources.pop("task", None)
+    return md
+
+def _code_int(ex, keys: set[str]) -> tuple[int, str] | None:
+    for k, v, p, s in ex.s.ranked():
+        if _last(k) in keys and (k.startswith(("trainer.", "code.")) or p == P_CODE_KW):
+            n = _as_int(v)
+            if n:
+                return n, s
+    return None
+
+def _mm_model(ex) -> tuple[str, str] | None:
+    vals = {k: v for k, v, p, s in reversed(ex.s.ranked())}
+    t = vals.get("model.type")
+    if not isinstance(t, str):
+        return None
+    depth = vals.get("model.backbone.depth")
+    head = str(vals.get("model.decode_head.type", ""))
+    fname = vals.get("config.filename")
+    if isinstance(fname, str) and known_model(fname):
+        return known_model(fname), "mmengine config name"
+    if "Segformer" in head:
+        return "segformer-b2", "mmengine decode_head"
+    name = f"{t}-r{depth}" if depth else t
+    return canonical_model(name), "mmengine model.type"
+
+def _dims_model(ex) -> str | None:
+    vals = {k: v for k, v, p, s in reversed(ex.s.ranked())}
+    layers = _as_int(vals.get("num_layers", vals.get("n_layer")))
+    hidden = _as_int(vals.get("hidden_size", vals.get("n_embd")))
+    table = {(12, 768): "gpt2", (24, 1024): "gpt2-medium", (32, 4096): "llama-2-7b", (40, 5120): "llama-2-13b"}
+    return table.get((layers, hidden)) if layers and hidden else None
