@@ -120,6 +120,30 @@ def utilisation(result: SimResult) -> float:
     return area / (span * result.workload.cluster.gpus) if span > 0 else 0.0
 
 
+def utilisation_between(result: SimResult, start: float, end: float) -> float:
+    """Share of the cluster's physical GPUs held, time-weighted over [start, end) seconds: over the
+    submission window this is the load the replay actually reached (the offered load is what the
+    cluster was sized for; a few long jobs can hold most of their GPU-seconds after the window)."""
+    alloc = allocation(result)
+    gpus = result.workload.cluster.gpus
+    if len(alloc) < 1 or end <= start or gpus <= 0:
+        return 0.0
+    t, v = alloc["time"].to_numpy(), alloc["gpus_held"].to_numpy()
+    right = np.r_[t[1:], max(end, t[-1])]  # each value holds until the next row; the last one to `end`
+    overlap = np.clip(np.minimum(right, end) - np.maximum(t, start), 0.0, None)
+    return float(np.sum(v * overlap) / ((end - start) * gpus))
+
+
+def top_share(jobs: pd.DataFrame, k: int = 5) -> float:
+    """Share of the jobs' GPU-seconds (duration x GPUs) held by the ``k`` largest jobs."""
+    if not len(jobs):
+        return 0.0
+    demand = jobs["gpu_demand"] if "gpu_demand" in jobs else jobs["gpus"]
+    work = np.sort((jobs["duration"].to_numpy(dtype=float) * demand.to_numpy(dtype=float)))[::-1]
+    total = float(work.sum())
+    return float(work[:k].sum() / total) if total > 0 else 0.0
+
+
 def sharing_factor(result: SimResult) -> float:
     """Job-GPUs served per physical GPU held, time-weighted: 1.0 without packing, up to 2.0 when every
     held GPU runs a packed pair."""
@@ -139,6 +163,15 @@ def breakdown(jobs: pd.DataFrame, by: str) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _submission_window(jobs: pd.DataFrame, window: tuple[float | None, float | None] | None) -> tuple[float, float]:
+    """The measurement window, its open sides closed by the measured jobs' first / last submission."""
+    submit = jobs["submit"].to_numpy(dtype=float)
+    lo = float(submit.min()) if len(submit) else 0.0
+    hi = float(submit.max()) if len(submit) else 0.0
+    start, end = window if window is not None else (None, None)
+    return (lo if start is None else float(start)), (hi if end is None else float(end))
+
+
 def evaluate(result: SimResult, window: tuple[float | None, float | None] | None = None) -> dict[str, Any]:
     """Everything a report needs for one run: summary, breakdowns, utilisation, run statistics."""
     jobs = job_table(result)
@@ -148,6 +181,8 @@ def evaluate(result: SimResult, window: tuple[float | None, float | None] | None
         "policy": result.policy,
         "gpu_utilisation": utilisation(result),
         "gpu_sharing_factor": sharing_factor(result),
+        "load_reached": utilisation_between(result, *_submission_window(sel, window)),
+        "top5_gpu_share": top_share(sel, 5),
         "events": result.events,
         "sim_seconds": result.wall_seconds,
         "events_per_second": result.events / result.wall_seconds if result.wall_seconds > 0 else float("nan"),

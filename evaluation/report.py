@@ -53,15 +53,11 @@ def is_timing(column: str) -> bool:
 
 def unit_name(column: str) -> str:
     """The file column name of a summary key: seconds get ``_s``, the utilisation share ``_frac``;
-    names that already carry a unit (``_ms``, ``_seconds``, ``per_second``) and counts are kept."""
-    if column.endswith(("_ms", "_s", "_seconds", "per_second", "_frac")):
-        return column
-    if column.startswith(("jct_", "wait_", "futile_", "hp_jct_", "hp_jqt_", "spot_jct_", "spot_jqt_")) \
-            or column in SUMMARY_SECONDS:
-        return f"{column}_s"
-    if column == "gpu_utilisation":
-        return "gpu_utilisation_frac"
-    return column
+    names that already carry a unit (``_ms``, ``_seconds``, ``per_second``) and counts are kept. The rule
+    and the units are evaluation.catalog's (one naming rule for files and MLflow metrics)."""
+    from evaluation.catalog import file_name
+
+    return file_name(column)
 
 
 def with_units(frame: pd.DataFrame, job_table: bool = False) -> pd.DataFrame:

@@ -389,8 +389,13 @@ def _register(model_uri: str, name: str, run_id: str, alias: str | None, champio
             mv = mlflow.register_model(model_uri, name)
         version = str(mv.version)
         try:
+            # A version carries what identifies it (run, algorithm, data hash, code version, its primary
+            # metric and the best baseline's); every other metric stays on the run, one click away.
             tags = {"run_id": run_id, **version_tags}
-            tags.update({f"metric.{k}": f"{v:.6g}" for k, v in metrics.items() if v is not None and np.isfinite(v)})
+            primary = version_tags.get("primary_metric")
+            value = metrics.get(primary) if primary else None
+            if value is not None and np.isfinite(value):
+                tags[f"metric.{primary}"] = f"{value:.6g}"
             for k, v in tags.items():
                 client.set_model_version_tag(name, version, k, str(v))
             if description:

@@ -210,9 +210,12 @@ def _train(args: argparse.Namespace) -> int:
 
     algo = args.algo or TASK_DEFAULT_ALGO[args.task]
     with quiet(args.verbose, args.task, algo):
+        from pipelines.progress import step
+
         trainer = _task_trainer(args)
         uri = configure(args.tracking_uri)
-        result = trainer()
+        with step(f"training {args.task} ({algo})"):  # demand: ~35 s without output otherwise
+            result = trainer()
         print(_headline(result))
         print(metrics_table(result))
         if args.no_register:

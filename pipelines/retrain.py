@@ -203,6 +203,10 @@ def _log_decision(mlflow, task: str, decision: Decision) -> None:
                          "schedcast.champion_before": str(decision.champion_version_before),
                          "schedcast.challenger": str(decision.challenger_version),
                          "schedcast.exit_code": str(decision.exit_code)})
+        mlflow.log_params({"task": task, "metric": decision.metric, "margin": decision.margin,
+                           "holdout": decision.holdout, "holdout_rows": decision.holdout_rows,
+                           "min_holdout": decision.min_holdout, "champion_version": decision.champion_version_before,
+                           "challenger_version": decision.challenger_version})
         mlflow.log_metrics({k: v for k, v in (("challenger_score", decision.challenger_score),
                                               ("champion_score", decision.champion_score),
                                               ("holdout_rows", float(decision.holdout_rows))) if v is not None})

@@ -329,6 +329,22 @@ def _policies_using_predictions(policies: list[str]) -> list[str]:
     return out
 
 
+#: Share of the measured GPU-seconds above which the 5 largest jobs are said to dominate a run.
+DOMINANT_TOP5_SHARE = 0.20
+
+
+def _print_load(runs: dict[str, dict[str, Any]], offered: float, sizing: dict | None) -> None:
+    """The load each replay reached over the measured submission window beside the offered load (and
+    the --offered-load target), and a warning when the 5 largest jobs hold most of the work."""
+    reached = ", ".join(f"{p} {r['summary'].get('load_reached', float('nan')):.2f}" for p, r in runs.items())
+    target = f" (--offered-load target {sizing['target']:g})" if sizing else ""
+    print(f"load:       offered {offered:.2f}{target}; reached over the submission window: {reached}")
+    top = max((r["summary"].get("top5_gpu_share", 0.0) for r in runs.values()), default=0.0)
+    if top > DOMINANT_TOP5_SHARE:
+        print(f"warning: the 5 largest jobs hold {top:.0%} of the measured GPU-seconds: the load and the ranking "
+              "rest on a handful of jobs (more --jobs or a longer window spread them)")
+
+
 def _trace_name(table, args: argparse.Namespace) -> str:
     if args.synthetic:
         return f"synthetic {args.synthetic}"
@@ -355,10 +371,17 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         from sim.placement import make_placement
 
         make_placement(args.placement)
+    from pipelines.tracking import tracking_destination
     from sim.predictors import describe_predictor, make_predictor
 
+    # Decided before anything touches MLflow: resolving a models:/ predictor calls mlflow.set_tracking_uri,
+    # which writes $MLFLOW_TRACKING_URI, and that must not turn tracking on (no --track, no URI given).
+    args.track_destination = tracking_destination(getattr(args, "track", None), getattr(args, "tracking_uri", None))
     predictor = make_predictor(args.predictor, seed=args.seed, tracking_uri=getattr(args, "tracking_uri", None))
     predicted = _policies_using_predictions(args.policy)
+    if not predicted and args.predictor != "oracle":
+        print(f"note: --predictor {args.predictor} is not used: none of the policies ({', '.join(args.policy)}) "
+              "uses predictions")
     predictor_info = describe_predictor(predictor) if predicted else {"kind": "unused", "spec": args.predictor}
     plotter = _start_plotter() if getattr(args, "plots", True) else None
     try:
@@ -412,12 +435,17 @@ def _run(args, t0, out, force, window, predictor, predicted, predictor_info, plo
               "tie; --offered-load 0.9 sizes the cluster for contention")
     measured = _check_window(window, workload)
     extras = _replay_extras(args, workload)
+    t_model = t_track = 0.0
     if predicted and hasattr(predictor, "_predict"):
         # A model server or registry model is asked now, so that an unreachable or broken model stops
         # the command before any replay (the answer is reused by every policy).
+        from pipelines.progress import step
         from sim.predictors import predict_durations
 
-        predict_durations(predictor, workload.frame)
+        t_model = time.perf_counter()
+        with step(f"asking {args.predictor} for {len(workload):,} predictions"):
+            predict_durations(predictor, workload.frame)
+        t_model = time.perf_counter() - t_model
     progress = _Progress() if _show_progress(args) else None
     from sim.workload import is_spot
 
@@ -449,6 +477,7 @@ def _run(args, t0, out, force, window, predictor, predicted, predictor_info, plo
     else:
         title += f"{len(workload):,} jobs"
     print(render_table([r["summary"] for r in runs.values()], title))
+    _print_load(runs, load, sizing)
     if has_spot:
         warmup = "warmup" in workload.frame and bool(workload.frame["warmup"].fillna(False).astype(bool).any())
         scope = ("measured window" if window else "tasks after the HP-only warm-up" if warmup else "all tasks")
@@ -473,18 +502,23 @@ def _run(args, t0, out, force, window, predictor, predicted, predictor_info, plo
     t_write = time.perf_counter() - t_write
     from pipelines.tracking import tracking_destination
 
-    uri = tracking_destination(getattr(args, "track", None), getattr(args, "tracking_uri", None))
+    uri = (args.track_destination if hasattr(args, "track_destination")
+           else tracking_destination(getattr(args, "track", None), getattr(args, "tracking_uri", None)))
     if uri:
         from pipelines.tracking import track_simulation
 
         t_track = time.perf_counter()
         parent = track_simulation(out, runs, meta, uri)
-        print(f"MLflow: parent run {parent} with one nested run per policy in {uri} "
-              f"({time.perf_counter() - t_track:.2f} s)")
+        t_track = time.perf_counter() - t_track
+        print(f"MLflow: parent run {parent} with one nested run per policy in {uri} ({t_track:.2f} s)")
     files = "summary.csv, jobs_*.parquet, allocation_*.parquet, breakdowns, meta.json"
     files += ", jct_cdf.png, gpu_allocation.png" if plots else " (no plots: --no-plots)"
-    print(f"\nresults in {out}/ ({files})\ntime: {time.perf_counter() - t0:.2f} s in this command (load "
-          f"{t_load:.2f}, replay and scoring {t_replay:.2f}, files{' and plots' if plots else ''} {t_write:.2f})")
+    total = time.perf_counter() - t0
+    parts = [("load", t_load), ("model", t_model), ("replay and scoring", t_replay),
+             (f"files{' and plots' if plots else ''}", t_write), ("MLflow", t_track)]
+    parts.append(("start-up and other", max(0.0, total - sum(v for _, v in parts))))
+    print(f"\nresults in {out}/ ({files})\ntime: {total:.2f} s in this command ("
+          + ", ".join(f"{k} {v:.2f}" for k, v in parts if v > 0 or k in ("load", "replay and scoring")) + ")")
     return 0
 
 

@@ -87,6 +87,13 @@ def _key(text: str) -> str:
     return re.sub(r"[^0-9A-Za-z_\-./ ]", "_", str(text))[:250]
 
 
+def _metric_key(text: str) -> str:
+    """A logged metric's name: the catalog's unit-bearing name (``jct_mean`` -> ``jct_mean_s``)."""
+    from evaluation.catalog import file_name
+
+    return _key(file_name(str(text)))
+
+
 def _value(value: Any) -> str:
     text = value if isinstance(value, str) else json.dumps(value, default=str, sort_keys=True)
     return text if len(text) <= _PARAM_MAX else text[: _PARAM_MAX - 3] + "..."
@@ -109,7 +116,11 @@ def _finite(value: Any) -> float | None:
 
 def summary_metrics(summary: Mapping[str, Any], breakdowns: Mapping[str, Any] | None = None) -> dict[str, float]:
     """The numeric, finite columns of a summary row, plus ``partition/NAME/COL``, ``class/NAME/COL`` and
-    ``size/NAME/COL`` for breakdowns with more than one group (one group repeats the summary)."""
+    ``size/NAME/COL`` for breakdowns with more than one group (one group repeats the summary). Keys are
+    in-memory (unit-less) names; group names are made key-safe (``<=8 GPUs`` -> ``le8``); the unit
+    suffix is added where they are logged (:meth:`Tracker.log`)."""
+    from evaluation.catalog import group_label
+
     out = {_key(k): v for k, v in ((k, _finite(v)) for k, v in summary.items()) if v is not None}
     prefixes = {"by_partition": ("partition", "partition"), "by_class": ("class", "job_class"),
                 "by_size": ("size", "size")}
@@ -121,7 +132,25 @@ def summary_metrics(summary: Mapping[str, Any], breakdowns: Mapping[str, Any] | 
             for col in GROUP_METRICS:
                 v = _finite(row.get(col))
                 if v is not None:
-                    out[_key(f"{prefix}/{row[column]}/{col}")] = v
+                    out[_key(f"{prefix}/{group_label(row[column])}/{col}")] = v
+    return out
+
+
+#: Summary columns the parent run of a simulate invocation logs per policy (the printed comparison).
+COMPARISON_METRICS = ("jct_mean", "jct_p50", "jct_p95", "jct_p99", "wait_mean", "wait_p95", "wait_p99.9",
+                      "futile_p95", "preemptions", "makespan", "gpu_utilisation", "load_reached", "sim_seconds")
+
+
+def comparison_metrics(runs: Mapping[str, Mapping[str, Any]]) -> dict[str, float]:
+    """The comparison table as metrics of the parent run: ``POLICY/METRIC`` (``fifo/jct_mean_s`` once
+    logged), so the parent run's page and the runs table compare policies without opening children."""
+    out: dict[str, float] = {}
+    for policy, ev in runs.items():
+        summary = ev.get("summary") or {}
+        for col in COMPARISON_METRICS:
+            v = _finite(summary.get(col))
+            if v is not None:
+                out[_key(f"{policy}/{col}")] = v
     return out
 
 
@@ -167,6 +196,24 @@ def _model_id(resolved: Mapping[str, Any], client) -> str | None:
     return None
 
 
+def _context_tags() -> dict[str, str]:
+    """What MLflow's own ``start_run`` records about who and what started a run (``mlflow.user`` is the
+    UI's "Created by", ``mlflow.source.name`` / ``.type`` its "Source"), so simulation runs show them
+    like training runs do."""
+    tags = {"mlflow.source.type": "LOCAL"}
+    try:
+        from mlflow.tracking.context.registry import resolve_tags
+
+        tags.update({k: str(v) for k, v in resolve_tags().items() if k.startswith("mlflow.")})
+    except Exception:  # noqa: BLE001 - context providers are best effort (MLflow's own start_run is too)
+        import getpass
+
+        tags["mlflow.user"] = getpass.getuser()
+    if tags.get("mlflow.source.name", "-c") in ("-c", ""):
+        tags["mlflow.source.name"] = "schedcast"
+    return tags
+
+
 class Tracker:
     """A parent run and its nested runs in one experiment of one store (MlflowClient, batched)."""
 
@@ -185,6 +232,7 @@ class Tracker:
         if db is not None:
             db.parent.mkdir(parents=True, exist_ok=True)
         self.client = MlflowClient(tracking_uri=tracking_uri, registry_uri=tracking_uri)
+        self._context = _context_tags()
         lock = _file_lock(db.with_name(db.name + ".lock")) if db is not None else None
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore")
@@ -208,7 +256,7 @@ class Tracker:
               parent: str | None = None, metrics: Mapping[str, float] | None = None) -> str:
         """Create a run (nested under ``parent``) and log its params and metrics in one batch (each
         store call is a commit: on sqlite a few ms of fsync each)."""
-        all_tags = {"mlflow.runName": name, "mlflow.source.type": "LOCAL", "schedcast.kind": "simulation",
+        all_tags = {**self._context, "mlflow.runName": name, "schedcast.kind": "simulation",
                     **{k: str(v) for k, v in (tags or {}).items()}}
         if parent:
             all_tags["mlflow.parentRunId"] = parent
@@ -224,7 +272,7 @@ class Tracker:
 
         now = get_current_time_millis()
         p = [Param(_key(k), _value(v)) for k, v in (params or {}).items()]
-        m = [Metric(_key(k), float(v), now, 0) for k, v in (metrics or {}).items()]
+        m = [Metric(_metric_key(k), float(v), now, 0) for k, v in (metrics or {}).items()]
         t = [RunTag(_key(k), _value(v)) for k, v in (tags or {}).items()]
         while p or m or t:  # MLflow's batch limits: 100 params, 100 tags, 1000 entries in all
             bp, p = p[:100], p[100:]
@@ -351,6 +399,7 @@ def track_simulation(out_dir: str | Path, runs: Mapping[str, Mapping[str, Any]],
                                       *(out / f"{k}_{safe}.csv" for k in ("by_partition", "by_size", "by_class"))])
             tracker.link_models(child, [_model_id(m, tracker.client) for m in models])
             tracker.end(child)
+        tracker.log(parent, metrics=comparison_metrics(runs))
         tracker.artifacts(parent, [out / "summary.csv", out / "meta.json", out / "jct_cdf.png",
                                    out / "gpu_allocation.png"])
         status = "FINISHED"
@@ -359,5 +408,5 @@ def track_simulation(out_dir: str | Path, runs: Mapping[str, Mapping[str, Any]],
     return parent
 
 
-__all__ = ["EXPERIMENT", "Tracker", "code_version", "model_lineage", "replay_params", "summary_metrics",
+__all__ = ["EXPERIMENT", "Tracker", "code_version", "comparison_metrics", "ui_url", "model_lineage", "replay_params", "summary_metrics",
            "track_simulation", "tracking_destination"]

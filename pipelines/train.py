@@ -735,9 +735,9 @@ def log_result(result: TrainResult, *, register: bool = True, alias: str | None 
     lin = result.lineage
     run_tags = {f"schedcast.data.{k}": v for k, v in lin.items() if v not in (None, "")}
     run_tags.update({"schedcast.algorithm": result.algo, "schedcast.primary_metric": task.primary, **(tags or {})})
+    # rows and date range stay on the run (schedcast.data.*): the version keeps what identifies it
     version_tags = {"algorithm": result.algo, "primary_metric": task.primary,
-                    "data": lin.get("source_desc", ""), "data.sha256": lin.get("sha256", ""),
-                    "data.rows": lin.get("rows", ""), "data.range": f"{lin.get('start', '')} .. {lin.get('end', '')}"}
+                    "data": lin.get("source_desc", ""), "data.sha256": lin.get("sha256", "")}
     base = best_baseline(result)
     if base:
         version_tags["best_baseline"] = f"{base[0]} {base[1]:.4g}"

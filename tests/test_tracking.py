@@ -103,8 +103,9 @@ def test_track_simulation_params_metrics_artifacts_lineage(tmp_path):
         assert p["cluster"] == workload.cluster.name and p["code_version"]
         assert run.data.metrics["jobs"] == 150
         assert run.info.status == "FINISHED"
-    assert spjf.data.metrics["jct_mean"] == pytest.approx(runs["spjf"]["summary"]["jct_mean"])
-    assert fifo.data.metrics["wait_mean"] == pytest.approx(runs["fifo"]["summary"]["wait_mean"])
+    # logged names carry their unit (evaluation.catalog): jct_mean -> jct_mean_s
+    assert spjf.data.metrics["jct_mean_s"] == pytest.approx(runs["spjf"]["summary"]["jct_mean"])
+    assert fifo.data.metrics["wait_mean_s"] == pytest.approx(runs["fifo"]["summary"]["wait_mean"])
     # lineage: the resolved version and its training run, for the policy that used predictions only
     assert spjf.data.params["predictor.version"] == version
     assert spjf.data.params["predictor.run_id"] == train_run
@@ -144,7 +145,7 @@ def test_experiment_run_logs_nested_runs_and_the_leaderboard(tmp_path, monkeypat
     assert len(ok) == 4 and len(bad) == 2
     assert all("nope" in r.data.tags["schedcast.error"] for r in bad)
     assert all({"experiment", "workload", "cell_key", "seed", "policy.name"} <= set(r.data.params) for r in ok)
-    assert all("jct_mean" in r.data.metrics for r in ok)
+    assert all("jct_mean_s" in r.data.metrics and "jct_mean" not in r.data.metrics for r in ok)
     parent_files = {a.path for a in client.list_artifacts(res.parent_run_id)}
     assert {"leaderboard.html", "leaderboard.csv", "results.csv", "spec.yaml"} <= parent_files
     # a resumed invocation logs only the cells it ran
