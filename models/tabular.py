@@ -170,7 +170,8 @@ class RandomForestModel(_TabularBase):
 
     def __init__(self, n_estimators: int = 100, min_samples_leaf: int = 20, max_samples: float | None = 0.5,
                  max_features: float | str | None = 1.0, log_target: bool = True, categorical: Sequence[str] = (),
-                 random_state: int = 0, n_jobs: int = 1):
+                 random_state: int = 0, n_jobs: int = 1, bootstrap: bool = True):
+        self.bootstrap = bootstrap  # False: every tree sees every row (max_samples unused)
         self.n_estimators, self.min_samples_leaf, self.max_samples = n_estimators, min_samples_leaf, max_samples
         self.max_features, self.log_target, self.categorical = max_features, log_target, tuple(categorical)
         self.random_state, self.n_jobs = random_state, n_jobs
@@ -187,7 +188,9 @@ class RandomForestModel(_TabularBase):
 
         self._fit_levels(X)
         self.model_ = RandomForestRegressor(n_estimators=self.n_estimators, criterion="squared_error",
-                                            min_samples_leaf=self.min_samples_leaf, max_samples=self.max_samples,
+                                            min_samples_leaf=self.min_samples_leaf,
+                                            max_samples=self.max_samples if self.bootstrap else None,
+                                            bootstrap=self.bootstrap,
                                             max_features=self.max_features, random_state=self.random_state,
                                             n_jobs=self.n_jobs)
         self.model_.fit(self._frame(X), self._prepare_y(y))
@@ -208,10 +211,11 @@ class IterationForest(RandomForestModel):
     else the training median (schedcast's documented better fallback)."""
 
     def __init__(self, unseen: str = "zero", n_estimators: int = 100, min_samples_leaf: int = 5,
-                 max_samples: float | None = 0.5, random_state: int = 0, n_jobs: int = 1):
+                 max_samples: float | None = 0.5, random_state: int = 0, n_jobs: int = 1, bootstrap: bool = True):
         if unseen not in ("zero", "fallback"):
             raise ValueError("unseen must be 'zero' or 'fallback'")
         super().__init__(n_estimators=n_estimators, min_samples_leaf=min_samples_leaf, max_samples=max_samples,
+                         bootstrap=bootstrap,
                          log_target=False, categorical=("group_id", "user"), random_state=random_state,
                          n_jobs=n_jobs)
         self.unseen = unseen

@@ -15,7 +15,8 @@ Paper-scale preset (``configs/workloads/pai-paper.yaml``, :data:`PAPER`): iterat
 log-normal with median 16,000 and sigma 2.0 (a PAI-like heavy tail: median run ~1 h, mean ~8 h at
 10 Gb/s), capped at 14 days of run time; inside a group sigma 0.3, so the random forest on (group,
 user) has something to learn. 150,000 jobs over 60 days offer the 2,000 GPUs a load of about 1 (37,500:
-about 0.25). ``single_gpu_share`` 0.75 (> 70 % single-GPU jobs, as PAI); Fig. 8 uses 0.
+about 0.25). Arrivals follow a daily cycle (``diurnal`` 0.5: the rate swings 1 +- 0.5) and half of a
+group's repeat submissions come with its previous one (``batch_share`` 0.5: sweeps), so bursts queue. ``single_gpu_share`` 0.75 (> 70 % single-GPU jobs, as PAI); Fig. 8 uses 0.
 """
 from __future__ import annotations
 
@@ -44,6 +45,8 @@ class PaiSpec(BaseModel):
     mean_interarrival: float = Field(30.0, gt=0, description="s")
     span_days: float | None = Field(None, gt=0, description="spread the arrivals over this many days (overrides mean_interarrival)")
     max_duration_days: float | None = Field(None, gt=0, description="cap a job's run time on its best placement")
+    diurnal: float = Field(0.0, ge=0, le=1, description="amplitude of a daily arrival-rate cycle, 1 + a sin(2 pi t / day)")
+    batch_share: float = Field(0.0, ge=0, lt=1, description="chance that a group's job is submitted with its previous one (sweeps)")
     models: tuple[str, ...] = DEFAULT_MODELS
     inter_gbit: float = Field(10.0, gt=0, description="NIC bandwidth for the durations, Gb/s")
     gpus_per_server: int = Field(8, ge=1)
@@ -104,6 +107,21 @@ def generate_pai(spec: PaiSpec | None = None, seed: int = 0) -> JobTable:
     gap = spec.span_days * 86400 / n if spec.span_days is not None else spec.mean_interarrival
     submit = np.cumsum(rng.exponential(gap, size=n))
     submit -= submit[0]
+    if spec.diurnal > 0 and n > 1:  # time warp: rate 1 + a sin(2 pi t / day), same mean
+        day, a_ = 86400.0, spec.diurnal
+        grid = np.linspace(0.0, submit[-1] * (1 + a_) + day, 200_001)
+        warped = grid + a_ * day / (2 * np.pi) * (1 - np.cos(2 * np.pi * grid / day))
+        submit = np.interp(submit, warped, grid)
+    if spec.batch_share > 0 and n > 1:  # a job joins its group's previous submission (a sweep)
+        idx = np.lexsort((submit, group_of_job))
+        same = group_of_job[idx][1:] == group_of_job[idx][:-1]
+        snap = np.r_[False, same & (rng.random(n - 1) < spec.batch_share)]
+        anchor = np.maximum.accumulate(np.where(snap, 0, np.arange(n)))
+        t_sorted = submit[idx][anchor]
+        submit = np.empty(n)
+        submit[idx] = t_sorted
+        order = np.argsort(submit, kind="stable")
+        submit, group_of_job, iters, a = submit[order], group_of_job[order], iters[order], a[order]
     frame = pd.DataFrame({
         "job_id": [f"pai-{i}" for i in range(n)],
         "submit_time": np.round(submit, 3),
@@ -125,8 +143,8 @@ def generate_pai(spec: PaiSpec | None = None, seed: int = 0) -> JobTable:
 
 
 #: the paper-scale shape (A-SRPT §V: two months, 250 x 8 GPUs); ``jobs`` and ``single_gpu_share`` vary
-PAPER = dict(span_days=60.0, median_iterations=16000.0, iteration_sigma=2.0, group_sigma=0.3,
-             max_duration_days=14.0, single_gpu_share=0.75, recurring_share=0.65)
+PAPER = dict(span_days=60.0, median_iterations=26000.0, iteration_sigma=2.0, group_sigma=0.3,
+             max_duration_days=14.0, single_gpu_share=0.75, recurring_share=0.65, diurnal=0.5, batch_share=0.5)
 
 
 def generate_from_preset(params: dict, seed: int, jobs: int | None) -> JobTable:

@@ -39,7 +39,7 @@ FULL_SPAN_DAYS = 60.0
 FULL_JOBS = 150_000  # the span is scaled so that N jobs keep the load of N / FULL_JOBS * 60 days
 
 QUICK = dict(scale=1 / 60, servers=25, span_scale=1 / 6, fig6=(37_500, 150_000), fig7=(0.8, 0.0), fig7_jobs=75_000, fig8=(1.0, 50.0),
-             fig8_jobs=75_000, cause_jobs=150_000, rf_trees=10, rf_rows=4_000,
+             fig8_jobs=75_000, cause_jobs=150_000, rf_trees=5, rf_rows=4_000,
              t2_models=("vgg16", "resnet50"), t2_cases=2, t2_gpus=8, t2_servers=4)
 FULL = dict(scale=1.0, servers=250, span_scale=1.0, fig6=(37_500, 75_000, 112_500, 150_000), fig7=(0.8, 0.6, 0.4, 0.2, 0.0), fig7_jobs=75_000,
             fig8=(1.0, 5.0, 10.0, 25.0, 50.0), fig8_jobs=75_000, cause_jobs=75_000, rf_trees=30, rf_rows=30_000,
@@ -98,8 +98,11 @@ def _case(cfg: dict, jobs: int, seed: int, share: float = 0.75, label: str = "")
     return make_case(jobs, seed, cfg["scale"], share, label, cfg["servers"], cfg["span_scale"])
 
 
-def rf_predictions(case: Case, trees: int, max_rows: int, seed: int = 0, folds: int = 5) -> np.ndarray:
-    """Causal random-forest iterations of the replayed jobs (module docstring)."""
+def rf_predictions(case: Case, trees: int, max_rows: int, seed: int = 0, folds: int = 5,
+                   bootstrap: bool = False) -> np.ndarray:
+    """Causal random-forest iterations of the replayed jobs (module docstring). ``bootstrap``: trees on
+    bootstrap samples (sklearn's default; a group missing from a tree's sample falls into a leaf of its
+    neighbours in id order, measured as the ``rf-bootstrap`` predictor)."""
     from models.tabular import IterationForest
 
     f, h = case.full, case.history
@@ -120,10 +123,10 @@ def rf_predictions(case: Case, trees: int, max_rows: int, seed: int = 0, folds: 
         if len(known) == 0:
             continue  # nothing finished yet: every group unseen, predicted 0
         # the paper's forest (MSE splits on raw iterations, group and user ids, unseen groups 0); its
-        # hyper-parameters are not given: unbounded leaves and full bootstrap samples (a 5-job leaf merges
-        # a small group with its neighbours in id order)
+        # hyper-parameters are not given: unbounded leaves, every tree on every row (a 5-job leaf or a
+        # bootstrap sample merges a small group with its neighbours in id order: 186 % error vs 38 %)
         model = IterationForest(unseen="zero", n_estimators=trees, min_samples_leaf=1, max_samples=None,
-                                random_state=seed)
+                                random_state=seed, bootstrap=bootstrap)
         model.fit(X.iloc[known], y[known])
         out[lo - h:hi - h] = np.maximum(0.0, model.predict(X.iloc[lo:hi]))
     return out
@@ -132,8 +135,9 @@ def rf_predictions(case: Case, trees: int, max_rows: int, seed: int = 0, folds: 
 def predictions(case: Case, kind: str, cfg: dict, seed: int = 0) -> np.ndarray:
     if kind not in case.preds:
         truth = case.full["iterations"].to_numpy(dtype=float)[case.history:]
-        if kind == "rf":
-            case.preds[kind] = rf_predictions(case, cfg["rf_trees"], cfg["rf_rows"], seed)
+        if kind in ("rf", "rf-bootstrap"):
+            case.preds[kind] = rf_predictions(case, cfg["rf_trees"], cfg["rf_rows"], seed,
+                                              bootstrap=kind == "rf-bootstrap")
         elif kind == "perfect":
             case.preds[kind] = truth
         else:
@@ -353,10 +357,13 @@ def run(ctx: ReproduceContext) -> dict[str, Measurement]:
     errs = {k: prediction_error(case9, k) for k in ("rf", "mean", "median")}
     d9 = ("total JCT " + ", ".join(f"{k} {v:,.0f} h" for k, v in jct.items()) + "; mean iteration error "
           + ", ".join(f"{k} {100 * v:.0f} %" for k, v in errs.items()))
-    out["fig9_rf_over_perfect"] = _m(jct["rf"] / jct["perfect"] - 1.0, d9, {"load": c6.get("load", "")})
+    jb = runs.get(case9, "a-srpt", pred="rf-bootstrap")["total_jct_h"]
+    c9 = {"load": c6.get("load", ""), "rf_bootstrap": round(jb / jct["perfect"] - 1.0, 4),
+          "rf_bootstrap_error": round(prediction_error(case9, "rf-bootstrap"), 4)}
+    out["fig9_rf_over_perfect"] = _m(jct["rf"] / jct["perfect"] - 1.0, d9, c9)
     out["fig9_rf_vs_mean"] = _m(1.0 - jct["rf"] / jct["mean"], d9)
     out["fig9_rf_vs_median"] = _m(1.0 - jct["rf"] / jct["median"], d9)
-    out["fig9_rf_error_below_median"] = _m(errs["median"] - errs["rf"], d9)
+    out["fig9_rf_error_below_median"] = _m(errs["median"] - errs["rf"], d9, c9)
 
     _write(ctx, runs.rows, t2, time.perf_counter() - t_start)
     return out
