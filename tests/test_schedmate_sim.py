@@ -90,7 +90,11 @@ def test_generator_states_and_columns():
     assert (again["duration"] == again["full_duration"]).all()  # linked resubmission: the whole work
     killed = f[f["final_state"] == "killed"]
     assert (killed["duration"] < killed["full_duration"]).all()
-    assert f.groupby("group_id")["num_gpus"].nunique().max() == 1  # a group shares its GPU count
+    # a group shares its GPU count, but for the members asking twice or half of it (about 10 %)
+    mode = f.groupby("group_id")["num_gpus"].transform(lambda g: g.mode().iloc[0])
+    changed = f["num_gpus"] != mode
+    assert 0.03 < changed.mean() < 0.2
+    assert set((f.loc[changed, "num_gpus"] / mode[changed]).round(2)) <= {0.5, 2.0}
     assert generate_from_preset({}, 5, 50).frame.equals(generate_from_preset({}, 5, 50).frame)
 
 

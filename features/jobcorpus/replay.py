@@ -12,7 +12,7 @@ own material:
 - The step count the text states is the one that makes the job's work: ``work = startup + steps x
   step_time`` with the template's step time, so a job's duration follows from what its text says
   (``steps_per_epoch`` from the dataset, batch and GPUs for epoch-based families). People write round
-  numbers (``nice``: 1, 1.5, 2, 3, 4, 5, 8 x 10^k) and runs vary for reasons no text
+  numbers (``nice``: 1, 2, 3, 5 x 10^k) and runs vary for reasons no text
   states (``RUN_NOISE``: data loading, stragglers, contention), so equal texts do not mean equal
   durations.
 
@@ -35,7 +35,7 @@ LOOKALIKE_SHARE = 0.25
 DATASET_CHANGE = 0.15
 #: log-normal sigma of the work a text does not explain (same text, different run time)
 RUN_NOISE = 0.15
-_NICE = (1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 8.0, 10.0)
+_NICE = (1.0, 2.0, 3.0, 5.0, 10.0)
 
 #: trace cause component -> corpus causes (one is picked per job, stably)
 _CAUSE_MAP: dict[str, tuple[str, ...]] = {
@@ -52,7 +52,7 @@ _BY_CATEGORY = {"infrastructure": ("gpu", "nvlink", "network", "nccl", "node", "
 
 def nice(x: float) -> int:
     """The round number nearest ``x`` (in log scale) that a person would write: 1..10 as is, then
-    1, 1.5, 2, 3, 4, 5, 8 x 10^k (coarse on purpose: recurring jobs share step counts, so texts recur)."""
+    1, 2, 3, 5 x 10^k (coarse on purpose: recurring jobs share step counts, so texts recur)."""
     if x <= 10:
         return max(1, int(round(x)))
     k = 10 ** math.floor(math.log10(x))

@@ -9,8 +9,10 @@ import, key, type, syntax, file). A failed job that was resubmitted (``resubmitt
 (sim.failures.failures_from_spec("trace", ...)); one that was not resubmitted failed for good and its
 ``duration`` is ``fail_time`` (it ends early, like a killed job). ``full_duration`` is the work the job
 would have done without an early exit. Jobs of one ``group_id`` (user + job template) share GPU count,
-template and a base duration, as recurring jobs do in production; SchedMate's corpus binds its material
-to that key (features.jobcorpus.material_for_job).
+template and a base duration, as recurring jobs do in production; now and then a member asks for twice
+or half the group's GPUs and runs shorter or longer for it (``gpu_change_share``, ``gpu_scaling``).
+SchedMate's replay writes each job's material from its group's template and its own request and work
+(features.jobcorpus.replay).
 
 Shapes (presets in configs/workloads/helios-failures.yaml and acme-failures.yaml):
 - Helios Venus GPU jobs (helios/cluster_summary.csv): 52.6 % completed, 27.2 % cancelled, 20.2 % failed.
@@ -63,6 +65,8 @@ class FailureWorkloadSpec(BaseModel):
     median_duration: float = Field(900.0, gt=0, description="median full run time, s")
     duration_sigma: float = Field(1.6, gt=0, description="log-normal sigma of group base durations")
     group_duration_sigma: float = Field(0.25, ge=0, description="spread of durations inside a group")
+    gpu_change_share: float = Field(0.1, ge=0, le=1, description="jobs asking twice or half their group's GPUs")
+    gpu_scaling: float = Field(0.7, ge=0, le=1, description="duration ~ gpus^-s for a job that changed its GPUs")
     max_duration: float = Field(7 * 86400.0, gt=0)
     gpu_mix: dict[int, float] = Field(default_factory=lambda: {1: 0.6, 2: 0.12, 4: 0.12, 8: 0.14, 16: 0.02})
     gpu_duration_exponent: float = Field(0.25, ge=0, description="larger jobs run longer: d ~ gpus^e")
@@ -116,6 +120,14 @@ def generate_failures(spec: FailureWorkloadSpec, seed: int = 0) -> JobTable:
               + spec.gpu_duration_exponent * np.log(g_gpus))
     gpus = g_gpus[group_of_job]
     full = np.exp(g_base[group_of_job] + rng.normal(0.0, spec.group_duration_sigma, size=n))
+    # Members of a group now and then ask for other GPUs (twice or half), and run shorter / longer for it
+    # (strong scaling ~ gpus^-gpu_scaling). A separate stream: every other draw stays as it was.
+    g_rng = np.random.default_rng([seed, 0x6770])
+    change = g_rng.random(n) < spec.gpu_change_share
+    factor = np.where(g_rng.random(n) < 0.5, 2.0, 0.5)
+    new = np.where(change, np.maximum(1, np.round(gpus * factor)), gpus).astype(gpus.dtype)
+    full = full * (new / gpus) ** (-spec.gpu_scaling)
+    gpus = new
     full = np.clip(np.round(full, 1), 30.0, spec.max_duration)
     # final states; causes weigh infrastructure more for larger jobs
     sm = spec.state_mix
