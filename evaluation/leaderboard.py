@@ -3,8 +3,13 @@ ranks per workload and overall, and one static HTML page (tables, JCT CDFs and q
 as base64 PNG: it opens from disk, no server).
 
 Intervals are Student-t: mean +/- t(0.975, n-1) * sd / sqrt(n) over the seeds of a cell group (none for
-one seed). Ranks are per workload on the mean of ``rank_by`` (lower is better, except utilisation);
-the overall rank orders policies by their mean rank over the workloads they ran on.
+one seed; with fewer than MIN_SEEDS seeds the page says they are wide: t is 12.7 for two seeds). Ranks are
+per workload on the mean of ``rank_by`` (the metric catalog says which way is better); the overall rank
+orders policies by their mean rank over the workloads they ran on.
+
+Column names in results.csv and leaderboard.csv follow the catalog's unit rule (``jct_mean_s``,
+``jct_mean_ci95_s``, ``gpu_utilisation_frac``); in memory the keys stay unit-less. Each row links to the
+cell folders of its seeds (``cells/ID/``: the files of `schedcast simulate`).
 """
 from __future__ import annotations
 
@@ -19,7 +24,14 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 import pandas as pd
 
+from evaluation.catalog import file_name, higher_is_better
+
+#: Kept for callers of the old constant; ranking reads the catalog's direction.
 HIGHER_IS_BETTER = {"gpu_utilisation", "gpu_sharing_factor", "jobs"}
+#: Fewer seeds than this: the page warns that the 95 % intervals are wide.
+MIN_SEEDS = 5
+#: Predictor labels the tables show ('unused': the policy takes no prediction).
+_NO_PREDICTOR = ("unused",)
 #: Display: column -> (header, scale, format).
 _DISPLAY = {
     "jct_mean": ("avg JCT (h)", 1 / 3600, "{:.3f}"), "jct_p50": ("P50 JCT (h)", 1 / 3600, "{:.3f}"),
@@ -34,6 +46,7 @@ _DISPLAY = {
     "futile_p95": ("futile P95 (min)", 1 / 60, "{:.2f}"), "jct_p50_min": ("P50 JCT (min)", 1 / 60, "{:.1f}"),
     "wait_p50": ("P50 queueing (h)", 1 / 3600, "{:.3f}"), "wait_p95": ("P95 queueing (h)", 1 / 3600, "{:.3f}"),
     "gpu_sharing_factor": ("sharing factor", 1.0, "{:.3f}"), "jobs": ("jobs", 1.0, "{:.0f}"),
+    "load_reached": ("reached load", 1.0, "{:.2f}"),
 }
 
 
@@ -91,7 +104,7 @@ def leaderboard(results: pd.DataFrame, metrics: Sequence[str], rank_by: str = "j
         rows.append(row)
     board = pd.DataFrame(rows)
     if rank_by in board:
-        asc = rank_by not in HIGHER_IS_BETTER
+        asc = not higher_is_better(rank_by)
         board["rank"] = board.groupby("workload")[rank_by].rank(method="min", ascending=asc).astype("Int64")
         board = board.sort_values(["workload", "rank"], kind="stable").reset_index(drop=True)
     return board
@@ -115,6 +128,40 @@ def _figure(figsize: tuple[float, float]):
 
     fig = Figure(figsize=figsize)
     return fig, fig.add_subplot(1, 1, 1)
+
+
+def entry_label(policy: str, predictor: str) -> str:
+    """How a (policy, predictor) entry is named in legends: ``spjf [oracle]``; a policy without
+    predictions by its name alone."""
+    return str(policy) if predictor in _NO_PREDICTOR else f"{policy} [{predictor}]"
+
+
+def _predictor_cell(predictor: str) -> str:
+    return "&ndash;" if predictor in _NO_PREDICTOR else html.escape(str(predictor))
+
+
+#: Tick positions (s) and labels of time axes: seconds, minutes, hours.
+_TIME_TICKS = [(1, "1 s"), (10, "10 s"), (60, "1 min"), (600, "10 min"), (3600, "1 h"), (36000, "10 h"),
+               (360000, "100 h"), (3600000, "1,000 h")]
+
+
+def _time_axis(ax, lo_s: float, hi_s: float) -> None:
+    """A log time axis in seconds with s / min / h tick labels."""
+    from matplotlib.ticker import FixedLocator, NullFormatter
+
+    ticks = [(t, label) for t, label in _TIME_TICKS if lo_s / 1.5 <= t <= hi_s * 1.5] or [(3600, "1 h")]
+    ax.xaxis.set_major_locator(FixedLocator([t for t, _ in ticks]))
+    ax.set_xticklabels([label for _, label in ticks])
+    ax.xaxis.set_minor_formatter(NullFormatter())
+
+
+def _time_unit(max_s: float) -> tuple[str, float]:
+    """(unit, seconds per unit) that keeps a linear axis of values up to ``max_s`` readable."""
+    if max_s < 120:
+        return "s", 1.0
+    if max_s < 7200:
+        return "min", 60.0
+    return "h", 3600.0
 
 
 def _png(fig) -> str:
@@ -150,25 +197,27 @@ def cdf_figure(run_dir: Path, ok: pd.DataFrame, workload: str, max_lines: int = 
         return None
     order = sub.groupby(["policy", "predictor"], sort=False)["jct_mean"].mean().sort_values() if "jct_mean" in sub else None
     keys = list(order.index[:max_lines]) if order is not None else []
-    fig, ax = _figure((7.5, 4.2))
-    drawn = 0
+    fig, ax = _figure((8.5, 4.2))
+    drawn, lo, hi = 0, float("inf"), 0.0
     for policy, predictor in keys:
         ids = sub[(sub["policy"] == policy) & (sub["predictor"] == predictor)]["cell"]
-        jct = np.sort(_jobs_jct(run_dir, ids)) / 3600
+        jct = np.maximum(np.sort(_jobs_jct(run_dir, ids)), 1.0)
         if not len(jct):
             continue
         idx = np.unique(np.linspace(0, len(jct) - 1, min(len(jct), 400)).astype(int))
-        label = policy if predictor in ("oracle", "unused") else f"{policy} [{predictor}]"
-        ax.step(jct[idx], (idx + 1) / len(jct), where="post", label=label, lw=1.3)
+        ax.step(jct[idx], (idx + 1) / len(jct), where="post", label=entry_label(policy, predictor), lw=1.3)
+        lo, hi = min(lo, float(jct[0])), max(hi, float(jct[-1]))
         drawn += 1
     if not drawn:
         return None
     ax.set_xscale("log")
-    ax.set_xlabel("JCT (h, log scale)")
+    _time_axis(ax, lo, hi)
+    ax.set_xlabel("job completion time (log scale)")
     ax.set_ylabel("share of jobs")
-    ax.set_title(f"JCT CDF: {workload} (seeds pooled; best {drawn} by avg JCT)")
+    ax.set_title(f"JCT CDF: {workload} (seeds pooled; best {drawn} by avg JCT)", fontsize=10)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, ncol=2, loc="lower right")
+    # beside the axes, not over the curves (they end at the top right, where a legend would sit)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     return _png(fig)
 
 
@@ -178,16 +227,17 @@ def queue_figure(board: pd.DataFrame, workload: str) -> str | None:
     if not len(sub) or "wait_mean" not in sub:
         return None
     sub = sub.sort_values("wait_mean")
-    labels = [p if pr in ("oracle", "unused") else f"{p} [{pr}]" for p, pr in zip(sub["policy"], sub["predictor"])]
+    labels = [entry_label(p, pr) for p, pr in zip(sub["policy"], sub["predictor"])]
     fig, ax = _figure((7.5, max(2.2, 0.28 * len(sub) + 1)))
-    err = sub["wait_mean_ci95"].to_numpy(dtype=float) / 3600
-    ax.barh(range(len(sub)), sub["wait_mean"].to_numpy(dtype=float) / 3600,
+    unit, scale = _time_unit(float(np.nanmax(sub["wait_mean"].to_numpy(dtype=float), initial=0.0)))
+    err = sub["wait_mean_ci95"].to_numpy(dtype=float) / scale
+    ax.barh(range(len(sub)), sub["wait_mean"].to_numpy(dtype=float) / scale,
             xerr=np.where(np.isfinite(err), err, 0.0), color="#4c72b0", ecolor="#333", capsize=2)
     ax.set_yticks(range(len(sub)))
     ax.set_yticklabels(labels, fontsize=7)
     ax.invert_yaxis()
     ax.set_xlim(left=0)
-    ax.set_xlabel("average queueing delay (h), 95 % interval over seeds")
+    ax.set_xlabel(f"average queueing delay ({unit}), 95 % interval over seeds")
     ax.set_title(f"Queueing: {workload}")
     ax.grid(axis="x", alpha=0.3)
     return _png(fig)
@@ -197,7 +247,7 @@ def queue_figure(board: pd.DataFrame, workload: str) -> str | None:
 _CSS = """body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:24px;color:#222;max-width:1200px}
 table{border-collapse:collapse;margin:8px 0 20px;font-size:13px}th,td{border:1px solid #ccc;padding:3px 8px;text-align:right}
 th{background:#f0f0f0}td.l,th.l{text-align:left}tr.best td{background:#e8f5e9;font-weight:600}
-.muted{color:#666;font-size:12px}img{max-width:100%;border:1px solid #eee;margin:4px 0 16px}h2{margin-top:32px}"""
+.muted{color:#666;font-size:12px}.warn{background:#fff4e5;border-left:4px solid #f0a030;padding:6px 10px}img{max-width:100%;border:1px solid #eee;margin:4px 0 16px}h2{margin-top:32px}"""
 
 
 def _fmt(metric: str, mean: float, half: float) -> str:
@@ -210,17 +260,28 @@ def _fmt(metric: str, mean: float, half: float) -> str:
     return text
 
 
-def _board_table(sub: pd.DataFrame, metrics: Sequence[str], rank_by: str) -> str:
+def _cell_links(cells: pd.DataFrame | None, workload: str, policy: str, predictor: str) -> str:
+    """Links to the cell folders of one entry's seeds (relative: the page sits in the run folder)."""
+    if cells is None or not len(cells):
+        return ""
+    sel = cells[(cells["workload"] == workload) & (cells["policy"] == policy) & (cells["predictor"] == predictor)]
+    return " ".join(f'<a href="cells/{html.escape(str(c))}/" title="cells/{html.escape(str(c))}/">{html.escape(str(s))}</a>'
+                    for c, s in zip(sel["cell"], sel["seed"]))
+
+
+def _board_table(sub: pd.DataFrame, metrics: Sequence[str], rank_by: str, cells: pd.DataFrame | None = None) -> str:
     head = "".join(f"<th>{html.escape(display(m)[0])}</th>" for m in metrics)
     rows = []
     for _, r in sub.iterrows():
-        cells = "".join(f"<td>{_fmt(m, r.get(m, float('nan')), r.get(f'{m}_ci95', float('nan')))}</td>" for m in metrics)
+        cells_html = "".join(f"<td>{_fmt(m, r.get(m, float('nan')), r.get(f'{m}_ci95', float('nan')))}</td>"
+                             for m in metrics)
         cls = ' class="best"' if r.get("rank") == 1 else ""
-        pred = "" if r["predictor"] in ("oracle", "unused") else html.escape(str(r["predictor"]))
+        links = _cell_links(cells, r["workload"], r["policy"], r["predictor"])
         rows.append(f"<tr{cls}><td>{r.get('rank', '')}</td><td class=l>{html.escape(str(r['policy']))}</td>"
-                    f"<td class=l>{pred}</td><td>{r['seeds']}</td>{cells}</tr>")
+                    f"<td class=l>{_predictor_cell(r['predictor'])}</td><td>{r['seeds']}</td>{cells_html}"
+                    f"<td class=l>{links}</td></tr>")
     return (f'<table class="leaderboard"><thead><tr><th>rank</th><th class=l>policy</th><th class=l>predictor</th>'
-            f"<th>seeds</th>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
+            f"<th>seeds</th>{head}<th class=l>cells (seed)</th></tr></thead><tbody>{''.join(rows)}</tbody></table>")
 
 
 def render_html(board: pd.DataFrame, results: pd.DataFrame, metrics: Sequence[str], rank_by: str, title: str,
@@ -234,20 +295,22 @@ def render_html(board: pd.DataFrame, results: pd.DataFrame, metrics: Sequence[st
     parts.append(f'<p class=muted>{len(results)} cells: {", ".join(f"{v} {k}" for k, v in counts.items())}. Values are means '
                  f"over seeds &plusmn; the 95 % Student-t half-width; ranked by {html.escape(display(rank_by)[0])} "
                  f"per workload.{' Run: ' + html.escape(', '.join(f'{k} {v}' for k, v in (meta or {}).items())) if meta else ''}</p>")
+    few = seeds_warning(board)
+    if few:
+        parts.append(f'<p class=warn>{html.escape(few)}</p>')
     ov = overall(board)
     if len(ov) and board["workload"].nunique() > 1:
         parts.append("<h2>Overall</h2><table class=overall><thead><tr><th>rank</th><th class=l>policy</th>"
                      "<th class=l>predictor</th><th>workloads</th><th>mean rank</th></tr></thead><tbody>")
         for _, r in ov.iterrows():
-            pred = "" if r["predictor"] in ("oracle", "unused") else html.escape(str(r["predictor"]))
             parts.append(f"<tr><td>{r['overall_rank']}</td><td class=l>{html.escape(str(r['policy']))}</td>"
-                         f"<td class=l>{pred}</td><td>{r['workloads']}</td><td>{r['mean_rank']:.2f}</td></tr>")
+                         f"<td class=l>{_predictor_cell(r['predictor'])}</td><td>{r['workloads']}</td><td>{r['mean_rank']:.2f}</td></tr>")
         parts.append("</tbody></table>")
     ok = results[results["status"] == "ok"] if len(results) else results
     for workload in board["workload"].unique() if len(board) else []:
         sub = board[board["workload"] == workload]
         parts.append(f"<h2>{html.escape(str(workload))}</h2>")
-        parts.append(_board_table(sub, metrics, rank_by))
+        parts.append(_board_table(sub, metrics, rank_by, ok))
         if plots and run_dir is not None:
             for img, alt in ((cdf_figure(run_dir, ok, workload), "JCT CDF"), (queue_figure(board, workload), "queueing")):
                 if img:
@@ -267,17 +330,65 @@ def render_html(board: pd.DataFrame, results: pd.DataFrame, metrics: Sequence[st
     return "\n".join(parts)
 
 
+def seeds_warning(board: pd.DataFrame) -> str:
+    """One line when 95 % intervals rest on fewer than MIN_SEEDS seeds (t(0.975, 1) = 12.7: with two
+    seeds a wait's lower bound is often negative), else ''."""
+    if not len(board) or "seeds" not in board:
+        return ""
+    few = int(board["seeds"].min())
+    if few >= MIN_SEEDS:
+        return ""
+    if few < 2:
+        return f"some entries ran with 1 seed: no interval; use {MIN_SEEDS} or more seeds to compare policies"
+    return (f"95 % intervals from {few} seeds are wide (Student t = {_t975(few):.1f}; lower bounds may fall below 0): "
+            f"use {MIN_SEEDS} or more seeds before reading a ranking from them")
+
+
+def top_text(board: pd.DataFrame, metrics: Sequence[str], rank_by: str, top: int = 5) -> str:
+    """The first ``top`` entries of each workload as plain text (printed at the end of `experiment run`)."""
+    if not len(board):
+        return "leaderboard: no cell succeeded"
+    shown = [m for m in dict.fromkeys([rank_by, *metrics, "load_reached"]) if m in board]
+    lines = []
+    for workload, sub in board.groupby("workload", sort=False):
+        reached = f" (reached load {sub['load_reached'].mean():.2f})" if "load_reached" in sub else ""
+        lines.append(f"leaderboard {workload}{reached}:")
+        rows = [["rank", "entry", "seeds", *(display(m)[0] for m in shown)]]
+        for _, r in sub.head(top).iterrows():
+            rows.append([str(r.get("rank", "")), entry_label(r["policy"], r["predictor"]), str(r["seeds"]),
+                         *(_fmt(m, r.get(m, float("nan")), float("nan")).replace("&ndash;", "-") for m in shown)])
+        widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+        lines += ["  " + "  ".join(c.ljust(w) if i == 1 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))
+                  for row in rows]
+    few = seeds_warning(board)
+    return "\n".join(lines + ([f"note: {few}"] if few else []))
+
+
+def _file_columns(frame: pd.DataFrame, metrics: Sequence[str] = ()) -> pd.DataFrame:
+    """``frame`` with the catalog's unit-bearing column names (``jct_mean_ci95`` -> ``jct_mean_ci95_s``)."""
+    names = {c: file_name(c) for c in frame.columns}
+    for m in metrics:
+        unit = file_name(m)[len(m):] if file_name(m).startswith(m) else ""
+        for part in ("_ci95", "_lo", "_hi"):
+            if f"{m}{part}" in frame.columns:
+                names[f"{m}{part}"] = f"{m}{part}{unit}"
+    return frame.rename(columns=names)
+
+
 def write_report(run_dir: str | Path, records: Iterable[dict[str, Any]], *, metrics: Sequence[str],
                  rank_by: str = "jct_mean", title: str = "experiment", description: str = "",
                  plots: bool = True) -> dict[str, Path]:
     """results.csv (one row per cell), leaderboard.csv, overall.csv and leaderboard.html in ``run_dir``."""
     run_dir = Path(run_dir)
     results = results_frame(records)
+    if "load_reached" in results and "load_reached" not in metrics:  # beside the offered load (workload name)
+        metrics = [*metrics, "load_reached"]
     board = leaderboard(results, metrics, rank_by)
     paths = {"results": run_dir / "results.csv", "leaderboard": run_dir / "leaderboard.csv",
-             "overall": run_dir / "overall.csv", "html": run_dir / "leaderboard.html"}
-    results.to_csv(paths["results"], index=False)
-    board.to_csv(paths["leaderboard"], index=False)
+             "overall": run_dir / "overall.csv", "html": run_dir / "leaderboard.html", "top": run_dir / "leaderboard.txt"}
+    _file_columns(results).to_csv(paths["results"], index=False)
+    _file_columns(board, metrics).to_csv(paths["leaderboard"], index=False)
+    paths["top"].write_text(top_text(board, metrics, rank_by) + "\n", encoding="utf-8")
     overall(board).to_csv(paths["overall"], index=False)
     meta = {}
     try:
@@ -292,4 +403,5 @@ def write_report(run_dir: str | Path, records: Iterable[dict[str, Any]], *, metr
     return paths
 
 
-__all__ = ["leaderboard", "overall", "render_html", "results_frame", "write_report"]
+__all__ = ["entry_label", "leaderboard", "overall", "render_html", "results_frame", "seeds_warning", "top_text",
+           "write_report"]

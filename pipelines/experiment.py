@@ -1286,6 +1286,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(f"\n{outcome.ok + outcome.reused} ok ({outcome.reused} reused from earlier runs), {outcome.skipped} skipped, "
           f"{outcome.failed} failed of {outcome.cells} cells; {outcome.wall_s:.1f} s wall ({rate:.1f} cells/min)")
     if outcome.report:
+        top = outcome.report.get("top")
+        if top is not None and top.exists():  # the top of each workload's leaderboard, not only file paths
+            print("\n" + top.read_text(encoding="utf-8").rstrip())
         print("report: " + ", ".join(str(p) for p in outcome.report.values()))
     if outcome.parent_run_id:
         print(f"MLflow: parent run {outcome.parent_run_id} in {uri}")
