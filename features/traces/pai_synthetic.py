@@ -95,7 +95,12 @@ def generate_pai(spec: PaiSpec | None = None, seed: int = 0) -> JobTable:
     rng.shuffle(group_of_job)
     n = len(group_of_job)
     iters = np.maximum(10.0, np.round(np.exp(g_base[group_of_job] + rng.normal(0, spec.group_sigma, size=n))))
-    cat = StageCatalog(max_gpus=max(64, int(counts.max())))
+    if int(counts.max()) <= 64:  # one process-wide catalog: its plans are the costly part (~3 s)
+        from sim.asrpt.jobs import shared_catalog
+
+        cat = shared_catalog()
+    else:
+        cat = StageCatalog(max_gpus=int(counts.max()))
     bw = Bandwidth(inter=spec.inter_gbit * 1e9 / 8)
     amin = {}
     for m, g in set(zip(g_model.tolist(), g_gpus.tolist())):

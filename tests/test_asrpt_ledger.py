@@ -1,0 +1,64 @@
+"""A-SRPT's claims ledger: the paper-scale PAI shape, causal random-forest predictions, and a tiny run of
+the runner that returns a measurement for every claim of configs/experiments/papers/asrpt/claims.yaml."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from evaluation.claims import Measurement, ReproduceContext, load_claims
+from pipelines.papers import asrpt
+
+CLAIMS = Path(__file__).resolve().parents[1] / "configs" / "experiments" / "papers" / "asrpt" / "claims.yaml"
+
+
+@pytest.mark.slow
+def test_paper_shape_statistics():
+    from features.traces.pai_synthetic import PAPER, PaiSpec, generate_pai, recurring_share
+
+    f = generate_pai(PaiSpec(jobs=4000, **dict(PAPER, span_days=60 * 4000 / 150_000)), seed=1).frame
+    assert (f["num_gpus"] == 1).mean() > 0.7
+    assert 0.55 < recurring_share(f) < 0.75
+    # sweeps: some jobs of a group are submitted together; the span is the one asked for
+    assert f.duplicated(["group_id", "submit_time"]).mean() > 0.1
+    assert f["submit_time"].max() / 86400 == pytest.approx(60 * 4000 / 150_000, rel=0.15)
+    assert f["duration"].max() <= 14 * 86400 + 1
+    multi = generate_pai(PaiSpec(jobs=500, **dict(PAPER, single_gpu_share=0.0)), seed=1).frame
+    assert (multi["num_gpus"] > 1).all()
+
+
+@pytest.mark.slow
+def test_rf_predictions_are_causal():
+    case = asrpt.make_case(150_000, seed=0, scale=1 / 600, servers=25, span_scale=1 / 6)
+    base = asrpt.rf_predictions(case, trees=3, max_rows=2000)
+    n = len(case.w)
+    h = case.history
+    f = case.full
+    last = h + (n * 4) // 5  # the last fifth is predicted by the forest fit at its start
+    done = (f["submit_time"] + f["duration"]).to_numpy()
+    later = np.flatnonzero(done > f["submit_time"].iloc[last])
+    changed = f.copy()
+    changed.loc[changed.index[later], "iterations"] = 1e9  # what was not known yet cannot matter
+    case2 = asrpt.Case(case.label, changed, h, case.w)
+    again = asrpt.rf_predictions(case2, trees=3, max_rows=2000)
+    assert np.allclose(base[last - h:], again[last - h:])
+    assert (base >= 0).all() and base.shape == (n,)
+
+
+@pytest.mark.slow
+def test_runner_returns_every_claim_measure(tmp_path, monkeypatch):
+    tiny = dict(asrpt.QUICK, scale=1 / 600, fig6=(37_500, 150_000), fig7=(0.0,), fig8=(1.0, 50.0),
+                rf_trees=2, rf_rows=500, t2_models=("resnet50",), t2_cases=1)
+    monkeypatch.setattr(asrpt, "QUICK", tiny)
+    ctx = ReproduceContext(quick=True, out=tmp_path, seeds=[0], data_dir=Path("."))
+    got = asrpt.run(ctx)
+    for claim in load_claims(CLAIMS).claims:
+        assert claim.measure in got, claim.measure
+        m = got[claim.measure]
+        assert isinstance(m, Measurement)
+        assert m.value is not None or m.not_testable
+    assert set(got["fig6_min_reduction_vs_baselines"].causes) == {"nic_whole", "start_min", "refine", "tau_100",
+                                                                  "perfect", "load"}
+    assert (tmp_path / "asrpt_replays.csv").is_file() and (tmp_path / "asrpt_table2.csv").is_file()
+    assert 0 <= got["t2_heavy_edge_gap"].value
