@@ -18,6 +18,7 @@ come from the inverse normal CDF (what GFS's quota allocator, Eq. 9, consumes).
 """
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 
@@ -154,7 +155,7 @@ SCALE_INPUTS = ("cyc", "abs")
 
 
 def build_orglinear_net(lookback: int, horizon: int, n_orgs: int, n_attrs: int, d: int = 16, kernel: int = 25,
-                        calendar: str = "concat", scale_input: str = "cyc"):
+                        calendar: str = "concat", scale_input: str = "cyc", init: str = "mean"):
     import torch
     from torch import nn
     from torch.nn import functional as F
@@ -181,10 +182,20 @@ def build_orglinear_net(lookback: int, horizon: int, n_orgs: int, n_attrs: int, 
             # training then only learns departures from it, which makes runs stable across seeds.
             with torch.no_grad():
                 for head in (self.trend_head, self.cyc_head):
-                    head.weight.fill_(1.0 / lookback)
+                    if init == "last":  # persistence: every step starts as the window's last value (trend + cyc = x)
+                        head.weight.zero_()
+                        head.weight[:, -1] = 1.0
+                    else:
+                        head.weight.fill_(1.0 / lookback)
                     head.bias.zero_()
                 self.ctx_mean.weight.zero_()
                 self.ctx_mean.bias.zero_()
+                if init == "last":  # and a small starting spread (softplus(-3) = 5 % of the org's scale): the
+                    # NLL widens it where the data asks; from softplus(0) = 69 % a short in-replay training left
+                    # sigma four times the persistence spread on the GFS workload
+                    self.scale_ctx.bias.fill_(-3.0)
+                    self.scale_cyc.weight.zero_()
+                    self.scale_cyc.bias.zero_()
 
         def decompose(self, x):
             pad = (self.kernel - 1) // 2
@@ -223,7 +234,7 @@ class OrgLinear:
     def __init__(self, lookback: int = 144, horizon: int = 36, d_model: int = 16, kernel: int = 13,
                  max_epochs: int = 4, batch_size: int = 256, lr: float = 3e-3, stride: int = 1,
                  holiday_country: str | None = "CN", seed: int = 0, calendar: str = "concat",
-                 scale_input: str = "cyc", engine: str = "lightning"):
+                 scale_input: str = "cyc", engine: str = "lightning", min_steps: int = 0, init: str = "mean"):
         if calendar not in CALENDAR_MODES:
             raise ValueError(f"calendar must be one of {', '.join(CALENDAR_MODES)}, got {calendar!r}")
         if scale_input not in SCALE_INPUTS:
@@ -233,9 +244,12 @@ class OrgLinear:
         self.lookback, self.horizon, self.d_model, self.kernel = lookback, horizon, d_model, kernel
         self.max_epochs, self.batch_size, self.lr, self.stride = max_epochs, batch_size, lr, stride
         self.holiday_country, self.seed = holiday_country, seed
-        self.calendar, self.scale_input, self.engine = calendar, scale_input, engine
+        self.calendar, self.scale_input, self.engine, self.min_steps = calendar, scale_input, engine, min_steps
+        if init not in ("mean", "last"):
+            raise ValueError(f"init must be mean or last, got {init!r}")
+        self.init = init
 
-    def _torch_epochs(self, tensors, epochs: int) -> None:
+    def _torch_epochs(self, tensors, epochs: int, min_steps: int = 0) -> None:
         """Plain-torch Gaussian NLL training of ``self.net_`` (Eq. 8), shuffled mini-batches, seeded."""
         import torch
 
@@ -248,6 +262,8 @@ class OrgLinear:
         loss_fn = torch.nn.GaussianNLLLoss(full=True)
         gen = torch.Generator().manual_seed(self.seed + getattr(self, "updates_", 0))
         n = len(tensors[0])
+        per_epoch = max(1, math.ceil(n / self.batch_size))
+        epochs = max(epochs, math.ceil(min_steps / per_epoch))  # a short history still gets enough steps
         b1, b2, eps = 0.9, 0.999, 1e-8
         for _ in range(epochs):
             perm = torch.randperm(n, generator=gen)
@@ -273,7 +289,8 @@ class OrgLinear:
                         p.addcdiv_(m, denom, value=-self.lr / (1 - b1 ** t))
         self.net_ = net.eval()
 
-    def update(self, demand: pd.DataFrame, attrs: pd.DataFrame | None = None, epochs: int = 1) -> "OrgLinear":
+    def update(self, demand: pd.DataFrame, attrs: pd.DataFrame | None = None, epochs: int = 1,
+               min_steps: int = 0) -> "OrgLinear":
         """Warm start: continue training the fitted network on ``demand`` (same organisations, same
         per-organisation scale as the first fit) for ``epochs`` epochs of the plain loop."""
         if not hasattr(self, "net_"):
@@ -287,7 +304,7 @@ class OrgLinear:
         positions = np.arange(self.lookback, len(demand) - self.horizon + 1, self.stride)
         if len(positions):
             self.updates_ = getattr(self, "updates_", 0) + 1
-            self._torch_epochs(self._tensors(demand, attrs, positions), epochs)
+            self._torch_epochs(self._tensors(demand, attrs, positions), epochs, min_steps)
         self.fit_seconds_ = time.perf_counter() - t0
         return self
 
@@ -329,11 +346,11 @@ class OrgLinear:
         tensors = self._tensors(demand, attrs, positions)
         n_attrs = tensors[-1].shape[1]
         net = build_orglinear_net(self.lookback, self.horizon, len(self.orgs_), n_attrs, self.d_model, self.kernel,
-                                  self.calendar, self.scale_input)
+                                  self.calendar, self.scale_input, getattr(self, "init", "mean"))
         lr = self.lr
         if self.engine == "torch":
             self.net_, self.opt_ = net, None
-            self._torch_epochs(tensors, self.max_epochs)
+            self._torch_epochs(tensors, self.max_epochs, self.min_steps)
             self.fit_seconds_ = time.perf_counter() - t0
             self.windows_ = int(len(positions) * len(self.orgs_))
             return self

@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 RUNNERS: dict[str, str] = {
     "asrpt": "pipelines.papers.asrpt",
+    "gfs": "pipelines.papers.gfs",
     "lazer": "pipelines.papers.lazer",
     "lucid": "pipelines.papers.lucid",
     "schedmate": "pipelines.papers.schedmate",

@@ -195,7 +195,8 @@ class ModelEstimator:
 
     def __init__(self, spec: str, orgs: list[str], horizon: int, seed: int = 0, lookback: int = 48,
                  train_hours: int = 336, epochs: int = 4, warm_epochs: int = 2, calendar: str = "concat",
-                 scale_input: str = "cyc", new_hours: int = 48, batch_size: int = 512):
+                 scale_input: str = "cyc", new_hours: int = 48, batch_size: int = 128, min_steps: int = 400,
+                 warm_steps: int = 80):
         self.spec, self.orgs, self.horizon, self.seed = spec, orgs, horizon, seed
         self.name = spec
         self.fallback = Persistence()
@@ -203,7 +204,7 @@ class ModelEstimator:
         self.pyfunc = None
         self.lookback, self.train_hours, self.epochs, self.warm_epochs = lookback, train_hours, epochs, warm_epochs
         self.calendar, self.scale_input = calendar, scale_input
-        self.new_hours, self.batch_size = new_hours, batch_size
+        self.new_hours, self.batch_size, self.min_steps, self.warm_steps = new_hours, batch_size, min_steps, warm_steps
         self.fits = 0
         if spec.startswith(("models:/", "runs:/")):
             from models.registry import load
@@ -232,10 +233,10 @@ class ModelEstimator:
         if self.model is None:
             self.model = OrgLinear(lookback=self.lookback, horizon=self.horizon, kernel=5, max_epochs=self.epochs,
                                    batch_size=self.batch_size, seed=self.seed, holiday_country=None,
-                                   calendar=self.calendar,
+                                   calendar=self.calendar, min_steps=self.min_steps, init="last",
                                    scale_input=self.scale_input, engine="torch").fit(frame, None)
         else:
-            self.model.update(frame, None, epochs=self.warm_epochs)
+            self.model.update(frame, None, epochs=self.warm_epochs, min_steps=self.warm_steps)
         self.fits += 1
 
     def predict(self, hist: np.ndarray, hour0: int, horizon: int) -> tuple[np.ndarray, np.ndarray | None]:
