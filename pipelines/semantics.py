@@ -138,6 +138,8 @@ def _history(path: str):
 
 
 def cmd_advise(args: argparse.Namespace) -> int:
+    import sys
+
     from models.schedmate.advisor import SchedulingAdvisor
     from models.schedmate.extract import FIELDS, extract_metadata, read_repository
 
@@ -147,9 +149,14 @@ def cmd_advise(args: argparse.Namespace) -> int:
 
         backend = OpenAIBackend(args.llm_endpoint, model=args.llm_model, timeout=args.llm_timeout)
         md = LLMExtractor(backend, mode=args.llm_mode).extract(args.command, files)
+        if str(md.sources.get("llm", "")).startswith("unavailable"):
+            print(f"note: the LLM endpoint {args.llm_endpoint} did not answer ({md.sources['llm']}); fell back to "
+                  "the static extraction", file=sys.stderr)
     else:
         md = extract_metadata(args.command, files)
-    result: dict = {"metadata": {f: getattr(md, f) for f in FIELDS}, "sources": md.sources,
+    from models.schedmate.extraction.metadata import BATCH_FIELDS
+
+    result: dict = {"metadata": {f: getattr(md, f) for f in FIELDS + BATCH_FIELDS}, "sources": md.sources,
                     "canonical_text": md.canonical_text(), "advice": None}
     if args.history:
         hist = _history(args.history)
@@ -277,6 +284,25 @@ def cmd_corpus(args: argparse.Namespace) -> int:
     return 0
 
 
+def _time_s(v: str) -> float:
+    """A time in seconds for --now: finite and >= 0 (NaN and negatives are refused, exit 2)."""
+    try:
+        x = float(v)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {v!r}") from None
+    if not math.isfinite(x) or x < 0:
+        raise argparse.ArgumentTypeError(f"a time in seconds is finite and >= 0, got {v}")
+    return x
+
+
+def _timeout_s(v: str) -> float:
+    """--llm-timeout: finite and > 0 seconds."""
+    x = _time_s(v)
+    if x <= 0:
+        raise argparse.ArgumentTypeError(f"a timeout is > 0 seconds, got {v}")
+    return x
+
+
 def _cosine(v: str) -> float:
     try:
         x = float(v)
@@ -296,7 +322,7 @@ def add_parsers(sub) -> None:
                    "train.py --epochs 90\" (shell scripts in the repository are followed)")
     p.add_argument("--history", help="finished jobs, CSV or JSON lines: key, duration (s), finished_at (s), "
                    "[submitted_at, gpu_util], and text or metadata columns")
-    p.add_argument("--now", type=float, help="only jobs finished by this time count (default: all)")
+    p.add_argument("--now", type=_time_s, help="only jobs finished by this time count (default: all)")
     p.add_argument("--t-score", type=_cosine, help="cosine threshold (default: calibrated on the history, else 0.9)")
     p.add_argument("--k", type=positive_int, default=3, help="matches averaged (default 3)")
     p.add_argument("--embedder", choices=("hash", "minilm"), default="hash",
@@ -306,7 +332,7 @@ def add_parsers(sub) -> None:
     p.add_argument("--llm-model", default="default", help="model name sent to the endpoint")
     p.add_argument("--llm-mode", choices=("fill", "override"), default="fill",
                    help="fill: the LLM only fills fields the static extractor missed (default); override: it wins")
-    p.add_argument("--llm-timeout", type=float, default=30.0)
+    p.add_argument("--llm-timeout", type=_timeout_s, default=30.0)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_advise)
 
@@ -330,7 +356,7 @@ def add_parsers(sub) -> None:
     p.add_argument("--llm-endpoint", help="OpenAI-compatible endpoint (e.g. http://127.0.0.1:8000/v1); its answer "
                    "is validated and a bad one falls back to the rules")
     p.add_argument("--llm-model", default="default", help="model name sent to the endpoint")
-    p.add_argument("--llm-timeout", type=float, default=30.0)
+    p.add_argument("--llm-timeout", type=_timeout_s, default=30.0)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_diagnose)
 

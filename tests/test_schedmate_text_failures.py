@@ -174,3 +174,27 @@ def test_diagnose_cli_streams_and_says_once_that_an_unreachable_llm_fell_back(tm
     p = subprocess.run([sys.executable, "-m", "pipelines.cli", "diagnose", str(fifo)], capture_output=True, text=True,
                        cwd=ROOT, timeout=60)
     assert p.returncode == 2 and "not a regular file" in p.stderr and "Traceback" not in p.stderr
+
+
+@pytest.mark.parametrize("flag,value", [("--now", "-5"), ("--now", "nan"), ("--now", "inf"), ("--llm-timeout", "-1"),
+                                        ("--llm-timeout", "nan"), ("--llm-timeout", "0")])
+def test_advise_refuses_negative_and_nan_times(tmp_path, capsys, flag, value):
+    from pipelines.cli import main
+
+    (tmp_path / "train.py").write_text("print('hi')\n")
+    with pytest.raises(SystemExit) as exc:
+        main(["advise", "--repo", str(tmp_path), "--command", "python train.py", f"{flag}={value}"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert ("finite" in err or "> 0" in err) and "Traceback" not in err
+
+
+def test_advise_says_once_that_an_unreachable_llm_fell_back(tmp_path, capsys):
+    from pipelines.cli import main
+
+    (tmp_path / "train.py").write_text("import argparse\np = argparse.ArgumentParser()\np.add_argument('--epochs', default=3)\n")
+    rc = main(["advise", "--repo", str(tmp_path), "--command", "python train.py", "--json", "--llm-endpoint",
+               "http://127.0.0.1:9/v1", "--llm-timeout", "2"])
+    out = capsys.readouterr()
+    assert rc == 0 and out.err.count("fell back") == 1
+    assert json.loads(out.out)["metadata"]["iterations"] == 3

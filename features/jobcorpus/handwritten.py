@@ -101,7 +101,7 @@ if __name__ == '__main__':
 case("fairseq-transformer",
      "fairseq-train data-bin/wmt16_en_de_bpe32k --arch transformer_vaswani_wmt_en_de_big --share-all-embeddings --optimizer adam --lr 0.0005 --max-tokens 3584 --max-update 300000 --fp16",
      {"README.md": "# wmt16 en-de\n"},
-     model="transformer-big", task="translation", dataset="wmt16-en-de", iterations=300000, iteration_unit="steps", batch_size=None, gpus=1, nodes=1)
+     model="transformer-big", task="translation", dataset="wmt16-en-de", iterations=300000, iteration_unit="steps", batch_size=3584, gpus=1, nodes=1)  # tokens per GPU (--max-tokens)
 
 case("hf-run-glue-accelerate",
      "accelerate launch --num_processes 4 run_glue_no_trainer.py --model_name_or_path roberta-large --task_name mnli --max_length 128 --per_device_train_batch_size 32 --learning_rate 2e-5 --num_train_epochs 3 --output_dir /tmp/mnli/",

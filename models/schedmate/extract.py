@@ -81,6 +81,30 @@ class _Extractor:
         if n and (self.total_gpus is None or prio > self.total_gpus[1]):
             self.total_gpus = (n, prio, src)
 
+    def _module_file(self, mod: str) -> str | None:
+        """The file `python -m mod` runs: mod.py or mod/__main__.py, at the root, under src/ or under
+        the current folder."""
+        rel = mod.replace(".", "/")
+        for cand in (rel + ".py", rel + "/__main__.py", "src/" + rel + ".py", "src/" + rel + "/__main__.py"):
+            f = self._file(cand)
+            if f:
+                return f
+        ends = [k for k in self.files if k.endswith("/" + rel + ".py") or k.endswith("/" + rel + "/__main__.py")]
+        return min(ends, key=len) if ends else None
+
+    _CONSOLE = re.compile(r"""["']?([\w.-]+)["']?\s*=\s*["']?([\w.]+):(\w+)""")
+
+    def _console_script(self, name: str) -> str | None:
+        """The module behind a console script, from setup.py / setup.cfg / pyproject.toml entry points."""
+        for meta in ("setup.py", "setup.cfg", "pyproject.toml"):
+            text = self.files.get(meta)
+            if not text:
+                continue
+            for m in self._CONSOLE.finditer(text):
+                if m.group(1) == name:
+                    return self._module_file(m.group(2))
+        return None
+
     # -- command -------------------------------------------------------------------------------
     def command(self, cmd: str, env: dict[str, str] | None = None) -> None:
         self.depth += 1
@@ -91,11 +115,13 @@ class _Extractor:
             toks = shlex.split(_join_continuations(cmd), comments=True)
         except ValueError as exc:
             raise ValueError(f"cannot parse the command: {exc}") from None
-        toks = self._pick_segment([t for t in toks if t not in ("\n",)])
+        toks = self._pick_segment([t for t in toks if t not in ("\n",)], env)
         while toks and _ASSIGN.match(toks[0]) and not toks[0].startswith("-"):
             k, v = _ASSIGN.match(toks[0]).groups()
-            env[k] = v
+            env[k] = _expand(v, env, [])
             toks = toks[1:]
+        if env and any("$" in t for t in toks):  # MODEL=x python train.py --model $MODEL: the shell expands it
+            toks = [_expand(t, env, []) if "$" in t else t for t in toks]
         while toks and toks[0] in ("env", "exec", "time", "nohup", "stdbuf", "numactl"):
             toks = toks[1:]
             while toks and toks[0].startswith("-"):
@@ -121,9 +147,10 @@ class _Extractor:
     _RUNNERS = ("python", "python3", "torchrun", "deepspeed", "accelerate", "srun", "mpirun", "bash", "sh",
                 "sbatch", "zsh")
 
-    def _pick_segment(self, toks: list[str]) -> list[str]:
+    def _pick_segment(self, toks: list[str], env: dict[str, str] | None = None) -> list[str]:
         """`cd src && nohup python train.py ... > log 2>&1 &` -> the launching segment without its
-        redirections; `cd DIR` moves where later paths are looked up."""
+        redirections; `cd DIR` moves where later paths are looked up; `export BS=64;` and `BS=64 &&`
+        before it set variables (into `env`)."""
         split: list[str] = []
         for t in toks:  # "src;" -> "src", ";" (shlex keeps a glued separator in the word)
             if len(t) > 1 and t.endswith(";"):
@@ -156,6 +183,13 @@ class _Extractor:
             if clean[0] == "cd" and len(clean) > 1:
                 self.cwd = _join_rel(self.cwd, clean[1])
                 continue
+            if env is not None and not chosen:
+                words = clean[1:] if clean[0] == "export" else clean
+                if words and all(_ASSIGN.match(w) for w in words):
+                    for w in words:
+                        k, v = _ASSIGN.match(w).groups()
+                        env[k] = _expand(v, env, [])
+                    continue
             words = [w for w in clean if not _ASSIGN.match(w)]
             words = [w for w in words if w not in ("env", "exec", "time", "nohup", "stdbuf", "numactl")]
             head = PurePosixPath(words[0]).name if words else ""
@@ -224,7 +258,7 @@ class _Extractor:
                 rest = rest[1:]
             if rest and rest[0] == "-m":
                 mod = rest[1] if len(rest) > 1 else ""
-                self.entry_script(mod.replace(".", "/") + ".py", rest[2:])
+                self.entry_script(self._module_file(mod) or mod.replace(".", "/") + ".py", rest[2:])
                 return
             if rest:
                 self.entry_script(rest[0], rest[1:])
@@ -232,7 +266,10 @@ class _Extractor:
         if head == "tune" and rest and rest[0] == "run":  # torchtune: torchrun options, then a recipe
             head, rest = "torchrun", rest[1:]
         elif head not in ("torchrun", "deepspeed", "accelerate", "srun", "mpirun"):
-            self.entry_script(toks[0], rest)  # a console script (fairseq-train, ...): its argv is the job's
+            # a console script (fairseq-train, a project's own entry point): its argv is the job's; its
+            # module comes from the repository's packaging metadata when the repository declares it
+            target = self._console_script(head)
+            self.entry_script(target or toks[0], rest, console=head)
             return
         opts, script, args = self._split_launcher(rest)
         if head == "torchrun":
@@ -310,11 +347,11 @@ class _Extractor:
         return opts, None, []
 
     # -- entry script --------------------------------------------------------------------------
-    def entry_script(self, script: str, argv: list[str]) -> None:
+    def entry_script(self, script: str, argv: list[str], console: str | None = None) -> None:
         name = self._file(script)
         self.entry = name or script
         self.argv = list(argv)
-        self.task_text.append(PurePosixPath(script).name)
+        self.task_text.append(console or PurePosixPath(script).name)
         tree = None
         if name and name.endswith(".py"):
             try:
@@ -322,6 +359,9 @@ class _Extractor:
             except SyntaxError:
                 tree = None
         info = _analyse_python(tree) if tree is not None else _PyInfo()
+        if name is not None and tree is not None:
+            self._follow_wrapped(name, info)
+        self.task_text.extend(info.defaults)  # option names say the objective (--mask_ratio, --mlm)
         # HfArgumentParser with one JSON argument
         if info.hf_parser and len(argv) == 1 and argv[0].endswith(".json"):
             f = self._file(argv[0])
@@ -363,8 +403,14 @@ class _Extractor:
                 if "=" in item:
                     k, v = item.split("=", 1)
                     self.s.put(k, _yaml_value(v), P_OVERRIDE, f"--cfg-options {k}")
+        cli_name = parsed.get("config_name") or parsed.get("cn")
+        cli_dir = parsed.get("config_dir") or parsed.get("config_path") or parsed.get("cp")
         if info.hydra is not None:
-            self.hydra(name or script, info.hydra, hydra)
+            cpath, cname = info.hydra
+            self.hydra(name or script, (cpath, str(cli_name) if cli_name else cname), hydra,
+                       config_dir=str(cli_dir) if parsed.get("config_dir") else None)
+        elif cli_name and cli_dir:  # fairseq-hydra-train and other Hydra console scripts
+            self.hydra("", (None, str(cli_name)), hydra, config_dir=str(cli_dir))
         elif hydra:
             for k, v in hydra:
                 self.s.put(k, _yaml_value(v), P_OVERRIDE, f"override {k}")
@@ -394,9 +440,40 @@ class _Extractor:
             self.s.put("code.dataset", value, P_CODE, "code dataset call")
         self.task_text.extend(info.task_words)
 
-    def hydra(self, script: str, spec: tuple[str | None, str | None], overrides: list[tuple[str, str]]) -> None:
+    def _follow_wrapped(self, name: str, info: _PyInfo) -> None:
+        """A wrapper (a submitit launcher, a thin main) that builds its parser from another local
+        module's (`parents=[trainer.get_args_parser()]`) or parses a dataclass defined there
+        (HfArgumentParser): that module's options, defaults and fields count as the entry's own
+        (the entry's win where both define one)."""
+        text = self.files[name]
+        wraps = re.search(r"get_args_parser|get_parser|parents\s*=|add_args\(|parse_args\(", text) is not None
+        for mod in info.imports:
+            f = self._module_file(mod) or self._file(mod.replace(".", "/") + ".py", rel_to=name)
+            if not f or f == name or not f.endswith(".py"):
+                continue
+            try:
+                sub = _analyse_python(ast.parse(self.files[f]))
+            except SyntaxError:
+                continue
+            if wraps and sub.options:
+                for k, v in sub.options.items():
+                    info.options.setdefault(k, v)
+                for k, v in sub.defaults.items():
+                    info.defaults.setdefault(k, v)
+                info.task_words.extend(sub.task_words)
+                info.model_literals.extend(sub.model_literals)
+                self.task_text.append(PurePosixPath(f).name)
+            if info.hf_parser or "dataclass" in text:
+                for k, v in sub.fields.items():
+                    info.fields.setdefault(k, v)
+
+    def hydra(self, script: str, spec: tuple[str | None, str | None], overrides: list[tuple[str, str]],
+              config_dir: str | None = None) -> None:
         cpath, cname = spec
-        base = str(PurePosixPath(script).parent / (cpath or "."))
+        if config_dir is not None:  # --config-dir on the command line: relative to where it runs
+            base = _join_rel(self.cwd, config_dir)
+        else:
+            base = str(PurePosixPath(script).parent / (cpath or "."))
         base = base.lstrip("./") if base.startswith("./") else base
         base = "" if base == "." else base
 
@@ -429,7 +506,11 @@ class _Extractor:
                 else:
                     _merge(cfg, {g: sub})
         _merge(cfg, {k: v for k, v in main.items() if k != "defaults"})
+        cfg = _resolve_interpolations(cfg)
         self.s.put_tree(cfg, P_CONFIG, "hydra config")
+        task = cfg.get("task")
+        if isinstance(task, dict) and isinstance(task.get("_name"), str):
+            self.task_text.append(task["_name"])
         for k, v in set_overrides:
             self.s.put(k, _yaml_value(v), P_OVERRIDE, f"hydra override {k}")
         self._hydra_devices(cfg, set_overrides)
@@ -467,6 +548,12 @@ class _Extractor:
             self.s.put_tree(data, prio, source)
         elif name.endswith((".yaml", ".yml")):
             data = self._yaml(name)
+            if data is not None and data and all(isinstance(v, dict) for v in data.values()):
+                # per-environment sections (`base: &base`, `prod: {<<: *base}`): the one the job names
+                env = next((str(v) for k, v, p, src in self.s.ranked() if isinstance(v, str) and v in data
+                            and p >= P_DEFAULT), None)
+                if env is not None:
+                    data = dict(data[env])
             if data is not None:
                 base = data.pop("_BASE_", None) or data.pop("_base_", None)
                 for b in ([base] if isinstance(base, str) else base if isinstance(base, list) else []):
@@ -492,6 +579,20 @@ class _Extractor:
         return _resolve(self)
 
 
+
+
+def _resolve_interpolations(cfg: dict) -> dict:
+    """${a.b} interpolations resolved with OmegaConf when it is installed (the ml extra); a config it
+    cannot resolve (a missing ??? value, an unknown resolver) is kept as merged."""
+    try:
+        from omegaconf import OmegaConf
+    except ImportError:
+        return cfg
+    try:
+        out = OmegaConf.to_container(OmegaConf.create(cfg), resolve=True, throw_on_missing=False)
+    except Exception:  # noqa: BLE001 - any OmegaConf failure: keep the plain merge
+        return cfg
+    return out if isinstance(out, dict) else cfg
 
 
 def extract_metadata(command: str, files: dict[str, str]) -> JobMetadata:

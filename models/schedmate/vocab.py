@@ -89,6 +89,10 @@ DATASET_TASK = {
 
 # code signals of the task: HF auto classes, example script names, mmengine model types
 TASK_SIGNALS: tuple[tuple[str, str], ...] = (
+    # the objective before the data: a masked-autoencoder or contrastive run on ImageNet is pretraining
+    (r"main_pretrain|mask_ratio|audio_pretraining|wav2vec|simclr|\bmoco|\bdino\b|\bbyol\b|pretrain_mae|mae_vit|"
+     r"masked_autoencoder", "self-supervised-pretraining"),
+    (r"imageclassifier", "image-classification"),
     (r"forcausallm|run_clm|pretrain_gpt|gpt2lmhead", "language-modeling"),
     (r"forsequenceclassification|run_glue", "text-classification"),
     (r"forquestionanswering|run_qa", "question-answering"),

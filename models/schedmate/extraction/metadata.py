@@ -4,8 +4,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 FIELDS = ("model", "task", "dataset", "iterations", "iteration_unit", "batch_size", "gpus", "nodes")
-
-
+#: the batch model beside FIELDS (not in the canonical text, so the Advisor's texts stay as they were)
+BATCH_FIELDS = ("batch_scope", "batch_unit", "grad_accum", "global_batch")
 
 @dataclass
 class JobMetadata:
@@ -20,6 +20,13 @@ class JobMetadata:
     gpus: int | None = None
     nodes: int | None = None
     entry: str | None = None
+    # the batch model: batch_size is per device and per step (micro batch); batch_scope says which one
+    # the job stated ("per-device" or "global"); batch_unit "samples" or "tokens" (fairseq --max-tokens);
+    # grad_accum the steps accumulated per update; global_batch = batch_size x gpus x grad_accum
+    batch_scope: str | None = None
+    batch_unit: str | None = None
+    grad_accum: int | None = None
+    global_batch: int | None = None
     sources: dict[str, str] = field(default_factory=dict)
 
     def canonical_text(self) -> str:

@@ -142,6 +142,7 @@ def _analyse_python(tree: ast.Module) -> _PyInfo:
                     a, b = (_lit(node.args[0], consts), _lit(node.args[1], consts))
                     if a == "glue" and isinstance(b, str):
                         info.dataset_literals.insert(0, f"glue/{b}")
+    _fire_defaults(tree, funcs, consts, info)
     for v in consts.values():
         if isinstance(v, str) and known_model(v):
             info.model_literals.append(v)
@@ -155,10 +156,36 @@ def _analyse_python(tree: ast.Module) -> _PyInfo:
         if isinstance(node, ast.ClassDef) and any("dataclass" in ast.unparse(d) for d in node.decorator_list):
             for item in node.body:
                 if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name) and item.value is not None:
-                    v = _lit(item.value, consts)
+                    val = item.value
+                    if isinstance(val, ast.Call) and _call_name(val).split(".")[-1] == "field":
+                        val = next((k.value for k in val.keywords if k.arg == "default"), None)
+                        if val is None:
+                            continue
+                    v = _lit(val, consts)
                     if isinstance(v, (str, int, float)) and not isinstance(v, bool):
                         info.fields[item.target.id] = v
     return info
+
+
+def _fire_defaults(tree: ast.Module, funcs: dict[str, ast.AST], consts: dict, info: _PyInfo) -> None:
+    """`fire.Fire(train)`: the keyword defaults of `train` are the job's options (`--num_epochs=2`)."""
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and _call_name(node).split(".")[-1] == "Fire" and node.args):
+            continue
+        target = node.args[0]
+        fn = funcs.get(target.id) if isinstance(target, ast.Name) else None
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        a = fn.args
+        pos = a.posonlyargs + a.args
+        pairs = list(zip(pos[len(pos) - len(a.defaults):], a.defaults)) + \
+            [(k, d) for k, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None]
+        for arg, d in pairs:
+            info.options.setdefault(f"--{arg.arg}", (arg.arg, True))
+            v = _lit(d, consts)
+            if v is not None and v != "" and not isinstance(v, bool):
+                info.defaults.setdefault(arg.arg, v)
+        info.task_words.append("fire")
 
 
 def _argparse_arg(node: ast.Call, consts: dict, info: _PyInfo) -> None:

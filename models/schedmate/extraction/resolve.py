@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 
 from models.schedmate.extraction.metadata import JobMetadata
-from models.schedmate.extraction.settings import (_BATCH_KEYS, _DATA_KEYS, _EPOCH_KEYS, _EVAL_PATH, _GLOBAL_BATCH_KEYS,
+from models.schedmate.extraction.settings import (_ACCUM_KEYS, _CPU_FLAGS, _MICRO_BATCH_KEYS, _NODE_KEYS,
+                                                  _TOKEN_BATCH_KEYS, _TOTAL_GPU_KEYS, P_CODE, P_LAUNCH, _BATCH_KEYS, _DATA_KEYS, _EPOCH_KEYS, _EVAL_PATH, _GLOBAL_BATCH_KEYS,
                                                   _GPU_ARG_KEYS, _MODEL_KEYS, _NAMED_DATA_KEYS, _STEP_KEYS, P_CODE_KW,
                                                   P_CONFIG, P_DEFAULT, _as_int, _last)
 from models.schedmate.vocab import (DATASET_TASK, MODEL_TASK, canonical_dataset, canonical_model, known_model, norm,
@@ -19,7 +20,7 @@ def resolve(ex) -> JobMetadata:
     model_cands = [(k, v, p, s) for k, v, p, s in ranked if isinstance(v, str) and v.strip() and
                    (_last(k) in _MODEL_KEYS or k in ("code.model", "config.filename", "hint.entry", "hint.config")
                     or _last(k) in ("weights", "cfg")
-                    or (k.lower().startswith("model.") and _last(k) in ("name", "type", "arch", "model_name"))) and
+                    or (k.lower().startswith("model.") and _last(k) in ("name", "_name", "type", "arch", "model_name"))) and
                    not _EVAL_PATH.search(k.lower())]
     mm = _mm_model(ex)
     known = [(k, v, p, s, known_model(v) or (known_model(v, strip=False) if k.startswith("hint.") else None))
@@ -58,6 +59,13 @@ def resolve(ex) -> JobMetadata:
                 break
             if lk == "task_name" and v.lower() in ("sst2", "mnli", "cola", "qnli", "rte", "mrpc", "qqp", "stsb"):
                 glue_task = (v.lower(), s)
+    named = next(((v, p, s) for k, v, p, s in ranked if isinstance(v, str) and _last(k) in _NAMED_DATA_KEYS
+                  and p >= P_DEFAULT and v.strip("/ ") and not _EVAL_PATH.search(k.lower())), None)
+    if md.dataset is not None and named is not None and canonical_dataset(named[0]) is None:
+        known_prio = next((p for k, v, p, s in ranked if s == md.sources.get("dataset")), 0)
+        if named[1] > known_prio:  # the user's own dataset, named above a default we happen to know
+            seg = [x for x in re.split(r"[/\\]", named[0].strip()) if x][-1]
+            md.dataset, md.sources["dataset"] = norm(seg), named[2]
     if md.dataset is None and glue_task:
         md.dataset, md.sources["dataset"] = f"glue-{glue_task[0]}", glue_task[1]
     if md.dataset is None:  # a dataset we do not know: keep the user's name (last path segment)
@@ -84,6 +92,7 @@ def resolve(ex) -> JobMetadata:
             break
     if best:
         md.iterations, md.iteration_unit, md.sources["iterations"] = best[0], best[1], best[3]
+    batch_key = None
     for k, v, p, s in ranked:
         if _EVAL_PATH.search(k.lower()):
             continue
@@ -92,12 +101,15 @@ def resolve(ex) -> JobMetadata:
             if n and n > 0:
                 md.batch_size, md.sources["batch_size"] = n, s + " (global, divided by GPUs below)"
                 ex._global_batch = n
+                batch_key = k
                 break
         if _last(k) in _BATCH_KEYS:
             n = _as_int(v)
             if n and n > 0:
                 md.batch_size, md.sources["batch_size"] = n, s
+                batch_key = k
                 break
+    _batch_model(ex, md, ranked, batch_key)
     # GPUs and nodes
     nodes = ex.nodes[0] if ex.nodes else None
     code_nodes = _code_int(ex, {"num_nodes"})
@@ -114,6 +126,10 @@ def resolve(ex) -> JobMetadata:
         md.sources["nodes"] = code_nodes[1]
     elif ex.nodes:
         md.sources["nodes"] = ex.nodes[2]
+    if nodes is None and not code_nodes:
+        found = _argv_nodes(ranked)
+        if found:
+            nodes, md.sources["nodes"] = found
     nodes = nodes or 1
     md.nodes = nodes
     md.sources.setdefault("nodes", "default 1")
@@ -129,8 +145,21 @@ def resolve(ex) -> JobMetadata:
         md.gpus, md.sources["gpus"] = ex.gpus[0] * nodes, ex.gpus[2]
     else:
         md.gpus, md.sources["gpus"] = nodes, "default 1 per node"
+    if not ex.total_gpus and not (ex.gpus and ex.gpus[1] >= P_LAUNCH):
+        world = _first_int(ranked, _TOTAL_GPU_KEYS)
+        if world:  # fairseq's distributed_world_size: every GPU of the job
+            md.gpus, md.sources["gpus"] = world
+        cpu = _cpu_device(ranked)
+        if cpu:
+            md.gpus, md.sources["gpus"] = 0, cpu
+    accum = md.grad_accum or 1
     if getattr(ex, "_global_batch", None) and md.gpus:
-        md.batch_size = max(1, ex._global_batch // md.gpus)
+        md.batch_size = max(1, ex._global_batch // (md.gpus * accum))
+    if md.batch_size is not None:
+        if md.global_batch is None:
+            md.global_batch = md.batch_size * max(1, md.gpus or 1) * accum
+        elif getattr(ex, "_global_batch", None) is None and md.batch_scope == "global" and md.gpus:
+            pass
     # task: code signals, then dataset, then model
     sig = task_from_signals(" ".join(ex.task_text))
     if sig:
@@ -148,6 +177,71 @@ def resolve(ex) -> JobMetadata:
     if md.task is None:
         md.sources.pop("task", None)
     return md
+
+def _first_int(ranked, keys: set[str], min_prio: int = P_DEFAULT) -> tuple[int, str] | None:
+    """The highest-priority positive integer among settings named by `keys` (a list counts by its first
+    element: fairseq's update_freq: [2])."""
+    for k, v, p, s in ranked:
+        if _last(k) in keys and p >= min_prio and not _EVAL_PATH.search(k.lower()):
+            n = _as_int(v[0] if isinstance(v, list) and v else v)
+            if n and n > 0:
+                return n, s
+    return None
+
+
+def _batch_model(ex, md: JobMetadata, ranked, batch_key: str | None) -> None:
+    """Scope, unit and accumulation of the batch: a plain `batch_size` next to a smaller micro batch is
+    the global one (alpaca-lora style: micro x accumulation = batch); fairseq's --max-tokens is a
+    per-GPU batch in tokens; `train_batch_size` (DeepSpeed, BERT scripts) and `ims_per_batch` are global."""
+    acc = _first_int(ranked, _ACCUM_KEYS, P_CODE)
+    if acc:
+        md.grad_accum, md.sources["grad_accum"] = acc
+    md.batch_scope, md.batch_unit = ("global" if getattr(ex, "_global_batch", None) else "per-device"), "samples"
+    if batch_key is not None and _last(batch_key) in _MICRO_BATCH_KEYS:
+        plain = _first_int(ranked, {"batch_size"})
+        if plain and plain[0] > (md.batch_size or 0):
+            md.global_batch, md.batch_scope = plain[0], "global"
+    if batch_key is not None and _last(batch_key) in ("batch_size", "bs", "b"):
+        micro = _first_int(ranked, _MICRO_BATCH_KEYS)
+        if micro and micro[0] < (md.batch_size or 0):
+            md.global_batch, md.batch_size = md.batch_size, micro[0]
+            md.sources["batch_size"] = micro[1] + " (micro batch; batch_size is the global one)"
+            md.batch_scope = "global"
+            if md.grad_accum is None and md.global_batch % micro[0] == 0:
+                md.grad_accum = None  # derived at run time from the GPU count
+    if md.batch_size is None:
+        tok = _first_int(ranked, _TOKEN_BATCH_KEYS)
+        if tok:
+            md.batch_size, md.sources["batch_size"] = tok[0], tok[1] + " (tokens per GPU)"
+            md.batch_unit, md.batch_scope = "tokens", "per-device"
+    if md.batch_size is None:
+        md.batch_scope = md.batch_unit = None
+
+
+def _argv_nodes(ranked) -> tuple[int, str] | None:
+    """Nodes from the job's own arguments: --nodes (submitit), --num_nodes, --nnodes, and --world-size
+    where the script's distributed mode counts nodes by it (PyTorch's ImageNet example)."""
+    found = _first_int(ranked, _NODE_KEYS)
+    if found:
+        return found
+    keys = {_last(k) for k, v, p, s in ranked if p >= P_CONFIG}
+    if keys & {"multiprocessing_distributed", "dist_url"}:
+        return _first_int(ranked, {"world_size"}, P_CONFIG)
+    return None
+
+
+def _cpu_device(ranked) -> str | None:
+    """The job runs on CPU: --device cpu (or a CPU default the command keeps), --no-cuda / --cpu flags,
+    a Lightning accelerator "cpu"."""
+    for k, v, p, s in ranked:
+        lk = _last(k)
+        if lk in _CPU_FLAGS and v is True and p >= P_DEFAULT:
+            return s
+    for k, v, p, s in ranked:
+        if _last(k) in ("device", "accelerator") and p >= P_CODE and k.count(".") <= 1 and isinstance(v, str):
+            return s + " (cpu)" if v.strip().lower().startswith("cpu") else None
+    return None
+
 
 def _code_int(ex, keys: set[str]) -> tuple[int, str] | None:
     for k, v, p, s in ex.s.ranked():
@@ -169,8 +263,22 @@ def _mm_model(ex) -> tuple[str, str] | None:
         return known_model(fname), "mmengine config name"
     if "Segformer" in head:
         return "segformer-b2", "mmengine decode_head"
+    btype = str(vals.get("model.backbone.type", ""))
+    if t in _MM_WRAPPERS:  # the wrapper names the pipeline, not the model: the head or backbone does
+        for key, name in _MM_HEADS:
+            if head == key:
+                return (f"{name}-r{depth}" if depth else name), "mmengine decode_head"
+        if btype:
+            arch = vals.get("model.backbone.arch")
+            name = f"{btype}{depth or ''}" + (f"-{arch}" if isinstance(arch, str) else "")
+            return canonical_model(name), "mmengine backbone of " + t
     name = f"{t}-r{depth}" if depth else t
     return canonical_model(name), "mmengine model.type"
+
+_MM_WRAPPERS = {"ImageClassifier", "EncoderDecoder", "CascadeEncoderDecoder", "Recognizer2D", "Recognizer3D"}
+_MM_HEADS = (("DepthwiseSeparableASPPHead", "deeplabv3plus"), ("ASPPHead", "deeplabv3"), ("UPerHead", "upernet"),
+             ("FCNHead", "fcn"), ("PSPHead", "pspnet"), ("DAHead", "danet"))
+
 
 def _dims_model(ex) -> str | None:
     vals = {k: v for k, v, p, s in reversed(ex.s.ranked())}

@@ -17,7 +17,15 @@ _STEP_KEYS = {"max_update", "max_updates", "max_steps", "total_steps", "train_it
               "num_iterations", "max_iter", "train_steps", "max_train_steps", "steps"}
 _BATCH_KEYS = {"batch_size", "per_device_train_batch_size", "train_micro_batch_size_per_gpu", "micro_batch_size",
                "b", "bs", "mini_batch_size", "train_batch_size_per_gpu", "samples_per_gpu", "per_gpu_train_batch_size"}
-_GLOBAL_BATCH_KEYS = {"ims_per_batch", "global_batch_size", "total_batch_size"}
+_GLOBAL_BATCH_KEYS = {"ims_per_batch", "global_batch_size", "total_batch_size", "train_batch_size"}
+_MICRO_BATCH_KEYS = {"micro_batch_size", "per_device_train_batch_size", "train_micro_batch_size_per_gpu",
+                     "per_gpu_train_batch_size", "train_batch_size_per_gpu"}
+_TOKEN_BATCH_KEYS = {"max_tokens", "tokens_per_batch", "max_tokens_per_batch"}
+_ACCUM_KEYS = {"gradient_accumulation_steps", "accum_iter", "update_freq", "accumulate_grad_batches", "grad_accum_steps",
+               "gradient_accumulation", "accum_steps", "grad_accum", "accumulation_steps"}
+_NODE_KEYS = {"nodes", "num_nodes", "nnodes", "nnode", "n_nodes", "num_machines"}
+_TOTAL_GPU_KEYS = {"distributed_world_size"}
+_CPU_FLAGS = {"no_cuda", "cpu", "use_cpu", "cpu_only", "force_cpu"}
 _GPU_ARG_KEYS = {"num_gpus", "ngpus", "n_gpus", "gpus", "nproc_per_node", "world_size_per_node"}
 _NAMED_DATA_KEYS = {"dataset", "dataset_name", "data_path", "dataset_path", "env_id", "env_name", "train_file"}
 _EVAL_PATH = re.compile(r"(^|[._])(val|valid|validation|eval|test)([._]|$)|eval_|_eval")
