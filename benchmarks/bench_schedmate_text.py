@@ -147,6 +147,124 @@ def global_median_baseline(n: int, seed: int, arrival_s: float = 600.0) -> dict:
             "n": len(errs)}
 
 
+REALSETS = ROOT / "benchmarks" / "realsets"
+
+
+def _manifest(name: str) -> list[dict]:
+    import yaml
+
+    path = REALSETS / name
+    return yaml.safe_load(path.read_text()) or [] if path.exists() else []
+
+
+def real_failures(folder: Path, handler=None) -> dict:
+    """Failure Handler on real logs pasted in public issue threads (benchmarks/realsets/failures.yaml;
+    the excerpts themselves under folder/failures/<id>.log): root-cause line exact and within 2 lines,
+    type, component, the binary infrastructure detector (F1, precision, recall), per split."""
+    from models.schedmate.failures import FailureHandler
+
+    fh = handler or FailureHandler()
+    rows, missing = [], []
+    for item in _manifest("failures.yaml"):
+        path = folder / "failures" / f"{item['id']}.log"
+        if not path.exists():
+            missing.append(item["id"])
+            continue
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        t0 = time.perf_counter()
+        d = fh.diagnose(lines)
+        ms = (time.perf_counter() - t0) * 1000
+        got = None if d.line_index is None else d.line_index + 1
+        rows.append({"id": item["id"], "split": item.get("split", "held-out"), "truth_line": item["line"], "line": got,
+                     "truth_kind": item["kind"], "kind": d.kind, "truth_component": item["component"],
+                     "component": d.component, "ms": ms})
+    return {"rows": rows, "missing": missing, "scores": {sp: _fail_scores([r for r in rows if r["split"] == sp])
+                                                           for sp in sorted({r["split"] for r in rows})}}
+
+
+def _fail_scores(rows: list[dict]) -> dict:
+    if not rows:
+        return {}
+    n = len(rows)
+    tp = sum(r["kind"] == "infrastructure" and r["truth_kind"] == "infrastructure" for r in rows)
+    fp = sum(r["kind"] == "infrastructure" and r["truth_kind"] != "infrastructure" for r in rows)
+    fn = sum(r["kind"] != "infrastructure" and r["truth_kind"] == "infrastructure" for r in rows)
+    prec = tp / (tp + fp) if tp + fp else None
+    rec = tp / (tp + fn) if tp + fn else None
+    f1 = 2 * prec * rec / (prec + rec) if prec and rec else None
+    return {"n": n, "line_exact": sum(r["line"] == r["truth_line"] for r in rows) / n,
+            "line_within_2": sum(r["line"] is not None and abs(r["line"] - r["truth_line"]) <= 2 for r in rows) / n,
+            "type": sum(r["kind"] == r["truth_kind"] for r in rows) / n,
+            "component": sum(r["kind"] == r["truth_kind"] and r["component"] == r["truth_component"] for r in rows) / n,
+            "no_answer": sum(r["line"] is None for r in rows) / n,
+            "unknown": sum(r["kind"] == "unknown" for r in rows) / n,
+            "infra_precision": prec, "infra_recall": rec, "infra_f1": f1,
+            "ms_per_log": statistics.fmean(r["ms"] for r in rows)}
+
+
+def real_progress(folder: Path) -> dict:
+    """Metric Tracker on real progress logs (benchmarks/realsets/progress.yaml; excerpts under
+    folder/progress/<id>.log): step exact, total exact (where the log gives one; where it does not, no
+    invented total), loss within 1 %, per format and split."""
+    import math as _m
+
+    from models.schedmate.tracker import MetricTracker
+
+    tr = MetricTracker()
+    rows, missing = [], []
+    for item in _manifest("progress.yaml"):
+        path = folder / "progress" / f"{item['id']}.log"
+        if not path.exists():
+            missing.append(item["id"])
+            continue
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        t0 = time.perf_counter()
+        p = tr.track(lines)
+        ms = (time.perf_counter() - t0) * 1000
+        tl = item.get("loss")
+        if tl is None:
+            loss_ok = p.loss is None
+        elif isinstance(tl, str) and tl.lower() == "nan":
+            loss_ok = p.loss is not None and _m.isnan(p.loss)
+        else:
+            loss_ok = p.loss is not None and _m.isfinite(p.loss) and abs(p.loss - float(tl)) <= 0.01 * abs(float(tl))
+        rows.append({"id": item["id"], "format": item.get("format", "?"), "split": item.get("split", "held-out"),
+                     "truth_step": item["step"], "step": p.step, "truth_total": item.get("total"),
+                     "total": p.total_steps, "truth_loss": tl, "loss": p.loss, "loss_ok": loss_ok, "ms": ms})
+    out: dict = {"rows": rows, "missing": missing, "scores": {}}
+    for sp in sorted({r["split"] for r in rows}):
+        rs = [r for r in rows if r["split"] == sp]
+        n = len(rs)
+        out["scores"][sp] = {"n": n, "step": sum(r["step"] == r["truth_step"] for r in rs) / n,
+                             "total": sum(r["total"] == r["truth_total"] for r in rs) / n,
+                             "loss_1pct": sum(r["loss_ok"] for r in rs) / n,
+                             "ms_per_log": statistics.fmean(r["ms"] for r in rs),
+                             "per_format": {f: sum(r["step"] == r["truth_step"] and r["loss_ok"] for r in rs
+                                                   if r["format"] == f) / sum(r["format"] == f for r in rs)
+                                            for f in sorted({r["format"] for r in rs})}}
+    return out
+
+
+def real_report(res: dict) -> str:
+    lines = ["# SchedMate text tools on real material (benchmarks/realsets manifests)", ""]
+    for name in ("failures", "progress"):
+        r = res.get(name) or {}
+        lines.append(f"## {name}: {len(r.get('rows', []))} items read, {len(r.get('missing', []))} missing locally")
+        for sp, sc in (r.get("scores") or {}).items():
+            lines.append(f"- {sp}: " + ", ".join(f"{k} {_pct(v) if isinstance(v, float) and k != 'ms_per_log' else v}"
+                                                 for k, v in sc.items() if k != "per_format"))
+            if "per_format" in sc:
+                lines.append("  per format (step and loss right): " +
+                             ", ".join(f"{f} {_pct(v)}" for f, v in sc["per_format"].items()))
+        misses = [x for x in r.get("rows", []) if (name == "failures" and (x["line"] != x["truth_line"] or
+                  x["kind"] != x["truth_kind"])) or (name == "progress" and (x["step"] != x["truth_step"] or not x["loss_ok"]))]
+        for x in misses:
+            lines.append(f"  miss {x['id']}: " + json.dumps({k: v for k, v in x.items() if k not in ("id", "ms", "split")},
+                                                             default=str))
+        lines.append("")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--jobs", type=int, default=600, help="jobs for extraction and the Advisor replay")
@@ -155,9 +273,22 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-minilm", action="store_true", help="skip the MiniLM rows (no torch)")
     ap.add_argument("--out", default=str(OUT))
+    ap.add_argument("--real", metavar="DIR", help="score the real-material manifests of benchmarks/realsets against "
+                    "the excerpts saved under DIR (failures/<id>.log, progress/<id>.log) and stop")
     args = ap.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if args.real:
+        folder = Path(args.real)
+        if not folder.is_dir():
+            print(f"error: {args.real}: not a folder", file=sys.stderr)
+            return 2
+        res = {"failures": real_failures(folder), "progress": real_progress(folder)}
+        (out / "real.json").write_text(json.dumps(res, indent=2, default=str) + "\n")
+        text = real_report(res)
+        (out / "real.md").write_text(text)
+        print(text)
+        return 0
     t_start, cpu_start = time.perf_counter(), time.process_time()
     res: dict = {"args": vars(args)}
 
