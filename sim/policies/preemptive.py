@@ -85,6 +85,12 @@ class HeadPreemptive(Policy):
         popped, victims = [], []
         seen: set[int] = set()
         found = False
+        # A whole-GPU job cannot fit before the free GPUs plus the victims' whole GPUs cover it, so the
+        # placement question is asked only from then on (same answers, fewer questions); a fractional
+        # victim may free more whole GPUs than its count, so it lifts the bound.
+        gpus, milli = ctx.jobs.gpus, ctx.jobs.gpu_milli
+        need = gpus[job] if not milli[job] else 0
+        room = ctx.free_gpus
         while self.run_heap:
             entry = heapq.heappop(self.run_heap)
             victim = entry[1]
@@ -97,7 +103,8 @@ class HeadPreemptive(Policy):
             if not self.rank(victim) > mine:
                 break
             victims.append(victim)
-            if ctx.would_fit(job, victims) is not None:
+            room = room + gpus[victim] if not milli[victim] else math.inf
+            if room >= need and ctx.would_fit(job, victims) is not None:
                 found = True
                 break
         for entry in popped:
@@ -140,12 +147,24 @@ class HeadPreemptive(Policy):
             else:
                 break  # victims are saving; the job starts when their GPUs return
         if self.backfill and len(items) > 1 and ctx.free_gpus:
+            # Within one backfill pass GPUs are only taken, never freed: a request shape that could
+            # not be placed stays unplaceable until the pass ends, so later jobs of that shape are
+            # not tried again (same decisions; a long queue of same-sized jobs costs one try).
+            w = ctx.jobs
+            simple = w.simple
+            failed: set = set()
             keep = [items[0]]
             for i in range(1, len(items)):
                 if not ctx.free_gpus:
                     keep.extend(items[i:])
                     break
-                if not self._start(items[i][1]):
+                job = items[i][1]
+                shape = gpus[job] if simple else (w.pods[job], w.gpus_per_pod[job], w.gpu_milli[job],
+                                                  w.gpu_type[job], w.spread[job], w.stages[job])
+                if shape in failed:
+                    keep.append(items[i])
+                elif not self._start(job):
+                    failed.add(shape)
                     keep.append(items[i])
             self.queue.items = keep
 
