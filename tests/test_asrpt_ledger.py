@@ -59,6 +59,6 @@ def test_runner_returns_every_claim_measure(tmp_path, monkeypatch):
         assert isinstance(m, Measurement)
         assert m.value is not None or m.not_testable
     assert set(got["fig6_min_reduction_vs_baselines"].causes) == {"nic_whole", "start_min", "refine", "tau_100",
-                                                                  "perfect", "load"}
+                                                                  "perfect", "work_conserving", "load"}
     assert (tmp_path / "asrpt_replays.csv").is_file() and (tmp_path / "asrpt_table2.csv").is_file()
     assert 0 <= got["t2_heavy_edge_gap"].value
