@@ -74,6 +74,19 @@ def test_prefixes_are_stripped_and_the_traceback_header_is_never_the_answer():
     ("cudnn", ["RuntimeError: cuDNN error: CUDNN_STATUS_NOT_INITIALIZED"], 0, "framework", "library"),
     ("cuda-generic", ["RuntimeError: CUDA error: invalid argument"], 0, "framework", "model"),
     ("ecc-stays-hardware", ["RuntimeError: CUDA error: uncorrectable ECC error encountered"], 0, "infrastructure", "GPU"),
+    ("port-listen-fatal", ["[W socket.cpp:400] [c10d] The server socket has failed to bind to [::]:29511 (errno: 98 - Address "
+                           "already in use).",
+                           "[E socket.cpp:450] [c10d] The server socket has failed to listen on any local network address."],
+     1, "script", "config"),
+    ("elastic-summary-sigkill", ['  File "/venv/lib/python3.11/site-packages/torch/distributed/launcher/api.py", line 260, in agent',
+                                 "    raise ChildFailedError(",
+                                 "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:",
+                                 "Root Cause (first observed failure):", "[0]:", "  rank      : 3 (local_rank: 3)",
+                                 "  exitcode  : -9 (pid: 7001)", "  traceback : Signal 9 (SIGKILL) received by PID 7001"],
+     6, "framework", "host memory"),
+    ("pytest-summary", ["FAILED tests/test_dist.py::TestDist::test_allreduce",
+                        "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:900, unhandled system error, NCCL version 2.9.1"],
+     1, "infrastructure", "NCCL"),
 ])
 def test_context_rules(name, root, idx, kind, component):
     d, off = _diag(root)

@@ -63,7 +63,7 @@ _FAILURE = re.compile(
     r"link is down|Input/output error|Stale file handle|No space left|file write failed|ChildFailedError|"
     r"closing signal SIGTERM|terminate called|Segmentation fault|[Bb]us error|\bFAILED\b|exitcode|"
     r"Root Cause \(first observed|srun: error|slurmstepd: error|Killed\b|core dumped|[Ff]atal error|\bFATAL\b|"
-    r"\bCRITICAL\b|kernel panic")
+    r"\bCRITICAL\b|kernel panic|failed to listen on any local network address")
 # the same in lower case, searched in the lower-cased line (an inline (?i:) group makes the scan slow)
 _FAILURE_LOW = re.compile(
     r"segmentation fault|undefined symbol|address already in use|oom[-_ ]?kill|signal 9\b|sigkill|sigsegv|got stuck|"
@@ -89,7 +89,7 @@ _FAILURE_KEYS = ("traceback", "xid", "nccl warn", "processgroupnccl", "ncclinval
                  "segmentation", "bus error", "failed", "exitcode", "root cause", "srun: error", "slurmstepd",
                  "core dumped", "fatal", "critical", "kernel panic", "undefined symbol", "already in use", "oom",
                  "signal 9", "sigkill", "sigsegv", "stuck", "loss is", "loss became", "non-finite", "device-side", "kernel image", "shared object",
-                 "cudnn_status", "cublas_status")
+                 "cudnn_status", "cublas_status", "failed to listen")
 
 
 def is_failure_line(line: str) -> bool:
@@ -104,6 +104,9 @@ def is_failure_line(line: str) -> bool:
     if not (hit and (_FAILURE.search(line) or _FAILURE_LOW.search(low))):
         if not (("Error" in line or "Exception" in line or "Interrupt" in line) and _EXC.match(strip_prefix(line))):
             return False
+    if "failed to listen" in low or low.lstrip().startswith("raise "):
+        # the fatal form of a bind warning; a `raise X(` line is a traceback's source code, not evidence
+        return "failed to listen" in low
     return not (_BENIGN_HINT.search(line) and _BENIGN.search(line))
 
 
@@ -344,6 +347,10 @@ def _follow(lines: Sequence[str], i: int, limit: int = 120) -> int:
     """From a failure line to the line that states the error: a traceback header (or a rank's copy
     of it) leads to its exception line, skipping frames and other ranks' interleaved lines."""
     body = strip_prefix(lines[i])
+    if "ChildFailedError" in body:
+        return _elastic_root(lines, i)
+    if _PYTEST_FAILED.match(body) and i + 1 < len(lines) and _EXC_LINE.match(strip_prefix(lines[i + 1])):
+        return i + 1  # a test runner's summary line: the next line states the error
     if "Traceback (most recent call last)" not in body:
         return i
     fallback = None
@@ -355,6 +362,21 @@ def _follow(lines: Sequence[str], i: int, limit: int = 120) -> int:
                 "Traceback (most recent" not in b:
             fallback = j
     return fallback if fallback is not None else i
+
+
+_PYTEST_FAILED = re.compile(r"^FAILED\s+\S+::")
+_ELASTIC_SIGNAL = re.compile(r"exitcode\s*:\s*-(\d+)|Signal (\d+) \(SIG\w+\) received")
+
+
+def _elastic_root(lines: Sequence[str], i: int) -> int:
+    """torch-elastic's ChildFailedError summary: when its Root Cause block says a rank died of a signal
+    (exitcode -9: the host's OOM killer; -11: a segfault), that line is the cause this log holds; an
+    exit code of 1 means the error is printed elsewhere, and the summary line stays the answer."""
+    for j in range(i + 1, min(i + 30, len(lines))):
+        m = _ELASTIC_SIGNAL.search(lines[j])
+        if m and (m.group(1) or m.group(2)) not in ("15",):  # SIGTERM is the cascade, not the cause
+            return j
+    return i
 
 
 # an episode of failure evidence is an error the job survived when training goes on after it: this
