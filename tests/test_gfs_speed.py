@@ -1,5 +1,5 @@
 """The grouped spot-queue pass (pts.SpotQueue) makes the same decisions as the entry-by-entry pass it
-replaced, and Eq. 11's eviction rate uses the 1 h trailing window by default."""
+replaced, and Eq. 11's eviction rate uses the past H hours by default."""
 import numpy as np
 import pytest
 
@@ -150,10 +150,13 @@ def test_spot_queue_keeps_groups_in_key_order_and_arrival_order():
     assert next(iter(q.since)) == 7  # the longest waiting job comes first
 
 
-def test_eviction_rate_uses_a_one_hour_window_by_default():
-    assert Gfs().window_hours == 1.0
+def test_eviction_rate_uses_the_past_h_hours_by_default():
+    assert Gfs().window_hours == 0.0 and Gfs().H == 1  # 0: the past H hours (as printed); Table 4: H = 1
     sqa = SpotQuotaAllocator()
-    assert sqa.window_s == 3600.0
+    assert sqa.window_s is None and sqa.window == 3600.0
+    sqa.configure(H=2)
+    assert sqa.window == 7200.0
+    sqa.configure(H=1)
     st = PoolState((0, "A100"), 8, ["a"])
     st.evictions.append(0.0)
     st.starts.extend([0.0, 3000.0])
