@@ -70,6 +70,67 @@ class LockTimeout(RuntimeError):
     """Another process held the store or alias lock for longer than LOCK_TIMEOUT_S."""
 
 
+class TrackingStoreError(ValueError):
+    """The tracking store cannot be used: an unknown URI scheme, a file that is not a database, a full
+    disk or a read-only store (the CLI prints one line, exit 2)."""
+
+
+#: URI schemes MLflow keeps runs and registered models in (``postgresql+psycopg2`` counts as postgresql).
+STORE_SCHEMES = ("sqlite", "http", "https", "file", "postgresql", "mysql", "mssql", "databricks", "databricks-uc",
+                 "uc")
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+#: Largest model version a store can hold (a 64-bit integer): bigger numbers name nothing.
+MAX_VERSION = 2**63 - 1
+
+
+def check_tracking_uri(uri: str) -> str:
+    """``uri`` if a tracking store can live there, else TrackingStoreError naming why: an unknown scheme
+    (``bogus://``), or a sqlite URI at a folder or at a file that is not an SQLite database (MLflow would
+    fail deep inside SQLAlchemy). A new or empty sqlite file is fine: the store is created there."""
+    scheme = uri.split("://", 1)[0].split("+", 1)[0].lower() if "://" in uri else ""
+    if scheme and scheme not in STORE_SCHEMES:
+        raise TrackingStoreError(f"tracking URI {uri}: unsupported scheme {scheme!r} (use sqlite:///PATH, "
+                                 "http(s)://HOST:PORT, file:PATH, postgresql://, mysql:// or mssql://)")
+    db = sqlite_path(uri)
+    if db is not None and db.exists():
+        if db.is_dir():
+            raise TrackingStoreError(f"tracking URI {uri}: {db} is a folder; give a database file, e.g. "
+                                     f"sqlite:///{db / 'mlflow.db'}")
+        if not db.is_file():
+            raise TrackingStoreError(f"tracking URI {uri}: {db} is not a regular file")
+        try:
+            with open(db, "rb") as fh:
+                head = fh.read(len(_SQLITE_MAGIC))
+        except OSError as exc:
+            raise TrackingStoreError(f"tracking URI {uri}: cannot read {db}: {exc.strerror or exc}") from None
+        if head and head != _SQLITE_MAGIC:
+            raise TrackingStoreError(f"tracking URI {uri}: {db} is not an SQLite database; give a new file name "
+                                     "or an MLflow database")
+    return uri
+
+
+#: Store failures the user can fix (disk, permissions, a damaged database), as SQLite / the OS word them.
+_STORE_FAULTS = ("database or disk is full", "no space left on device", "disk quota exceeded",
+                 "attempt to write a readonly database", "read-only file system", "unable to open database file",
+                 "file is not a database", "database disk image is malformed")
+
+
+def store_fault(exc: BaseException) -> str | None:
+    """The user-fixable store problem behind ``exc`` (anywhere in its cause chain), or None."""
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        text = str(cur).lower()
+        for fault in _STORE_FAULTS:
+            if fault in text:
+                return fault
+        if isinstance(cur, OSError) and cur.errno in (28, 122, 30):  # ENOSPC, EDQUOT, EROFS
+            return cur.strerror or str(cur)
+        cur = cur.__cause__ or cur.__context__
+    return None
+
+
 def default_tracking_uri(root: str | Path | None = None) -> str:
     root = Path(root or os.getcwd()) / "mlruns"
     return f"sqlite:///{root / 'mlflow.db'}"
@@ -128,6 +189,25 @@ def mark_model_development(client, experiment_id: str, tags: dict | None = None)
         client.set_experiment_tag(experiment_id, EXPERIMENT_KIND_TAG, EXPERIMENT_KIND)
 
 
+@contextlib.contextmanager
+def store_errors(uri: str | None = None) -> Iterator[None]:
+    """A user-fixable store failure in the block (full disk, read-only, not a database) as one-line
+    TrackingStoreError; anything else passes unchanged."""
+    try:
+        yield
+    except TrackingStoreError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - MLflow / SQLAlchemy wrap these in their own types
+        fault = store_fault(exc)
+        if fault is None:
+            raise
+        if uri is None:
+            import mlflow
+
+            uri = mlflow.get_tracking_uri()
+        raise TrackingStoreError(f"tracking store {uri}: {fault}") from None
+
+
 def configure(tracking_uri: str | None = None) -> str:
     """Point MLflow at ``tracking_uri`` (or $MLFLOW_TRACKING_URI, or the local sqlite default) and make
     sure the experiment exists (artifacts next to the sqlite file for the local default). A new sqlite
@@ -137,12 +217,12 @@ def configure(tracking_uri: str | None = None) -> str:
     import mlflow
 
     _quiet_mlflow()
-    uri = resolve_tracking_uri(tracking_uri)
+    uri = check_tracking_uri(resolve_tracking_uri(tracking_uri))
     db = sqlite_path(uri)
     mlflow.set_tracking_uri(uri)
     mlflow.set_registry_uri(uri)
     lock = _file_lock(db.with_name(db.name + ".lock")) if db is not None else contextlib.nullcontext()
-    with lock, warnings.catch_warnings():
+    with lock, warnings.catch_warnings(), store_errors(uri):
         warnings.filterwarnings("ignore", module="sqlalchemy.*")
         warnings.filterwarnings("ignore", message=".*noload.*")
         exp = mlflow.get_experiment_by_name(EXPERIMENT)  # first connection: creates the tables
@@ -570,6 +650,7 @@ def load(model_uri: str, *, trust_local: bool = False):
     from mlflow.exceptions import MlflowException
 
     _quiet_mlflow()
+    _check_version(model_uri)
     if is_store_uri(model_uri) and not trust_local:
         from mlflow.tracking._tracking_service.utils import is_tracking_uri_set
 
@@ -601,6 +682,15 @@ def load(model_uri: str, *, trust_local: bool = False):
         raise ModelNotFoundError(f"model {model_uri} cannot be read: {exc}") from None
 
 
+def _check_version(model_uri: str) -> None:
+    """``models:/NAME/VERSION`` with a version no store can hold (beyond 64 bits) names nothing."""
+    if model_uri.startswith("models:/"):
+        tail = model_uri[len("models:/"):].rstrip("/").rsplit("/", 1)
+        if len(tail) == 2 and tail[1].isdigit() and int(tail[1]) > MAX_VERSION:
+            raise ModelNotFoundError(f"model {model_uri} is not registered: version {tail[1]} is beyond any "
+                                     "version number a store holds (see `schedcast models`)")
+
+
 def unwrap(pyfunc_model) -> Any:
     """The schedcast estimator inside a loaded pyfunc model."""
     return pyfunc_model.unwrap_python_model().estimator
@@ -630,7 +720,7 @@ def list_models(tracking_uri: str | None = None) -> list[dict[str, Any]]:
     primary metric (with the best baseline's), data and date. A sqlite store is read with plain SQL
     (read-only; no mlflow import: `schedcast models` answers in well under 2 s), an http(s) server through
     its REST API, anything else through the MLflow client."""
-    uri = resolve_tracking_uri(tracking_uri)
+    uri = check_tracking_uri(resolve_tracking_uri(tracking_uri))
     db = sqlite_path(uri)
     if db is not None:
         return _list_sqlite(db)
@@ -649,11 +739,22 @@ def _row(name: str, version: str, aliases: list[str], tags: dict[str, str], crea
     prim = f"{primary} {value}" if primary and value else ""
     if prim and base:
         prim += f" (baseline {base})"
+        if loses_to_baseline(value, base):
+            prim += " WORSE THAN BASELINE"
     created = (dt.datetime.fromtimestamp(created_ms / 1000, dt.timezone.utc).strftime("%Y-%m-%d %H:%M")
                if created_ms else "")
     return {"model": name, "version": str(version), "aliases": ",".join(sorted(aliases)),
             "algorithm": tags.get("algorithm", ""), "primary": prim, "data": tags.get("data", ""),
             "created": created, "description": description or ""}
+
+
+def loses_to_baseline(value: str | float | None, best_baseline: str | None) -> bool:
+    """Whether a version's primary metric (lower is better for every task) is worse than its best
+    baseline's, from the version tags ``metric.<primary>`` and ``best_baseline`` ("<name> <value>")."""
+    try:
+        return float(value) > float(str(best_baseline).split()[-1])  # type: ignore[arg-type]
+    except (TypeError, ValueError, IndexError):
+        return False
 
 
 def _list_sqlite(db: Path) -> list[dict[str, Any]]:

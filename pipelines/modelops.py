@@ -15,7 +15,7 @@ import sys
 import threading
 from typing import Any, Iterator
 
-from pipelines.simulate import jobs_arg, positive_int, preset_arg, tracking_uri_arg
+from pipelines.simulate import jobs_arg, non_negative_int, positive_int, preset_arg, tracking_uri_arg
 
 #: Default algorithm per task (``--algo`` overrides). One place to change a task's default.
 TASK_DEFAULT_ALGO = {"duration": "lightgbm", "iterations": "zero", "throughput": "blend-last", "demand": "orglinear",
@@ -29,9 +29,20 @@ class Terminated(KeyboardInterrupt):
 
 
 def _params(items: list[str] | None) -> dict[str, Any]:
-    from sim.policies import parse_policy_spec
+    """``--param KEY=VALUE ...``: estimator hyper-parameters (values as Python literals, else strings)."""
+    import ast
 
-    return parse_policy_spec("x:" + ",".join(items))[1] if items else {}
+    params: dict[str, Any] = {}
+    for item in items or []:
+        key, eq, value = item.partition("=")
+        key = key.strip()
+        if not eq or not key.isidentifier():
+            raise ValueError(f"--param {item!r}: an estimator hyper-parameter is KEY=VALUE, e.g. n_estimators=200")
+        try:
+            params[key] = ast.literal_eval(value.strip())
+        except (ValueError, SyntaxError):
+            params[key] = value.strip()
+    return params
 
 
 def data_source(args: argparse.Namespace):
@@ -67,12 +78,25 @@ def _task_trainer(args: argparse.Namespace, data: dict[str, Any] | None = None):
     """A zero-argument function that trains the task's model on the data the arguments name."""
     from pipelines.train import TASKS
 
+    from pipelines.train import check_params
+
     params = _params(args.param)
     task = TASKS[args.task]
     algo = args.algo or TASK_DEFAULT_ALGO[args.task]
+    check_params(args.task, algo, not args.full, params)  # before the data is loaded: a typo costs no time
     d = data if data is not None else _task_data(args)
-    return lambda: task.train(d, algo=algo, test_days=args.test_days, fast=not args.full, horizon=args.horizon,
+
+    def train():
+        try:
+            return task.train(d, algo=algo, test_days=args.test_days, fast=not args.full, horizon=args.horizon,
                               freq=args.freq, **params)
+        except TypeError as exc:  # a hyper-parameter of the wrong type, found by the estimator's fit
+            if not params:
+                raise
+            raise ValueError(f"--param {' '.join(args.param)}: the {args.task} model ({algo}) rejected it: "
+                             f"{exc}") from None
+
+    return train
 
 
 # -- quiet, signals ----------------------------------------------------------------------------------
@@ -129,10 +153,10 @@ def terminate_as_interrupt() -> Iterator[None]:
 
 def _guarded(command: str, fn) -> int:
     """Run ``fn`` with SIGTERM as an interrupt; report an interrupt in one line with 143 / 130."""
-    from models.registry import LockTimeout
+    from models.registry import LockTimeout, store_errors
 
     try:
-        with terminate_as_interrupt():
+        with terminate_as_interrupt(), store_errors():  # a full disk / read-only store: one line, exit 2
             return fn()
     except Terminated:
         print(f"schedcast {command}: terminated; the MLflow run is marked FAILED and no half-registered "
@@ -205,15 +229,27 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def _train(args: argparse.Namespace) -> int:
-    from models.registry import configure
-    from pipelines.train import log_result
+    """Train, log and register. The champion alias is never moved to an unchecked version: with a
+    champion in place ``--alias champion`` is refused (the retraining gate decides, `schedcast retrain`),
+    and a first version becomes champion only when it is not worse than the best baseline (or with
+    ``--allow-worse-than-baseline``); the "first champion" step is a compare-and-set under the alias lock."""
+    from models.registry import CHAMPION, alias_version, check_tracking_uri, configure, resolve_tracking_uri
+    from pipelines.train import TASKS, best_baseline, log_result
 
     algo = args.algo or TASK_DEFAULT_ALGO[args.task]
+    alias = None if args.alias == "none" else args.alias
+    check_tracking_uri(resolve_tracking_uri(args.tracking_uri))  # a bad store: refused before any work
     with quiet(args.verbose, args.task, algo):
         from pipelines.progress import step
 
-        trainer = _task_trainer(args)
+        trainer = _task_trainer(args)  # parameters checked and data loaded before the store is touched
         uri = configure(args.tracking_uri)
+        if alias == CHAMPION and not args.no_register:
+            current = alias_version(args.task, CHAMPION)
+            if current is not None:
+                raise ValueError(f"--alias champion would replace {args.task}@champion (version {current}) with an "
+                                 f"unchecked model; promote through the gate: `schedcast retrain {args.task} ...` "
+                                 "(or register it as challenger and compare with `schedcast evaluate`)")
         with step(f"training {args.task} ({algo})"):  # demand: ~35 s without output otherwise
             result = trainer()
         print(_headline(result))
@@ -222,10 +258,26 @@ def _train(args: argparse.Namespace) -> int:
             logged = log_result(result, register=False)
             print(f"logged run {logged.run_id} (not registered) to {uri}")
             return 0
-        alias = None if args.alias == "none" else args.alias
-        logged = log_result(result, register=True, alias=alias, champion_if_none=True)
-    if "champion" in logged.aliases and alias != "champion":
+        base = best_baseline(result)
+        worse = base is not None and result.primary > base[1]
+        metric = f"{TASKS[result.task].primary} {result.primary:.4g}"
+        if worse and alias == CHAMPION and not args.allow_worse_than_baseline:
+            raise ValueError(f"not registered: {metric} is worse than the baseline {base[0]} {base[1]:.4g}, so it "
+                             "cannot become champion; give --allow-worse-than-baseline to make it champion anyway")
+        may_lead = not worse or args.allow_worse_than_baseline
+        # "champion" is set only if none exists under the alias lock (another process may have set one)
+        first_alias = None if alias == CHAMPION else alias
+        logged = log_result(result, register=True, alias=first_alias, champion_if_none=may_lead)
+    if alias == CHAMPION and CHAMPION not in logged.aliases:
+        print(f"schedcast train: another process made version {alias_version(args.task, CHAMPION)} "
+              f"{args.task}@champion meanwhile; version {logged.version} is registered without an alias (compare "
+              "them with `schedcast retrain`)", file=sys.stderr)
+        return 1
+    if CHAMPION in logged.aliases and alias != CHAMPION:
         print(f"no champion existed: version {logged.version} is now {args.task}@champion")
+    elif worse and alias_version(args.task, CHAMPION) is None:
+        print(f"warning: version {logged.version} is not champion: its {metric} is worse than the baseline "
+              f"{base[0]} {base[1]:.4g} (give --allow-worse-than-baseline to make it champion anyway)")
     print(f"registered {args.task} version {logged.version} (aliases {', '.join(logged.aliases) or 'none'}); "
           f"run {logged.run_id}; store {uri}")
     return 0
@@ -256,16 +308,17 @@ def cmd_retrain(args: argparse.Namespace) -> int:
 
 
 def _retrain(args: argparse.Namespace) -> int:
-    from models.registry import configure
+    from models.registry import check_tracking_uri, configure, resolve_tracking_uri
     from pipelines.retrain import FAILED, RetrainRefused, retrain
 
     algo = args.algo or TASK_DEFAULT_ALGO[args.task]
+    check_tracking_uri(resolve_tracking_uri(args.tracking_uri))  # a bad store: refused before any work
     try:
         with quiet(args.verbose, args.task, algo):
             trainer = _task_trainer(args)
             configure(args.tracking_uri)
             decision = retrain(args.task, trainer, margin=args.margin, horizon=args.horizon, freq=args.freq,
-                               labels=algo)
+                               labels=algo, allow_worse_than_baseline=args.allow_worse_than_baseline)
     except RetrainRefused as exc:
         print(f"REFUSED (exit {exc.code}), champion untouched: {exc}")
         return exc.code
@@ -304,20 +357,29 @@ def cmd_models(args: argparse.Namespace) -> int:
 
 
 # -- arguments ---------------------------------------------------------------------------------------
-def _non_negative(text: str) -> float:
+def _finite(text: str) -> float:
     try:
         v = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not v >= 0 or v == float("inf"):
+    if v != v or v in (float("inf"), float("-inf")):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text}")
+    return v
+
+
+def _non_negative(text: str) -> float:
+    """argparse type of --margin: a relative improvement >= 0."""
+    v = _finite(text)
+    if v < 0:
         raise argparse.ArgumentTypeError(f"must be a finite number >= 0 (a relative improvement), got {text}")
     return v
 
 
 def _positive(text: str) -> float:
-    v = _non_negative(text)
+    """argparse type of --test-days: a number of days > 0."""
+    v = _finite(text)
     if v <= 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+        raise argparse.ArgumentTypeError(f"must be a number of days > 0, got {text}")
     return v
 
 
@@ -338,19 +400,27 @@ def _add_task_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--full", action="store_true", help="full model settings (EBM interactions, 8 bags)")
     p.add_argument("--param", nargs="*", metavar="KEY=VALUE", help="estimator hyper-parameters")
     p.add_argument("--data-dir")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=non_negative_int, default=0, help="synthetic data: the generator's seed (>= 0)")
     p.add_argument("--tracking-uri", type=tracking_uri_arg, help="MLflow tracking URI (default: sqlite:///mlruns/mlflow.db here)")
     p.add_argument("--verbose", "-v", action="store_true", help="show library warnings and logs (MLflow, "
                    "Lightning, GluonTS, torch), silenced by default")
+
+
+def _allow_worse(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--allow-worse-than-baseline", action="store_true", help="let a first version become "
+                   "champion although its primary metric is worse than the best baseline's")
 
 
 def add_parsers(sub) -> None:
     """Register `train`, `evaluate`, `retrain` and `models`."""
     p = sub.add_parser("train", help="train a model, log it to MLflow and register it")
     _add_task_args(p)
-    p.add_argument("--alias", default="challenger", help="alias for the new version: challenger, champion or "
-                   "none (the first version of a model always becomes champion)")
+    p.add_argument("--alias", default="challenger", help="alias for the new version: challenger (default), "
+                   "champion (only when the model has none: a champion is replaced only by `retrain`'s gate) or "
+                   "none; the first version of a model becomes champion when it is not worse than the best "
+                   "baseline (or with --allow-worse-than-baseline)")
     p.add_argument("--no-register", action="store_true")
+    _allow_worse(p)
     p.set_defaults(func=cmd_train)
 
     p = sub.add_parser("evaluate", help="score a registered model on the task's holdout")
@@ -366,6 +436,7 @@ def add_parsers(sub) -> None:
     _add_task_args(p)
     p.add_argument("--margin", type=_non_negative, default=0.02, help="relative improvement needed to promote "
                    "(>= 0)")
+    _allow_worse(p)
     p.set_defaults(func=cmd_retrain)
 
     p = sub.add_parser("models", help="registered models: version, aliases, algorithm, primary metric, data")

@@ -4,8 +4,10 @@ holdout, and promote the challenger only when it is better by a margin.
 Which holdout. Every training run records its data lineage (source, SHA-256, rows, split; see
 pipelines.train.TrainResult.lineage). The gate compares on:
 
-* the challenger's own holdout (the newest window) when the challenger's data has the champion's
-  origin (the same trace / series file, possibly grown since, or the same synthetic preset and seed);
+* the challenger's own holdout (the newest window) when the challenger's data is the champion's data or
+  extends it, judged by content, never by path: the same SHA-256, the champion's file as a byte prefix
+  of the challenger's (rows appended), or the champion's rows as the first rows of the challenger's table
+  (pipelines.train.extends). A trace rewritten in place (same path, other durations) is other data;
 * otherwise the champion's holdout, rebuilt from the champion's recorded source with its recorded
   split, after checking that the data still has the recorded SHA-256 (the challenger never saw it);
 * otherwise nothing: the gate refuses (exit 4), because a model trained on other data cannot be judged
@@ -36,8 +38,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from pipelines.train import (MIN_HOLDOUT, PRIMARY_METRIC, TASKS, DataSource, TrainResult, evaluate_on_holdout,
-                             log_result)
+from pipelines.train import (MIN_HOLDOUT, PRIMARY_METRIC, TASKS, DataSource, TrainResult, best_baseline,
+                             evaluate_on_holdout, extends, log_result)
 
 PROMOTED, FAILED, USAGE, KEPT, REFUSED_LINEAGE, REFUSED_HOLDOUT = 0, 1, 2, 3, 4, 5
 
@@ -104,8 +106,12 @@ def comparison_holdout(task: str, result: TrainResult, champion: dict[str, str],
     old_src = DataSource.from_json(champion["source"])
     new_src = DataSource.from_json(new["source"]) if new.get("source") else None
     same_data = bool(champion.get("sha256")) and champion.get("sha256") == new.get("sha256")
-    if same_data or (new_src is not None and old_src.same_origin(new_src)):
-        why = "the same data as the champion's" if same_data else "the champion's source, possibly updated since"
+    grown = None if same_data else extends(champion, result)
+    if same_data or grown:
+        why = ("the same data as the champion's" if same_data else
+               "the champion's data with rows appended: its file is a byte prefix of the challenger's, SHA-256 "
+               "verified" if grown == "file" else
+               "the champion's data grown: its rows are the challenger's first rows, SHA-256 verified")
         return result.holdout, "challenger", f"the challenger's holdout ({why}: {old_src.describe()})"
     # Different origin: the comparison must happen on the champion's own data.
     try:
@@ -130,14 +136,15 @@ def comparison_holdout(task: str, result: TrainResult, champion: dict[str, str],
 
 def retrain(task: str, train: Callable[[], TrainResult], *, margin: float = 0.02,
             score_hook: Callable[[str, dict], None] | None = None, horizon: int | None = None,
-            freq: str = "10min", labels: str = "solo") -> Decision:
+            freq: str = "10min", labels: str = "solo", allow_worse_than_baseline: bool = False) -> Decision:
     """Run one retraining cycle for ``task`` (MLflow must already be configured).
 
     ``train`` builds the challenger (a TrainResult with its holdout and lineage). The challenger wins
     when its primary metric (lower is better) is below (1 - margin) x the champion's on the comparison
     holdout (module doc). ``score_hook`` is called after each score (tests use it to inject a crash or
     to hold a run at a point). Raises RetrainRefused (exit 4 / 5) before registering anything when no
-    trustworthy comparison is possible.
+    trustworthy comparison is possible. Without a champion, the challenger becomes the first champion only
+    when it is not worse than its best baseline (or with ``allow_worse_than_baseline``); else exit 3.
     """
     import mlflow
 
@@ -166,7 +173,13 @@ def retrain(task: str, train: Callable[[], TrainResult], *, margin: float = 0.02
     decision = Decision(task, False, "", metric, logged.version, before, before, challenger_score, None, margin,
                         holdout=kind, holdout_rows=rows, min_holdout=minimum)
     if before is None:
-        decision.promoted, decision.reason = True, "no champion yet: the first model becomes champion"
+        base = best_baseline(result)
+        if base is not None and result.primary > base[1] and not allow_worse_than_baseline:
+            decision.reason = (f"no champion yet, but the challenger's {metric} {result.primary:.4g} is worse than "
+                               f"the baseline {base[0]} {base[1]:.4g}: not made champion "
+                               "(--allow-worse-than-baseline overrides)")
+        else:
+            decision.promoted, decision.reason = True, "no champion yet: the first model becomes champion"
     else:
         champ = unwrap(load(f"models:/{task}/{before}"))  # the version compared, whatever the alias says now
         champion_score = float(evaluate_on_holdout(task, champ, ho)[metric])
@@ -187,6 +200,7 @@ def retrain(task: str, train: Callable[[], TrainResult], *, margin: float = 0.02
         now = alias_version(task, CHAMPION)
         if now != before:  # another retrain (or a person) moved the champion since we compared
             decision.promoted, decision.code = False, FAILED
+            decision.champion_version_after = now  # what the alias points at now, not what was compared
             decision.reason = (f"the champion moved from version {before} to {now} while this retrain compared "
                                f"against {before}; nothing promoted (re-run to compare against {now})")
         _log_decision(mlflow, task, decision)

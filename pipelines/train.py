@@ -119,6 +119,100 @@ def source_sha256(source: "DataSource | str | Path | None", frame: pd.DataFrame)
     return content_sha256(frame)
 
 
+def source_bytes(source: "DataSource | str | Path | None") -> str:
+    """Size in bytes of the source file when there is one (recorded so that a later retraining can check
+    that the champion's file is a prefix of the challenger's), else ''."""
+    path = source.path if isinstance(source, DataSource) else source
+    try:
+        return str(Path(path).stat().st_size) if path is not None and Path(path).is_file() else ""
+    except OSError:
+        return ""
+
+
+def _prefix_sha256(path: str | Path, size: int) -> str | None:
+    """SHA-256 of the first ``size`` bytes of ``path`` (None when it is shorter or unreadable)."""
+    import hashlib
+
+    h, left = hashlib.sha256(), size
+    try:
+        with open(path, "rb") as fh:
+            while left > 0:
+                chunk = fh.read(min(left, 1 << 20))
+                if not chunk:
+                    return None
+                h.update(chunk)
+                left -= len(chunk)
+    except OSError:
+        return None
+    return h.hexdigest()
+
+
+def extends(champion: dict[str, str], result: "TrainResult") -> str | None:
+    """How the challenger's data extends the champion's, judged by content, never by path: ``'file'`` when
+    the champion's source file (its recorded size and SHA-256) is a byte prefix of the challenger's file
+    (rows appended to a CSV); ``'rows'`` when the champion's rows (their content SHA-256) are the first rows
+    of the challenger's job table (a re-compressed or re-exported trace that grew); None otherwise, e.g.
+    a trace rewritten in place with other durations."""
+    new = result.lineage
+    src = DataSource.from_json(new["source"]) if new.get("source") else None
+    size = champion.get("source_bytes", "")
+    if src is not None and src.path and size.isdigit() and champion.get("sha256"):
+        if _prefix_sha256(src.path, int(size)) == champion["sha256"]:
+            return "file"
+    rows = champion.get("rows", "")
+    if result.history is not None and rows.isdigit() and champion.get("content_sha256"):
+        frame = result.history
+        view = frame[[c for c in TABLE_LINEAGE_COLUMNS if c in frame]]
+        if 0 < int(rows) <= len(view) and content_sha256(view.iloc[: int(rows)]) == champion["content_sha256"]:
+            return "rows"
+    return None
+
+
+def check_params(task: str, algo: str, fast: bool, params: dict[str, Any]) -> None:
+    """Refuse hyper-parameters the task's estimator does not take, before any data is loaded: one line
+    naming the parameter and the ones that exist (ValueError: exit 2)."""
+    if not params:
+        return
+    import inspect
+
+    try:
+        if task == "duration":
+            make_duration_model(algo, fast, **params)
+        elif task == "iterations":
+            from models.tabular import IterationForest
+
+            IterationForest(unseen=algo, **params)
+        elif task == "throughput":
+            make_throughput_model(algo, fast, **{k: v for k, v in params.items() if k != "target"})
+        elif task == "packing":
+            from models.packing import PackingClassifier
+
+            PackingClassifier(**params)
+        elif task == "demand":
+            make_forecaster(algo, params.get("lookback") or 1, 1, "10min",
+                            **{k: v for k, v in params.items() if k != "lookback"})
+    except TypeError as exc:
+        import re
+
+        m = re.search(r"(\w+)\.__init__\(\) got an unexpected keyword argument '(\w+)'", str(exc))
+        if m is None:
+            raise ValueError(f"--param: the {task} model ({algo}) rejects {params}: {exc}") from None
+        known = ""
+        import models.forecast as forecast
+        import models.packing as packing
+        import models.tabular as tabular
+
+        for module in (tabular, packing, forecast):
+            cls = getattr(module, m.group(1), None)
+            if cls is not None:
+                names = [n for n, p in inspect.signature(cls.__init__).parameters.items()
+                         if n != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)]
+                known = f"; it takes {', '.join(names)}" if names else ""
+                break
+        raise ValueError(f"--param {m.group(2)}: not a hyper-parameter of the {task} model ({algo}, "
+                         f"{m.group(1)}){known}") from None
+
+
 def _as_source(source, kind: str) -> DataSource | None:
     if source is None or isinstance(source, DataSource):
         return source
@@ -246,7 +340,8 @@ class DurationTask(Task):
         tr_start, tr_end = _table_dates(table.frame, train)
         ho_start, ho_end = _table_dates(table.frame, ~train)
         return {"source": source.to_json() if source else "", "source_desc": source.describe() if source else "",
-                "sha256": source_sha256(source, view), "content_sha256": content_sha256(view),
+                "sha256": source_sha256(source, view), "source_bytes": source_bytes(source),
+                "content_sha256": content_sha256(view),
                 "rows": str(len(view)), "start": start, "end": end, "train_start": tr_start, "train_end": tr_end,
                 "holdout_start": ho_start, "holdout_end": ho_end, "test_days": f"{test_days:g}",
                 "holdout_rows": str(int((~train).sum()))}
@@ -395,7 +490,8 @@ class ThroughputTask(Task):
             figures["shape_hour"] = plots.shape_figure(model, "hour", "GPU jobs / 10 min", "hour of day")
         fp = data_fingerprint_of(source, series)
         lineage = {"source": source.to_json() if source else "", "source_desc": source.describe() if source else "",
-                   "sha256": source_sha256(source, series), "content_sha256": content_sha256(series),
+                   "sha256": source_sha256(source, series), "source_bytes": source_bytes(source),
+                   "content_sha256": content_sha256(series),
                    "rows": str(len(series)), **_split_dates(series.index, X.index, train),
                    "test_days": f"{test_days:g}", "holdout_rows": str(int(test.sum()))}
         return TrainResult(self.name, algo, model, metrics, {"algo": algo, "target": target, "horizon": horizon,
@@ -475,7 +571,8 @@ class DemandTask(Task):
         extra = {"orgs": list(demand.columns), "freq": freq, "attrs": attrs.to_dict() if attrs is not None else None}
         mask = demand.index <= cut
         lineage = {"source": source.to_json() if source else "", "source_desc": source.describe() if source else "",
-                   "sha256": source_sha256(source, demand), "content_sha256": content_sha256(demand),
+                   "sha256": source_sha256(source, demand), "source_bytes": source_bytes(source),
+                   "content_sha256": content_sha256(demand),
                    "rows": str(len(demand)), **_split_dates(demand.index, demand.index, mask),
                    "test_days": f"{test_days:g}", "holdout_rows": str(len(origins))}
         return TrainResult(self.name, algo, model, metrics, {"algo": algo, "freq": freq, "lookback": lookback,
