@@ -245,8 +245,57 @@ def real_progress(folder: Path) -> dict:
     return out
 
 
+def real_commands(folder: Path) -> dict:
+    """Metadata extraction on launch commands documented in public repositories
+    (benchmarks/realsets/commands.yaml; the repositories under folder/repos/<owner+name>/): per field,
+    fields whose truth is null (the job does not say) not scored."""
+    from models.schedmate.extract import extract_metadata, read_repository
+
+    rows, missing, cache = [], [], {}
+    for item in _manifest("commands.yaml"):
+        repo = folder / "repos" / item["repo"].replace("/", "+")
+        if not repo.is_dir():
+            missing.append(item["id"])
+            continue
+        if item["repo"] not in cache:
+            cache[item["repo"]] = read_repository(str(repo))
+        t0 = time.perf_counter()
+        md = extract_metadata(item["command"], cache[item["repo"]])
+        ms = (time.perf_counter() - t0) * 1000
+        got, ok = {}, {}
+        for f in FIELDS:
+            t = item.get(f)
+            if t is None:
+                continue
+            v = getattr(md, f)
+            got[f] = v
+            ok[f] = (v is not None and str(v).startswith(str(t))) if f == "model" else v == t
+        rows.append({"id": item["id"], "repo": item["repo"], "split": item.get("split", "held-out"), "got": got,
+                     "ok": ok, "ms": ms, "truth": {f: item.get(f) for f in FIELDS}})
+    scores = {}
+    for sp in sorted({r["split"] for r in rows}):
+        rs = [r for r in rows if r["split"] == sp]
+        per = {f: (sum(r["ok"][f] for r in rs if f in r["ok"]), sum(f in r["ok"] for r in rs)) for f in FIELDS}
+        tot_ok, tot_n = sum(a for a, b in per.values()), sum(b for a, b in per.values())
+        scores[sp] = {"n": len(rs), "repos": len({r["repo"] for r in rs}), "fields": tot_ok / tot_n if tot_n else None,
+                      "ms_per_job": statistics.fmean(r["ms"] for r in rs),
+                      "per_field": {f: a / b for f, (a, b) in per.items() if b}}
+    return {"rows": rows, "missing": missing, "scores": scores}
+
+
 def real_report(res: dict) -> str:
     lines = ["# SchedMate text tools on real material (benchmarks/realsets manifests)", ""]
+    c = res.get("commands") or {}
+    lines.append(f"## commands: {len(c.get('rows', []))} items read, {len(c.get('missing', []))} missing locally")
+    for sp, sc in (c.get("scores") or {}).items():
+        lines.append(f"- {sp}: n {sc['n']} from {sc['repos']} repositories, fields {_pct(sc['fields'])}, "
+                     f"{sc['ms_per_job']:.1f} ms per job; per field: " +
+                     ", ".join(f"{f} {_pct(v)}" for f, v in sc["per_field"].items()))
+    for x in c.get("rows", []):
+        bad = {f: (x["got"][f], x["truth"][f]) for f, good in x["ok"].items() if not good}
+        if bad:
+            lines.append(f"  miss {x['id']}: " + json.dumps(bad, default=str) + "  (got, truth)")
+    lines.append("")
     for name in ("failures", "progress"):
         r = res.get(name) or {}
         lines.append(f"## {name}: {len(r.get('rows', []))} items read, {len(r.get('missing', []))} missing locally")
@@ -283,7 +332,7 @@ def main(argv=None) -> int:
         if not folder.is_dir():
             print(f"error: {args.real}: not a folder", file=sys.stderr)
             return 2
-        res = {"failures": real_failures(folder), "progress": real_progress(folder)}
+        res = {"commands": real_commands(folder), "failures": real_failures(folder), "progress": real_progress(folder)}
         (out / "real.json").write_text(json.dumps(res, indent=2, default=str) + "\n")
         text = real_report(res)
         (out / "real.md").write_text(text)
