@@ -74,16 +74,29 @@ def shape_figure(model, feature: str, unit: str = "s", feature_unit: str = ""):
     return fig
 
 
-def local_explanation_figure(model, row: pd.DataFrame, title: str, unit: str = "s"):
-    """Per-feature contributions to one prediction (orange raises it, green lowers it)."""
+#: Colours of the local explanation: a contribution that raises the prediction, one that lowers it.
+RAISES, LOWERS = "#d95f02", "#1b9e77"
+
+
+def local_explanation_figure(model, row: pd.DataFrame, title: str, unit: str = "s", job: str | None = None,
+                             actual: float | None = None):
+    """Per-feature contributions to one prediction, with the job it is for, the prediction (and the
+    actual value when given) in the title and a legend for the colours (orange raises, green lowers)."""
+    from matplotlib.patches import Patch
+
     plt = _plt()
     contrib = model.explain_local(row).iloc[0].sort_values(key=np.abs, ascending=False).head(12)[::-1]
-    fig, ax = plt.subplots(figsize=(6, 4))
-    ax.barh(contrib.index.astype(str), contrib.to_numpy(), color=np.where(contrib.to_numpy() > 0, "#d95f02", "#1b9e77"))
+    pred = float(np.asarray(model.predict(row), dtype=float).ravel()[0])
+    fig, ax = plt.subplots(figsize=(6.5, 4.4))
+    ax.barh(contrib.index.astype(str), contrib.to_numpy(), color=np.where(contrib.to_numpy() > 0, RAISES, LOWERS))
     ax.axvline(0, color="0.6", lw=0.6)
-    ax.set_title(title)
+    which = f"job {job}" if job is not None else f"holdout row {row.index[0]}"
+    what = f"predicted {pred:,.0f} {unit}" + (f", actual {actual:,.0f} {unit}" if actual is not None else "")
+    ax.set_title(f"{title}: {which}\n{what}", fontsize=10)
     ax.set_xlabel(f"contribution to {target_label(model, unit)}")
     ax.set_ylabel("feature / interaction")
+    ax.legend(handles=[Patch(color=RAISES, label="raises the prediction"), Patch(color=LOWERS, label="lowers it")],
+              fontsize=8, loc="lower right")
     fig.tight_layout()
     return fig
 
@@ -113,20 +126,36 @@ def prediction_figure(y, pred, title: str, unit: str = "s", log: bool = True):
     return fig
 
 
-def fan_figure(fc, y, org_index: int = 0, unit: str = "GPUs"):
-    """Demand forecast on the holdout for one org: truth, mean and the q0.9 / q0.95 band."""
+def forecast_times(origins: Sequence, horizon: int, freq: str | None = None) -> pd.DatetimeIndex:
+    """The time of every forecast step: origin + k x step for k < horizon, for each origin in turn (the
+    step is ``freq``, else the origins' spacing / horizon; origins are a horizon apart, so the windows
+    tile the holdout)."""
+    origins = pd.DatetimeIndex(origins)
+    if freq is not None:
+        step = pd.Timedelta(pd.tseries.frequencies.to_offset(freq))
+    elif len(origins) >= 2:
+        step = (origins[1] - origins[0]) / horizon
+    else:
+        step = pd.Timedelta(minutes=10)
+    return pd.DatetimeIndex([o + k * step for o in origins for k in range(horizon)])
+
+
+def fan_figure(fc, y, org_index: int = 0, unit: str = "GPUs", freq: str | None = None):
+    """Demand forecast on the holdout for one org over time: truth, mean and the q0.9 / q0.95 band."""
     plt = _plt()
     m = np.concatenate(list(fc.mean[:, org_index, :]))
     q9 = np.concatenate(list(fc.quantile(0.9)[:, org_index, :]))
     q95 = np.concatenate(list(fc.quantile(0.95)[:, org_index, :]))
     t = np.concatenate(list(y[:, org_index, :]))
+    when = forecast_times(fc.origins, fc.mean.shape[2], freq)
     fig, ax = plt.subplots(figsize=(8, 3.5))
-    ax.plot(t, color="k", lw=0.8, label="demand")
-    ax.plot(m, color="C0", lw=1, label="mean")
-    ax.fill_between(np.arange(len(m)), m, q95, color="C0", alpha=0.2, label="to q0.95")
-    ax.plot(q9, color="C1", lw=0.7, label="q0.9")
+    ax.plot(when, t, color="k", lw=0.8, label="demand")
+    ax.plot(when, m, color="C0", lw=1, label="mean")
+    ax.fill_between(when, m, q95, color="C0", alpha=0.2, label="to q0.95")
+    ax.plot(when, q9, color="C1", lw=0.7, label="q0.9")
     ax.set_title(f"demand forecast, {fc.orgs[org_index]} (holdout)")
-    ax.set_xlabel("forecast step (concatenated horizons)")
+    ax.set_xlabel("time (forecast windows of the holdout, one after another)")
+    fig.autofmt_xdate()
     ax.set_ylabel(f"demand ({unit})")
     ax.legend(fontsize=8)
     fig.tight_layout()

@@ -187,7 +187,9 @@ def _plot_title(meta: dict[str, Any]) -> str:
     cluster = meta.get("cluster_name") or str(meta.get("cluster", "")).split(":")[0]
     if cluster and meta.get("cluster_gpus"):
         cluster += f" ({meta['cluster_gpus']:,} GPUs)"
-    return f"{trace} on {cluster}" if cluster else str(trace)
+    if str(trace).startswith("synthetic "):  # "synthetic demo on demo" read as a typo: say which is which
+        trace = f"{trace} workload"
+    return f"{trace} on cluster {cluster}" if cluster else str(trace)
 
 
 def _figure(figsize: tuple[float, float]):
@@ -295,11 +297,16 @@ def draw_jct_cdf(data: dict, path: str | Path, title: str = "", window: tuple[fl
     what = f"{data['count']:,} jobs"
     if window:
         what += f" submitted in {window[0] / 86400:g}-{window[1] / 86400:g} d"
-    ax.set_title(f"JCT CDF by policy: {title} ({what})" if title else f"JCT CDF by policy ({what})", fontsize=10)
+    import textwrap
+
+    # a real trace's file name makes the title longer than the figure: wrapped, with room made above
+    head = textwrap.fill(f"JCT CDF by policy: {title} ({what})" if title else f"JCT CDF by policy ({what})", 78,
+                         break_on_hyphens=False, break_long_words=False)
+    ax.set_title(head, fontsize=10)
     ax.grid(True, which="major", alpha=0.3)
     if data["curves"]:
         ax.legend(fontsize=8, loc="lower right")
-    fig.subplots_adjust(left=0.1, right=0.97, bottom=0.12, top=0.92)
+    fig.subplots_adjust(left=0.1, right=0.97, bottom=0.12, top=0.92 - 0.045 * head.count("\n"))
     fig.savefig(path, dpi=110)
     return Path(path)
 

@@ -381,8 +381,9 @@ class DurationTask(Task):
             for feat, unit in (("num_gpus", "GPUs"), ("hour", "hour of day")):
                 if feat in X:
                     figures[f"shape_{feat}"] = plots.shape_figure(model, feat, "s", unit)
-            figures["local_explanation"] = plots.local_explanation_figure(model, X[test].head(1),
-                                                                          "one duration prediction")
+            figures["local_explanation"] = plots.local_explanation_figure(
+                model, X[test].head(1), "one duration prediction", actual=float(y[test][0]),
+                job=str(frame["job_id"].to_numpy()[test][0]) if "job_id" in frame else None)
         fp = data_fingerprint_of(source, frame[["submit_time", "duration", "num_gpus"]])
         lineage = self.lineage(table, source, train, test_days)
         return TrainResult(self.name, algo, model, metrics, {"algo": algo, "test_days": test_days, "fast": fast,
@@ -577,7 +578,7 @@ class DemandTask(Task):
                    "test_days": f"{test_days:g}", "holdout_rows": str(len(origins))}
         return TrainResult(self.name, algo, model, metrics, {"algo": algo, "freq": freq, "lookback": lookback,
                            "horizon": horizon, "test_days": test_days, **params}, fp, history,
-                           {"fan_chart": plots.fan_figure(fc, y)}, None, extra, secs, baselines=base,
+                           {"fan_chart": plots.fan_figure(fc, y, freq=freq)}, None, extra, secs, baselines=base,
                            holdout=(demand, attrs, origins), lineage=lineage,
                            datasets=_dataset_inputs(self.name, demand, mask, source, lineage))
 
