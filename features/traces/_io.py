@@ -30,6 +30,9 @@ from features.jobtable import REASONS, LoadReport, TraceError, as_number
 _MAGIC = {b"\x1f\x8b": "gzip", b"BZh": "bz2", b"\xfd7zXZ\x00": "xz", b"PK\x03\x04": "zip"}
 _SUFFIX = {".gz": "gzip", ".gzip": "gzip", ".bz2": "bz2", ".xz": "xz", ".zip": "zip"}
 COMPRESSION_SUFFIXES = tuple(_SUFFIX)
+#: Most fields a CSV record may have: job traces have tens of columns; pandas spends about a millisecond
+#: per column, so a 100,000-column header would take minutes before any check could speak.
+MAX_COLUMNS = 10_000
 
 
 def check_path(path: str | Path) -> Path:
@@ -150,6 +153,8 @@ def read_csv(path: str | Path, *, required: Iterable[str] = (), header: bool = T
         raise TraceError(path, "file is empty")
     counts = _field_counts(data, text)
     width = int(counts.max()) if len(counts) else 1
+    if width > MAX_COLUMNS:
+        raise TraceError(path, f"a record has {width:,} fields; a trace has at most {MAX_COLUMNS:,} columns")
     try:
         frame = pd.read_csv(io.BytesIO(data), header=None, names=list(range(width)), dtype=str,
                             index_col=False, skip_blank_lines=True, low_memory=False)
