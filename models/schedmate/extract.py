@@ -17,15 +17,16 @@ Comments, README text and unreferenced configs are never read, which is what def
 """
 from __future__ import annotations
 
-import ast
+import copy
 import json
 import re
 import shlex
+from functools import lru_cache
 from pathlib import PurePosixPath
 from typing import Any
 
 from models.schedmate.extraction.metadata import FIELDS, JobMetadata
-from models.schedmate.extraction.pyast import (_analyse_python, _attribute_defaults, _parse_argv, _PyInfo,
+from models.schedmate.extraction.pyast import (_analysis_of, _attribute_defaults, _parse_argv, _PyInfo, analyse_source,
                                                _python_config)
 from models.schedmate.extraction.resolve import resolve as _resolve
 from models.schedmate.extraction.settings import (P_ARGV, P_CODE, P_CODE_KW, P_CONFIG, P_DEFAULT, P_LAUNCH,
@@ -39,8 +40,9 @@ __all__ = ["FIELDS", "JobMetadata", "extract_metadata", "read_repository"]
 
 class _Extractor:
     def __init__(self, files: dict[str, str]) -> None:
-        self.files = {str(PurePosixPath(k)).lstrip("./") if k.startswith("./") else str(PurePosixPath(k)): v
+        self.files = {(_norm_path(k) if ("./" in k or "//" in k or k.endswith("/")) else k): v
                       for k, v in files.items()}
+        self._by_name: dict[str, list[str]] | None = None
         self.s = _Settings()
         self.gpus: tuple[int, int, str] | None = None  # (gpus per node, prio, source)
         self.nodes: tuple[int, int, str] | None = None
@@ -89,7 +91,13 @@ class _Extractor:
             f = self._file(cand)
             if f:
                 return f
-        ends = [k for k in self.files if k.endswith("/" + rel + ".py") or k.endswith("/" + rel + "/__main__.py")]
+        if self._by_name is None:  # basename -> paths, built once: a repository may hold thousands of files
+            self._by_name = {}
+            for k in self.files:
+                self._by_name.setdefault(k.rsplit("/", 1)[-1], []).append(k)
+        leaf = rel.rsplit("/", 1)[-1]
+        ends = [k for k in self._by_name.get(leaf + ".py", []) if k.endswith("/" + rel + ".py")] + \
+            [k for k in self._by_name.get("__main__.py", []) if k.endswith("/" + rel + "/__main__.py")]
         return min(ends, key=len) if ends else None
 
     _CONSOLE = re.compile(r"""["']?([\w.-]+)["']?\s*=\s*["']?([\w.]+):(\w+)""")
@@ -352,14 +360,9 @@ class _Extractor:
         self.entry = name or script
         self.argv = list(argv)
         self.task_text.append(console or PurePosixPath(script).name)
-        tree = None
-        if name and name.endswith(".py"):
-            try:
-                tree = ast.parse(self.files[name])
-            except SyntaxError:
-                tree = None
-        info = _analyse_python(tree) if tree is not None else _PyInfo()
-        if name is not None and tree is not None:
+        parsed_info = analyse_source(self.files[name]) if name and name.endswith(".py") else None
+        info = parsed_info if parsed_info is not None else _PyInfo()
+        if name is not None and parsed_info is not None:
             self._follow_wrapped(name, info)
         self.task_text.extend(info.defaults)  # option names say the objective (--mask_ratio, --mlm)
         # HfArgumentParser with one JSON argument
@@ -446,14 +449,15 @@ class _Extractor:
         (HfArgumentParser): that module's options, defaults and fields count as the entry's own
         (the entry's win where both define one)."""
         text = self.files[name]
-        wraps = re.search(r"get_args_parser|get_parser|parents\s*=|add_args\(|parse_args\(", text) is not None
+        wraps = re.search(r"get_args_parser|get_parser|parents\s*=|add_args\(", text) is not None
+        if not (wraps or info.hf_parser or "dataclass" in text):
+            return
         for mod in info.imports:
             f = self._module_file(mod) or self._file(mod.replace(".", "/") + ".py", rel_to=name)
             if not f or f == name or not f.endswith(".py"):
                 continue
-            try:
-                sub = _analyse_python(ast.parse(self.files[f]))
-            except SyntaxError:
+            sub = _analysis_of(self.files[f])
+            if sub is None:
                 continue
             if wraps and sub.options:
                 for k, v in sub.options.items():
@@ -526,13 +530,8 @@ class _Extractor:
         text = self.files.get(path)
         if text is None:
             return None
-        import yaml
-
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError:
-            return None
-        return data if isinstance(data, dict) else None
+        data = _yaml_text(text)
+        return copy.deepcopy(data) if data is not None else None  # callers pop keys from it
 
     def config_file(self, name: str, prio: int, source: str) -> None:
         if name in self.loaded:
@@ -579,6 +578,22 @@ class _Extractor:
         return _resolve(self)
 
 
+
+
+@lru_cache(maxsize=512)
+def _yaml_text(text: str) -> dict | None:
+    """A YAML mapping parsed once per distinct text (PyYAML is slow; configs repeat across jobs)."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _norm_path(k: str) -> str:
+    return str(PurePosixPath(k)).lstrip("./") if k.startswith("./") else str(PurePosixPath(k))
 
 
 def _resolve_interpolations(cfg: dict) -> dict:

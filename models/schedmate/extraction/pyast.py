@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import Any
 
 from models.schedmate.extraction.settings import _yaml_value
@@ -142,7 +143,8 @@ def _analyse_python(tree: ast.Module) -> _PyInfo:
                     a, b = (_lit(node.args[0], consts), _lit(node.args[1], consts))
                     if a == "glue" and isinstance(b, str):
                         info.dataset_literals.insert(0, f"glue/{b}")
-    _fire_defaults(tree, funcs, consts, info)
+    if any(isinstance(n, (ast.Import, ast.ImportFrom)) and "fire" in ast.unparse(n) for n in tree.body):
+        _fire_defaults(tree, funcs, consts, info)
     for v in consts.values():
         if isinstance(v, str) and known_model(v):
             info.model_literals.append(v)
@@ -270,6 +272,7 @@ def _scalar(v: str) -> Any:
     return v
 
 
+@lru_cache(maxsize=512)
 def _attribute_defaults(text: str) -> dict[str, Any]:
     """yacs-style defaults of a config module: `_C.TRAIN.EPOCHS = 300` -> {"TRAIN.EPOCHS": 300}."""
     try:
@@ -312,3 +315,22 @@ def _python_config(text: str) -> tuple[dict, list[str]]:
     return out, bases
 
 
+@lru_cache(maxsize=512)
+def _analysis_of(text: str) -> _PyInfo | None:
+    """The analysis of a Python source (None: not Python), computed once per distinct text: a warm
+    process (the Advisor answering many jobs of one repository) parses each file once."""
+    try:
+        return _analyse_python(ast.parse(text))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+def analyse_source(text: str) -> _PyInfo | None:
+    """A private copy of the cached analysis of `text` (callers merge into it)."""
+    info = _analysis_of(text)
+    if info is None:
+        return None
+    return replace(info, defaults=dict(info.defaults), options=dict(info.options), keywords=list(info.keywords),
+                   model_literals=list(info.model_literals), consts=dict(info.consts), fields=dict(info.fields),
+                   imports=list(info.imports), dataset_literals=list(info.dataset_literals),
+                   task_words=list(info.task_words))
