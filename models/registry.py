@@ -655,7 +655,13 @@ def load(model_uri: str, *, trust_local: bool = False):
         from mlflow.tracking._tracking_service.utils import is_tracking_uri_set
 
         if not is_tracking_uri_set():  # never configured in this process: the user's store, not MLflow's default
-            configure(None)
+            uri = resolve_tracking_uri(None)
+            db = sqlite_path(uri)
+            if db is not None and not db.is_file():  # not created by a lookup: nothing is written
+                raise ModelNotFoundError(f"model {model_uri}: no model registry at {uri} (train one first, or "
+                                         "give --tracking-uri)")
+            mlflow.set_tracking_uri(uri)
+            mlflow.set_registry_uri(uri)
         check_store(mlflow.get_registry_uri() or mlflow.get_tracking_uri(), f"to load {model_uri} from the store")
     if not is_store_uri(model_uri):
         if not (trust_local or trust_local_from_env()):
