@@ -68,6 +68,7 @@ from __future__ import annotations
 
 import array
 import bisect
+import functools
 import io
 import math
 import re
@@ -79,6 +80,10 @@ from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
+
+from features.duration import CATEGORICAL, COUNT_KEYS, HISTORY_KEYS, ROLL, group_key, normalise_name
+from features.jobtable import (MAX_CLOCK_S, MAX_DURATION_S, MAX_GPUS_PER_JOB, MAX_SUBMIT_TS, MIN_SUBMIT_TS, REASONS,
+                               LoadReport, as_number, gpu_rejects)
 
 #: Raw job fields kept in the history snapshot (those the duration features read).
 HISTORY_COLUMNS: dict[str, str] = {
@@ -152,8 +157,6 @@ class _Accumulator:
 
     def add(self, d: float) -> tuple[float, float, float, float]:
         """Append one finished job's duration; (count, mean, rolling mean, rolling median) after it."""
-        from features.duration import ROLL
-
         self.count += 1
         y = d - self.cum_c
         t = self.cum + y
@@ -270,31 +273,40 @@ class _History:
             if key is not None:
                 series[key].remove(seq)
 
-    def features(self, job: "_Job", present: dict[str, bool], out: dict[str, float]) -> None:
-        """The hist_* features of a query (not finished) into ``out``."""
-        from features.duration import COUNT_KEYS
+    def layout(self, columns: list[str]) -> list[tuple[tuple[str, ...], tuple[int, ...]]]:
+        """Per history key: its columns and the row index of each of its statistics (-1: not a feature)."""
+        index = {c: i for i, c in enumerate(columns)}
+        return [(cols, tuple(index.get(f"hist_{name}_{stat}", -1) if stat != "count" or name in COUNT_KEYS else -1
+                             for stat in STATS)) for name, cols in self.keys.items()]
 
-        for (name, cols), series, key in zip(self.keys.items(), self.series.values(), job.keys(self.keys)):
-            count = name in COUNT_KEYS
-            if not all(present[c] for c in cols):
-                values: tuple[float, ...] = (math.nan,) * 5
-            elif key is None or key not in series:
-                values = (math.nan if key is None else 0.0,) + (math.nan,) * 4
-            else:
-                s = series[key]
-                i = s.as_of(job.t)
-                if i == 0:
-                    values = (0.0,) + (math.nan,) * 4
-                else:
-                    values = tuple(s.stats[4 * (i - 1): 4 * i]) + (s.durations[i - 1],)
-            for stat, v in zip(STATS, values):
-                if stat != "count" or count:
-                    out[f"hist_{name}_{stat}"] = v
+    def features(self, job: "_Job", present: list[bool], layout: list, row: list[float]) -> None:
+        """The hist_* features of a query (not finished), written into ``row`` (pre-filled with NaN).
+        ``present[k]``: every column of key k has held a value (else training's features are NaN)."""
+        for (series, key, ok, (_, idx)) in zip(self.series.values(), job.keys(self.keys), present, layout):
+            if not ok:
+                continue
+            if key is None:
+                continue  # a missing key part: NaN, count included
+            s = series.get(key)
+            i = 0 if s is None else bisect.bisect_left(s.ends, job.t)
+            if idx[0] >= 0:
+                row[idx[0]] = float(i) if i == 0 else s.stats[4 * i - 4]
+            if i:
+                base = 4 * i - 4
+                stats = s.stats
+                if idx[1] >= 0:
+                    row[idx[1]] = stats[base + 1]
+                if idx[2] >= 0:
+                    row[idx[2]] = stats[base + 2]
+                if idx[3] >= 0:
+                    row[idx[3]] = stats[base + 3]
+                if idx[4] >= 0:
+                    row[idx[4]] = s.durations[i - 1]
 
 
 # -- records -------------------------------------------------------------------------------------------
 def _missing(v: Any) -> bool:
-    return v is None or v is pd.NA or v is pd.NaT or (isinstance(v, float) and v != v)
+    return v is None or (type(v) is float and v != v) or v is pd.NA or v is pd.NaT or (isinstance(v, float) and v != v)
 
 
 def _series(v: Any) -> pd.Series:
@@ -302,16 +314,12 @@ def _series(v: Any) -> pd.Series:
 
 
 def _report():
-    from features.jobtable import LoadReport
-
     return LoadReport("<request>", "records")
 
 
 def _gpus(v: Any) -> tuple[int | None, str | None]:
     """The loaders' GPU-count rule (features.jobtable.gpu_rejects, its reasons): whole numbers in
     [1, MAX_GPUS_PER_JOB]; JSON booleans are not counts. Plain ints / whole floats in range skip pandas."""
-    from features.jobtable import MAX_GPUS_PER_JOB, REASONS, as_number, gpu_rejects
-
     if isinstance(v, bool):
         return None, REASONS["gpu_text"] + " (a JSON boolean)"
     if isinstance(v, (int, float)) and 1 <= v <= MAX_GPUS_PER_JOB and float(v).is_integer():
@@ -324,8 +332,6 @@ def _gpus(v: Any) -> tuple[int | None, str | None]:
 
 def _number(v: Any, low: float, high: float) -> float | None:
     """A finite number in [low, high] (features.jobtable.as_number for anything but plain numbers)."""
-    from features.jobtable import as_number
-
     if isinstance(v, bool):
         return None
     if not isinstance(v, (int, float)):
@@ -340,8 +346,6 @@ def _number(v: Any, low: float, high: float) -> float | None:
 def _timestamp_ns(v: Any) -> tuple[int | None, str | None]:
     """A submit_ts as ns since the epoch (UTC; no offset = UTC): plain ISO-8601 by Python, anything else
     by the loaders' parser (features.traces._io.parse_datetimes); the loaders' 2000..2100 bound."""
-    from features.jobtable import MAX_SUBMIT_TS, MIN_SUBMIT_TS, REASONS
-
     ns = None
     if isinstance(v, str) and _ISO.fullmatch(v.strip()):
         try:
@@ -376,6 +380,8 @@ def _seconds_to_ns(t: float) -> int:
 
 
 def _text(v: Any) -> str | None:
+    if v is None or type(v) is str:
+        return v
     if _missing(v):
         return None
     if isinstance(v, (dict, list, tuple, set)):
@@ -397,6 +403,19 @@ class _Job:
 
     __slots__ = ("job_id", "t", "hour", "weekday", "num_gpus", "num_nodes", "user", "org", "group_id",
                  "finished", "duration", "queue", "_keys")
+    f_name = "<unknown>"  # training fits no name bucketer (pipelines.train)
+
+    @property
+    def f_gpus(self) -> float:
+        return float(self.num_gpus)
+
+    @property
+    def f_org(self) -> str:
+        return "<unknown>" if self.org is None else self.org
+
+    @property
+    def f_user(self) -> str:
+        return "<unknown>" if self.user is None else self.user
 
     def has(self, col: str) -> bool:
         return col == "num_gpus" or (col != "name_bucket" and getattr(self, col) is not None)
@@ -404,14 +423,24 @@ class _Job:
     def keys(self, keys: dict[str, tuple[str, ...]]) -> tuple[str | None, ...]:
         """features.duration.history_features' key string per history key (None where a part is missing)."""
         if self._keys is None:
-            values = {"user": self.user, "org": self.org, "num_gpus": str(self.num_gpus),
-                      "group_id": self.group_id, "name_bucket": None}
+            gpus = str(self.num_gpus)
             out = []
             for cols in keys.values():
-                parts = [values[c] for c in cols]
-                out.append(None if any(p is None for p in parts) else "|".join(parts))
+                if len(cols) == 1:
+                    c = cols[0]
+                    out.append(gpus if c == "num_gpus" else None if c == "name_bucket" else getattr(self, c))
+                else:
+                    parts = [gpus if c == "num_gpus" else None if c == "name_bucket" else getattr(self, c)
+                             for c in cols]
+                    out.append(None if None in parts else "|".join(parts))
             self._keys = tuple(out)
         return self._keys
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _group(name: str | None, user: str | None, org: str | None, gpus: int) -> str:
+    """features.duration's recurring-group id of a record (cached: schedulers resubmit the same jobs)."""
+    return group_key(normalise_name(name), user, org, gpus)
 
 
 class _Clock:
@@ -422,21 +451,23 @@ class _Clock:
 
     def parse(self, rec: dict[str, Any]) -> _Job | str:
         """A record as a _Job, or the reason it is refused (the first that applies)."""
-        from features.duration import group_key, normalise_name
-        from features.jobtable import MAX_CLOCK_S, MAX_DURATION_S, MAX_GPUS_PER_JOB, REASONS
-
         if not isinstance(rec, dict):
             return "not a JSON object of job fields"
         job = _Job()
         job._keys = None
         gpus = rec.get("num_gpus")
-        if _missing(gpus) or (isinstance(gpus, str) and not gpus.strip()):
+        if type(gpus) is int and 1 <= gpus <= MAX_GPUS_PER_JOB:
+            job.num_gpus = gpus
+        elif _missing(gpus) or (isinstance(gpus, str) and not gpus.strip()):
             return f"num_gpus: {REASONS['gpu_missing']}"
-        job.num_gpus, why = _gpus(gpus)
-        if why:
-            return f"num_gpus {gpus!r}: {why}"
+        else:
+            job.num_gpus, why = _gpus(gpus)
+            if why:
+                return f"num_gpus {gpus!r}: {why}"
         nodes = rec.get("num_nodes")
-        if _missing(nodes):
+        if type(nodes) is int and 1 <= nodes <= MAX_GPUS_PER_JOB:
+            job.num_nodes = float(nodes)
+        elif _missing(nodes):
             job.num_nodes = math.nan
         else:
             n = _number(nodes, 1, MAX_GPUS_PER_JOB)
@@ -444,11 +475,13 @@ class _Clock:
                 return f"num_nodes {nodes!r}: not a whole number in [1, {MAX_GPUS_PER_JOB}]"
             job.num_nodes = n
         try:
-            job.job_id, job.user, job.group_id = _text(rec.get("job_id")), _text(rec.get("user")), \
-                _text(rec.get("group_id"))
-            org = rec.get("org")
-            job.org = _text(org if not _missing(org) else rec.get("vc"))
-            name = _text(rec.get("job_name"))
+            get = rec.get
+            job.job_id, job.user, job.group_id = _text(get("job_id")), _text(get("user")), _text(get("group_id"))
+            org = get("org")
+            job.org = _text(org) if org is not None else _text(get("vc"))
+            if job.org is None and org is not None:
+                job.org = _text(get("vc"))
+            name = _text(get("job_name"))
         except TypeError:
             bad = next(k for k in ("job_id", "user", "group_id", "org", "vc", "job_name")
                        if isinstance(rec.get(k), (dict, list, tuple, set)))
@@ -479,7 +512,7 @@ class _Clock:
         else:  # training's calendar used the seconds clock
             job.hour, job.weekday = float(int(job.t // 3600 % 24)), float(int(job.t // 86400 % 7))
         if job.group_id is None:
-            job.group_id = group_key(normalise_name(name), job.user, job.org, job.num_gpus)
+            job.group_id = _group(name, job.user, job.org, job.num_gpus)
         job.finished = _flag(rec.get("finished"))
         job.duration, job.queue = math.inf, 0.0
         if job.finished:
@@ -569,12 +602,13 @@ class RawRecordModel(_python_model_base()):
             if self._state is None:
                 self._clock = _Clock(self.clock, None if self.origin is None else int(self.origin.value))
                 self._state = self._build_state()
+                self._layout = self._state.layout(self.columns)
+                #: (row index, _Job attribute) of the per-job features
+                self._at = [(i, _JOB_ATTR[c]) for i, c in enumerate(self.columns) if c in _JOB_ATTR]
                 self._matrix = _matrix_predictor(self)
         return self
 
     def _build_state(self) -> _History:
-        from features.duration import HISTORY_KEYS
-
         keys = HISTORY_KEYS if any(c.startswith("hist_") for c in self.columns) else {}
         state = _History(keys)
         if not keys or not len(self.history):
@@ -671,15 +705,16 @@ class RawRecordModel(_python_model_base()):
             for job in sorted((j for j in parsed if j.finished), key=lambda j: j.t):
                 state.add(job)
             queries = [j for j in parsed if not j.finished]
-            present = {c: state.seen[c] or any(j.has(c) for j in queries) for c in state.seen}
+            seen = state.seen
+            present = [all(seen[c] or any(j.has(c) for j in queries) for c in cols) for cols, _ in self._layout]
+            n, nan, at = len(self.columns), math.nan, self._at
             rows = []
             for job in queries:
-                feats = {"num_gpus": float(job.num_gpus), "num_nodes": job.num_nodes,
-                         "org": job.org or "<unknown>", "user": job.user or "<unknown>",
-                         "group_id": job.group_id, "name_bucket": "<unknown>", "hour": job.hour,
-                         "weekday": job.weekday}
-                state.features(job, present, feats)
-                rows.append([feats[c] for c in self.columns])
+                row = [nan] * n
+                for i, attr in at:
+                    row[i] = getattr(job, attr)
+                state.features(job, present, self._layout, row)
+                rows.append(row)
         return rows
 
     def _frame(self, rows: list[list[Any]]) -> pd.DataFrame:
@@ -715,8 +750,10 @@ class RawRecordModel(_python_model_base()):
         return ex.reset_index(drop=True)
 
 
-#: The per-job (non-history) features a raw record gives.
-_JOB_FEATURES = ("num_gpus", "num_nodes", "org", "user", "group_id", "name_bucket", "hour", "weekday")
+#: The per-job (non-history) features a raw record gives: feature -> _Job attribute.
+_JOB_ATTR = {"num_gpus": "f_gpus", "num_nodes": "num_nodes", "org": "f_org", "user": "f_user",
+             "group_id": "group_id", "name_bucket": "f_name", "hour": "hour", "weekday": "weekday"}
+_JOB_FEATURES = tuple(_JOB_ATTR)
 
 
 def _matrix_predictor(model: RawRecordModel) -> Callable[[list[list[Any]]], np.ndarray] | None:
@@ -734,8 +771,16 @@ def _matrix_predictor(model: RawRecordModel) -> Callable[[list[list[Any]]], np.n
              for c in model.columns]
     nan = math.nan
 
+    cat_idx = [(i, m) for i, m in enumerate(codes) if m is not None]
+
     def predict(rows: list[list[Any]]) -> np.ndarray:
-        M = np.array([[v if m is None else m.get(v, nan) for v, m in zip(row, codes)] for row in rows], dtype=float)
+        numeric = []
+        for row in rows:
+            row = row[:]
+            for i, m in cat_idx:
+                row[i] = m.get(row[i], nan)
+            numeric.append(row)
+        M = np.array(numeric, dtype=float)
         return np.maximum(est._finish(booster.predict(M, num_threads=1)), 0.0)
 
     # the check: up to 64 history jobs, asked as of their submission (no state change)
@@ -755,8 +800,6 @@ def _matrix_predictor(model: RawRecordModel) -> Callable[[list[list[Any]]], np.n
 
 
 def _categorical() -> tuple[str, ...]:
-    from features.duration import CATEGORICAL
-
     return CATEGORICAL
 
 

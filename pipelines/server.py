@@ -1,6 +1,14 @@
 """`schedcast server` (MLflow tracking server and UI) and `schedcast serve` (a model behind a REST
 endpoint), both run as managed children of this process.
 
+`schedcast serve` runs schedcast's own scoring server by default (``--engine schedcast``: this module's
+``score`` command, one process, a thread per connection): it speaks MLflow's ``/invocations`` JSON
+(``dataframe_records`` / ``dataframe_split``, the same answers and error bodies) and hands raw job records
+straight to models.serving's fast path. Why not ``mlflow models serve`` for everything: its request
+handling alone (parsing into pandas, schema enforcement) takes ~9 ms on a trivial model here, where a
+scheduler asking on its decision path needs a few. ``--engine mlflow`` keeps MLflow's server (other
+input formats, several workers).
+
 Why managed: `mlflow server` and `mlflow models serve` start further processes (uvicorn / gunicorn
 workers, huey job consumers). Run naively, killing schedcast leaves them all holding the port. Here
 the child runs in its own session (process group), and every way out of schedcast (Ctrl-C, SIGTERM,
@@ -20,6 +28,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Sequence
@@ -70,10 +79,37 @@ def session_pids(sid: int) -> list[int]:
 class ManagedProcess:
     """A child command in its own session, stopped as a whole group (idempotent ``stop``)."""
 
-    def __init__(self, cmd: Sequence[str], env: dict[str, str]):
+    def __init__(self, cmd: Sequence[str], env: dict[str, str], *, hold_output: bool = False):
+        """``hold_output``: the child's stdout and stderr go through a pipe and are held back until
+        :meth:`release` (then written to stderr, and passed through from there on), so a start-up
+        spinner is never interleaved with the child's logs and warnings."""
         self.cmd = list(cmd)
-        self.proc = subprocess.Popen(self.cmd, env=env, start_new_session=True)
+        self._held: list[str] | None = [] if hold_output else None
+        self._out_lock = threading.Lock()
+        pipe = subprocess.PIPE if hold_output else None
+        self.proc = subprocess.Popen(self.cmd, env=env, start_new_session=True, stdout=pipe,
+                                     stderr=subprocess.STDOUT if hold_output else None)
         self.pid = self.proc.pid
+        if hold_output:
+            threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self) -> None:
+        for raw in iter(self.proc.stdout.readline, b""):
+            line = raw.decode("utf-8", "replace")
+            with self._out_lock:
+                if self._held is not None:
+                    self._held.append(line)
+                    continue
+            sys.stderr.write(line)
+            sys.stderr.flush()
+
+    def release(self) -> None:
+        """Write what the child printed so far and pass the rest through (idempotent)."""
+        with self._out_lock:
+            held, self._held = self._held, None
+            if held:
+                sys.stderr.write("".join(held))
+                sys.stderr.flush()
 
     def _signal_all(self, sig: int) -> None:
         try:
@@ -164,7 +200,7 @@ def run_managed(cmd: Sequence[str], *, ready_url: str, what: str, banner: str, t
                 env: dict[str, str] | None = None) -> int:
     """Start ``cmd`` as a managed child, wait until ``ready_url`` answers, print ``banner``, then wait for
     the child. Every exit path stops the child's whole process group. Returns the exit code."""
-    child = ManagedProcess(cmd, env if env is not None else child_env())
+    child = ManagedProcess(cmd, env if env is not None else child_env(), hold_output=True)
     atexit.register(child.stop)
 
     def on_signal(signum, frame):  # noqa: ARG001 - signal handler signature
@@ -173,23 +209,56 @@ def run_managed(cmd: Sequence[str], *, ready_url: str, what: str, banner: str, t
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGHUP)}
     try:
-        secs = wait_ready(ready_url, child, timeout, what)
+        try:
+            secs = wait_ready(ready_url, child, timeout, what)
+        finally:
+            if child.proc.poll() is not None:
+                time.sleep(0.2)  # let the pipe drain: the child's last words explain its exit
+            child.release()  # the spinner has stopped: the child's start-up output, then the banner
         print(f"{banner}  (ready after {secs:.1f} s; Ctrl-C stops it)", flush=True)
         return child.proc.wait()
     except (RuntimeError, TimeoutError) as exc:
         raise ValueError(str(exc)) from None  # the CLI prints one line and exits 2
     finally:
         child.stop()
+        child.release()
         for s, h in previous.items():
             signal.signal(s, h)
         atexit.unregister(child.stop)
 
 
 def _check_port(host: str, port: int) -> None:
+    """--port in range, --host an address of this machine, the port free: checked before any child
+    starts (a bad host used to end in the child's traceback and an "internal error")."""
     if not 0 < port < 65536:
         raise ValueError(f"--port must be between 1 and 65535, got {port}")
+    if not host or any(ch.isspace() or ch in "/\\@" for ch in host):
+        raise ValueError(f"--host {host!r} is not a host name or IP address")
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError) as exc:
+        raise ValueError(f"--host {host!r} is not a host name or IP address of this machine "
+                         f"({getattr(exc, 'strerror', None) or exc})") from None
     if port_in_use(host, port):
         raise ValueError(f"port {port} on {host} is already in use (another server?); pick another with --port")
+    family, _, _, _, addr = infos[0]
+    try:
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind(addr)
+    except OSError as exc:
+        raise ValueError(f"cannot listen on --host {host!r} port {port}: {exc.strerror or exc}") from None
+
+
+def _workers(text: str) -> int:
+    """--workers: a whole number >= 1 (0 used to fall through to mlflow's default of 4)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}")
+    return value
 
 
 def cmd_server(args: argparse.Namespace) -> int:
@@ -202,8 +271,7 @@ def cmd_server(args: argparse.Namespace) -> int:
         Path(backend[len("sqlite:///"):]).parent.mkdir(parents=True, exist_ok=True)
     cmd = [sys.executable, "-m", "mlflow", "server", "--host", args.host, "--port", str(args.port),
            "--backend-store-uri", backend, "--default-artifact-root", args.artifact_root or root.as_uri()]
-    if args.workers:
-        cmd += ["--workers", str(args.workers)]
+    cmd += ["--workers", str(args.workers)]
     # MLflow's job runner (GenAI scorers / prompt optimisation) starts 7 huey consumers; schedcast uses none.
     env = child_env({"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": os.environ.get("MLFLOW_SERVER_ENABLE_JOB_EXECUTION",
                                                                            "false")})
@@ -221,10 +289,17 @@ def cmd_serve(args: argparse.Namespace) -> int:
             "--trust-local-models or set SCHEDCAST_TRUST_LOCAL_MODELS=1 if you trust it")
     _check_port(args.host, args.port)
     uri = args.tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or default_tracking_uri()
-    cmd = [sys.executable, "-m", "mlflow", "models", "serve", "-m", args.model_uri, "--env-manager", "local",
-           "-h", args.host, "-p", str(args.port)]
-    if args.workers:
-        cmd += ["-w", str(args.workers)]
+    if args.engine == "mlflow":
+        cmd = [sys.executable, "-m", "mlflow", "models", "serve", "-m", args.model_uri, "--env-manager", "local",
+               "-h", args.host, "-p", str(args.port)]
+        if args.workers is not None:
+            cmd += ["-w", str(args.workers)]
+    else:
+        if args.workers not in (None, 1):
+            raise ValueError("--workers N > 1 needs --engine mlflow (schedcast's scoring server is one process, "
+                             "so the finished jobs a client reports are seen by every later request)")
+        cmd = [sys.executable, "-m", "pipelines.server", "score", args.model_uri, "--host", args.host,
+               "--port", str(args.port)]
     # An explicit --tracking-uri names the registry too; otherwise $MLFLOW_REGISTRY_URI may point elsewhere.
     registry = uri if args.tracking_uri else os.environ.get("MLFLOW_REGISTRY_URI", uri)
     _check_registered(args.model_uri, uri, registry)
@@ -280,7 +355,7 @@ def add_parsers(sub) -> None:
     p.add_argument("--port", type=int, default=5000)
     p.add_argument("--backend-store-uri", help="default: sqlite:///mlruns/mlflow.db in the working directory")
     p.add_argument("--artifact-root", help="default: mlruns/artifacts in the working directory")
-    p.add_argument("--workers", type=int, default=1, help="server worker processes (default 1: ready about "
+    p.add_argument("--workers", type=_workers, default=1, help="server worker processes (default 1: ready about "
                    "twice as fast as mlflow's own default of 4 on a small machine)")
     p.add_argument("--ready-timeout", type=float, default=180.0, help="seconds to wait for the UI (default 180)")
     p.set_defaults(func=cmd_server)
@@ -291,8 +366,185 @@ def add_parsers(sub) -> None:
     s.add_argument("--port", type=int, default=5001)
     s.add_argument("--tracking-uri", help="where MODEL_URI is registered (default $MLFLOW_TRACKING_URI, "
                    "else sqlite:///mlruns/mlflow.db)")
-    s.add_argument("--workers", type=int, help="scoring worker processes (mlflow's default: 1)")
+    s.add_argument("--engine", choices=("schedcast", "mlflow"), default="schedcast",
+                   help="schedcast (default): schedcast's scoring server, one process, raw job records in well "
+                   "under a millisecond; mlflow: `mlflow models serve` (every MLflow input format, --workers)")
+    s.add_argument("--workers", type=_workers, help="scoring worker processes (--engine mlflow; its default: 1)")
     s.add_argument("--ready-timeout", type=float, default=180.0, help="seconds to wait for /ping (default 180)")
     s.add_argument("--trust-local-models", action="store_true", help="serve a model from a local path or "
                    "foreign URI (a model is a pickle: loading it runs its code)")
     s.set_defaults(func=cmd_serve)
+
+
+# -- schedcast's scoring server (`schedcast serve --engine schedcast`, run as this module's `score`) -------
+class Scorer:
+    """A loaded pyfunc model answering MLflow's ``/invocations`` JSON. Raw job records go to
+    models.serving's fast path (no pandas); feature frames and other models go through the pyfunc's own
+    ``predict`` (MLflow's schema enforcement included). Answers are (HTTP status, JSON body): 200
+    ``{"predictions": [...]}``, or MLflow's error body ``{"error_code": ..., "message": ...}`` — 400 for a
+    bad request (one line per bad record), 500 with one line (never a stack trace) for anything else."""
+
+    def __init__(self, model_uri: str):
+        import mlflow.pyfunc
+
+        from models.serving import RawRecordModel
+
+        self.pyfunc = mlflow.pyfunc.load_model(model_uri)
+        try:
+            inner = self.pyfunc.unwrap_python_model()
+        except Exception:  # noqa: BLE001 - not a python_model flavour: the generic path
+            inner = None
+        self.raw = inner if isinstance(inner, RawRecordModel) else None
+
+    @staticmethod
+    def _error(status: int, message: str, code: str = "INVALID_PARAMETER_VALUE") -> tuple[int, bytes]:
+        import json
+
+        return status, json.dumps({"error_code": code, "message": message}).encode()
+
+    def _is_raw(self, records: list) -> bool:
+        if self.raw is None or not records or not all(isinstance(r, dict) for r in records):
+            return self.raw is not None and isinstance(records, list) and not records
+        first = records[0]
+        return "submit_ts" in first or "submit_time" in first or not all(c in first for c in self.raw.columns)
+
+    def score(self, body: bytes) -> tuple[int, bytes]:
+        import json
+
+        try:
+            payload = json.loads(body)
+        except (ValueError, UnicodeDecodeError) as exc:
+            return self._error(400, f"the request body is not JSON: {exc}")
+        if not isinstance(payload, dict) or not ({"dataframe_records", "dataframe_split"} & set(payload)):
+            return self._error(400, 'send {"dataframe_records": [...]} or {"dataframe_split": {...}} '
+                                    "(other MLflow input formats: schedcast serve --engine mlflow)")
+        records = payload.get("dataframe_records")
+        try:
+            if records is not None and self._is_raw(records):
+                from models.serving import RecordError
+
+                try:
+                    preds = self.raw.predict_records(records)
+                except RecordError as exc:
+                    return self._error(400, str(exc))
+            else:
+                preds = self.pyfunc.predict(self._frame(payload))
+        except _BadRequest as exc:
+            return self._error(400, str(exc))
+        except Exception as exc:  # noqa: BLE001 - one line, no stack trace in the body
+            from mlflow.exceptions import MlflowException
+
+            if isinstance(exc, MlflowException):
+                return self._error(400, exc.message.strip().splitlines()[-1][:2000], exc.error_code)
+            first = (str(exc).strip().splitlines() or [""])[0][:500]
+            return self._error(500, f"internal error: {type(exc).__name__}: {first}", "INTERNAL_ERROR")
+        values = preds.tolist() if hasattr(preds, "tolist") else list(preds)
+        if values and isinstance(values[0], list):  # a one-column frame
+            values = [v[0] if len(v) == 1 else v for v in values]
+        return 200, json.dumps({"predictions": values}).encode()
+
+    @staticmethod
+    def _frame(payload: dict):
+        import pandas as pd
+
+        if "dataframe_records" in payload:
+            records = payload["dataframe_records"]
+            if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
+                raise _BadRequest("dataframe_records must be a list of JSON objects")
+            return pd.DataFrame(records)
+        split = payload["dataframe_split"]
+        if not isinstance(split, dict) or not isinstance(split.get("data"), list):
+            raise _BadRequest('dataframe_split must be {"columns": [...], "data": [[...], ...]}')
+        try:
+            return pd.DataFrame(split["data"], columns=split.get("columns"), index=split.get("index"))
+        except (ValueError, TypeError) as exc:
+            raise _BadRequest(f"dataframe_split: {exc}") from None
+
+
+class _BadRequest(ValueError):
+    pass
+
+
+def make_scoring_server(scorer: Scorer, host: str, port: int):
+    """A ThreadingHTTPServer (a thread per connection; keep-alive) with MLflow's scoring routes: GET
+    /ping, /health, /version; POST /invocations. Each answer is one write (no Nagle / delayed-ACK stall)."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        server_version = "schedcast-scoring"
+
+        def setup(self) -> None:
+            super().setup()
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+        def log_message(self, format: str, *args) -> None:  # noqa: A002 - no access log per request
+            pass
+
+        def _send(self, status: int, body: bytes, ctype: str = "application/json") -> None:
+            head = (f"HTTP/1.1 {status} {self.responses.get(status, ('',))[0]}\r\nContent-Type: {ctype}\r\n"
+                    f"Content-Length: {len(body)}\r\n\r\n").encode("latin-1")
+            self.wfile.write(head + body)
+
+        def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+            path = self.path.split("?", 1)[0]
+            if path in ("/ping", "/health"):
+                self._send(200, b"\n", "text/plain")
+            elif path == "/version":
+                import mlflow
+
+                self._send(200, mlflow.__version__.encode(), "text/plain")
+            else:
+                self._send(404, b'{"error_code": "NOT_FOUND", "message": "no such route"}')
+
+        def do_POST(self) -> None:  # noqa: N802
+            try:
+                length = int(self.headers.get("Content-Length") or 0)
+            except ValueError:
+                length = -1
+            if length < 0:
+                self.close_connection = True
+                self._send(411, b'{"error_code": "BAD_REQUEST", "message": "Content-Length required"}')
+                return
+            body = self.rfile.read(length)
+            if self.path.split("?", 1)[0] != "/invocations":
+                self._send(404, b'{"error_code": "NOT_FOUND", "message": "POST /invocations"}')
+                return
+            self._send(*scorer.score(body))
+
+    server = ThreadingHTTPServer((host, port), Handler)
+    server.daemon_threads = True
+    return server
+
+
+def _exit_on_signal(signum, frame) -> None:  # noqa: ARG001 - signal handler signature
+    raise SystemExit(0)
+
+
+def _score_main(argv: Sequence[str]) -> int:
+    """`python -m pipelines.server score MODEL_URI --host H --port P` (started by `schedcast serve`)."""
+    parser = argparse.ArgumentParser(prog="schedcast-score")
+    parser.add_argument("model_uri")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=5001)
+    args = parser.parse_args(argv)
+    scorer = Scorer(args.model_uri)
+    kind = "raw job records (fast path) and feature frames" if scorer.raw is not None else "pyfunc input"
+    server = make_scoring_server(scorer, args.host, args.port)
+    print(f"schedcast scoring server: {args.model_uri} ({kind}) on {args.host}:{args.port}", file=sys.stderr,
+          flush=True)
+    signal.signal(signal.SIGTERM, _exit_on_signal)
+    try:
+        server.serve_forever(poll_interval=0.5)
+    except (KeyboardInterrupt, SystemExit):
+        pass
+    finally:
+        server.server_close()
+    sys.stderr.flush()
+    os._exit(0)  # nothing to save; the interpreter's teardown (mlflow, lightgbm) took ~3 s per stop
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] != ["score"]:
+        sys.exit("usage: python -m pipelines.server score MODEL_URI [--host H] [--port P]")
+    sys.exit(_score_main(sys.argv[2:]))

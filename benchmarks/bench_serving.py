@@ -1,0 +1,205 @@
+"""Serving latency of a freshly trained duration champion: over HTTP against `schedcast serve` on loopback,
+and in process (models.serving's fast path); checks the answers against training's on the way.
+
+    python benchmarks/bench_serving.py                  # about 2-3 minutes on 2 shared cores
+    python benchmarks/bench_serving.py --mlflow         # also `schedcast serve --engine mlflow` (MLflow's server)
+    python benchmarks/bench_serving.py --requests 500   # more one-job requests
+
+Steps: `schedcast train duration` on the Philly trace into a temporary sqlite store (the champion is what a
+user gets); the holdout (last 30 days) as raw job records: the in-process predictions must equal
+training's features + estimator bit for bit; `schedcast serve models:/duration@champion` on a free
+127.0.0.1 port; after a warm-up, N sequential one-job requests on one keep-alive connection (what a
+scheduler's client does) and on a new connection each, and 1,000-job batches; P50 / P99 of each. Targets
+(issue 22): one job P50 <= 5 ms, P99 <= 20 ms over HTTP, <= 1 ms in process; 1,000 jobs <= 50 ms.
+Writes benchmarks/results/serving/report.md (git-ignored) and prints the table.
+"""
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import logging
+import os
+import platform
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+import warnings
+from pathlib import Path
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+warnings.filterwarnings("ignore")
+logging.disable(logging.WARNING)
+
+import numpy as np  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+OUT = ROOT / "benchmarks" / "results" / "serving"
+TARGETS = {"one job, HTTP": (5.0, 20.0), "one job, in process": (1.0, None), "1,000 jobs": (None, 50.0)}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def percentiles(ms: list[float]) -> tuple[float, float]:
+    return float(np.percentile(ms, 50)), float(np.percentile(ms, 99))
+
+
+def timed(fn, n: int, warmup: int) -> list[float]:
+    for _ in range(warmup):
+        fn()
+    out = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        fn()
+        out.append((time.perf_counter() - t0) * 1e3)
+    return out
+
+
+class Served:
+    """`schedcast serve` as a child process (its own session), stopped at the end."""
+
+    def __init__(self, uri: str, tracking: str, engine: str, cwd: Path):
+        self.port = free_port()
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
+        self.proc = subprocess.Popen([sys.executable, "-m", "pipelines.cli", "serve", uri, "--port", str(self.port),
+                                      "--tracking-uri", tracking, "--engine", engine], cwd=cwd, env=env,
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                     start_new_session=True)
+        self.lines: list[str] = []
+        threading.Thread(target=lambda: self.lines.extend(iter(self.proc.stdout.readline, "")), daemon=True).start()
+        t0 = time.monotonic()
+        while not any("/invocations" in line and "ready after" in line for line in self.lines):
+            if self.proc.poll() is not None or time.monotonic() - t0 > 300:
+                self.stop()
+                raise RuntimeError("schedcast serve did not start:\n" + "".join(self.lines[-30:]))
+            time.sleep(0.2)
+        self.ready_s = time.monotonic() - t0
+        self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+
+    def post(self, records: list[dict], keep_alive: bool = True) -> list[float]:
+        body = json.dumps({"dataframe_records": records}).encode()
+        headers = {"Content-Type": "application/json"}
+        if keep_alive:
+            self.conn.request("POST", "/invocations", body=body, headers=headers)
+            resp = self.conn.getresponse()
+            data = resp.read()
+            status = resp.status
+        else:
+            req = urllib.request.Request(f"http://127.0.0.1:{self.port}/invocations", data=body, headers=headers)
+            with urllib.request.urlopen(req, timeout=60) as r:
+                data, status = r.read(), r.status
+        if status != 200:
+            raise RuntimeError(f"HTTP {status}: {data[:300]!r}")
+        return json.loads(data)["predictions"]
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, 9)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--requests", type=int, default=300, help="sequential one-job requests (after 30 warm-up)")
+    ap.add_argument("--batches", type=int, default=20, help="1,000-job batches")
+    ap.add_argument("--mlflow", action="store_true", help="also measure `schedcast serve --engine mlflow`")
+    args = ap.parse_args(argv)
+    if args.requests < 200 or args.batches < 1:
+        ap.error("--requests must be >= 200 and --batches >= 1")
+
+    import mlflow
+
+    from features.duration import duration_features
+    from features.paths import data_dir
+    from features.traces import load_trace
+    from models.serving import to_records
+    from pipelines.cli import main as cli
+    from pipelines.train import duration_split
+
+    trace = data_dir() / "philly" / "philly_jobs_2017-09-04_2017-11-30.csv.gz"
+    work = Path(tempfile.mkdtemp(prefix="bench_serving_"))
+    tracking = f"sqlite:///{work / 'mlflow.db'}"
+    rows, notes = [], []
+    t0 = time.perf_counter()
+    if cli(["train", "duration", "--trace", str(trace), "--tracking-uri", tracking]) != 0:
+        raise SystemExit("training failed")
+    train_s = time.perf_counter() - t0
+    mlflow.set_tracking_uri(tracking)
+    mlflow.set_registry_uri(tracking)
+    t0 = time.perf_counter()
+    loaded = mlflow.pyfunc.load_model("models:/duration@champion")
+    load_s = time.perf_counter() - t0
+    model = loaded.unwrap_python_model()
+    table = load_trace(trace)
+    frame = table.frame
+    _, test = duration_split(frame, 30.0)
+    holdout = to_records(frame[test])
+    expected = model.estimator.predict(duration_features(frame)[model.columns][test])
+    # a fresh copy per check: finished records would change the state (none are sent here)
+    got = model.predict_records(holdout)
+    identical = bool(np.array_equal(got, expected))
+    notes.append(f"Philly holdout ({len(holdout):,} jobs as raw records): in-process predictions "
+                 f"{'equal' if identical else 'DIFFER FROM'} training's features + estimator bit for bit; "
+                 f"fast matrix path: {model._matrix is not None}")
+
+    one = [[r] for r in holdout]
+    i = iter(range(10 ** 9))
+    ms = timed(lambda: model.predict_records(one[next(i) % len(one)]), max(1000, args.requests), 100)
+    rows.append(("one job, in process", "predict_records", len(ms), *percentiles(ms)))
+    batch = [holdout[k % len(holdout)] for k in range(1000)]
+    ms = timed(lambda: model.predict_records(batch), args.batches, 2)
+    rows.append(("1,000 jobs", "in process", len(ms), *percentiles(ms)))
+
+    engines = ["schedcast"] + (["mlflow"] if args.mlflow else [])
+    for engine in engines:
+        served = Served("models:/duration@champion", tracking, engine, work)
+        try:
+            notes.append(f"`schedcast serve --engine {engine}`: ready after {served.ready_s:.1f} s")
+            remote = served.post(holdout)
+            same = bool(np.array_equal(np.asarray(remote, dtype=float), got))
+            notes.append(f"--engine {engine}: the holdout over HTTP {'equals' if same else 'DIFFERS FROM'} the "
+                         "in-process predictions" + ("" if same else
+                                                     f" (max rel. diff {np.max(np.abs(np.asarray(remote) / got - 1)):.2e})"))
+            j = iter(range(10 ** 9))
+            ms = timed(lambda: served.post(one[next(j) % len(one)]), args.requests, 30)
+            rows.append(("one job, HTTP", f"{engine}, keep-alive", len(ms), *percentiles(ms)))
+            ms = timed(lambda: served.post(one[next(j) % len(one)], keep_alive=False), 200, 10)
+            rows.append(("one job, HTTP", f"{engine}, new connection each", len(ms), *percentiles(ms)))
+            ms = timed(lambda: served.post(batch), args.batches, 2)
+            rows.append(("1,000 jobs", f"{engine}, HTTP", len(ms), *percentiles(ms)))
+        finally:
+            served.stop()
+
+    def verdict(case: str, p50: float, p99: float) -> str:
+        lim50, lim99 = TARGETS[case]
+        ok = (lim50 is None or p50 <= lim50) and (lim99 is None or p99 <= lim99)
+        want = " / ".join(f"{n} <= {v:g} ms" for n, v in (("P50", lim50), ("P99", lim99)) if v is not None)
+        return f"{'met' if ok else 'MISSED'} ({want})"
+
+    lines = ["| case | how | n | P50 ms | P99 ms | target |", "|---|---|---:|---:|---:|---|"]
+    lines += [f"| {c} | {h} | {n} | {p50:.3f} | {p99:.3f} | {verdict(c, p50, p99)} |" for c, h, n, p50, p99 in rows]
+    header = (f"Serving latency, duration champion trained on Philly ({len(frame):,} jobs; train {train_s:.0f} s, "
+              f"model load {load_s:.1f} s). Machine: {platform.machine()}, {os.cpu_count()} CPUs (shared, loaded), "
+              f"Python {platform.python_version()}.")
+    text = "\n".join([f"# {header}", "", *lines, "", *[f"- {n}" for n in notes], ""])
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / "report.md").write_text(text)
+    print(text)
+    print(f"wrote {OUT / 'report.md'}")
+    return 0 if identical else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
