@@ -191,3 +191,30 @@ def test_model_not_the_wrapper_and_task_from_the_model():
            "dataset_type = 'CocoStuff164kDataset'\ntrain_cfg = dict(max_iters=80000)\n")
     md = extract_metadata("python tools/train.py configs/deeplab.py", {"tools/train.py": "", "configs/deeplab.py": seg})
     assert md.task == "semantic-segmentation" and md.model == "deeplabv3-r101"
+
+
+def test_init_from_names_the_model_and_its_family_gives_the_task():
+    files = {"train.py": NANOGPT, "configurator.py": "", "config/ft.py": "init_from = 'gpt2-xl'\nmax_iters = 20\n"}
+    md = extract_metadata("python train.py config/ft.py", files)
+    assert (md.model, md.task, md.iterations) == ("gpt2-xl", "language-modeling", 20)
+    assert extract_metadata("python train.py", files).model == "gpt2"  # 'scratch' is not a model: the dims are
+
+
+def test_llama_one_is_not_llama_two_and_per_gpu_batch_key():
+    md = extract_metadata("python finetune.py --base_model 'someorg/llama-7b-hf'", {"finetune.py": FIRE})
+    assert md.model == "llama-7b"
+    dino = ('import argparse\ndef get_args_parser():\n    p = argparse.ArgumentParser("x", add_help=False)\n'
+            '    p.add_argument("--arch", default="vit_small")\n    p.add_argument("--batch_size_per_gpu", default=48, type=int)\n'
+            '    p.add_argument("--epochs", default=100, type=int)\n    return p\n'
+            'if __name__ == "__main__":\n    get_args_parser().parse_args()\n')
+    wrap = SUBMITIT.replace("main_pretrain", "main_selfsup_dino")
+    md = extract_metadata("python run_with_submitit.py --nodes 1 --ngpus 4",
+                          {"main_selfsup_dino.py": dino, "run_with_submitit.py": wrap})
+    assert (md.batch_size, md.task, md.gpus) == (48, "self-supervised-pretraining", 4)
+
+
+def test_masked_lm_objective_is_language_modeling():
+    fs = {"conf/pre/base.yaml": "task:\n  _name: masked_lm\ndataset:\n  batch_size: 16\noptimization:\n  max_update: 1000\n"
+                                "model:\n  _name: roberta\n"}
+    md = extract_metadata("fairseq-hydra-train --config-dir conf/pre --config-name base", fs)
+    assert (md.task, md.model, md.batch_size, md.iterations) == ("language-modeling", "roberta", 16, 1000)

@@ -12,7 +12,8 @@ MODEL_RULES: tuple[tuple[str, str], ...] = (
     (r"faster-?rcnn", "faster-rcnn-r50"),
     (r"mask-?rcnn", "mask-rcnn-r50"),
     (r"transformer.*(wmt|vaswani).*big|transformer-?big", "transformer-big"),
-    (r"llama-?2-?7b|llama2-?7b|llama-7b", "llama-2-7b"),
+    (r"llama-?2-?7b|llama2-?7b", "llama-2-7b"),
+    (r"(^|-)llama-?7b", "llama-7b"),  # LLaMA-1 7B: another model than LLaMA-2 7B
     (r"gpt-?2-?(medium|345m)", "gpt2-medium"),
     (r"(^|-)gpt-?2($|-small|-124m)", "gpt2"),
     (r"roberta-?large", "roberta-large"),
@@ -42,7 +43,7 @@ MODEL_RULES: tuple[tuple[str, str], ...] = (
 
 MODEL_TASK = {
     "stable-diffusion-1.5": "image-generation", "segformer-b2": "semantic-segmentation",
-    "faster-rcnn-r50": "object-detection", "llama-2-7b": "language-modeling", "gpt2": "language-modeling",
+    "faster-rcnn-r50": "object-detection", "llama-2-7b": "language-modeling", "llama-7b": "language-modeling", "gpt2": "language-modeling",
     "gpt2-medium": "language-modeling", "roberta-large": "text-classification", "bert-base": "text-classification",
     "bert-large": "question-answering", "t5-base": "summarization", "conformer": "speech-recognition",
     "transformer-base": "translation", "transformer-big": "translation", "mask-rcnn-r50": "object-detection", "lstm-lm": "language-modeling", "dcgan": "image-generation",
@@ -90,8 +91,9 @@ DATASET_TASK = {
 # code signals of the task: HF auto classes, example script names, mmengine model types
 TASK_SIGNALS: tuple[tuple[str, str], ...] = (
     # the objective before the data: a masked-autoencoder or contrastive run on ImageNet is pretraining
-    (r"main_pretrain|mask_ratio|audio_pretraining|wav2vec|simclr|\bmoco|\bdino\b|\bbyol\b|pretrain_mae|mae_vit|"
-     r"masked_autoencoder", "self-supervised-pretraining"),
+    (r"main_pretrain|mask_ratio|audio_pretraining|wav2vec|simclr|(?<![a-z])moco|(?<![a-z])dino(?![a-z])|"
+     r"(?<![a-z])byol(?![a-z])|pretrain_mae|mae_vit|masked_autoencoder", "self-supervised-pretraining"),
+    (r"masked_lm|(?<![a-z])run_mlm|(?<![a-z])mlm_probability", "language-modeling"),
     (r"imageclassifier", "image-classification"),
     (r"forcausallm|run_clm|pretrain_gpt|gpt2lmhead", "language-modeling"),
     (r"forsequenceclassification|run_glue", "text-classification"),

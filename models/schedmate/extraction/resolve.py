@@ -18,6 +18,7 @@ def resolve(ex) -> JobMetadata:
     ranked = ex.s.ranked()
     # model: known names first (by priority), then any model-key string
     model_cands = [(k, v, p, s) for k, v, p, s in ranked if isinstance(v, str) and v.strip() and
+                   v.strip().lower() not in ("scratch", "resume", "none", "null", "") and
                    (_last(k) in _MODEL_KEYS or k in ("code.model", "config.filename", "hint.entry", "hint.config")
                     or _last(k) in ("weights", "cfg")
                     or (k.lower().startswith("model.") and _last(k) in ("name", "_name", "type", "arch", "model_name"))) and
@@ -168,6 +169,8 @@ def resolve(ex) -> JobMetadata:
         md.task, md.sources["task"] = DATASET_TASK[md.dataset], f"dataset {md.dataset}"
     if md.task is None and md.model in MODEL_TASK:
         md.task, md.sources["task"] = MODEL_TASK[md.model], f"model {md.model}"
+    if md.task is None and md.model and _LM_FAMILY.match(md.model):  # a size we do not list (gpt2-xl, opt-1.3b)
+        md.task, md.sources["task"] = "language-modeling", f"model family of {md.model}"
     if md.task == "summarization" and md.dataset == "wmt14-en-de":
         md.task = "translation"
     if md.task is None and md.model:
@@ -177,6 +180,9 @@ def resolve(ex) -> JobMetadata:
     if md.task is None:
         md.sources.pop("task", None)
     return md
+
+_LM_FAMILY = re.compile(r"(gpt|llama|opt-|bloom|falcon|mistral|qwen|pythia|gemma|phi-)")
+
 
 def _first_int(ranked, keys: set[str], min_prio: int = P_DEFAULT) -> tuple[int, str] | None:
     """The highest-priority positive integer among settings named by `keys` (a list counts by its first
