@@ -4,8 +4,12 @@ from pathlib import Path
 
 import pytest
 
-os.environ.setdefault("OMP_NUM_THREADS", "1")
-os.environ.setdefault("MPLBACKEND", "Agg")
+# What the suite needs, set here so `python -m pytest` alone is the README's test command: one BLAS /
+# OpenMP thread per process (deterministic, and the suite runs servers and Dask workers beside it), a
+# non-interactive matplotlib backend, and no Hugging Face download at run time.
+os.environ["OMP_NUM_THREADS"] = "1"
+os.environ["MPLBACKEND"] = "Agg"
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
 # parsed traces are cached per user; tests keep theirs in a temporary folder (never in ~/.cache)
 os.environ.setdefault("SCHEDCAST_TRACE_CACHE", tempfile.mkdtemp(prefix="schedcast-trace-cache-"))
 

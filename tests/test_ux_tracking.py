@@ -17,6 +17,7 @@ import pandas as pd
 import pytest
 
 from pipelines.cli import main
+from tests.test_mlflow import empty_store_db  # noqa: F401 - fixture: a migrated store, copied per test
 
 
 def test_catalog_units_and_names():
@@ -110,8 +111,15 @@ def test_spinner_only_in_a_terminal(monkeypatch, capsys):
     assert "training demand (orglinear)" in fake.getvalue() and " s" in fake.getvalue()
 
 
+def _copy_store(template, folder):
+    import shutil
+
+    (folder / "mlruns").mkdir(parents=True, exist_ok=True)
+    shutil.copy(template, folder / "mlruns" / "mlflow.db")
+
+
 @pytest.fixture()
-def default_store(tmp_path, monkeypatch):
+def default_store(tmp_path, monkeypatch, empty_store_db):
     """./mlruns/mlflow.db in a fresh working directory with `duration` version 1 (a constant model) as
     champion, logged through schedcast's own registry code (so its version tags are schedcast's)."""
     import warnings
@@ -120,6 +128,7 @@ def default_store(tmp_path, monkeypatch):
     import mlflow.pyfunc
 
     monkeypatch.chdir(tmp_path)
+    _copy_store(empty_store_db, tmp_path)
     for var in ("MLFLOW_TRACKING_URI", "MLFLOW_REGISTRY_URI"):
         monkeypatch.delenv(var, raising=False)
     from models.registry import _register, configure
@@ -180,13 +189,14 @@ def test_registry_predictor_without_track_writes_no_run_and_with_track_runs_are_
 
 
 @pytest.mark.slow
-def test_retrain_decision_run_logs_parameters(tmp_path, monkeypatch):
+def test_retrain_decision_run_logs_parameters(tmp_path, monkeypatch, empty_store_db):
     import mlflow
 
     from models.registry import configure
     from pipelines.retrain import Decision, _log_decision
 
     monkeypatch.chdir(tmp_path)
+    _copy_store(empty_store_db, tmp_path)
     configure(f"sqlite:///{tmp_path / 'mlruns' / 'mlflow.db'}")
     decision = Decision("duration", True, "first", "log_mae", "1", None, None, 1.2, None, 0.02, holdout="first",
                         holdout_rows=500, min_holdout=200)
