@@ -15,9 +15,10 @@ def _interactive() -> bool:
 
 
 @contextlib.contextmanager
-def step(what: str) -> Iterator[None]:
-    """Show ``what ...`` with a spinner and the elapsed seconds on stderr while the block runs."""
-    if not _interactive():
+def step(what: str, enabled: bool = True) -> Iterator[None]:
+    """Show ``what ...`` with a spinner on stderr while the block runs, then the seconds it took
+    (``enabled=False``: a command's --no-progress)."""
+    if not (enabled and _interactive()):
         yield
         return
     from rich.console import Console

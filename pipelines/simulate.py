@@ -443,7 +443,7 @@ def _run(args, t0, out, force, window, predictor, predicted, predictor_info, plo
         from sim.predictors import predict_durations
 
         t_model = time.perf_counter()
-        with step(f"asking {args.predictor} for {len(workload):,} predictions"):
+        with step(f"asking {args.predictor} for {len(workload):,} predictions", enabled=_show_progress(args)):
             predict_durations(predictor, workload.frame)
         t_model = time.perf_counter() - t_model
     progress = _Progress() if _show_progress(args) else None

@@ -20,7 +20,7 @@ TINY = {
     "predictors": ["oracle", "noisy:0.5"],
     "seeds": 2,
 }
-NUMBERS = ["jct_mean", "jct_p99", "wait_mean", "gpu_utilisation", "events", "preemptions", "makespan"]
+NUMBERS = ["jct_mean_s", "jct_p99_s", "wait_mean_s", "gpu_utilisation_frac", "events", "preemptions", "makespan_s"]
 
 
 def crashing_generator(params, seed, jobs):

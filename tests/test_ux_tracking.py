@@ -154,7 +154,7 @@ def default_store(tmp_path, monkeypatch, empty_store_db):
 @pytest.mark.slow
 @pytest.mark.filterwarnings("ignore::UserWarning")
 def test_registry_predictor_without_track_writes_no_run_and_with_track_runs_are_complete(default_store, tmp_path,
-                                                                                         capsys):
+                                                                                         capsys, monkeypatch):
     from mlflow import MlflowClient
 
     from pipelines.tracking import EXPERIMENT
@@ -171,7 +171,26 @@ def test_registry_predictor_without_track_writes_no_run_and_with_track_runs_are_
     assert client.get_experiment_by_name(EXPERIMENT) is None  # nothing tracked: no --track, no URI
 
     assert main([*args, "--out", str(tmp_path / "b"), "--track"]) == 0
-    assert "MLflow: parent run" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "MLflow: parent run" in out
+    assert re.search(r"time: .*\(load [0-9.]+, model [0-9.]+, replay and scoring [0-9.]+, .*MLflow [0-9.]+", out)
+
+    import io
+    import sys
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    fake = Tty()
+    for var in ("MLFLOW_TRACKING_URI", "MLFLOW_REGISTRY_URI"):  # as a fresh command: not tracked
+        monkeypatch.delenv(var, raising=False)
+    saved, sys.stderr = sys.stderr, fake  # a terminal: loading the registered model shows a spinner
+    try:
+        assert main([a for a in args if a != "--no-progress"] + ["--out", str(tmp_path / "c")]) == 0
+    finally:
+        sys.stderr = saved
+    assert re.search(r"asking models:/duration@champion for 120 predictions: [0-9.]+ s", fake.getvalue())
     exp = client.get_experiment_by_name(EXPERIMENT)
     runs = client.search_runs([exp.experiment_id])
     parent = next(r for r in runs if "mlflow.parentRunId" not in r.data.tags)
