@@ -385,9 +385,100 @@ def test_schedcast_serve_answers_raw_records_and_stops_clean(trained, store, tmp
         assert status == 200, reply
         np.testing.assert_allclose(reply["predictions"], expected, rtol=1e-12)
         status, reply = post(url, {"dataframe_records": [{"submit_ts": "2020-04-03T12:00:00Z", "user": "u0001"}]})
-        assert status == 400 and "num_gpus" in reply.get("message", ""), reply
+        assert status == 400 and reply["message"] == "record 0: num_gpus: missing GPU count", reply
+        assert "Starting" not in cli.output().split("starting:")[0]  # nothing of the child before its start line
         stop = cli.terminate_and_check(port, tree, signal.SIGTERM)
         assert cli.proc.returncode == 128 + signal.SIGTERM
         print(f"schedcast serve: ready after {ready:.1f} s, stopped in {stop:.1f} s")
     finally:
         cli.kill_all(tree)
+
+
+@pytest.fixture(scope="module")
+def scoring(trained, store):
+    """schedcast's scoring server (pipelines.server.make_scoring_server) in a thread on a free loopback
+    port, serving 'duration-raw' (history up to the holdout) loaded as `schedcast serve` loads it."""
+    import os
+    import threading
+
+    import mlflow
+
+    from pipelines.server import Scorer, make_scoring_server
+
+    uri, logged = store
+    saved = {k: v for k, v in os.environ.items() if k.startswith("MLFLOW_")}
+    mlflow.set_tracking_uri(uri)
+    mlflow.set_registry_uri(uri)
+    try:
+        scorer = Scorer(logged["duration-raw"][0].model_uri)
+    finally:
+        for k in [k for k in os.environ if k.startswith("MLFLOW_")]:
+            del os.environ[k]
+        os.environ.update(saved)
+    port = free_port()
+    server = make_scoring_server(scorer, "127.0.0.1", port)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{port}", scorer
+    server.shutdown()
+    server.server_close()
+
+
+def post_raw(url: str, body: bytes) -> tuple[int, dict]:
+    req = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=60) as resp:
+            return resp.status, json.loads(resp.read())
+    except urllib.error.HTTPError as err:
+        return err.code, json.loads(err.read() or b"{}")
+
+
+def test_scoring_server_answers_like_training_and_refuses_bad_records(trained, scoring):
+    """Over HTTP on loopback (keep-alive and not): the holdout after its finished jobs equals training's
+    predictions; issue 20 item 14's num_gpus values, 1e308 / Infinity / NaN in JSON, a bad time and a
+    missing duration are HTTP 400 with one line per bad record and no stack trace; feature frames
+    (the simulator's RestPredictor) still work."""
+    import http.client
+
+    frame, train, test, result, _ = trained
+    url, scorer = scoring
+    expected = result.estimator.predict(result.holdout[0])
+    fin = to_dicts(finished(frame[test]))
+    queries = to_dicts(records(frame[test]))
+    status, reply = post(f"{url}/invocations", {"dataframe_records": fin + queries})
+    assert status == 200, reply
+    np.testing.assert_array_equal(reply["predictions"], expected)  # JSON floats round-trip exactly
+    host, port = url[len("http://"):].split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=30)
+    for i in range(0, len(queries), 25):  # one job per request on one connection, as a scheduler's client
+        conn.request("POST", "/invocations", body=json.dumps({"dataframe_records": [queries[i]]}),
+                     headers={"Content-Type": "application/json"})
+        resp = conn.getresponse()
+        assert resp.status == 200
+        assert json.loads(resp.read())["predictions"] == [expected[i]]
+    conn.close()
+    good = queries[0]
+    bad = [{**good, "num_gpus": v} for v, _ in BAD_GPUS if not (isinstance(v, float) and not np.isfinite(v))]
+    status, reply = post(f"{url}/invocations", {"dataframe_records": [good] + bad})
+    assert status == 400 and reply["error_code"] == "INVALID_PARAMETER_VALUE", reply
+    lines = reply["message"].splitlines()
+    assert len(lines) == len(bad) and all(line.startswith(f"record {i + 1}: num_gpus") for i, line in enumerate(lines))
+    assert "negative GPU count" in lines[0] and "Traceback" not in reply["message"] and "stack_trace" not in reply
+    text = json.dumps(good)[:-1]
+    for literal in ("1e308", "Infinity", "-Infinity", "NaN"):
+        status, reply = post_raw(f"{url}/invocations", ('{"dataframe_records": [' + text + ', "num_gpus": ' + literal
+                                                        + '}]}').encode())
+        assert status == 400 and reply["message"].startswith("record 0: num_gpus") and "\n" not in reply["message"], \
+            (literal, reply)
+    status, reply = post(f"{url}/invocations", {"dataframe_records": [{**good, "submit_ts": "soon"},
+                                                                      {**good, "finished": True}]})
+    assert status == 400 and reply["message"].splitlines() == [
+        "record 0: submit_ts 'soon' is not a time", "record 1: finished record: duration: missing or negative duration"]
+    status, reply = post_raw(f"{url}/invocations", b"{not json")
+    assert status == 400 and "not JSON" in reply["message"]
+    X = result.holdout[0].head(20)
+    status, reply = post(f"{url}/invocations", {"dataframe_split": json.loads(X.to_json(orient="split", index=False))})
+    assert status == 200 and np.allclose(reply["predictions"], result.estimator.predict(X), rtol=1e-9), reply
+    with urllib.request.urlopen(f"{url}/ping", timeout=10) as resp:
+        assert resp.status == 200
+    assert scorer.raw is not None and scorer.raw._matrix is not None

@@ -323,3 +323,114 @@ def test_serve_refuses_an_untrusted_local_model_path(tmp_path, capsys):
     assert main(["serve", str(tmp_path / "some_model_dir"), "--port", "1"]) == 2
     err = capsys.readouterr().err
     assert "refusing to serve" in err and "--trust-local-models" in err and len(err.strip().splitlines()) == 1
+
+
+# -- arguments checked before anything starts (issue 20 items 12-13) ---------------------------------------
+@pytest.mark.parametrize("command", ["server", "serve"])
+@pytest.mark.parametrize("host", ["not a host", "no-such-host.invalid", "203.0.113.7"])
+def test_bad_host_is_refused_in_one_line(tmp_path, capsys, command, host):
+    """`--host 'not a host'` (and a name that does not resolve, an address not on this machine): exit 2
+    with the reason, quickly, nothing started."""
+    from pipelines.cli import main
+
+    args = ["server", "--backend-store-uri", f"sqlite:///{tmp_path / 'x.db'}"] if command == "server" else \
+        ["serve", "models:/duration@champion", "--tracking-uri", f"sqlite:///{tmp_path / 'x.db'}"]
+    t0 = time.monotonic()
+    assert main([*args, "--host", host, "--port", str(free_port())]) == 2
+    assert time.monotonic() - t0 < 20
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--host" in err and repr(host) in err, err
+    assert not (tmp_path / "x.db").exists()
+
+
+@pytest.mark.parametrize("command", ["server", "serve"])
+@pytest.mark.parametrize("workers", ["0", "-3", "two"])
+def test_workers_below_one_are_refused(capsys, command, workers):
+    """`server --workers 0` used to be dropped from mlflow's command line (mlflow then started 4)."""
+    from pipelines.cli import main
+
+    args = ["server"] if command == "server" else ["serve", "models:/duration@champion"]
+    with pytest.raises(SystemExit) as exc:
+        main([*args, "--workers", workers, "--port", str(free_port())])
+    assert exc.value.code == 2
+    assert "--workers: must be a whole number >= 1" in capsys.readouterr().err
+
+
+def test_server_workers_reach_mlflow(monkeypatch):
+    """The validated --workers is always passed on (1 by default), never left to mlflow's default of 4."""
+    import argparse as _argparse
+
+    from pipelines import server
+
+    seen = {}
+    monkeypatch.setattr(server, "run_managed", lambda cmd, **kw: seen.setdefault("cmd", cmd) and 0)
+    monkeypatch.setattr(server, "_check_port", lambda host, port: None)
+    parser = _argparse.ArgumentParser()
+    server.add_parsers(parser.add_subparsers())
+    server.cmd_server(parser.parse_args(["server", "--backend-store-uri", "sqlite:////tmp/never-created.db"]))
+    cmd = seen["cmd"]
+    assert cmd[cmd.index("--workers") + 1] == "1"
+
+
+def test_serve_engine_schedcast_refuses_several_workers(capsys):
+    from pipelines.cli import main
+
+    assert main(["serve", "models:/duration@champion", "--workers", "2", "--port", str(free_port())]) == 2
+    assert "--engine mlflow" in capsys.readouterr().err
+
+
+FAKE_CHILD = r"""
+import http.server, sys, time
+print("CHILD-LOG: INFO starting up", flush=True)
+print("CHILD-LOG: WARNING something MLflow-like", file=sys.stderr, flush=True)
+time.sleep(2.5)
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200); self.end_headers(); self.wfile.write(b"ok")
+    def log_message(self, *a):
+        pass
+srv = http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H)
+srv.timeout = 0.2
+end = time.monotonic() + 2.0
+while time.monotonic() < end:
+    srv.handle_request()
+"""
+
+
+def test_child_output_is_held_until_the_spinner_stops(tmp_path):
+    """Under a terminal, what the child prints while starting (MLflow's logs and warnings) comes after
+    the last spinner frame and before the banner, not interleaved with the spinner."""
+    import pty
+    import re
+
+    port = free_port()
+    script = tmp_path / "run.py"
+    script.write_text(
+        "import sys\nfrom pipelines.server import run_managed\n"
+        f"sys.exit(run_managed([sys.executable, '-c', {FAKE_CHILD!r}, '{port}'], ready_url='http://127.0.0.1:{port}/',"
+        " what='fake server', banner='FAKE-BANNER', timeout=60))\n")
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, str(script)], cwd=REPO, env=bare_env(TERM="xterm-256color"),
+                            stdin=slave, stdout=slave, stderr=slave)
+    os.close(slave)
+    chunks = []
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                data = os.read(master, 65536)
+            except OSError:
+                break
+            if not data:
+                break
+            chunks.append(data.decode(errors="replace"))
+        proc.wait(timeout=30)
+    finally:
+        os.close(master)
+        if proc.poll() is None:
+            proc.kill()
+    text = "".join(chunks)
+    frames = [m.end() for m in re.finditer(r"starting fake server \.\.\.", text)]
+    assert frames, text
+    assert text.index("CHILD-LOG: INFO") > frames[-1] and text.index("CHILD-LOG: WARNING") > frames[-1], text
+    assert text.index("FAKE-BANNER") > text.index("CHILD-LOG: WARNING"), text
