@@ -59,3 +59,21 @@ def test_hugging_face_dicts_without_step_still_give_only_the_loss():
     lines = [" 40%|████      | 400/1000 [01:00<01:30,  6.60it/s]", "{'loss': 0.4123, 'learning_rate': 3e-05, 'epoch': 0.8}"]
     p = MetricTracker().track(lines)
     assert (p.step, p.total_steps) == (400, 1000) and p.loss == pytest.approx(0.4123)
+
+
+def test_two_bracket_pairs_and_a_header_total():
+    head = ["  Num Epochs = 4", "  Total optimization steps = 800"]
+    lines = head + [f"| [{e:>4}/   4][{s:>6}/   800] | {b:>4}/811 batches | ms/batch 5.1 | train_loss {v}"
+                    for e, s, b, v in ((1, 100, 400, "4.1e-01"), (2, 200, 11, "3.0e-01"))]
+    p = MetricTracker().track(lines)
+    assert (p.step, p.total_steps) == (200, 800) and p.loss == pytest.approx(0.3)
+    per_epoch = [f"[{e}/20][{s}/7000] Loss: {v}" for e, s, v in ((2, 4000, "8.1"), (2, 4001, "9.2"))]
+    p = MetricTracker().track(per_epoch)  # no header total: the pair counts the epoch
+    assert p.step == 7000 + 4001 and p.loss == pytest.approx(9.2)
+
+
+def test_an_evaluation_summary_with_train_and_val_loss_is_not_progress():
+    lines = ["iter 230: loss 1.7159, time 894.08ms", "iter 240: loss 1.6524, time 895.31ms",
+             "step 250: train loss 1.5440, val loss 1.7220"]
+    p = MetricTracker().track(lines)
+    assert p.step == 240 and p.loss == pytest.approx(1.6524)

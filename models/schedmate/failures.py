@@ -69,7 +69,9 @@ _FAILURE_LOW = re.compile(
     r"segmentation fault|undefined symbol|address already in use|oom[-_ ]?kill|signal 9\b|sigkill|sigsegv|got stuck|"
     r"loss (?:is|became) (?:nan|inf)|non-finite loss|device-side assert|no kernel image|cannot open shared object|"
     r"ncclinvalidusage|ncclsystemerror|ncclinternalerror|ncclunhandledcudaerror|cudnn_status_|cublas_status_|"
-    r"heartbeat monitor timed out|assertion `[^`]*` failed")
+    r"heartbeat monitor timed out|assertion `[^`]*` failed|fallen off the bus|uncorrected \(fatal\)|"
+    r"client socket has timed out|can't resolve|name does not resolve|name or service not known|"
+    r"temporary failure in name resolution")
 # a Python exception line: "torch.OutOfMemoryError: ...", "KeyError: 'x'" (case-sensitive, no backtracking)
 _EXC = re.compile(r"^\s*(?:[a-z_][a-z0-9_]*\.)*[A-Z][A-Za-z0-9_]*(?:Error|Exception|Interrupt)\b")
 _BENIGN_HINT = re.compile(r"err|warn|retr|Exception ignored|NCCL INFO|heartbeat|INFO", re.I)
@@ -89,7 +91,8 @@ _FAILURE_KEYS = ("traceback", "xid", "nccl warn", "processgroupnccl", "ncclinval
                  "segmentation", "bus error", "failed", "exitcode", "root cause", "srun: error", "slurmstepd",
                  "core dumped", "fatal", "critical", "kernel panic", "undefined symbol", "already in use", "oom",
                  "signal 9", "sigkill", "sigsegv", "stuck", "loss is", "loss became", "non-finite", "device-side", "kernel image", "shared object",
-                 "cudnn_status", "cublas_status", "failed to listen")
+                 "cudnn_status", "cublas_status", "failed to listen", "fallen off", "uncorrected", "client socket",
+                 "resolve", "name or service")
 
 
 def is_failure_line(line: str) -> bool:
@@ -139,7 +142,7 @@ RULES: tuple[tuple[str, str, str, str], ...] = (
      r"exitcode\s*:\s*-9\b|exit status -9|^\s*Killed\s*$|host memory|cannot allocate memory|"
      r"DefaultCPUAllocator: can't allocate|std::bad_alloc", "host_oom", "framework", "host memory"),
     (r"Xid[^\n]*\b74\b|NVLink", "nvlink", "infrastructure", "NVLink"),
-    (r"NVRM: Xid|fallen off the bus|ECC error|double bit error|\bDBE\b|GPU stopped processing|GSP|"
+    (r"NVRM: Xid|fallen off the bus|ECC error|Uncorrected \(Fatal\)|Surprise Down|double bit error|\bDBE\b|GPU stopped processing|GSP|"
      r"uncorrectable ECC|GPU is lost|unspecified launch failure|CUDA error: unknown error",
      "gpu_xid", "infrastructure", "GPU"),
     (r"NET/IB|ibv_|mlx5|InfiniBand|link is down|IB link|Connection (?:closed|reset) by peer|No route to host|"
@@ -147,8 +150,11 @@ RULES: tuple[tuple[str, str, str, str], ...] = (
     (r"illegal memory access|an illegal address|misaligned address", "illegal_memory_access", "framework", "model"),
     (r"Watchdog caught collective operation timeout|NCCL timeout|collective operation timeout|got stuck|"
      r"Heartbeat monitor timed out|ProcessGroupNCCL's watchdog", "nccl_timeout", "infrastructure", "NCCL"),
+    (r"can't resolve|Name does not resolve|Name or service not known|Temporary failure in name resolution",
+     "dns", "infrastructure", "network"),
     (r"NODE FAILURE|NodeNotReady|lost heartbeat|node unreachable|node .* lost|host is down|waiting for clients|"
-     r"clients joined|RendezvousTimeoutError|RendezvousClosedError", "node_lost",
+     r"clients joined|RendezvousTimeoutError|RendezvousClosedError|RendezvousConnectionError|"
+     r"client socket has timed out|connection to the C10d store has failed", "node_lost",
      "infrastructure", "node"),
     (r"Errno 5\b|Input/output error|Stale file handle|Errno 116|No space left|Errno 28|file write failed|"
      r"Disk quota exceeded|Read-only file system", "storage", "infrastructure", "storage"),
@@ -174,7 +180,9 @@ RULES: tuple[tuple[str, str, str, str], ...] = (
      "script", "file"),
     (r"ProcessGroupNCCL|NCCL error|DistBackendError|NCCL communicator|NCCL WARN|ncclInternalError|"
      r"ncclUnhandledCudaError", "nccl_timeout", "infrastructure", "NCCL"),
-    (r"Segmentation fault|SIGSEGV|core dumped", "segfault", "framework", "library"),
+    # a bare segfault of the main process: most often binaries built for another CUDA / torch (the
+    # environment); a worker's segfault is the dataloader's (rule above)
+    (r"Segmentation fault|SIGSEGV|core dumped", "segfault", "script", "environment"),
     (r"CUDA error", "cuda_error", "framework", "model"),
 )
 _RULES = [(re.compile(p, re.I), c, k, comp) for p, c, k, comp in RULES]
@@ -345,7 +353,10 @@ def _root_in(lines: Sequence[str], start: int, stop: int, fail=None) -> int | No
 
 def _follow(lines: Sequence[str], i: int, limit: int = 120) -> int:
     """From a failure line to the line that states the error: a traceback header (or a rank's copy
-    of it) leads to its exception line, skipping frames and other ranks' interleaved lines."""
+    of it) leads to its exception line, skipping frames and other ranks' interleaved lines; an
+    indented continuation of a kernel message (NVRM: ...) goes back to the message's first line."""
+    while i > 0 and lines[i][:1].isspace() and "NVRM:" in lines[i] and "NVRM:" in lines[i - 1]:
+        i -= 1
     body = strip_prefix(lines[i])
     if "ChildFailedError" in body:
         return _elastic_root(lines, i)

@@ -54,7 +54,8 @@ class Progress:
 
 _NUM = r"([-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)"
 _RANK = re.compile(r"^\s*\[rank(\d+)\]:\s?")
-_EVAL = re.compile(r"Validation|Validating|Test:|\bTesting\b|Epoch\(val\)|Epoch\(test\)|\bEval\b|\beval\b|val_loss|Predicting", re.I)
+_EVAL = re.compile(r"Validation|Validating|Test:|\bTesting\b|Epoch\(val\)|Epoch\(test\)|\bEval\b|\beval\b|val_loss|"
+                   r"\bval loss\b|Predicting", re.I)
 _TQDM = re.compile(r"(?P<pct>\d+)%\|[^|]*\|\s*(?P<n>\d+)/(?P<tot>\d+)\s*\[(?P<el>[\d:]+)<(?P<rem>[\d:?]+),\s*"
                    r"(?P<rate>[\d.]+|\?)\s*(?P<unit>it/s|s/it)?")
 _MEGATRON = re.compile(r"iteration\s+(\d+)\s*/\s*(\d+)\s*\|")
@@ -67,6 +68,7 @@ _STEP_OF = re.compile(r"\b(?:global[ _]step|step|iter(?:ation)?|it)\s*[=:]?\s*\[
 _BRACKET = re.compile(r"\[\s*(\d+)\s*/\s*(\d+)\s*\]")
 _LOSS_NUM = r"([-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf(?:inity)?)\b)"
 _LOSS = re.compile(r"(?<![\w.])(?:total[_ ]|lm[ _])?(?:train[_ ])?loss\s*[:=]?\s*" + _LOSS_NUM, re.I)
+_TWO_PAIRS = re.compile(r"\[\s*(\d+)\s*/\s*(\d+)\s*\]\s*\[\s*(\d+)\s*/\s*(\d+)\s*\]")
 _PAIR = re.compile(r"(?<![\d.\w])(\d+)\s*/\s*(\d+)(?![\d.])")
 _TS = re.compile(r"(\d{4}[-/]\d{2}[-/]\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?)")
 _TIME_MS = re.compile(r"(?:elapsed time per iteration \(ms\)|time/step|step time|iter time)\s*[:=]?\s*" + _NUM + r"\s*(ms)?", re.I)
@@ -95,7 +97,7 @@ _H_ANY = ("epoch", "step", "batch", "iters", "world_size", "total")
 
 # literal hints (lower case) one of which must be in a line before the (slower) pattern is tried
 _HINTS: dict = {}
-_HINTS.update({_EVAL: ("valid", "test", "eval", "val)", "val_loss", "predict"), _EPOCH_OF: ("epoch",),
+_HINTS.update({_EVAL: ("valid", "test", "eval", "val)", "val_loss", "val loss", "predict"), _EPOCH_OF: ("epoch",),
                _STEP_OF: ("step", "iter", "it"), _H_EPOCHS: ("epoch",),
                _H_STEPS: ("total optimization", "max_steps", "train_iters", "max_iters", "total_steps"),
                _H_GBS: ("total train batch", "global_batch_size"),
@@ -175,7 +177,7 @@ class _Rec:
     kind: str = ""
 
 
-_CAND = re.compile(r"%\||iteration|[Ee]poch|[Ss]tep|Iter|iter |Train:|it/s|s/it|[Ll]oss|num_updates|ETA:")
+_CAND = re.compile(r"\]\s*\[|%\||iteration|[Ee]poch|[Ss]tep|Iter|iter |Train:|it/s|s/it|[Ll]oss|num_updates|ETA:")
 
 
 def parse_progress(line: str) -> _Rec | None:
@@ -229,6 +231,11 @@ def parse_progress(line: str) -> _Rec | None:
         eta = _hms(m.group(3))
         if eta is not None and r.spe > r.s_in:
             r.rate_time = eta / (r.spe - r.s_in)
+    elif (m := _TWO_PAIRS.search(line)) and int(m.group(1)) <= int(m.group(2)):
+        # "[ 2/ 3][ 500/1000]": epoch a/b, then a step pair; whether that pair counts the whole run or
+        # the epoch is decided in track() from the header's total steps
+        r.kind, r.epoch, r.epoch_total = "pairs", int(m.group(1)), int(m.group(2))
+        r.s_in, r.spe = int(m.group(3)), int(m.group(4))
     elif "num_updates" in line and (m := _UPDATES.search(line)):  # fairseq: the global update count
         r.kind, r.step = "fairseq", int(m.group(1))
         u = _UPS.search(line)
@@ -454,6 +461,9 @@ class MetricTracker:
                     if (h := _EPOCH_HEAD.match(flat[j])):
                         r.epoch, r.epoch_total = int(h.group(1)), int(h.group(2))
                         break
+            if r.kind == "pairs" and r.spe and header.get("steps") == r.spe:  # the pair counts the run
+                r.step, r.total = r.s_in, r.spe
+                continue
             if r.s_in is not None and r.spe and r.epoch is not None:
                 e = r.epoch - {"timm": 0, "bar0": 0, "keras": 1}.get(r.kind, base)
                 r.step = e * r.spe + r.s_in
