@@ -9,10 +9,12 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from models.base import Estimator
+
 FEATURES = ("gpu_util", "gmem_util", "gmem", "amp")
 
 
-class PackingClassifier:
+class PackingClassifier(Estimator):
     """Decision tree with ccp_alpha chosen by cross-validation on the training data ('cv') or given."""
 
     def __init__(self, ccp_alpha: float | str = "cv", max_depth: int | None = None, cv: int = 5,
@@ -46,9 +48,11 @@ class PackingClassifier:
         return self
 
     def predict(self, X: pd.DataFrame) -> np.ndarray:
+        self.check_is_fitted()
         return self.model_.predict(X[list(self.features)].astype(float))
 
     def predict_proba(self, X: pd.DataFrame) -> np.ndarray:
+        self.check_is_fitted()
         return self.model_.predict_proba(X[list(self.features)].astype(float))
 
     def rules(self) -> str:

@@ -12,8 +12,10 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from models.base import Estimator
 
-class _TabularBase:
+
+class _TabularBase(Estimator):
     log_target: bool
     categorical: Sequence[str]
 
@@ -85,6 +87,7 @@ class GA2MRegressor(_TabularBase):
         return self
 
     def predict(self, X: pd.DataFrame) -> np.ndarray:
+        self.check_is_fitted()
         return self._finish(self.model_.predict(self._frame(self._check_columns(X))))
 
     def shape_function(self, feature: str) -> pd.DataFrame:
@@ -157,6 +160,7 @@ class LightGBMRegressorModel(_TabularBase):
         return self
 
     def predict(self, X: pd.DataFrame) -> np.ndarray:
+        self.check_is_fitted()
         return self._finish(self.model_.predict(self._frame(self._check_columns(X))))
 
     def importances(self) -> pd.Series:
@@ -197,6 +201,7 @@ class RandomForestModel(_TabularBase):
         return self
 
     def predict(self, X: pd.DataFrame) -> np.ndarray:
+        self.check_is_fitted()
         return self._finish(self.model_.predict(self._frame(self._check_columns(X))))
 
     def importances(self) -> pd.Series:
@@ -233,6 +238,7 @@ class IterationForest(RandomForestModel):
         return self
 
     def predict(self, X: pd.DataFrame) -> np.ndarray:
+        self.check_is_fitted()
         pred = super().predict(X[[c for c in self.FEATURES if c in X]])
         unseen = ~X["group_id"].astype(str).isin(self.groups_).to_numpy()
         if self.unseen == "zero":
@@ -259,7 +265,7 @@ def make_duration_model(algo: str, fast: bool, **params) -> _TabularBase:
     raise ValueError(f"unknown duration algorithm {algo!r}: lightgbm, ebm, rf")
 
 
-class LastValueBlend:
+class LastValueBlend(Estimator):
     """Convex blend ``w * model + (1 - w) * last value`` for a next-bin count forecast, with the weight
     chosen inside ``fit`` by rolling-origin validation on the training data (why: on an unseen month a
     model can lose to repeating the last value; the blend falls back to it when the model does not earn
@@ -312,8 +318,7 @@ class LastValueBlend:
         return self
 
     def predict(self, X: pd.DataFrame) -> np.ndarray:
-        if not hasattr(self, "model_"):
-            raise RuntimeError("LastValueBlend is not fitted: call fit first")
+        self.check_is_fitted()
         last = X[self.last].to_numpy(dtype=float)
         if self.weight_ == 0.0:
             return last

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from models.base import NotFittedError
 from features.series import rolling_origins, throughput_features
 from models.tabular import (LastValueBlend, LightGBMRegressorModel, RandomForestModel, GA2MRegressor,
                             make_throughput_model)
@@ -133,7 +134,7 @@ def test_blend_falls_back_to_the_last_value_when_the_level_drifts():
 def test_blend_refuses_to_predict_unfitted_and_keeps_params():
     blend = LastValueBlend(base="rf-log", base_params={"n_estimators": 5}, folds=4, weights=(0.0, 1.0))
     assert (blend.base, blend.base_params, blend.folds, blend.weights) == ("rf-log", {"n_estimators": 5}, 4, (0.0, 1.0))
-    with pytest.raises(RuntimeError, match="not fitted"):
+    with pytest.raises(NotFittedError, match="not fitted"):
         blend.predict(pd.DataFrame({"lag_0": [1.0]}))
     with pytest.raises(ValueError, match="lag_0"):
         blend.fit(pd.DataFrame({"x": [1.0, 2.0]}, index=pd.date_range("2020-01-01", periods=2, freq="10min")),
