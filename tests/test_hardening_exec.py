@@ -173,6 +173,7 @@ def evil_store(tmp_path):
     return uri, marker
 
 
+@pytest.mark.slow  # an MLflow sqlite store (schema migration) or child processes
 def test_simulate_refuses_a_policy_parameter_naming_another_store(evil_store, tmp_path, monkeypatch, capsys):
     uri, marker = evil_store
     work = tmp_path / "work"
@@ -185,6 +186,7 @@ def test_simulate_refuses_a_policy_parameter_naming_another_store(evil_store, tm
     assert not marker.exists() and _files(work) == set()
 
 
+@pytest.mark.slow  # an MLflow sqlite store (schema migration) or child processes
 def test_experiment_refuses_it_in_the_spec_and_in_a_cell(evil_store, tmp_path, monkeypatch, capsys):
     from pipelines import experiment as E
 
@@ -234,6 +236,7 @@ def test_trust_scope_does_not_outlive_its_command():
     ({"workloads": [{"name": "d", "synthetic": "demo", "cluster": "no-such-cluster"}]}, "workloads[0].cluster"),
     ({"workloads": [{"name": "d", "synthetic": "demo", "cluster": "BAD_CLUSTER"}]}, "workloads[0].cluster"),
     ({"workloads": [{"name": "d", "generator": "missing-gen", "cluster": "demo"}]}, "workloads[0].generator"),
+    ({"workloads": [{"name": "d", "generator": "no.such.module:gen", "cluster": "demo"}]}, "workloads[0].generator"),
     ({"seeds": [-1]}, "field seeds"),
     ({"workloads": [{"name": "d", "synthetic": "demo", "seeds": [-5]}]}, "workloads[0].seeds"),
     ({"rank_by": "bogus"}, "field rank_by"),
@@ -326,6 +329,7 @@ def test_experiment_workers_and_tracking_uri_are_bounded(tmp_path, capsys):
         assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.slow  # an MLflow sqlite store (schema migration) or child processes
 def test_non_regular_files_are_refused_without_reading_them(tmp_path):
     from features.jobtable import TraceError
     from features.traces._io import check_path
@@ -381,6 +385,7 @@ def test_spec_yaml_is_written_atomically(tmp_path, monkeypatch):
     assert not list(out.glob(".spec.yaml.*"))
 
 
+@pytest.mark.slow  # an MLflow sqlite store (schema migration) or child processes
 def test_stale_partials_are_cleaned_and_an_orphaned_parent_run_is_failed(tmp_path, monkeypatch):
     import mlflow
 
