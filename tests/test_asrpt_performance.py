@@ -73,3 +73,18 @@ def test_heavy_edge_server_order():
     assert HeavyEdge().place(pool, 12) == [(2, 8), (1, 4)]
     assert HeavyEdge(most_free=False).place(pool, 12) == [(0, 2), (1, 6), (2, 4)]
     assert place_ordered(pool, 17) is None
+
+
+def test_heavy_edge_refine_variant_by_name_and_followed_by_the_speed_model():
+    from sim.placement import make_placement
+
+    assert make_placement("heavy-edge:refine=true").refine is True
+    assert make_placement("heavy-edge").refine is False
+    w = workload([(0, 10, 4)], nodes=2, gpus=2)
+    w.model = ["ar"]
+    perf = _model(iterations=[30.0])
+    Engine(w, Greedy, placement=make_placement("heavy-edge:refine=true"), performance=perf).run()
+    assert perf.refine is True
+    perf = _model(iterations=[30.0])
+    Engine(w, Greedy, placement=HeavyEdge(), performance=perf).run()
+    assert perf.refine is False
