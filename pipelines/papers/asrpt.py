@@ -226,8 +226,10 @@ class Runs:
 
 # -- Table II -------------------------------------------------------------------------------------------
 def table2(cfg: dict, seed: int = 0) -> dict[str, dict[str, float]]:
-    """Heavy-Edge (paper and refined) vs the exact ILP on the same availability: gap of the per-iteration
-    time chosen (servers of most availability, then the mapping) to the ILP over all free GPUs, and time."""
+    """Heavy-Edge (paper and refined) vs the exact ILP: ``gap`` is the per-iteration time of Heavy-Edge's
+    mapping over the ILP's on the same servers (those the ``heavy-edge`` placement chose: the tightest
+    that holds the job, else the most available), ``gap_all`` over the ILP free to use any free GPU
+    (server choice included); and the time of each."""
     from sim.asrpt.ilp import optimal_mapping
     from sim.asrpt.iteration import Bandwidth, alpha
     from sim.asrpt.profiles import StageCatalog
@@ -241,7 +243,8 @@ def table2(cfg: dict, seed: int = 0) -> dict[str, dict[str, float]]:
         if conf is None:
             continue
         rng = np.random.default_rng([seed, sum(map(ord, model))])
-        acc: dict[str, list[float]] = {k: [] for k in ("gap", "gap_refine", "ms", "ms_refine", "ilp_ms")}
+        acc: dict[str, list[float]] = {k: [] for k in ("gap", "gap_refine", "gap_all", "gap_all_refine", "ms",
+                                                       "ms_refine", "ilp_ms")}
         for _ in range(cfg["t2_cases"]):
             while True:
                 free = [int(v) for v in rng.integers(0, per + 1, size=cfg["t2_servers"])]
@@ -261,7 +264,10 @@ def table2(cfg: dict, seed: int = 0) -> dict[str, dict[str, float]]:
                 a = alpha(conf, x, bw)
                 if a < best.alpha * (1 - 1e-9):
                     raise AssertionError(f"{model}: Heavy-Edge {a} beat the ILP {best.alpha} on {free}")
-                acc["gap" + tag].append(a / best.alpha - 1.0)
+                acc["gap_all" + tag].append(a / best.alpha - 1.0)
+                if not tag:
+                    same = optimal_mapping(conf, counts, bw)
+                acc["gap" + tag].append(a / same.alpha - 1.0)
         rows[model] = {k: float(np.mean(v)) for k, v in acc.items()}
         rows[model]["gap_max"] = float(np.max(acc["gap"]))
     return rows
@@ -287,8 +293,9 @@ def run(ctx: ReproduceContext) -> dict[str, Measurement]:
     gap = float(np.mean([r["gap"] for r in t2.values()]))
     gap_ref = float(np.mean([r["gap_refine"] for r in t2.values()]))
     he_ms = float(max(r["ms"] for r in t2.values()))
-    detail = "; ".join(f"{m}: gap {100 * r['gap']:.1f} % (refined {100 * r['gap_refine']:.1f} %), "
-                       f"{r['ms']:.2f} ms vs ILP {r['ilp_ms']:.0f} ms" for m, r in t2.items())
+    detail = "; ".join(f"{m}: gap {100 * r['gap']:.1f} % (refined {100 * r['gap_refine']:.1f} %; to the ILP on any "
+                       f"free GPUs {100 * r['gap_all']:.1f} %), {r['ms']:.2f} ms vs ILP {r['ilp_ms']:.0f} ms"
+                       for m, r in t2.items())
     out["t2_heavy_edge_gap"] = _m(gap, detail, {"refine": gap_ref})
     out["t2_heavy_edge_ms"] = _m(he_ms, detail)
     out["t2_ilp_over_heavy_edge_time"] = _m(float(np.mean([r["ilp_ms"] / max(r["ms"], 1e-6) for r in t2.values()])),
@@ -387,7 +394,9 @@ def _write(ctx: ReproduceContext, rows: list[dict], t2: dict, seconds: float) ->
         wr.writerows(rows)
     with open(out / "asrpt_table2.csv", "w", newline="") as fh:
         wr = csv.writer(fh)
-        wr.writerow(["model", "gap_mean", "gap_max", "gap_refine_mean", "heavy_edge_ms", "refined_ms", "ilp_ms"])
+        wr.writerow(["model", "gap_mean", "gap_max", "gap_refine_mean", "gap_any_servers", "gap_any_servers_refine",
+                     "heavy_edge_ms", "refined_ms", "ilp_ms"])
         for m, r in t2.items():
-            wr.writerow([m, r["gap"], r["gap_max"], r["gap_refine"], r["ms"], r["ms_refine"], r["ilp_ms"]])
+            wr.writerow([m, r["gap"], r["gap_max"], r["gap_refine"], r["gap_all"], r["gap_all_refine"], r["ms"],
+                         r["ms_refine"], r["ilp_ms"]])
     ctx.progress(f"asrpt: {len(rows)} replays in {seconds:.0f} s")
