@@ -271,7 +271,7 @@ def _register_generators() -> None:
 _BASE_METRICS = {"jobs", "jct_mean", "wait_mean", "futile_p50", "futile_p95", "futile_total", "preemptions",
                  "load_total", "makespan", "total_flow_time", "mean_slowdown", "failed_jobs", "failures",
                  "lost_work_total", "gpu_utilisation", "gpu_sharing_factor", "events", "decision_p50_ms",
-                 "decision_p99_ms", "jct_p50_min"} | {f"{m}_p{p}" for m in ("jct", "wait")
+                 "decision_p99_ms", "jct_p50_min", "load_reached", "top5_gpu_share"} | {f"{m}_p{p}" for m in ("jct", "wait")
                                                     for p in ("50", "95", "99", "99.9")}
 _GROUP_METRIC = re.compile(r"(class|partition|size)/[^/]+/(?P<base>[^/]+)")
 

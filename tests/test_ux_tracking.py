@@ -38,6 +38,9 @@ def test_catalog_units_and_names():
                          "end": [1.0], "submit": [0.0], "slowdown": [1.0], "status": ["done"], "failures": [0],
                          "lost_work": [0.0]})
     assert set(summarize(jobs)) <= set(CATALOG)
+    from pipelines.experiment import _BASE_METRICS  # what a spec may list / rank by
+
+    assert _BASE_METRICS <= set(CATALOG)
 
 
 def test_size_groups_get_clean_metric_names():
