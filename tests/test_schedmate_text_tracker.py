@@ -77,3 +77,10 @@ def test_an_evaluation_summary_with_train_and_val_loss_is_not_progress():
              "step 250: train loss 1.5440, val loss 1.7220"]
     p = MetricTracker().track(lines)
     assert p.step == 240 and p.loss == pytest.approx(1.6524)
+
+
+def test_a_sanity_bar_without_epoch_does_not_decide_the_epoch_base_or_the_total():
+    lines = ["Training:   0%|          | 0/30 [00:00<?, ?it/s]"] + [
+        f"Epoch 0:  {s * 3}%|#   | {s}/30 [00:{s:02d}<01:00,  2.10s/it, loss={v}, v_num=7]" for s, v in ((3, 5.5), (4, 5.2))]
+    p = MetricTracker().track(lines)
+    assert p.step == 4 and p.total_steps is None and p.loss == pytest.approx(5.2)

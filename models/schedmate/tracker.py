@@ -448,7 +448,7 @@ class MetricTracker:
         min_epoch = None
         for i in range(len(flat)):
             r = record(i)
-            if r is not None and r.kind == recs[-1].kind:
+            if r is not None and r.kind == recs[-1].kind and (r.epoch is not None or recs[-1].epoch is None):
                 min_epoch = r.epoch if r.kind != "timm" else None
                 break
         base = 0 if min_epoch == 0 else 1
@@ -471,7 +471,8 @@ class MetricTracker:
                 r.total = et * r.spe if et else None
         last = recs[-self.window:]
         step = last[-1].step
-        totals = [r.total for r in last if r.total]
+        # totals of records shaped like the last one ("Training: 0/18" before "Epoch 0: 5/18" counts an epoch)
+        totals = [r.total for r in last if r.total and (r.epoch is None) == (last[-1].epoch is None)]
         total = totals[-1] if totals else None
         if total is None:
             total = total_steps or header.get("steps")
