@@ -155,6 +155,13 @@ class _Accumulator:
         self.count, self.cum, self.cum_c, self.window = 0, 0.0, 0.0, deque()
         self.nobs, self.sum_x, self.neg, self.c_add, self.c_rem, self.same, self.prev = 0, 0.0, 0, 0.0, 0.0, 0, math.nan
 
+    def copy(self) -> "_Accumulator":
+        out = _Accumulator.__new__(_Accumulator)
+        for name in self.__slots__:
+            setattr(out, name, getattr(self, name))
+        out.window = deque(self.window)
+        return out
+
     def add(self, d: float) -> tuple[float, float, float, float]:
         """Append one finished job's duration; (count, mean, rolling mean, rolling median) after it."""
         self.count += 1
@@ -197,45 +204,58 @@ class _Accumulator:
 class _Series:
     """One key value's finished jobs in training's order (end time, then submission, then arrival), each
     with the statistics after it, and the accumulator after the last. Compact arrays: Philly's history
-    is ~100k jobs x 5 keys."""
+    is ~100k jobs x 5 keys. Every CHECKPOINT entries a copy of the accumulator is kept, so a job that
+    ends before jobs already here (or a replaced one) costs a replay of the entries after it (plus at
+    most CHECKPOINT), not of the whole key."""
 
-    __slots__ = ("ends", "submits", "seqs", "durations", "stats", "acc")
+    __slots__ = ("ends", "submits", "seqs", "durations", "stats", "acc", "checkpoints")
+    CHECKPOINT = 64
 
     def __init__(self) -> None:
         self.ends, self.submits, self.durations = array.array("d"), array.array("d"), array.array("d")
         self.seqs, self.stats, self.acc = array.array("q"), array.array("d"), _Accumulator()
+        self.checkpoints: list[_Accumulator] = []
+
+    def _append(self, end: float, submit: float, seq: int, duration: float) -> None:
+        if len(self.ends) % self.CHECKPOINT == 0:
+            self.checkpoints.append(self.acc.copy())
+        self.ends.append(end)
+        self.submits.append(submit)
+        self.seqs.append(seq)
+        self.durations.append(duration)
+        self.stats.extend(self.acc.add(duration))
 
     def add(self, end: float, submit: float, seq: int, duration: float) -> None:
         """O(1) when the job sorts after every job already here (finished jobs reported as they end);
-        otherwise it is inserted and this key value's statistics are recomputed (O(jobs of the key))."""
+        otherwise the entries after it are replayed."""
         n = len(self.ends)
         if n == 0 or (end, submit, seq) > (self.ends[-1], self.submits[-1], self.seqs[-1]):
-            self.ends.append(end)
-            self.submits.append(submit)
-            self.seqs.append(seq)
-            self.durations.append(duration)
-            self.stats.extend(self.acc.add(duration))
+            self._append(end, submit, seq, duration)
             return
-        rows = sorted(zip(self.ends, self.submits, self.seqs, self.durations))
-        bisect.insort(rows, (end, submit, seq, duration))
-        self._rebuild(rows)
+        pos = bisect.bisect_left(self.ends, end)
+        while pos < n and (self.ends[pos], self.submits[pos], self.seqs[pos]) < (end, submit, seq):
+            pos += 1
+        self._replay(pos, [(end, submit, seq, duration)], skip=None)
 
     def remove(self, seq: int) -> None:
-        rows = [r for r in zip(self.ends, self.submits, self.seqs, self.durations) if r[2] != seq]
-        self._rebuild(rows)
+        self._replay(self.seqs.index(seq), [], skip=seq)
 
-    def _rebuild(self, rows: list[tuple[float, float, int, float]]) -> None:
-        self.__init__()
-        for end, submit, seq, duration in rows:
-            self.add(end, submit, seq, duration)
+    def _replay(self, pos: int, insert: list[tuple[float, float, int, float]], skip: int | None) -> None:
+        """Entries from ``pos`` on again, after the ``insert`` ones, without the job ``skip``."""
+        start = (pos // self.CHECKPOINT) * self.CHECKPOINT
+        tail = insert + [r for r in zip(self.ends[start:], self.submits[start:], self.seqs[start:],
+                                        self.durations[start:]) if r[2] != skip]
+        tail.sort()
+        self.acc = self.checkpoints[start // self.CHECKPOINT].copy()
+        del self.checkpoints[start // self.CHECKPOINT:]
+        for arr in (self.ends, self.submits, self.seqs, self.durations):
+            del arr[start:]
+        del self.stats[4 * start:]
+        for row in tail:
+            self._append(*row)
 
     def __len__(self) -> int:
         return len(self.ends)
-
-    def as_of(self, t: float) -> int:
-        """Jobs of this key value that finished strictly before ``t`` (pandas' merge_asof, backward,
-        exact matches excluded); the statistics are those of entry ``as_of(t) - 1``."""
-        return bisect.bisect_left(self.ends, t)
 
 
 class _History:

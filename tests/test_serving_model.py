@@ -233,6 +233,30 @@ def test_incremental_state_matches_pandas_on_random_series():
         np.testing.assert_array_equal(got, ref)
 
 
+def test_out_of_order_and_replaced_jobs_give_the_in_order_statistics():
+    """_Series: jobs added in any order (a replay of the entries after the insertion point, from the last
+    checkpoint) and removed by id end with the statistics of the same jobs appended in training's order."""
+    from models.serving import _Series
+
+    rng = np.random.default_rng(2)
+    for trial in range(20):
+        n = int(rng.integers(1, 400))
+        jobs = [(float(rng.integers(0, 50)), float(rng.integers(0, 5)), seq, float(rng.lognormal(4, 2)))
+                for seq in range(n)]
+        shuffled = [jobs[i] for i in rng.permutation(n)]
+        s = _Series()
+        for job in shuffled:
+            s.add(*job)
+        gone = set(rng.choice(n, size=n // 5, replace=False).tolist())
+        for seq in gone:
+            s.remove(seq)
+        ref = _Series()
+        for job in sorted(j for j in jobs if j[2] not in gone):
+            ref.add(*job)
+        assert list(s.seqs) == list(ref.seqs) and list(s.stats) == list(ref.stats)
+        assert len(s.checkpoints) == len(ref.checkpoints)
+
+
 def test_a_request_does_no_pandas_work_and_a_finished_job_is_an_append(trained):
     """The latency contract, checked by the work done rather than by a clock: after load, a one-job
     request and a finished record call nothing in pandas (a profiler hook sees every Python and C call),
@@ -263,8 +287,8 @@ def test_a_request_does_no_pandas_work_and_a_finished_job_is_an_append(trained):
 
     sizes = {name: {k: len(s) for k, s in series.items()} for name, series in model._state.series.items()}
     rebuilt = []
-    original = _Series._rebuild
-    _Series._rebuild = lambda self, rows: (rebuilt.append(len(rows)), original(self, rows))[1]
+    original = _Series._replay
+    _Series._replay = lambda self, *a, **kw: (rebuilt.append(a[0]), original(self, *a, **kw))[1]
     sys.setprofile(hook)
     try:
         first = model.predict_records([later])
@@ -272,7 +296,7 @@ def test_a_request_does_no_pandas_work_and_a_finished_job_is_an_append(trained):
         second = model.predict_records([later])
     finally:
         sys.setprofile(None)
-        _Series._rebuild = original
+        _Series._replay = original
     assert calls == [], calls[:10]
     assert rebuilt == []  # appends only
     grown = [(name, k) for name, series in model._state.series.items() for k, s in series.items()
@@ -482,3 +506,30 @@ def test_scoring_server_answers_like_training_and_refuses_bad_records(trained, s
     with urllib.request.urlopen(f"{url}/ping", timeout=10) as resp:
         assert resp.status == 200
     assert scorer.raw is not None and scorer.raw._matrix is not None
+
+
+@pytest.mark.slow
+def test_philly_holdout_is_bit_identical_one_job_at_a_time(philly_file):
+    """Philly (74k jobs, no users: org x GPU keys): the holdout's jobs as raw records, in one request and
+    one job per call, give training's predictions bit for bit; the finished holdout jobs reported to a
+    model whose history ends at the holdout start do too (appends, not rebuilds)."""
+    from features.traces import load_trace
+    from models.serving import raw_record_model, to_records
+    from pipelines.train import duration_split, train_duration
+
+    table = load_trace(philly_file)
+    result = train_duration(table, algo="lightgbm", test_days=30.0, n_estimators=20)
+    frame = table.frame
+    train, test = duration_split(frame, 30.0)
+    expected = result.estimator.predict(result.holdout[0])
+    model, _ = raw_record_model("duration", result.estimator, frame)
+    holdout = to_records(frame[test])
+    np.testing.assert_array_equal(model.predict_records(holdout), expected)
+    step = max(1, len(holdout) // 500)
+    np.testing.assert_array_equal([model.predict_records([holdout[i]])[0] for i in range(0, len(holdout), step)],
+                                  expected[::step])
+    grown, _ = raw_record_model("duration", result.estimator, frame[train])
+    fin = to_records(frame[test].sort_values("submit_time", kind="stable"), finished=True)
+    for i in range(0, len(fin), 1000):  # reported in chunks as they come
+        grown.predict_records(fin[i:i + 1000])
+    np.testing.assert_array_equal(grown.predict_records(holdout), expected)
