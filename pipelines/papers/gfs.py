@@ -9,8 +9,9 @@ Table 4 defaults and OrgLinear trained causally inside the replay (the detail of
 forecaster and how many forecasts the model answered).
 
 Causes of a miss are measured one deviation at a time at Medium: GFS rerun with one old reading switched back
-(``eq19=gpus``, ``score3=inverse``, ``eq10=held-idle``, ``wait=current``, ``summed=false``) or another
-demand estimator (``estimator=persistence``); each cause's value is the claim's measure under it.
+(``eq19=gpus``, ``score3=inverse``, ``eq10=held-idle``, ``wait=current``, ``summed=false``, the old eta
+clamp ``eta_min=0.05,eta_max=4``) or another demand estimator (``estimator=persistence``); each cause's value
+is the claim's measure under it.
 
 Quick mode (< 1 min on 2 cores): Medium only, a 100 h warm-up (OrgLinear's first fit is at 96 h) and one
 measured day; the Low / High and Table 6 claims are not testable there, and only the estimator cause runs.
@@ -29,7 +30,7 @@ ABLATIONS = {"gfs-e": "spot_jqt_mean", "gfs-d": "evict_rate_runs", "gfs-s": "evi
              "gfs-p": "evict_rate_runs", "gfs-sp": "evict_rate_runs"}
 CAUSES = {"eq19_gpus": "gfs:eq19=gpus", "score3_inverse": "gfs:score3=inverse", "eq10_held_idle": "gfs:eq10=held-idle",
           "wait_current": "gfs:wait=current", "summed_false": "gfs:summed=false",
-          "estimator_persistence": "gfs:estimator=persistence"}
+          "estimator_persistence": "gfs:estimator=persistence", "eta_clamp": "gfs:eta_min=0.05,eta_max=4"}
 #: §4.6.1: OrgLinear vs the production estimator (GFS-e) on spot JCT, JQT and the eviction rate
 ESTIMATOR_METRICS = {"jct": "spot_jct_mean", "jqt": "spot_jqt_mean", "evict": "evict_rate_runs"}
 
