@@ -12,12 +12,13 @@ SchedMate's readers see and runs the real readers on it, caching per distinct te
 - Failed logs (``FailureReader``): a failed job's log is generated with its root cause (the trace's
   cause mapped to the corpus' causes) and read by the real Failure Handler (models.schedmate.failures,
   locator + classifier), so the handler's recall and precision in the replay are what the classifier
-  achieves. Logs are cached per (template, GPUs, cause, noisy): jobs of one template log alike.
+  achieves. Logs are cached per (template, cause, noisy): jobs of one template log alike (the log
+  format, layout and ranks are the template's).
 - Progress logs (``SlowdownReader``): when a guest is packed onto a host, the host's generated log
   before packing (to 40 % of its steps) and after (to 60 %, its step time multiplied by the true
   slowdown from 40 %) are read by the real Metric Tracker; the measured ratio is step time before /
   after, or None when the tracker cannot read the log (an untrackable job). Cached per (template,
-  GPUs, slowdown to 0.02, noisy).
+  slowdown to 0.05, noisy); the log before packing once per (template, noisy).
 """
 from __future__ import annotations
 
@@ -232,6 +233,13 @@ class JobTexts:
         return t
 
 
+def _template_gpus(template: str, seed: int) -> int:
+    """The GPUs a template's own job 0 asks for (logs are keyed by template, not by each request)."""
+    from features.jobcorpus.spec import draw_spec
+
+    return int(draw_spec(template, 0, seed).truth.gpus)
+
+
 def _noisy(*parts: Any) -> bool:
     """Half the logs are noisy, stably per job (crc32: process-independent and cheap on the failure path)."""
     import zlib
@@ -266,7 +274,7 @@ class FailureReader:
         if key is None:
             _load("schedmate-diag", t.seed, _DIAGNOSES)
             noisy = _noisy(t.keys[job], t.index[job], cause)
-            key = self._keys[(job, cause)] = ("diag", t.seed, t.template(job), t.gpus[job], cause, noisy)
+            key = self._keys[(job, cause)] = ("diag", t.seed, t.template(job), cause, noisy)
         if key in _DIAGNOSES:
             return _DIAGNOSES[key]
         noisy = key[-1]
@@ -277,7 +285,7 @@ class FailureReader:
         if self._handler is None:
             self._handler = FailureHandler()
         tpl = t.template(job)
-        spec = replay_spec(tpl, tpl, 0, t.seed, t.gpus[job], 3600.0)
+        spec = replay_spec(tpl, tpl, 0, t.seed, _template_gpus(tpl, t.seed), 3600.0)
         lines, _ = failure_log(spec, tpl, 0, t.seed, cause, noisy=noisy)
         kind = self._handler.diagnose(lines).kind
         _DIAGNOSES[key] = kind
@@ -292,15 +300,17 @@ class SlowdownReader:
     def __init__(self, texts: JobTexts) -> None:
         self.texts = texts
         self._tracker = None
+        self._before: dict[tuple, Any] = {}
         self.read = 0
 
     def ratio(self, job: int, true_ratio: float) -> float | None:
         """Measured throughput after / before a slowdown to ``true_ratio`` (None: untrackable log)."""
         t = self.texts
         _load("schedmate-track", t.seed, _READINGS)
-        bucket = round(min(max(true_ratio, 0.02), 1.0) / 0.02) * 0.02
+        bucket = round(round(min(max(true_ratio, 0.05), 1.0) / 0.05) * 0.05, 2)
         noisy = _noisy(t.keys[job], t.index[job], "track")
-        key = ("track", t.seed, t.template(job), t.gpus[job], round(bucket, 2), noisy)
+        tpl = t.template(job)
+        key = ("track", t.seed, tpl, bucket, noisy)
         if key in _READINGS:
             return _READINGS[key]
         from features.jobcorpus.logs import runtime_log
@@ -309,12 +319,14 @@ class SlowdownReader:
 
         if self._tracker is None:
             self._tracker = MetricTracker()
-        tpl = t.template(job)
-        spec = replay_spec(tpl, tpl, 0, t.seed, t.gpus[job], 7200.0)
-        before, _ = runtime_log(spec, tpl, 0, t.seed, noisy=noisy, progress=0.4)
+        spec = replay_spec(tpl, tpl, 0, t.seed, _template_gpus(tpl, t.seed), 7200.0)
+        pb = self._before.get((tpl, noisy))
+        if pb is None:  # the log before packing does not depend on the slowdown: read once per template
+            before, _ = runtime_log(spec, tpl, 0, t.seed, noisy=noisy, progress=0.4)
+            pb = self._before[(tpl, noisy)] = self._tracker.track(before)
         after, _ = runtime_log(spec, tpl, 0, t.seed, noisy=noisy, progress=0.6,
                                speed_changes=[(0.4, 1.0 / bucket)])
-        pb, pa = self._tracker.track(before), self._tracker.track(after)
+        pa = self._tracker.track(after)
         value = None
         if pb.step_time and pa.step_time and math.isfinite(pb.step_time) and math.isfinite(pa.step_time):
             value = float(pb.step_time / pa.step_time)
