@@ -125,14 +125,16 @@ def heavy_edge_map(config: "PipelineConfig", capacities: list[int],
                 chosen = [int(idx[rng.randrange(len(idx))])]
             left[chosen] = False
             gain = W[:, chosen].sum(axis=1)
+            masked = np.where(left, gain, -np.inf)
             while len(chosen) < c:
-                cand = np.flatnonzero(left)
-                g = gain[cand]
-                best = int(np.argmax(g))
-                vtx = int(cand[best]) if g[best] > 0 else int(cand[rng.randrange(len(cand))])
+                vtx = int(np.argmax(masked))  # the first of ties: the lowest index
+                if not masked[vtx] > 0:  # nothing left connects to node_set: a random vertex
+                    cand = np.flatnonzero(left)
+                    vtx = int(cand[rng.randrange(len(cand))])
                 chosen.append(vtx)
                 left[vtx] = False
-                gain += W[:, vtx]
+                masked += W[:, vtx]
+                masked[vtx] = -np.inf
             for vtx in chosen:
                 x[j][stage_of[vtx]] += 1
             continue
