@@ -104,7 +104,7 @@ class SchedMateParts:
         log; with ``recall`` / ``precision`` given, a coin with those rates instead (an ablation)."""
         p = self.sm
         if p.recall is None and p.precision is None:
-            kind = self.failure_reader.diagnose(job, self.failure_reader.cause(job, cause))
+            kind = self.failure_reader.diagnose(job, cause)
             if kind is None:
                 self.fh["no_answer"] += 1
             return kind == "infrastructure"

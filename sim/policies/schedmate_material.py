@@ -31,6 +31,7 @@ _FH_SCORES: dict[tuple, dict] = {}
 _DIAGNOSES: dict[tuple, str | None] = {}  # failed-log key -> diagnosed kind (None: no failure found)
 _READINGS: dict[tuple, float | None] = {}  # progress-log key -> measured throughput ratio (None: untrackable)
 _LOADED: set[str] = set()
+_JOB_KEYS: dict[tuple, tuple[str, tuple]] = {}  # (seed, group, index, template, trace cause) -> (cause, log key)
 _DIRTY: set[tuple[str, int]] = set()  # (kind, seed) with values not yet written to the disk cache
 #: The code that makes job texts and logs and reads them: a change invalidates the disk cache.
 _CORPUS_CODE = ("features/jobcorpus", "models/schedmate")
@@ -52,7 +53,7 @@ def _disk_key(kind: str, *parts: Any) -> str | None:
 def clear_text_cache() -> None:
     """Forget the texts, rates, diagnoses and readings this process built or read (for timing a replay
     from a cold start; the disk cache stays: the next replay reads it, as a new process would)."""
-    for d in (_TEXT_CACHE, _META_CACHE, _FH_SCORES, _DIAGNOSES, _READINGS):
+    for d in (_TEXT_CACHE, _META_CACHE, _FH_SCORES, _DIAGNOSES, _READINGS, _JOB_KEYS):
         d.clear()
     _LOADED.clear()
     _DIRTY.clear()
@@ -254,27 +255,31 @@ class FailureReader:
         self.texts = texts
         self._handler = None
         self.read = 0
-        self._causes: dict[tuple[int, str], str] = {}
-        self._keys: dict[tuple[int, str], tuple] = {}
 
-    def cause(self, job: int, trace_cause: str) -> str:
-        got = self._causes.get((job, trace_cause))
+    def _job_key(self, job: int, trace_cause: str) -> tuple[str, tuple]:
+        """(corpus cause, failed-log key) of ``job`` failing with ``trace_cause``; kept per process (a
+        failure path computes it once, not per replay)."""
+        t = self.texts
+        memo = (t.seed, t.keys[job], t.index[job], t.template(job), trace_cause)
+        got = _JOB_KEYS.get(memo)
         if got is None:
             from features.jobcorpus.replay import corpus_cause
 
-            t = self.texts
-            got = self._causes[(job, trace_cause)] = corpus_cause(trace_cause, t.keys[job], t.index[job], t.seed)
+            cause = corpus_cause(trace_cause, t.keys[job], t.index[job], t.seed)
+            noisy = _noisy(t.keys[job], t.index[job], cause)
+            got = _JOB_KEYS[memo] = (cause, ("diag", t.seed, t.template(job), cause, noisy))
         return got
 
-    def diagnose(self, job: int, cause: str) -> str | None:
+    def cause(self, job: int, trace_cause: str) -> str:
+        return self._job_key(job, trace_cause)[0]
+
+    def diagnose(self, job: int, trace_cause: str) -> str | None:
         """The kind (infrastructure / framework / script, None: nothing found) the handler gives the log
-        of ``job`` failing with corpus cause ``cause``."""
+        of ``job`` failing with the trace's ``trace_cause`` (written with the mapped corpus cause)."""
         t = self.texts
-        key = self._keys.get((job, cause))
-        if key is None:
+        cause, key = self._job_key(job, trace_cause)
+        if key not in _DIAGNOSES:
             _load("schedmate-diag", t.seed, _DIAGNOSES)
-            noisy = _noisy(t.keys[job], t.index[job], cause)
-            key = self._keys[(job, cause)] = ("diag", t.seed, t.template(job), cause, noisy)
         if key in _DIAGNOSES:
             return _DIAGNOSES[key]
         noisy = key[-1]
