@@ -16,7 +16,7 @@ def test_registered_iterations_model_predicts_iterations(store, capsys):
     from sim.asrpt.jobs import job_models, true_iterations
 
     assert main(["train", "iterations", "--synthetic", "pai", "--jobs", "800", "--test-days", "0.0008",
-                 "--param", "n_estimators=10"]) == 0
+                 "--param", "n_estimators=10", "--allow-worse-than-baseline"]) == 0
     capsys.readouterr()
     frame = build_preset("pai", seed=0, jobs=800)[0].frame
     it = np.array(predict_kind("iterations", "models:/iterations@champion", frame, 0, store))

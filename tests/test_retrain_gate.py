@@ -96,7 +96,8 @@ def test_concurrent_retrains_promote_at_most_one(store, capsys):
     from pipelines.train import DataSource, TASKS
 
     base = ["--synthetic", "demo", "--jobs", "1500", "--test-days", "0.3"]
-    assert main(["train", "duration", *base, "--param", "n_estimators=1", "learning_rate=0.001"]) == 0
+    assert main(["train", "duration", *base, "--param", "n_estimators=1", "learning_rate=0.001",
+                 "--allow-worse-than-baseline"]) == 0  # a deliberately weak first champion
     configure(store)
     data = TASKS["duration"].load(DataSource("synthetic", preset="demo", seed=0, jobs=1500))
     both_scored = threading.Barrier(2, timeout=300)

@@ -37,7 +37,7 @@ def test_two_first_trains_on_a_new_store_both_succeed(tmp_path):
     body = (f"import pathlib, sys, time; from pipelines.cli import main; import mlflow\n"
             f"pathlib.Path(sys.argv[1]).touch()\n"
             f"while not pathlib.Path({str(go)!r}).exists(): time.sleep(0.01)\n"
-            f"sys.exit(main(['train', 'duration', *{SYN!r}]))")
+            f"sys.exit(main(['train', 'duration', *{SYN!r}, '--allow-worse-than-baseline']))")
     procs = [subprocess.Popen(_script(body) + [str(tmp_path / f"ready{i}")], env=_env(uri), cwd=tmp_path,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for i in range(2)]
     deadline = time.time() + 300
@@ -69,7 +69,7 @@ def test_killed_first_train_leaves_a_failed_run_and_no_half_version(tmp_path, em
             "def slow(self, *a, **k):\n"
             f"    pathlib.Path({str(marker)!r}).touch(); time.sleep(120); return real(self, *a, **k)\n"
             "mlflow.MlflowClient.set_registered_model_alias = slow\n"
-            f"sys.exit(main(['train', 'duration', *{SYN!r}]))")
+            f"sys.exit(main(['train', 'duration', *{SYN!r}, '--allow-worse-than-baseline']))")
     proc = subprocess.Popen(_script(body), env=_env(uri), cwd=tmp_path, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 300

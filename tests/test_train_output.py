@@ -30,13 +30,13 @@ def test_training_is_quiet_by_default_and_the_models_table_is_fast(tmp_path, emp
     shutil.copy(empty_store_db, tmp_path / "mlflow.db")
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     r = _run(["train", "duration", "--synthetic", "demo", "--jobs", "800", "--test-days", "0.2",
-              "--algo", "ebm"], tmp_path, uri)
+              "--algo", "ebm", "--allow-worse-than-baseline"], tmp_path, uri)
     assert r.returncode == 0, r.stderr
     assert r.stderr.strip() == "", r.stderr  # no MLflow type-hint warning, no INFO lines, no ANSI codes
     assert "mse" not in r.stdout.split() and "log-s" in r.stdout
     # Lightning's banner and tips stay silent too (OrgLinear is a Lightning module).
-    r = _run(["train", "demand", "--data-dir", str(shared_data), "--freq", "1h", "--param", "max_epochs=1"],
-             tmp_path, uri)
+    r = _run(["train", "demand", "--data-dir", str(shared_data), "--freq", "1h", "--param", "max_epochs=1",
+              "--allow-worse-than-baseline"], tmp_path, uri)
     assert r.returncode == 0, r.stderr
     assert r.stderr.strip() == "", r.stderr
     assert "GPU available" not in r.stdout and "Tip" not in r.stdout
