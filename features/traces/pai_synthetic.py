@@ -12,10 +12,10 @@ two months: 37,500-150,000 jobs over 60 days on 250 x 8 GPUs). Everything is see
 synthetic.
 
 Paper-scale preset (``configs/workloads/pai-paper.yaml``, :data:`PAPER`): iterations per group
-log-normal with median 16,000 and sigma 2.0 (a PAI-like heavy tail: median run ~1 h, mean ~8 h at
-10 Gb/s), capped at 14 days of run time; inside a group sigma 0.3, so the random forest on (group,
-user) has something to learn. 150,000 jobs over 60 days offer the 2,000 GPUs a load of about 1 (37,500:
-about 0.25). Arrivals follow a daily cycle (``diurnal`` 0.5: the rate swings 1 +- 0.5) and half of a
+log-normal with median 26,000 and sigma 2.0 (a PAI-like heavy tail: median run ~1.8 h, mean ~14 h on
+the best placement), capped at 14 days of run time; inside a group sigma 0.3, so the random forest on
+(group, user) has something to learn. 150,000 jobs over 60 days offer the 2,000 GPUs a load of about
+1.5 on their best placements (37,500: about 0.4); fragmented placements run slower still. Arrivals follow a daily cycle (``diurnal`` 0.5: the rate swings 1 +- 0.5) and half of a
 group's repeat submissions come with its previous one (``batch_share`` 0.5: sweeps), so bursts queue. ``single_gpu_share`` 0.75 (> 70 % single-GPU jobs, as PAI); Fig. 8 uses 0.
 """
 from __future__ import annotations

@@ -3,8 +3,8 @@ jobs), Fig. 8 (NIC bandwidth on the 0 %-single-GPU set), Fig. 9 (predictors) and
 exact ILP), measured on schedcast's replays of the PAI-shaped trace at the paper's scale.
 
 Workload (features/traces/pai_synthetic.py, ``PAPER``; configs/workloads/pai-paper.yaml): N jobs over 60
-days on pai-250 (250 x 8 V100, 10 Gb/s NICs), so the offered load grows with N (~0.25 at 37,500, ~0.9 at
-150,000). A history of N/4 jobs of the same groups precedes the replayed N. Quick mode keeps the offered
+days on pai-250 (250 x 8 V100, 10 Gb/s NICs), so the offered load grows with N (~0.4 at 37,500, ~1.5 at
+150,000, on the jobs' best placements). A history of N/4 jobs of the same groups precedes the replayed N. Quick mode keeps the offered
 loads with a sixtieth of the jobs on a tenth of the cluster (25 x 8) over a sixth of the span (10 days at
 150,000), so jobs still queue (a sixtieth of the jobs on the whole cluster barely would), and a smaller
 Table II.
