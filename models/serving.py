@@ -267,12 +267,15 @@ class _History:
         self.keys = keys
         self.series: dict[str, dict[str, _Series]] = {name: {} for name in keys}
         self.seen: dict[str, bool] = {c: False for cols in keys.values() for c in cols}
-        self.by_id: dict[str, tuple[int, tuple[str | None, ...]]] = {}
+        #: job id -> (seq, key strings, end, submit, duration) of the jobs that have one
+        self.by_id: dict[str, tuple] = {}
         self.next_seq = 0
 
     def add(self, job: "_Job") -> None:
         end = job.t + job.queue + job.duration
         if job.job_id is not None and job.job_id in self.by_id:
+            if self.by_id[job.job_id][1:] == (job.keys(self.keys), end, job.t, job.duration):
+                return  # the same job resent: nothing changes
             self.remove(job.job_id)
         seq, self.next_seq = self.next_seq, self.next_seq + 1
         keys = job.keys(self.keys)
@@ -285,10 +288,10 @@ class _History:
         for col in self.seen:
             self.seen[col] = self.seen[col] or job.has(col)
         if job.job_id is not None:
-            self.by_id[job.job_id] = (seq, keys)
+            self.by_id[job.job_id] = (seq, keys, end, job.t, job.duration)
 
     def remove(self, job_id: str) -> None:
-        seq, keys = self.by_id.pop(job_id)
+        seq, keys = self.by_id.pop(job_id)[:2]
         for series, key in zip(self.series.values(), keys):
             if key is not None:
                 series[key].remove(seq)
@@ -657,7 +660,7 @@ class RawRecordModel(_python_model_base()):
                     s.add(ends[seq], job.t, seq, job.duration)
         for seq, job in enumerate(jobs):
             if job.job_id is not None:
-                state.by_id[job.job_id] = (seq, job.keys(keys))
+                state.by_id[job.job_id] = (seq, job.keys(keys), ends[seq], job.t, job.duration)
             for col in state.seen:
                 state.seen[col] = state.seen[col] or job.has(col)
         state.next_seq = len(jobs)

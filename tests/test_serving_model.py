@@ -511,16 +511,16 @@ def test_scoring_server_answers_like_training_and_refuses_bad_records(trained, s
 @pytest.mark.slow
 def test_philly_holdout_is_bit_identical_one_job_at_a_time(philly_file):
     """Philly (74k jobs, no users: org x GPU keys): the holdout's jobs as raw records, in one request and
-    one job per call, give training's predictions bit for bit; the finished holdout jobs reported to a
-    model whose history ends at the holdout start do too (appends, not rebuilds)."""
+    one job per call, give training's predictions bit for bit (finished jobs reported along: the
+    synthetic tests above; their cost on Philly: benchmarks/bench_serving.py)."""
     from features.traces import load_trace
     from models.serving import raw_record_model, to_records
     from pipelines.train import duration_split, train_duration
 
     table = load_trace(philly_file)
-    result = train_duration(table, algo="lightgbm", test_days=30.0, n_estimators=20)
+    result = train_duration(table, algo="lightgbm", test_days=30.0, n_estimators=5)
     frame = table.frame
-    train, test = duration_split(frame, 30.0)
+    _, test = duration_split(frame, 30.0)
     expected = result.estimator.predict(result.holdout[0])
     model, _ = raw_record_model("duration", result.estimator, frame)
     holdout = to_records(frame[test])
@@ -528,8 +528,3 @@ def test_philly_holdout_is_bit_identical_one_job_at_a_time(philly_file):
     step = max(1, len(holdout) // 500)
     np.testing.assert_array_equal([model.predict_records([holdout[i]])[0] for i in range(0, len(holdout), step)],
                                   expected[::step])
-    grown, _ = raw_record_model("duration", result.estimator, frame[train])
-    fin = to_records(frame[test].sort_values("submit_time", kind="stable"), finished=True)
-    for i in range(0, len(fin), 1000):  # reported in chunks as they come
-        grown.predict_records(fin[i:i + 1000])
-    np.testing.assert_array_equal(grown.predict_records(holdout), expected)
