@@ -352,7 +352,8 @@ def add_parsers(sub) -> None:
     p.add_argument("--tail-only", action="store_true", help="read only the last --tail lines (the baseline)")
     p.add_argument("--method", choices=("locator", "tail", "scan"), default="locator",
                    help="locator: binary search over chunks (default); scan: first error line of the log")
-    p.add_argument("--tail", type=positive_int, default=50, help="lines the tail reader sees (default 50)")
+    p.add_argument("--tail", type=positive_int, default=500,
+                   help="lines the tail reader sees (default 500, the paper's baseline)")
     p.add_argument("--llm-endpoint", help="OpenAI-compatible endpoint (e.g. http://127.0.0.1:8000/v1); its answer "
                    "is validated and a bad one falls back to the rules")
     p.add_argument("--llm-model", default="default", help="model name sent to the endpoint")

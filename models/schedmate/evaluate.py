@@ -173,7 +173,7 @@ def _prf(tp: int, fp: int, fn: int, tn: int) -> dict:
 @functools.lru_cache(maxsize=32)
 def failure_handler_scores(n: int = 150, seed: int = 0, locator: bool = True, method: str | None = None,
                            noisy: bool | None = None, chunk: int | None = None, window: int = 3,
-                           tail: int = 50) -> dict:
+                           tail: int = 500) -> dict:
     """Infrastructure detection scores of the Failure Handler on `n` generated failed logs (causes
     cycled evenly; half noisy unless `noisy` is set): precision, recall, F1 and accuracy of
     "infrastructure or not", plus type accuracy (3 classes), component accuracy and root-line accuracy

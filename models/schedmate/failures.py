@@ -427,7 +427,7 @@ class FailureHandler:
     probe (a probe holds evidence if any of its chunks does: bridges the quiet gap while other ranks
     still log normally); tail: lines the tail-only baseline reads; llm: an optional back-end."""
 
-    def __init__(self, chunk: int | None = None, window: int = 3, tail: int = 50, embedder: str = "hash",
+    def __init__(self, chunk: int | None = None, window: int = 3, tail: int = 500, embedder: str = "hash",
                  llm=None) -> None:
         self.chunk = chunk
         self.window = max(1, int(window))
