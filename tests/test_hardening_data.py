@@ -214,8 +214,16 @@ def test_summary_csv_is_byte_identical_between_identical_runs(tmp_path):
 
 # -- 20.12 / 20.13: wrong input to train is exit 2 with the reason, nothing written ---------------------------
 SYN = ["--synthetic", "demo", "--jobs", "1500", "--test-days", "0.3"]
-#: A small first model may lose to the group-history baseline; where that is not the point, it leads anyway.
-FIRST = ["--allow-worse-than-baseline"]
+
+
+def first_champion(*args: str) -> None:
+    """Train duration version 1 and make it champion directly in the store (a small first model may lose
+    to the group-history baseline; where that is not the point, it leads anyway)."""
+    from models.registry import configure, set_alias
+
+    assert main(["train", "duration", *args]) == 0
+    configure(None)  # the store fixture's $MLFLOW_TRACKING_URI
+    set_alias("duration", "champion", "1")
 
 
 def test_an_unknown_param_is_exit_2_through_the_console_entry_point(tmp_path):
@@ -309,7 +317,7 @@ def test_first_version_worse_than_baseline_is_not_champion_and_models_says_so(st
 def test_alias_champion_never_replaces_a_champion_unchecked(store, capsys):
     from models.registry import alias_version, configure, list_models
 
-    assert main(["train", "duration", *SYN, "--param", "n_estimators=20", *FIRST]) == 0
+    first_champion(*SYN, "--param", "n_estimators=20")
     configure(store)
     assert alias_version("duration", "champion") == "1"
     capsys.readouterr()
@@ -342,7 +350,7 @@ def test_a_trace_rewritten_in_place_is_other_data_for_the_gate(store, tmp_path, 
 
     trace = _write_trace(tmp_path / "cluster_log.csv")
     args = ["--trace", str(trace), "--format", "helios", "--test-days", "0.3"]
-    assert main(["train", "duration", *args, "--param", "n_estimators=20", *FIRST]) == 0
+    first_champion(*args, "--param", "n_estimators=20")
     capsys.readouterr()
     _write_trace(trace, scale=3.0)  # same path, every duration x3
     code = main(["retrain", "duration", *args, "--param", "n_estimators=20"])
@@ -357,7 +365,7 @@ def test_a_trace_rewritten_in_place_is_other_data_for_the_gate(store, tmp_path, 
 def test_rows_appended_to_the_champions_trace_are_the_same_source_by_content(store, tmp_path, capsys):
     trace = _write_trace(tmp_path / "cluster_log.csv")
     args = ["--trace", str(trace), "--format", "helios", "--test-days", "0.3"]
-    assert main(["train", "duration", *args, "--param", "n_estimators=20", *FIRST]) == 0
+    first_champion(*args, "--param", "n_estimators=20")
     last = pd.to_datetime(pd.read_csv(trace)["submit_time"]).max() + pd.Timedelta(minutes=1)
     with open(trace, "a") as fh:  # one more job a minute after the last: the champion's bytes stay a prefix
         fh.write(f"late-job,u9,vc9,1,{last:%Y-%m-%d %H:%M:%S},100\n")
@@ -374,7 +382,7 @@ def test_the_lost_race_names_the_champion_that_is_there_now(store, capsys):
     from pipelines.retrain import FAILED, retrain
     from pipelines.train import TASKS, DataSource
 
-    assert main(["train", "duration", *SYN, "--param", "n_estimators=20", *FIRST]) == 0
+    first_champion(*SYN, "--param", "n_estimators=20")
     configure(store)
     data = TASKS["duration"].load(DataSource("synthetic", preset="demo", seed=0, jobs=1500))
 
