@@ -67,7 +67,7 @@ def test_tracking_server_registry_and_serving_endpoint(tmp_path, philly_file, mo
         uri = f"http://127.0.0.1:{port}"
         monkeypatch.chdir(tmp_path)
         assert main(["train", "duration", "--trace", str(philly_file), "--tracking-uri", uri,
-                     "--param", "n_estimators=20"]) == 0
+                     "--param", "n_estimators=20", "--allow-worse-than-baseline"]) == 0
         configure(uri)
         model = load("models:/duration@champion")
         jobs = load_trace(philly_file).frame.iloc[:400]
