@@ -276,8 +276,12 @@ def cmd_server(args: argparse.Namespace) -> int:
     env = child_env({"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": os.environ.get("MLFLOW_SERVER_ENABLE_JOB_EXECUTION",
                                                                            "false")})
     print("starting:", " ".join(cmd[2:]), flush=True)
+    from pipelines.tracking import UI_RUNS_QUERY
+
     return run_managed(cmd, ready_url=f"http://{_url_host(args.host)}:{args.port}/health", what="MLflow server",
-                       banner=f"UI at http://{_url_host(args.host)}:{args.port}", timeout=args.ready_timeout, env=env)
+                       banner=f"UI at http://{_url_host(args.host)}:{args.port}/#/experiments?{UI_RUNS_QUERY} "
+                       "(the runs view; MLflow 3 opens GenAI traces on the bare address)",
+                       timeout=args.ready_timeout, env=env)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
