@@ -70,7 +70,7 @@ def test_retrain_promotes_refuses_and_survives_a_crash(store, philly_file, monke
     from models.registry import alias_version, configure
 
     # A deliberately weak first champion (one tiny boosting round).
-    assert _train(philly_file, "--param", "n_estimators=1", "learning_rate=0.001") == 0
+    assert _train(philly_file, "--param", "n_estimators=1", "learning_rate=0.001", "--allow-worse-than-baseline") == 0
     configure(store)
     assert alias_version("duration", "champion") == "1"
     # A real model beats it by far more than 2 %: promoted (exit 0).
@@ -105,12 +105,14 @@ def test_retrain_promotes_refuses_and_survives_a_crash(store, philly_file, monke
 def test_other_tasks_train_and_register(store, shared_data, capsys):
     from models.registry import alias_version, configure, load
 
-    assert main(["train", "packing", "--data-dir", str(shared_data)]) == 0
+    first = "--allow-worse-than-baseline"  # each first version is champion here, whatever its baselines
+    assert main(["train", "packing", "--data-dir", str(shared_data), first]) == 0
     assert main(["train", "throughput", "--algo", "lightgbm", "--data-dir", str(shared_data),
-                 "--param", "n_estimators=50"]) == 0
+                 "--param", "n_estimators=50", first]) == 0
     assert main(["train", "iterations", "--trace", str(shared_data / "philly/philly_jobs_2017-09-04_2017-11-30.csv.gz"),
-                 "--algo", "fallback"]) == 0
-    assert main(["train", "demand", "--algo", "seasonal-naive", "--data-dir", str(shared_data), "--freq", "1h"]) == 0
+                 "--algo", "fallback", first]) == 0
+    assert main(["train", "demand", "--algo", "seasonal-naive", "--data-dir", str(shared_data), "--freq", "1h",
+                 first]) == 0
     out = capsys.readouterr().out
     assert "last_value" in out and "seasonal_day" in out and "majority_class" in out
     configure(store)
@@ -148,8 +150,8 @@ def test_lucid_runs_with_registry_models(store, shared_data, philly_file, capsys
     from sim.cluster import load_cluster
     from sim.workload import build_workload
 
-    assert main(["train", "packing", "--data-dir", str(shared_data)]) == 0
-    assert _train(philly_file, "--param", "n_estimators=20") == 0
+    assert main(["train", "packing", "--data-dir", str(shared_data), "--allow-worse-than-baseline"]) == 0
+    assert _train(philly_file, "--param", "n_estimators=20", "--allow-worse-than-baseline") == 0
     configure(store)
     w = build_workload(load_trace(philly_file), load_cluster("philly-vc"), limit=2500)
     spec = (f"lucid:packing_model=models:/packing@champion,tracking_uri={store},update_interval=200000,"
