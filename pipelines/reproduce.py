@@ -4,7 +4,8 @@ The paper's folder ``configs/experiments/papers/<paper>/`` holds ``claims.yaml``
 it is in the paper, the statement, the paper's number, the measure and the threshold at which it holds)
 and the experiment specs its runner (``pipelines.papers``) replays. The ledger (``claims.json``,
 ``claims.md``, ``claims.html`` plus the runner's tables and plots) is written whole or not at all into
-``--out`` (default ``results/reproduce/<paper>[-quick]``); experiment cells are kept in
+``--out`` (default ``results/reproduce/<paper>[-quick]``; ``--force`` replaces only schedcast's own output,
+evaluation.outdir); experiment cells are kept in
 ``results/reproduce/.cells/`` so a second run reuses the finished ones. With ``--track`` the ledger is also
 an MLflow run (a metric per claim, the verdict counts, the pages as artifacts).
 """
@@ -14,25 +15,15 @@ import argparse
 import math
 import os
 import platform
-import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 RESULTS = Path("results") / "reproduce"
-_OWN_MARKER = "claims.json"
 
 
-def _check_out(out: Path, force: bool) -> None:
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"--out {out} is a file, not a folder")
-    if out.is_dir() and any(out.iterdir()):
-        if not (out / _OWN_MARKER).is_file():
-            raise ValueError(f"--out {out} exists and is not a ledger folder of `schedcast reproduce`; "
-                             "choose another folder (nothing was written)")
-        if not force:
-            raise ValueError(f"--out {out} holds an earlier ledger; give --force to replace it, or another folder")
+def _finite(value) -> float | None:
+    return float(value) if value is not None and math.isfinite(float(value)) else None
 
 
 def _machine() -> str:
@@ -44,6 +35,7 @@ def reproduce(paper: str, *, quick: bool = False, out: str | Path | None = None,
               progress=None, command: str = "") -> tuple[Path, list]:
     """Run ``paper``'s runner, judge its claims, write the ledger; returns (folder, verdicts)."""
     from evaluation.claims import ReproduceContext, counts, judge_all, load_claims, write_ledger
+    from evaluation.outdir import check_output, replace_folder
     from features.paths import data_dir as resolve_data_dir
     from pipelines.papers import paper_dir, runner
     from pipelines.tracking import code_version
@@ -51,35 +43,24 @@ def reproduce(paper: str, *, quick: bool = False, out: str | Path | None = None,
     run = runner(paper)  # an unknown paper fails here, before anything is written
     claims = load_claims(paper_dir(paper) / "claims.yaml")
     out = Path(out) if out else RESULTS / (paper + ("-quick" if quick else ""))
-    _check_out(out, force)
+    check_output(out, force)  # before any replay: a file, a foreign folder, an earlier ledger without --force
     data = Path(resolve_data_dir(data_dir))
-    parent = out.absolute().parent
-    parent.mkdir(parents=True, exist_ok=True)
     work = RESULTS / ".cells" / (paper + ("-quick" if quick else ""))
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".partial", dir=parent))
     say = progress or (lambda message: None)
     t0 = time.perf_counter()
-    try:
+
+    def fill(tmp: Path):
         ctx = ReproduceContext(quick=quick, out=tmp, seeds=list(seeds) if seeds else [0], data_dir=data,
-                               progress=say, workers=max(1, int(workers)), work=work,
-                               seeds_given=bool(seeds))
+                               progress=say, workers=max(1, int(workers)), work=work, seeds_given=bool(seeds))
         measurements = run(ctx)
         verdicts = judge_all(claims, measurements, quick=quick)
         meta = {"paper": paper, "quick": quick, "seeds": ctx.seeds, "code_version": code_version(),
                 "machine": _machine(), "wall_s": time.perf_counter() - t0, "command": command,
-                "data_dir": str(data), "measures": {k: (float(m.value) if m.value is not None and math.isfinite(float(m.value))
-                                                        else None) for k, m in measurements.items()}}
+                "data_dir": str(data), "measures": {k: _finite(m.value) for k, m in measurements.items()}}
         write_ledger(tmp, claims, verdicts, meta)
-        if out.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".old", dir=parent))
-            os.rename(out, old / "previous")
-            os.rename(tmp, out)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.rename(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+        return verdicts, meta
+
+    verdicts, meta = replace_folder(out, fill, kind="reproduce", force=force)
     if tracking_uri:
         _track(tracking_uri, paper, quick, out, verdicts, meta, counts(verdicts))
     return out, verdicts

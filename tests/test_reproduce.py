@@ -146,7 +146,7 @@ def test_reproduce_replaces_only_its_own_ledger(fake_paper, tmp_path, capsys):
     capsys.readouterr()
     assert main(["reproduce", "toy", "--out", "mine", "--force", "--data-dir", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "not a ledger folder" in err
+    assert len(err.splitlines()) == 1 and "not a folder schedcast wrote" in err
     assert (mine / "thesis.tex").read_text() == "precious" and sorted(p.name for p in mine.iterdir()) == ["thesis.tex"]
 
 
