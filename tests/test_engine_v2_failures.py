@@ -190,3 +190,25 @@ def test_uncordon_gives_a_cordoned_node_back_and_leaves_a_failed_one_down_until_
     assert 1 in pool.cordoned
     pool.set_up(1)
     assert 1 in pool.buckets[4] and 1 not in pool.cordoned
+
+
+def test_lucid_ends_when_a_job_fails_for_good():
+    # A job that fails for good (here at its second failure) is never reported finished: Lucid's coordinator
+    # counted only finishes, so its hourly timers re-armed for ever and the replay never ended (found by the
+    # derandomised property test; it hung the suite).
+    import signal
+
+    from tests.test_properties import _failures, _v2_workload
+
+    rows = [(162, 600, 1, "plain", "hp"), (98, 130, 2, "plain", "spot"), (281, 60, 8, "typed", "spot")]
+    spec = [(365, 22, "node", 10), (255, 11, "node", 41), (755, 10, "job", 29)]
+    w = _v2_workload(rows, True, True)
+    old = signal.signal(signal.SIGALRM, lambda *_: (_ for _ in ()).throw(TimeoutError("the replay never ended")))
+    signal.alarm(60)
+    try:
+        result = simulate(w, "lucid-noshare:profiler_from=extra", predictor="noisy:0.5", check_invariants=True,
+                          failures=_failures(spec, len(w)), restart=RestartRule(delay=7.0, max_attempts=2), seed=3)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+    assert result.end[1] == 755.0 and result.failed[1]

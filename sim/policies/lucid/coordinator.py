@@ -114,8 +114,9 @@ class LucidCoordinator(Coordinator):
 
     @property
     def unfinished(self) -> int:
-        """Jobs not finished yet (every partition reports its finishes): timers stop re-arming at 0."""
-        return self.n_jobs - len(self.finished)
+        """Jobs neither finished nor failed for good (the engine's count): timers stop re-arming at 0.
+        Counting only reported finishes kept the timers going for ever after a job failed for good."""
+        return self.cctx.unfinished
 
     def on_timer(self, payload: Any) -> None:
         kind, cctx, p = payload[0], self.cctx, self.p
