@@ -111,8 +111,10 @@ def test_locator_finds_the_root_cause_before_the_cascade_and_tail_is_misled():
     assert truth.span[0] <= d.line_index <= truth.span[1]
     assert (d.kind, d.component, d.cause) == ("framework", "memory", "cuda_oom")
     assert d.chunks_read < 30 and d.lines_read < len(lines) / 2  # binary search reads a few chunks
-    tail = fh.diagnose(lines, tail_only=True)
-    assert tail.line_index > truth.line_index + 5  # the tail only sees the cascade
+    # a tail shorter than the cascade only sees the cascade (the paper's 500-line tail reaches the root of
+    # these short generated logs: see the ledger's Table 4 claims)
+    tail = FailureHandler(tail=50).diagnose(lines, tail_only=True)
+    assert tail.line_index > truth.line_index + 5
     assert tail.kind != "framework" or tail.component != "memory"
 
 
