@@ -127,28 +127,19 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     return 0
 
 
-def _seed(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"a seed is >= 0, got {value}")
-    return value
-
-
 def _workers(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if not 1 <= value <= 256:
-        raise argparse.ArgumentTypeError(f"--workers is between 1 and 256, got {value}")
+    from pipelines.simulate import positive_int
+
+    value = positive_int(text)
+    if value > 256:
+        raise argparse.ArgumentTypeError(f"at most 256 workers, got {value}")
     return value
 
 
 def add_parsers(sub) -> None:
     """Register `reproduce`."""
+    from pipelines.simulate import non_negative_int
+
     p = sub.add_parser("reproduce", help="run a paper's evaluation and judge its claims (the claims ledger)",
                        description="Run the evaluation of PAPER (configs/experiments/papers/PAPER/) and give each "
                        "of its headline claims a verdict: holds, does not hold (with the gap and the measured "
@@ -162,7 +153,7 @@ def add_parsers(sub) -> None:
     p.add_argument("--out", metavar="DIR", help="ledger folder (default results/reproduce/PAPER[-quick]); "
                    "replaced only with --force and only if it holds an earlier ledger")
     p.add_argument("--force", action="store_true", help="replace an earlier ledger in --out")
-    p.add_argument("--seeds", type=_seed, nargs="+", metavar="N", help="seeds of the synthetic workloads "
+    p.add_argument("--seeds", type=non_negative_int, nargs="+", metavar="N", help="seeds of the synthetic workloads "
                    "(default: the paper's spec)")
     p.add_argument("--workers", type=_workers, default=1, metavar="N",
                    help="run experiment cells on a local Dask cluster of N workers (default 1: in this process)")
