@@ -12,15 +12,20 @@ import math
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from pipelines.replay import build_source, trace_path
+
+if TYPE_CHECKING:
+    from pipelines.replay import ReplaySpec
 
 DEFAULT_POLICIES = ["fifo", "sjf", "srtf", "tiresias", "pollux-60"]
 DEMO_OUT = "results/demo"
 _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
 
-def _duration(text: str) -> float:
-    """Seconds from '3600', '90m', '12h' or '2d'."""
+def parse_duration(text: str) -> float:
+    """Seconds from '3600', '90m', '12h' or '2d' (ValueError otherwise)."""
     text = text.strip().lower()
     if text and text[-1] in _UNITS:
         return float(text[:-1]) * _UNITS[text[-1]]
@@ -30,7 +35,7 @@ def _duration(text: str) -> float:
 def duration_arg(text: str) -> float:
     """argparse type: a time like 3600, 90m, 12h or 2d (seconds), finite and >= 0."""
     try:
-        value = _duration(text)
+        value = parse_duration(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"invalid time {text!r} (use seconds, or a number with s, m, h "
                                          "or d, e.g. 12h or 1.5d)") from None
@@ -152,71 +157,6 @@ def _add_workload_args(p: argparse.ArgumentParser) -> None:
                    "profiles, noisy predictors and policies' own random draws (default 0)")
 
 
-def _trace_path(path: str) -> Path:
-    p = Path(path)
-    if not p.exists():
-        raise FileNotFoundError(f"trace file {path} not found")
-    if p.is_dir():
-        raise ValueError(f"trace {path} is a folder; give a trace file")
-    if not p.is_file():  # a FIFO blocks for ever, /dev/zero fills the memory
-        raise ValueError(f"trace {path} is not a regular file (a FIFO, device or socket); give a trace file")
-    return p
-
-
-def build_source(*, synthetic: str | None = None, trace: str | None = None, format: str | None = None,
-                 generator: str | None = None, params: dict[str, Any] | None = None,
-                 jobs: int | None = None, cluster: str | None = None, offered_load: float | None = None,
-                 costs: str = "none", default_gpus: int | None = None, data_dir: str | None = None,
-                 seed: int = 0):
-    """The (JobTable, Workload) that `schedcast simulate` replays, from the same choices as its flags:
-    a trace file, a synthetic preset (any ``generator:`` preset too) or a generator function named
-    directly (``generator="package.module:function"`` called with ``params``, as a preset's is), a
-    cluster (the preset's by default), optional offered-load sizing and a cost catalog. Experiments build
-    their cells with it."""
-    from features.traces import load_trace
-    from features.traces.synthetic import build_preset, call_generator
-    from sim.cluster import load_cluster
-    from sim.profiles import CostModel, ProfileCatalog
-    from sim.workload import build_workload
-
-    if generator:
-        table = call_generator(generator, dict(params or {}), seed, jobs)
-        cluster_name = cluster
-        limit = None
-    elif synthetic:
-        # A preset sized for its own cluster (cluster_gpus) is sized for the one chosen instead.
-        chosen_gpus = load_cluster(cluster, data_dir).gpus if cluster else None
-        table, preset_cluster = build_preset(synthetic, seed=seed, jobs=jobs, cluster_gpus=chosen_gpus)
-        cluster_name = cluster or preset_cluster
-        limit = None
-    elif trace:
-        table = load_trace(_trace_path(trace), format)
-        cluster_name = cluster
-        limit = jobs
-    else:
-        raise ValueError("give --trace FILE or --synthetic PRESET")
-    if not cluster_name:
-        raise ValueError("give --cluster (see `schedcast clusters`)")
-    built = load_cluster(cluster_name, data_dir)
-    sizing = None
-    if offered_load:
-        from sim.sizing import offered_load as load_of, sized_for_load
-
-        frame = table.frame.iloc[:limit] if limit else table.frame
-        before = (built.nodes, load_of(frame, built.gpus))
-        built = sized_for_load(frame, built, offered_load)
-        sizing = {"target": offered_load, "nodes_before": before[0], "load_before": before[1],
-                  "nodes_after": built.nodes}
-    catalog = cost_model = None
-    if costs != "none":
-        catalog = ProfileCatalog.build(costs, data_dir)
-        cost_model = CostModel()
-    workload = build_workload(table, built, costs=cost_model, catalog=catalog, seed=seed,
-                              default_gpus=default_gpus, limit=limit)
-    workload.report["sizing"] = sizing
-    return table, workload
-
-
 def _build_workload(args: argparse.Namespace):
     return build_source(synthetic=args.synthetic, trace=args.trace, format=args.format, jobs=args.jobs,
                         cluster=args.cluster, offered_load=getattr(args, "offered_load", None),
@@ -224,43 +164,17 @@ def _build_workload(args: argparse.Namespace):
                         seed=args.seed)
 
 
-def _carries_failures(workload) -> bool:
-    """Does the workload record failed attempts of its own (``fail_time`` set on a job that failed)?"""
-    frame = workload.frame
-    return "fail_time" in frame and bool(frame["fail_time"].notna().any())
+def replay_spec(args: argparse.Namespace, policy: str, window: tuple[float, float] | None) -> "ReplaySpec":
+    """The ReplaySpec of one policy of a `simulate` invocation (the workload itself is built once)."""
+    from pipelines.replay import ReplaySpec, WorkloadSource
 
-
-def _replay_extras(args: argparse.Namespace, workload) -> dict[str, Any]:
-    """What --failures, --performance and --predict add to every replay (built once, shared by the
-    policies): failure events and restart rule, a performance model, per-job predictions by kind."""
-    extras: dict[str, Any] = {}
-    spec = getattr(args, "failures", None)
-    if spec is None:  # default: a workload that carries failures (the failure presets) replays them
-        spec = args.failures = "trace" if _carries_failures(workload) else "none"
-    if spec != "none":
-        from sim.failures import failures_from_spec
-
-        failures, restart = failures_from_spec(spec, workload, args.seed)
-        extras["failures"] = failures
-        if restart is not None:
-            extras["restart"] = restart
-        off = "; --failures none turns them off" if spec == "trace" else ""
-        print(f"failures:   {len(failures):,} failure events injected ({spec}{off})")
-    perf = getattr(args, "performance", None)
-    if perf and perf != "none":
-        from sim.performance import make_performance
-
-        extras["performance"] = make_performance(perf, workload)
-        print(f"speed:      performance model {perf}")
-    predict = getattr(args, "predict", None) or []
-    if predict:
-        from sim.predictors import predict_kind
-
-        extras["predictions"] = {kind: predict_kind(kind, source, workload.frame, args.seed,
-                                                    getattr(args, "tracking_uri", None))
-                                 for kind, source in predict}
-        print("predictions: " + ", ".join(f"{k} from {v}" for k, v in predict))
-    return extras
+    source = WorkloadSource(trace=args.trace, synthetic=args.synthetic, format=args.format, jobs=args.jobs,
+                            cluster=args.cluster, offered_load=getattr(args, "offered_load", None),
+                            costs=args.costs, default_gpus=args.default_gpus, data_dir=args.data_dir)
+    return ReplaySpec(workload=source, policy=policy, placement=args.placement, predictor=args.predictor,
+                      predict=tuple(getattr(args, "predict", None) or ()), failures=getattr(args, "failures", None),
+                      performance=getattr(args, "performance", None), seed=args.seed, window=window,
+                      check_invariants=args.check_invariants, tracking_uri=getattr(args, "tracking_uri", None))
 
 
 def predict_arg(text: str) -> tuple[str, str]:
@@ -359,7 +273,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     force = bool(getattr(args, "force", False))
     check_output(out, force)  # before any work: a file, a non-empty folder without --force, no write access
     if args.trace:
-        _trace_path(args.trace)
+        trace_path(args.trace)
     window = tuple(args.window) if args.window else None
     if window is not None and window[1] <= window[0]:
         raise ValueError(f"--window: END ({window[1]:g} s) must be after START ({window[0]:g} s)")
@@ -406,9 +320,7 @@ def _start_plotter():
 
 
 def _run(args, t0, out, force, window, predictor, predicted, predictor_info, plotter) -> int:
-    from evaluation.metrics import check_identities, evaluate
     from evaluation.report import HP_SPOT_COLUMNS, render_table, write_results
-    from sim import simulate
     from sim.sizing import offered_load
 
     kind = getattr(args, "kind", "simulate")
@@ -434,7 +346,11 @@ def _run(args, t0, out, force, window, predictor, predicted, predictor_info, plo
         print(f"note: offered load {load:.2f}: the cluster is mostly idle, so jobs barely wait and policies "
               "tie; --offered-load 0.9 sizes the cluster for contention")
     measured = _check_window(window, workload)
-    extras = _replay_extras(args, workload)
+    from pipelines.replay import prepare_replay, run_replay
+
+    base = replay_spec(args, args.policy[0], window)
+    prepared = prepare_replay(base, built=(table, workload), predictor=predictor, announce=print)
+    args.failures = prepared.failures
     t_model = t_track = 0.0
     if predicted and hasattr(predictor, "_predict"):
         # A model server or registry model is asked now, so that an unreachable or broken model stops
@@ -447,27 +363,18 @@ def _run(args, t0, out, force, window, predictor, predicted, predictor_info, plo
             predict_durations(predictor, workload.frame)
         t_model = time.perf_counter() - t_model
     progress = _Progress() if _show_progress(args) else None
-    from sim.workload import is_spot
-
-    has_spot = any(is_spot(c) for c in workload.job_class)
+    has_spot = prepared.has_spot
     runs: dict[str, dict[str, Any]] = {}
+    replayed = None
     t_replay = time.perf_counter()
     for policy in args.policy:
         update, stop = progress.track(f"{policy:>14}", len(workload)) if progress else (None, lambda: None)
         try:
-            result = simulate(workload, policy, placement=args.placement, predictor=predictor,
-                              seed=args.seed, check_invariants=args.check_invariants, progress=update,
-                              tracking_uri=getattr(args, "tracking_uri", None), **extras)
+            replayed = run_replay(base.with_policy(policy), prepared, progress=update)
         finally:
             stop()
-        ev = evaluate(result, window)
-        check_identities(ev["jobs"])
-        if has_spot:  # HP / spot metrics (GFS's), over measured tasks: after a generator's HP-only warm-up
-            from evaluation.gfs_metrics import gfs_jobs, pool_summary
-
-            ev["summary"].update(pool_summary(gfs_jobs(result, window)))
-        runs[policy] = ev
-        print(f"  {policy}: {result.events:,} events in {result.wall_seconds:.2f} s")
+        runs[policy] = replayed.evaluation
+        print(f"  {policy}: {replayed.result.events:,} events in {replayed.result.wall_seconds:.2f} s")
     t_replay = time.perf_counter() - t_replay
     trace_name = _trace_name(table, args)
     title = f"\n{workload.cluster.name} | {trace_name} | "
@@ -486,16 +393,12 @@ def _run(args, t0, out, force, window, predictor, predicted, predictor_info, plo
                            HP_SPOT_COLUMNS))
     import shlex
 
-    meta = {"kind": kind, "command": shlex.join(["schedcast", *getattr(args, "argv", sys.argv[1:])]),
-            "trace": table.report.as_dict(), "trace_name": trace_name, "workload": rep,
-            "cluster": workload.cluster.describe(), "cluster_name": workload.cluster.name,
-            "cluster_gpus": workload.cluster.gpus, "offered_load": load, "policies": args.policy,
-            "placement": args.placement or "policy default", "predictor": args.predictor, "predictor_resolved": predictor_info,
-            "failures": getattr(args, "failures", "none"), "performance": getattr(args, "performance", None),
-            "predict": dict(getattr(args, "predict", None) or []),
-            "seed": args.seed, "window": list(window) if window else None, "measured_jobs": measured or len(workload),
-            "jobs": len(workload), "workload_fingerprint": workload.fingerprint,
-            "units": "times in seconds (columns *_s); gpu_utilisation_frac is a share in [0, 1]"}
+    from pipelines.replay import ordered_meta
+
+    meta = ordered_meta({"kind": kind, "command": shlex.join(["schedcast", *getattr(args, "argv", sys.argv[1:])]),
+            **replayed.meta, "trace_name": trace_name, "offered_load": load, "policies": args.policy,
+            "predictor_resolved": predictor_info, "failures": getattr(args, "failures", "none"),
+            "measured_jobs": measured or len(workload)})
     plots = getattr(args, "plots", True)
     t_write = time.perf_counter()
     write_results(out, runs, meta, force=force, plots=plots, plotter=plotter)
