@@ -37,6 +37,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from models.base import Estimator, NotFittedError
+
 #: Context features are log1p-transformed then divided by log1p of these scales (seconds), so they
 #: lie in [0, 1] for the ranges met in GPU clusters (inter-arrival up to 1 h, durations up to ~115 days).
 CONTEXT_SCALES = np.array([3600.0, 1e7, 1e4, 1e4])
@@ -152,13 +154,17 @@ def _log_h(u: np.ndarray) -> np.ndarray:
     return out
 
 
-class GaussianProcess:
+class GaussianProcess(Estimator):
     """Exact GP regression with BoTorch ``SingleTaskGP``'s default model and known noise (numpy).
 
     Inputs lie in [0, 1]^5; outcomes are standardised (mean, unbiased std) when hyper-parameters are
     fitted, and the standardisation is kept with them. ``condition`` recomputes the posterior on new
     data with fixed hyper-parameters; ``fit`` finds MAP length scales (the constant mean is profiled
     out in closed form) by L-BFGS-B from the current values.
+
+    The hyper-parameters (``log_ls``, ``const``, ...) are set in ``__init__`` as well: they are the
+    starting point of the next fit (warm start), not learned state; what a fit or ``condition`` learns
+    about the data is marked by ``n_train_`` (the posterior's number of points).
     """
 
     def __init__(self, noise: float = 1e-3):
@@ -206,7 +212,7 @@ class GaussianProcess:
         grad = grad + 1.0 + z / _LS_SCALE2
         return (nll + nlp) / n, grad / n, const
 
-    def fit(self, X: np.ndarray, y: np.ndarray) -> None:
+    def fit(self, X: np.ndarray, y: np.ndarray) -> "GaussianProcess":
         """MAP hyper-parameters on (X, y), warm-started from the current ones, then condition."""
         from scipy.optimize import minimize
 
@@ -236,6 +242,7 @@ class GaussianProcess:
             self.const = 0.0
         self.fits += 1
         self.condition(X, y)
+        return self
 
     # -- posterior ------------------------------------------------------------------------------
     def kernel(self, A: np.ndarray, B: np.ndarray) -> np.ndarray:
@@ -276,6 +283,13 @@ class GaussianProcess:
         self._chol = chol or _cholesky(Kf + self._s2 * np.eye(n))
         self.alpha = cho_solve(self._chol, ys - self.const, check_finite=False)
         self.fantasy = None
+        self.n_train_ = n
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        """Posterior mean (outcome units) at the rows of ``X`` (m, 5)."""
+        self.check_is_fitted()
+        k = self.kernel(np.asarray(X, dtype=float), self.X)
+        return self.y_mean + self.y_std * (self.const + k @ self.alpha)
 
     def _context_weights(self, context: np.ndarray) -> np.ndarray:
         """Kernel factor of the (fixed) context dimensions against every training point."""
@@ -365,13 +379,21 @@ def _one_blas_thread():
     return _BLAS.limit(limits=1, user_api="blas")
 
 
-class BODeferralPredictor:
-    """Contextual GP-BO deferral predictor (see the module docstring for the stages)."""
+class BODeferralPredictor(Estimator):
+    """Contextual GP-BO deferral predictor (see the module docstring for the stages).
+
+    An online estimator: it learns from ``observe`` (or ``fit``, a batch of observations) while it
+    answers ``suggest``, and answers before any observation (the bootstrap stage is the paper's design),
+    so ``suggest`` never raises NotFittedError; :meth:`expected_cost` does. Unlike scikit-learn's
+    habit, ``__init__`` also draws the Latin hypercube: ``seed`` may be the replay's own generator, and
+    drawing at construction keeps its sequence (and so every Lazer replay) as it was;
+    ``set_params`` therefore starts the predictor afresh from its parameters."""
 
     def __init__(self, x_max: float = 100.0, n_bootstrap: int = 10, min_updates: int = 100,
                  ei_stop: float = 0.10, refit_every: int = 500, max_points: int = 400,
                  noise: float = 1e-3, num_fantasies: int = 16, grid: int = 101,
                  seed: int | np.random.Generator | None = 0):
+        self.noise, self.seed = noise, seed
         self.x_max, self.n_bootstrap, self.min_updates = float(x_max), int(n_bootstrap), int(min_updates)
         self.ei_stop, self.refit_every, self.max_points = float(ei_stop), int(refit_every), int(max_points)
         self.num_fantasies, self.grid = int(num_fantasies), int(grid)
@@ -396,6 +418,15 @@ class BODeferralPredictor:
         self.condition_seconds = 0.0
         self.suggest_seconds = 0.0
         self.conditions = 0
+
+    def set_params(self, **params) -> "BODeferralPredictor":
+        super().set_params(**params)
+        self.__init__(**self.get_params())  # type: ignore[misc] - a fresh start (see the class docstring)
+        return self
+
+    def fitted_attributes(self) -> list[str]:
+        """Learned state is the observations (kept in ``X`` / ``y`` under the names the policy reads)."""
+        return ["X", "y"] if self.y else []
 
     # -- helpers -------------------------------------------------------------------------------
     @staticmethod
@@ -464,6 +495,26 @@ class BODeferralPredictor:
         self.X.append([min(max(x / self.x_max, 0.0), 1.0), *c.tolist()])
         self.y.append(-float(f) / self.x_max)
         self.updates += 1
+
+    def fit(self, X: np.ndarray, y: np.ndarray) -> "BODeferralPredictor":
+        """Observe a batch: rows of ``X`` are (deferral X in seconds, the four context values), ``y``
+        the observed costs f(X|c). Adds to what was observed before (an online learner)."""
+        X = np.asarray(X, dtype=float)
+        if X.ndim != 2 or X.shape[1] != 1 + len(CONTEXT_SCALES) or len(X) != len(y):
+            raise ValueError(f"X must be (n, {1 + len(CONTEXT_SCALES)}) rows of (x, context) and y n costs")
+        for row, f in zip(X, np.asarray(y, dtype=float)):
+            self.observe(row[1:], float(row[0]), float(f))
+        return self
+
+    def expected_cost(self, context: Sequence[float], xs: Sequence[float]) -> np.ndarray:
+        """The GP's posterior mean of f(X|c) at deferrals ``xs`` (seconds) in ``context``; needs
+        observations (NotFittedError before any). Brings the GP up to date, as ``suggest`` would."""
+        if len(self.y) < 2:
+            raise NotFittedError(f"{type(self).__name__} is not fitted: it needs at least two observations")
+        with _one_blas_thread():
+            self._refresh()
+            u = np.clip(np.asarray(xs, dtype=float) / self.x_max, 0.0, 1.0)
+            return -self.gp.mean(u, self.encode_context(context)) * self.x_max
 
     def stats(self) -> dict[str, float]:
         return {"bo_decisions": self.decisions, "bo_updates": self.updates, "bo_fits": self.gp.fits,

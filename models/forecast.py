@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from models.base import Estimator
+
 
 @dataclass
 class Forecast:
@@ -73,7 +75,7 @@ def _windows(values: np.ndarray, lookback: int, horizon: int, stride: int = 1):
     return x, y, starts
 
 
-class _ResidualQuantiles:
+class _ResidualQuantiles(Estimator):
     levels = (0.5, 0.9, 0.95)
 
     def _fit_residuals(self, demand: pd.DataFrame, attrs: pd.DataFrame) -> None:
@@ -86,7 +88,11 @@ class _ResidualQuantiles:
 
 
 class SeasonalNaive(_ResidualQuantiles):
-    """Forecast = the value one season (default one day) before each step."""
+    """Forecast = the value one season (default one day) before each step.
+
+    ``lookback`` (None: one season) is resolved at construction, not in ``fit``, because callers read
+    it before fitting to place the first origin; ``get_params`` returns the resolved value, which builds
+    the same model."""
 
     def __init__(self, horizon: int, season: int, lookback: int | None = None):
         self.horizon, self.season = horizon, season
@@ -108,13 +114,15 @@ class SeasonalNaive(_ResidualQuantiles):
         return np.stack(out)
 
     def forecast(self, demand, attrs, origins) -> Forecast:
+        self.check_is_fitted()
         return Forecast(origins, list(demand.columns), self._point(demand, attrs, origins),
                         residual_quantiles=self.res_q_)
 
 
-class PreviousWeekPeak:
+class PreviousWeekPeak(Estimator):
     """GFS's production heuristic (GFS-e): the demand estimate for the coming hours is the peak of the
-    previous week. Used as the point forecast and as every quantile (it is an upper envelope)."""
+    previous week. Used as the point forecast and as every quantile (it is an upper envelope). It learns
+    nothing, but ``fit`` is still required before ``forecast``, so that every forecaster is used alike."""
 
     def __init__(self, horizon: int, week: int):
         self.horizon, self.week, self.lookback = horizon, week, week
@@ -124,6 +132,7 @@ class PreviousWeekPeak:
         return self
 
     def forecast(self, demand, attrs, origins) -> Forecast:
+        self.check_is_fitted()
         idx, v = demand.index, demand.to_numpy()
         peaks = np.stack([np.repeat(v[max(0, idx.get_loc(o) - self.week): idx.get_loc(o)].max(axis=0)[:, None],
                                     self.horizon, axis=1) for o in origins])
@@ -223,7 +232,7 @@ def build_orglinear_net(lookback: int, horizon: int, n_orgs: int, n_attrs: int, 
     return OrgLinearNet()
 
 
-class OrgLinear:
+class OrgLinear(Estimator):
     """GFS OrgLinear forecaster, trained on the CPU (see module docstring).
 
     ``calendar``: "concat" (Eq. 3 as printed) or "sum" (the old reading); ``scale_input``: "cyc" (Eq. 7 as
@@ -235,19 +244,23 @@ class OrgLinear:
                  max_epochs: int = 4, batch_size: int = 256, lr: float = 3e-3, stride: int = 1,
                  holiday_country: str | None = "CN", seed: int = 0, calendar: str = "concat",
                  scale_input: str = "cyc", engine: str = "lightning", min_steps: int = 0, init: str = "mean"):
-        if calendar not in CALENDAR_MODES:
-            raise ValueError(f"calendar must be one of {', '.join(CALENDAR_MODES)}, got {calendar!r}")
-        if scale_input not in SCALE_INPUTS:
-            raise ValueError(f"scale_input must be one of {', '.join(SCALE_INPUTS)}, got {scale_input!r}")
-        if engine not in ("lightning", "torch"):
-            raise ValueError(f"engine must be lightning or torch, got {engine!r}")
         self.lookback, self.horizon, self.d_model, self.kernel = lookback, horizon, d_model, kernel
         self.max_epochs, self.batch_size, self.lr, self.stride = max_epochs, batch_size, lr, stride
         self.holiday_country, self.seed = holiday_country, seed
         self.calendar, self.scale_input, self.engine, self.min_steps = calendar, scale_input, engine, min_steps
-        if init not in ("mean", "last"):
-            raise ValueError(f"init must be mean or last, got {init!r}")
         self.init = init
+        self._validate()  # at construction too: a mistyped option fails where it is written
+
+    def _validate(self) -> None:
+        """The choices, checked at construction and again in ``fit`` (``set_params`` may change them)."""
+        if self.calendar not in CALENDAR_MODES:
+            raise ValueError(f"calendar must be one of {', '.join(CALENDAR_MODES)}, got {self.calendar!r}")
+        if self.scale_input not in SCALE_INPUTS:
+            raise ValueError(f"scale_input must be one of {', '.join(SCALE_INPUTS)}, got {self.scale_input!r}")
+        if self.engine not in ("lightning", "torch"):
+            raise ValueError(f"engine must be lightning or torch, got {self.engine!r}")
+        if getattr(self, "init", "mean") not in ("mean", "last"):
+            raise ValueError(f"init must be mean or last, got {self.init!r}")
 
     def _torch_epochs(self, tensors, epochs: int, min_steps: int = 0) -> None:
         """Plain-torch Gaussian NLL training of ``self.net_`` (Eq. 8), shuffled mini-batches, seeded."""
@@ -336,6 +349,7 @@ class OrgLinear:
         import torch
         from torch.utils.data import DataLoader, TensorDataset
 
+        self._validate()
         t0 = time.perf_counter()
         torch.manual_seed(self.seed)
         self.orgs_ = list(demand.columns)
@@ -399,6 +413,7 @@ class OrgLinear:
         return mean.numpy() * s, scale.numpy() * s
 
     def forecast(self, demand: pd.DataFrame, attrs: pd.DataFrame | None, origins) -> Forecast:
+        self.check_is_fitted()
         import torch
 
         if list(demand.columns) != self.orgs_:
@@ -474,11 +489,12 @@ class DLinear(_ResidualQuantiles):
         return out * self.scale_[None, :, None]
 
     def forecast(self, demand, attrs, origins) -> Forecast:
+        self.check_is_fitted()
         return Forecast(list(origins), list(demand.columns), self._point(demand, attrs, origins),
                         residual_quantiles=self.res_q_)
 
 
-class DeepARForecaster:
+class DeepARForecaster(Estimator):
     """GluonTS DeepAR (torch backend) with the organisation as a static categorical feature."""
 
     def __init__(self, lookback: int = 144, horizon: int = 36, freq: str = "10min", max_epochs: int = 100,
@@ -517,6 +533,7 @@ class DeepARForecaster:
         return self
 
     def forecast(self, demand, attrs, origins) -> Forecast:
+        self.check_is_fitted()
         import lightning as L
 
         L.seed_everything(self.seed, verbose=False)
