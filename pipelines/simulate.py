@@ -458,8 +458,12 @@ def add_parsers(sub) -> None:
     p.add_argument("--policy", nargs="+", default=DEFAULT_POLICIES, metavar="POLICY",
                    help="registry names (see `schedcast policies -v`), optionally name:key=value,... "
                    f"(default: {' '.join(DEFAULT_POLICIES)})")
-    p.add_argument("--placement", default=None, help="first-fit, consolidate (strict, Lucid), best-fit or "
-                   "scored:KEY=WEIGHT,... (FGD-style weighted scores); default: the policy's own, else consolidate")
+    from sim.placement import PLACEMENTS  # every placement, from the placement table
+    from sim.placement.scored import SCORES
+
+    p.add_argument("--placement", default=None, help=f"one of {', '.join(PLACEMENTS)}, optionally name:key=value,... "
+                   f"(scored:SCORE=WEIGHT,... weighs the scores {', '.join(SCORES)}); default: the policy's own, "
+                   "else consolidate")
     p.add_argument("--predictor", default="oracle", type=predictor_arg,
                    help="for prediction-based policies: oracle (default), noisy:SIGMA, models:/NAME@ALIAS "
                    "(MLflow registry; the resolved version is recorded in meta.json) or an `mlflow models "

@@ -124,6 +124,7 @@ class Context:
         types = list(part.gpu_types) if len(part.gpu_types) == len(part.capacities) else None
         self.pool = NodePool(part.capacities, types)
         self.pool.job_class = engine.workload.job_class
+        placement.bind(engine.workload)  # placements read the workload when the replay starts (FGD's mix)
         self.placement = placement
         self.running: set[int] = set()  # jobs holding GPUs here: loading, running or saving
         self._rngs: dict[str, Any] = {}

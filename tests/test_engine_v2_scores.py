@@ -88,7 +88,7 @@ def test_scored_placement_from_the_registry():
     with pytest.raises(ValueError, match="not a number"):
         make_placement("scored:best_fit=abc")
     with pytest.raises(ValueError, match="unknown placement"):
-        make_placement("fgd")
+        make_placement("fgd-nope")  # ("fgd" is a placement now: sim/placement/fgd.py)
 
 
 def test_gfs_and_fgd_scores_compose_in_the_scored_placement():

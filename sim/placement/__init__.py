@@ -9,8 +9,12 @@ pod of whole GPUs of any model, just its GPU count (the hot path).
 Rules every plug-in keeps (gang semantics): all pods or none; a pod of a multi-pod job has its GPUs on
 one node; all pods on nodes of one GPU model (the job's, if it names one); a fractional pod on one GPU
 with that many milli-GPUs free. Built in: ``first-fit``, ``consolidate`` (Lucid's rule, the default),
-``best-fit`` and ``scored`` (FGD style: filter feasible nodes, then score them with small, pure,
-weighted score functions, one per file: ``score_*.py``; e.g. ``scored:best_fit=1,class_affinity=0.5``).
+``best-fit``, ``scored`` (FGD style: filter feasible nodes, then score them with small, pure,
+weighted score functions, one per file: ``score_*.py``; e.g. ``scored:best_fit=1,class_affinity=0.5``),
+``gfs`` (GFS' Alg. 1, gfs.py), ``fgd`` (FGD, fgd.py) and ``heavy-edge`` (A-SRPT, heavy_edge.py). They
+follow the scheduling-framework stages of framework.py: bound to the workload when a replay starts
+(:meth:`Placement.bind`), filter, score, and a victim-planning stage for preemptive policies
+(preemption.py: GFS' Alg. 2 and its baselines' rules).
 """
 from __future__ import annotations
 
@@ -32,6 +36,11 @@ class Placement:
     whole (the ``scored`` plug-in does)."""
 
     name = "base"
+
+    def bind(self, workload) -> None:
+        """Called once when a replay starts, before any :meth:`place`, with the replay's workload (see
+        sim/placement/framework.py). Plug-ins that depend on the workload (FGD's request mix) read it here;
+        the default needs nothing."""
 
     def place(self, pool: NodePool, request) -> Placement_t | None:
         if type(request) is int:
@@ -117,26 +126,15 @@ class Placement:
         return node, gpu
 
     def place_fractional(self, pool: NodePool, request, gpu_type: str | None) -> Placement_t | None:
-        """Pods of ``milli`` milli-GPUs each: the fullest shared GPU that holds the pod (lowest node,
-        then lowest GPU number), else a free GPU on the node :meth:`pick_node` chooses."""
+        """Pods of ``milli`` milli-GPUs each, one by one: the shared GPU :meth:`shared_gpu_for` chooses
+        (GPUs this request already opened or filled included), else a free GPU on the node
+        :meth:`pick_node` chooses; None when a pod fits nowhere."""
         milli = request.milli
         extra: dict[tuple[int, int], int] = {}  # (node, gpu) -> milli planned by this request
         opened: dict[int, int] = {}  # node -> GPUs opened by this request
         out: Placement_t = []
         for _ in range(request.pods):
-            best, best_key = None, None
-            for node, shared in pool.shares.items():
-                if node in pool.cordoned or (gpu_type is not None and pool.gpu_type[node] != gpu_type):
-                    continue
-                for gpu, holders in shared.items():
-                    left = MILLI - sum(holders.values()) - extra.get((node, gpu), 0)
-                    if left >= milli and (best_key is None or (left, node, gpu) < best_key):
-                        best, best_key = (node, gpu), (left, node, gpu)
-            for (node, gpu), used in extra.items():  # GPUs this request opened
-                if (node, gpu) not in pool.shares.get(node, {}):
-                    left = MILLI - used
-                    if left >= milli and (best_key is None or (left, node, gpu) < best_key):
-                        best, best_key = (node, gpu), (left, node, gpu)
+            best = self.shared_gpu_for(pool, milli, gpu_type, extra, opened)
             if best is None:
                 best = self.open_gpu(pool, gpu_type, opened, extra)
                 if best is None:
@@ -144,6 +142,26 @@ class Placement:
             extra[best] = extra.get(best, 0) + milli
             out.append((best[0], best[1], milli))
         return out
+
+    def shared_gpu_for(self, pool: NodePool, milli: int, gpu_type: str | None, extra: dict[tuple[int, int], int],
+                       opened: dict[int, int]) -> tuple[int, int] | None:
+        """The shared GPU for one fractional pod (the score stage of a fractional pod): the fullest that
+        holds it, lowest node then lowest GPU number on ties; None if no shared GPU holds it. ``extra``:
+        milli-GPUs this request already planned per (node, GPU); ``opened``: GPUs it opened per node."""
+        best, best_key = None, None
+        for node, shared in pool.shares.items():
+            if node in pool.cordoned or (gpu_type is not None and pool.gpu_type[node] != gpu_type):
+                continue
+            for gpu, holders in shared.items():
+                left = MILLI - sum(holders.values()) - extra.get((node, gpu), 0)
+                if left >= milli and (best_key is None or (left, node, gpu) < best_key):
+                    best, best_key = (node, gpu), (left, node, gpu)
+        for (node, gpu), used in extra.items():  # GPUs this request opened
+            if (node, gpu) not in pool.shares.get(node, {}):
+                left = MILLI - used
+                if left >= milli and (best_key is None or (left, node, gpu) < best_key):
+                    best, best_key = (node, gpu), (left, node, gpu)
+        return best
 
 
 class FirstFit(Placement):
@@ -246,10 +264,22 @@ class Consolidate(Placement):
         return out
 
 
-def _scored(**weights: float) -> Placement:
+def _scored(fgd_mix: str = "workload", **weights: float) -> Placement:
     from sim.placement.scored import ScoredPlacement
 
-    return ScoredPlacement(weights or None)
+    return ScoredPlacement(weights or None, fgd_mix=fgd_mix)
+
+
+def _gfs(**params) -> Placement:
+    from sim.placement.gfs import GfsPlacement  # lazy: gfs imports this module
+
+    return GfsPlacement(**params)
+
+
+def _fgd(mix: str = "workload") -> Placement:
+    from sim.placement.fgd import FgdPlacement  # lazy: fgd imports this module
+
+    return FgdPlacement(mix)
 
 
 def _heavy_edge(most_free: bool = True, refine: bool = False) -> Placement:
@@ -281,6 +311,8 @@ PLACEMENTS: dict[str, Callable[..., Placement]] = {
     "best-fit": lambda: Consolidate(strict=False),
     "scored": _scored,
     "heavy-edge": _heavy_edge,
+    "gfs": _gfs,  # GFS Alg. 1 (sim/placement/gfs.py)
+    "fgd": _fgd,  # FGD against the bound workload's request mix (sim/placement/fgd.py)
 }
 
 

@@ -344,8 +344,8 @@ class NodePool:
 
     def check(self) -> None:
         """Invariants (tests run them on every event): no GPU over its capacity (shares included),
-        totals, buckets and holders agree. Raises sim.engine.InvariantViolation."""
-        from sim.engine import InvariantViolation
+        totals, buckets and holders agree. Raises sim.errors.InvariantViolation."""
+        from sim.errors import InvariantViolation
 
         def fail(invariant: str, node: int | None, detail: str) -> None:
             raise InvariantViolation(invariant, node=node, detail=detail)

@@ -9,8 +9,11 @@ over the target workload's request distribution, F_n = sum_m p_m frag_n(m) (in G
 the node's GPU count). FGD picks the node minimising F_n(after) - F_n(before); the score maps that gradient
 to [0, 1] (1: no growth) so it composes with the other scores.
 
-``DEFAULT_DISTRIBUTION`` is the request mix of the v2023 pods (Weng et al. Fig. 2: mostly fractional and
-1-GPU pods); :func:`distribution_of` derives one from a workload, which is what FGD is meant to use.
+The request mix is the workload's own (:func:`distribution_of`, what FGD is meant to use): the placements
+that use this score (``fgd``, sim/placement/fgd.py, and ``scored:fgd=...``) read it from the workload they
+are bound to when a replay starts (:func:`request_mix`). ``V2023_MIX`` (alias ``DEFAULT_DISTRIBUTION``, the
+default of the pure functions below) is a fixed mix of the v2023 pods (Weng et al. Fig. 2: mostly fractional
+and 1-GPU pods), kept as the named value ``mix="v2023"`` and used by a placement that was never bound.
 """
 from __future__ import annotations
 
@@ -21,6 +24,9 @@ from sim.placement.state import MILLI, NodeState
 #: (whole GPUs, milli-GPUs, probability): milli > 0 means a fractional pod of one GPU.
 DEFAULT_DISTRIBUTION: tuple[tuple[int, int, float], ...] = (
     (0, 250, 0.15), (0, 500, 0.25), (1, 0, 0.45), (2, 0, 0.07), (4, 0, 0.05), (8, 0, 0.03))
+V2023_MIX = DEFAULT_DISTRIBUTION
+#: The named request mixes: "workload" (the bound workload's own, the default) and the fixed ones.
+MIXES = ("workload", "v2023")
 
 
 def node_fragmentation(free_whole: int, shared_free: Sequence[int],
@@ -86,3 +92,13 @@ def distribution_of(gpus: Sequence[int], milli: Sequence[int], pods: Sequence[in
         counts[key] = counts.get(key, 0) + 1
     n = sum(counts.values()) or 1
     return tuple((g, m, c / n) for (g, m), c in sorted(counts.items()))
+
+
+def request_mix(mix: str = "workload", workload=None) -> tuple[tuple[int, int, float], ...]:
+    """The request distribution named ``mix``: ``"workload"``, the per-pod mix of ``workload`` (the fixed
+    v2023 mix when there is none: a placement used outside a replay), or ``"v2023"``."""
+    if mix not in MIXES:
+        raise ValueError(f"FGD request mix must be one of {', '.join(MIXES)}, got {mix!r}")
+    if mix == "v2023" or workload is None:
+        return V2023_MIX
+    return distribution_of(workload.gpus, workload.gpu_milli, workload.pods)

@@ -23,21 +23,30 @@ SCORES: dict[str, ScoreFn] = {
     "gfs_packing": score_gfs_packing.score,  # GFS Eq. 13
     "gfs_colocation": score_gfs_colocation.score,  # GFS Eq. 14
     "gfs_eviction": score_gfs_eviction.score,  # GFS Eq. 15-16 (1 for HP tasks)
-    "fgd": score_fgd.score,  # FGD's fragmentation gradient against the v2023 request mix
+    "fgd": score_fgd.score,  # FGD's fragmentation gradient (the bound workload's request mix: ScoredPlacement.bind)
 }
 
 
 def combine(node: NodeState, gpus: int, milli: int, job_class: str | None,
-            weights: dict[str, float]) -> float:
-    """Weighted mean of the named scores (weights need not sum to 1)."""
+            weights: dict[str, float], scores: "dict[str, ScoreFn] | None" = None) -> float:
+    """Weighted mean of the named scores (weights need not sum to 1); ``scores`` overrides registry entries
+    by name (a placement's scores bound to its workload)."""
     total = sum(weights.values())
-    return sum(w * SCORES[name](node, gpus, milli, job_class) for name, w in weights.items()) / total
+    fns = scores or {}
+    return sum(w * (fns.get(name) or SCORES[name])(node, gpus, milli, job_class)
+               for name, w in weights.items()) / total
 
 
 class ScoredPlacement(Placement):
+    """Weighted FGD-style scores. ``fgd_mix``: the request mix of the ``fgd`` score, "workload" (the one
+    bound when the replay starts, the default) or "v2023" (sim/placement/score_fgd.py)."""
+
     name = "scored"
 
-    def __init__(self, weights: dict[str, float] | None = None):
+    def __init__(self, weights: dict[str, float] | None = None, fgd_mix: str = "workload"):
+        score_fgd.request_mix(fgd_mix)  # validates the name
+        self.fgd_mix = fgd_mix
+        self._bound: dict[str, ScoreFn] = {}
         weights = dict(weights or {"best_fit": 1.0, "shared_gpu": 1.0})
         unknown = sorted(set(weights) - set(SCORES))
         if unknown:
@@ -45,6 +54,13 @@ class ScoredPlacement(Placement):
         if any(w < 0 for w in weights.values()) or sum(weights.values()) <= 0:
             raise ValueError("score weights must be >= 0 and not all 0")
         self.weights = weights
+
+    def bind(self, workload) -> None:
+        """The ``fgd`` score against the workload's request mix (FGD is defined against the target workload)."""
+        if "fgd" in self.weights and SCORES["fgd"] is score_fgd.score:
+            mix = score_fgd.request_mix(self.fgd_mix, workload)
+            self._bound["fgd"] = lambda node, gpus, milli=0, job_class=None: score_fgd.score(
+                node, gpus, milli, job_class, mix)
 
     def place(self, pool: NodePool, request) -> Placement_t | None:
         if type(request) is int:
@@ -73,7 +89,7 @@ class ScoredPlacement(Placement):
         if request.spread and not milli and not any(view(n).fits(gpus) for n in states):
             # One pod bigger than any node's free room: fill nodes in score order (all or nothing).
             ranked = sorted(states, key=lambda n: (-combine(view(n), min(gpus, states[n][0]), 0, cls,
-                                                            self.weights), n))
+                                                            self.weights, self._bound), n))
             out, need = [], gpus
             for n in ranked:
                 take = min(states[n][0], need)
@@ -90,7 +106,7 @@ class ScoredPlacement(Placement):
                 v = view(n)
                 if not v.fits(gpus, milli):
                     continue
-                s = combine(v, gpus, milli, cls, self.weights)
+                s = combine(v, gpus, milli, cls, self.weights, self._bound)
                 if s > best_score + 1e-12:
                     best, best_score = n, s
             if best is None:

@@ -64,13 +64,16 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
-from sim.engine import LOADING, RUNNING
-from sim.placement import NodeChoicePlacement, Placement
-from sim.placement.pool import NodePool, Placement_t
-from sim.policies.gfs.pts import GfsPlacement, HpSpotPolicy
+from sim.placement import Placement
+from sim.placement.fgd import FgdPlacement
+from sim.placement.gfs import GfsPlacement
+from sim.placement.pool import Placement_t
+from sim.policies.gfs.pts import HpSpotPolicy
+from sim.states import LOADING, RUNNING
 from sim.policies.gfs.sqa import SpotQuotaAllocator
 
-__all__ = ["Gfs", "GfsE", "GfsD", "GfsS", "GfsP", "GfsSP", "YarnCs", "Chronus", "Lyra", "Fgd", "register_policies"]
+__all__ = ["Gfs", "GfsE", "GfsD", "GfsS", "GfsP", "GfsSP", "YarnCs", "Chronus", "Lyra", "Fgd", "FgdPlacement",
+           "GfsPlacement", "register_policies"]
 
 
 class Gfs(HpSpotPolicy):
@@ -342,87 +345,7 @@ class Fgd(YarnCs):
     citation = "Weng et al., ATC '23"
 
     def make_placement(self) -> Placement:
-        from sim.placement import score_fgd
-
-        w = self.ctx.jobs
-        return FgdPlacement(score_fgd.distribution_of(w.gpus, w.gpu_milli, w.pods))
-
-
-class FgdPlacement(NodeChoicePlacement):
-    """Pod by pod, the feasible node (and shared GPU) where the fragmentation gradient is least."""
-
-    name = "fgd"
-
-    def __init__(self, distribution):
-        self.distribution = tuple(distribution)
-
-    def _state(self, pool: NodePool, n: int):
-        from sim.placement.state import NodeState
-
-        shared = tuple(pool.shared_free(n).values()) if n in pool.shares else ()
-        return NodeState(pool.capacity[n], pool.free[n], shared, pool.gpu_type[n], {})
-
-    def pick_node(self, pool: NodePool, gpus: int, gpu_type: str | None) -> int | None:
-        from sim.placement import score_fgd
-
-        buckets = pool.type_buckets.get(gpu_type, pool.buckets) if gpu_type is not None else pool.buckets
-        best, best_key = None, None
-        for f in range(gpus, pool.max_capacity + 1):
-            bucket = buckets[f]
-            if not bucket:
-                continue
-            # Nodes with the same free count and no shared GPUs have the same gradient: score one of them.
-            plain = [n for n in bucket if n not in pool.shares]
-            others = [n for n in bucket if n in pool.shares]
-            for n in ([min(plain)] if plain else []) + sorted(others):
-                g = score_fgd.gradient(self._state(pool, n), gpus, 0, self.distribution)
-                if best_key is None or (g, n) < best_key:
-                    best, best_key = n, (g, n)
-        return best
-
-    def place_fractional(self, pool: NodePool, request, gpu_type: str | None) -> Placement_t | None:
-        """Each fractional pod: the shared GPU (or a free GPU) whose node's gradient is least."""
-        from sim.placement import score_fgd
-
-        milli = request.milli
-        extra: dict[tuple[int, int], int] = {}
-        opened: dict[int, int] = {}
-        out: Placement_t = []
-        for _ in range(request.pods):
-            best, best_key = None, None
-            nodes = set(pool.shares) | {n for (n, _) in extra}
-            for node in sorted(nodes):
-                if node in pool.cordoned or (gpu_type is not None and pool.gpu_type[node] != gpu_type):
-                    continue
-                shared = dict(pool.shared_free(node))
-                for (n, g), used in extra.items():
-                    if n == node:
-                        shared[g] = shared.get(g, 1000) - used
-                free = pool.free[node] - opened.get(node, 0)
-                # GPUs with the same free share give the same fragmentation after the pod (integer sums): one
-                # evaluation per distinct share, for its lowest GPU (the tie-break); "before" once per node.
-                lowest: dict[int, int] = {}
-                for g, left in shared.items():
-                    if left >= milli and (left not in lowest or g < lowest[left]):
-                        lowest[left] = g
-                if not lowest:
-                    continue
-                values = list(shared.values())
-                before = score_fgd.node_fragmentation(free, tuple(values), self.distribution)
-                for left, g in lowest.items():
-                    rest = list(values)
-                    rest[rest.index(left)] = left - milli
-                    after = score_fgd.node_fragmentation(free, [v for v in rest if v > 0], self.distribution)
-                    key = (after - before, node, g)
-                    if best_key is None or key < best_key:
-                        best, best_key = (node, g), key
-            if best is None:
-                best = self.open_gpu(pool, gpu_type, opened, extra)
-                if best is None:
-                    return None
-            extra[best] = extra.get(best, 0) + milli
-            out.append((best[0], best[1], milli))
-        return out
+        return FgdPlacement()  # the workload's request mix: bound in on_start
 
 
 def register_policies(register: Callable[..., None]) -> None:

@@ -1,16 +1,15 @@
-"""GFS Preemptive Task Scheduler (PTS, §4.3, Alg. 1-3) and the HP / spot machinery its baselines share.
+"""GFS Preemptive Task Scheduler (PTS, §4.3, Alg. 3) and the HP / spot machinery its baselines share.
 
-- :class:`GfsPlacement` (Alg. 1): pod by pod, feasible nodes ranked lexicographically by Score1 packing
-  (sim/placement/score_gfs_packing.py), Score2 same-class co-location (score_gfs_colocation.py), Score3
-  eviction awareness (score_gfs_eviction.py), lowest node number last; spot pods skip nodes whose circuit
-  breaker is tripped. Packing first means only the nodes of the tightest feasible free count are scored.
-- :func:`plan_preemption` (Alg. 2, HP only): per node, the spot tasks there sorted by waste (Eq. 17: GPUs x
-  run time since their last checkpoint), taken until the pod fits, then the ones that can be spared are
-  given back (largest waste first); the node of least cost (Eq. 19: beta x normalised waste + (1 - beta) x
-  evicted GPUs per needed GPU, beta = 0.5) wins; pod by pod for gangs. Baselines plug other victim orders
-  and costs into the same function.
-- :class:`HpSpotPolicy` (Alg. 3): per pool (partition x GPU model) an HP queue and a spot queue; HP before
-  spot; each queue in the policy's order; spot tasks start only within the pool's quota when a quota
+The placement and preemption stages are plug-ins in sim/placement (re-exported here):
+- :class:`~sim.placement.gfs.GfsPlacement` (Alg. 1): pod by pod, the tightest feasible free count first
+  (Score1 packing), spot pods skip nodes whose circuit breaker is tripped, ties broken by Score2 same-class
+  co-location, Score3 eviction awareness, lowest node number.
+- :class:`~sim.placement.preemption.GfsVictimPlanner` (Alg. 2, HP only): per node, the spot tasks there sorted
+  by waste (Eq. 17: GPUs x run time since their last checkpoint), taken until the pod fits, the ones that can
+  be spared given back; the node of least cost (Eq. 19) wins; pod by pod for gangs. Baselines plug other
+  victim orders and costs into the same planner.
+- :class:`HpSpotPolicy` (Alg. 3, here): per pool (partition x GPU model) an HP queue and a spot queue; HP
+  before spot; each queue in the policy's order; spot tasks start only within the pool's quota when a quota
   allocator runs. Restart overheads: an evicted spot task's next start loads 40 s (60 s above 8 GPUs); the
   HP task that preempted pays 40 s.
 """
@@ -20,263 +19,21 @@ import bisect
 import heapq
 import math
 from collections import OrderedDict
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
-from sim.engine import LOADING, RUNNING
-from sim.placement import Consolidate, NodeChoicePlacement, Placement
-from sim.placement.pool import MILLI, NodePool, Placement_t
-from sim.placement import score_gfs_colocation, score_gfs_eviction
-from sim.placement.score_gfs_colocation import GpuClassState
+from sim.placement import Consolidate, Placement
+from sim.placement.gfs import EvictionHistory, GfsPlacement
+from sim.placement.pool import Placement_t
+from sim.placement.preemption import (EQ19_MODES, HOUR, GfsVictimPlanner, _holdings, eq19_cost,  # noqa: F401
+                                      plan_preemption)
 from sim.policies.base import Policy, SortedQueue
+from sim.states import LOADING, RUNNING
 from sim.workload import is_spot
 
-HOUR = 3600.0
-
-
-class EvictionHistory:
-    """Eviction times per node (1 h and 24 h windows) for Score3 and the circuit breaker."""
-
-    def __init__(self) -> None:
-        self.times: dict[int, list[float]] = {}
-
-    def add(self, node: int, t: float) -> None:
-        self.times.setdefault(node, []).append(t)
-
-    def counts(self, node: int, now: float) -> tuple[int, int]:
-        ts = self.times.get(node)
-        if not ts:
-            return 0, 0
-        while ts and ts[0] < now - 24 * HOUR:
-            ts.pop(0)
-        return sum(1 for t in ts if t >= now - HOUR), len(ts)
-
-
-class GfsPlacement(NodeChoicePlacement):
-    """Alg. 1 as a placement plug-in (see the module docstring). ``scores``: which of Score2 / Score3 break
-    the packing ties (GFS-s uses packing only); ``breaker``: the spot circuit breaker."""
-
-    name = "gfs"
-
-    def __init__(self, history: EvictionHistory | None = None, clock: Callable[[], float] | None = None,
-                 colocation: bool = True, eviction: bool = True, breaker: bool = True,
-                 gamma: float = score_gfs_eviction.GAMMA, m: int = score_gfs_eviction.BREAKER_M,
-                 score3: str = "paper"):
-        if score3 not in score_gfs_eviction.MODES:
-            raise ValueError(f"score3 must be one of {', '.join(score_gfs_eviction.MODES)}, got {score3!r}")
-        self.history = history or EvictionHistory()
-        self.clock = clock or (lambda: 0.0)
-        self.colocation, self.eviction, self.breaker, self.gamma, self.m = colocation, eviction, breaker, gamma, m
-        self.score3 = score3
-        self._cls: str | None = None
-        self._label_cache: dict[Any, bool] = {}
-
-    def state(self, pool: NodePool, node: int) -> GpuClassState:
-        """The node snapshot the scores read: GPUs per class and recent evictions."""
-        class_gpus: dict[Any, float] = {}
-        classes = pool.job_class
-        for job, g in pool.jobs_on(node).items():
-            c = "spot" if classes is not None and is_spot(classes[job]) else "hp"
-            class_gpus[c] = class_gpus.get(c, 0) + g
-        e1, e24 = self.history.counts(node, self.clock())
-        shared = tuple(pool.shared_free(node).values()) if node in pool.shares else ()
-        return GpuClassState(pool.capacity[node], pool.free[node], shared, pool.gpu_type[node], {},
-                             class_gpus=class_gpus, evictions_1h=e1, evictions_24h=e24)
-
-    def place(self, pool: NodePool, request) -> Placement_t | None:
-        if type(request) is int:
-            from sim.workload import Request
-
-            request = Request(1, request)
-        self._cls = "spot" if is_spot(request.job_class) else "hp"
-        return Placement.place(self, pool, request)
-
-    def _rank(self, pool: NodePool, nodes, gpus: int, milli: int) -> int | None:
-        """The best node of ``nodes`` by (Score2, Score3, lowest number). Nodes without shared GPUs are scored
-        from their holders directly (the same numbers as the snapshot, without building one: this ran for
-        every node of the tightest bucket on every placement)."""
-        cls = self._cls
-        best, best_key = None, None
-        spot_cls = cls == "spot"
-        breaker = self.breaker and spot_cls
-        coloc, evict = self.colocation, self.eviction
-        if not (coloc or evict or self.breaker):
-            return min(nodes) if nodes else None  # every key is (0, 0, -n)
-        shares, holders, classes = pool.shares, pool.holders, pool.job_class
-        spot_label = self._spot_label
-        history, now, gamma, m, mode = self.history, self.clock(), self.gamma, self.m, self.score3
-        hp_seeks = mode == "paper"  # criterion 3: HP pods go where past evictions were highest
-        for n in nodes:
-            if n in shares:
-                st = self.state(pool, n)
-                if breaker and score_gfs_eviction.tripped(st, m, gamma, mode):
-                    continue
-                key = (score_gfs_colocation.score(st, gpus, milli, cls) if coloc else 0.0,
-                       score_gfs_eviction.score(st, gpus, milli, cls, gamma, m, mode) if evict else 0.0, -n)
-            else:
-                if breaker or (evict and (spot_cls or hp_seeks)):
-                    e1, e24 = history.counts(n, now)
-                    if breaker and score_gfs_eviction.breaker_open(e1, e24, gamma, m, mode):
-                        continue
-                    if not evict:
-                        s3 = 0.0
-                    else:
-                        e_bar = score_gfs_eviction.pressure(e1, e24, gamma, mode)
-                        s3 = score_gfs_eviction.spot_score(e_bar, m, mode) if spot_cls else e_bar
-                else:
-                    s3 = 1.0 if evict else 0.0
-                if coloc:
-                    hp_g = spot_g = 0
-                    if n < len(holders):
-                        for job, g in holders[n].items():
-                            if classes is not None and spot_label(classes[job]):
-                                spot_g += g
-                            else:
-                                hp_g += g
-                    total = hp_g + spot_g
-                    s2 = 1.0 if total <= 0 else (spot_g if spot_cls else hp_g) / total
-                else:
-                    s2 = 0.0
-                key = (s2, s3, -n)
-            if best_key is None or key > best_key:
-                best, best_key = n, key
-        return best
-
-    def _spot_label(self, label) -> bool:
-        c = self._label_cache.get(label)
-        if c is None:
-            c = self._label_cache[label] = is_spot(label)
-        return c
-
-    def pick_node(self, pool: NodePool, gpus: int, gpu_type: str | None) -> int | None:
-        buckets = pool.type_buckets.get(gpu_type, pool.buckets) if gpu_type is not None else pool.buckets
-        for f in range(gpus, pool.max_capacity + 1):  # Score1: the tightest feasible free count first
-            bucket = buckets[f]
-            if bucket:
-                if len(bucket) == 1 and not (self.breaker and self._cls == "spot"):
-                    return next(iter(bucket))
-                node = self._rank(pool, sorted(bucket), gpus, 0)
-                if node is not None:
-                    return node
-        return None
-
-
-# --- Alg. 2 -----------------------------------------------------------------------------------------------------
-def plan_preemption(pool: NodePool, request, candidates: dict[int, list[int]], value: Callable[[int], float],
-                    gpus_of: Callable[[int, int], int], *, cost: str = "gfs", beta: float = 0.5,
-                    spare: bool = True, order: Callable[[list[int]], list[int]] | None = None,
-                    node_order: Callable[[list[int]], list[int]] | None = None,
-                    feasible: Iterable[int] | None = None, eq19: str = "paper", failed: float = 0.0,
-                    succeeded: float = 0.0, period: float = HOUR) -> tuple[Placement_t, set[int]] | None:
-    """Victims and placement for a whole-GPU request that does not fit now (Alg. 2).
-
-    ``candidates``: node -> evictable (spot) jobs there; ``value(job)``: the job's waste (Eq. 17) or the
-    baseline's victim cost; ``gpus_of(job, node)``: GPUs the job holds on the node. Victims on a node are
-    taken in ``order`` (default: ascending value), the spared ones given back if ``spare``; the node of
-    least cost wins (``cost="gfs"``: Eq. 19, see :func:`eq19_cost`; ``"count"``: fewest victims; ``"value"``: least total value;
-    ``"first"``: the first feasible node in ``node_order``). Pod by pod for gangs. None if impossible.
-    ``feasible``: for a one-pod request without ``node_order``, the nodes that can hold the pod with their
-    candidates evicted (the others are skipped by the scan anyway; the answer is the same)."""
-    gpp = request.gpus_per_pod
-    pods = request.pods
-    if gpp > pool.max_capacity_of(request.gpu_type):
-        return None
-    taken: dict[int, int] = {}
-    victims: set[int] = set()
-    freed: dict[int, int] = {}
-    if feasible is not None and pods == 1 and node_order is None:
-        nodes_all = sorted(n for n in feasible if pool.capacity[n] and n not in pool.cordoned)
-    else:
-        nodes_all = [n for n in (pool.nodes_of(request.gpu_type)) if pool.capacity[n] and n not in pool.cordoned]
-    if node_order is not None:
-        nodes_all = node_order(nodes_all)
-    for _ in range(pods):
-        best = None
-        for n in nodes_all:
-            avail = pool.free[n] - taken.get(n, 0) + freed.get(n, 0)
-            chosen: list[int] = []
-            if avail >= gpp:
-                c = -1.0  # fits without a new victim: always preferred
-            else:
-                jobs = [j for j in candidates.get(n, ()) if j not in victims]
-                if not jobs or (cost != "first" and avail + sum(gpus_of(j, n) for j in jobs) < gpp):
-                    continue  # even every candidate there would not free enough (not for "first", whose
-                    # order may draw random numbers per node: the draws stay as they were)
-                jobs = order(jobs) if order is not None else sorted(jobs, key=lambda j: (value(j), j))
-                got = avail
-                for j in jobs:
-                    chosen.append(j)
-                    got += gpus_of(j, n)
-                    if got >= gpp:
-                        break
-                if got < gpp:
-                    continue
-                if spare:  # give back what can be spared, the most wasteful first
-                    for j in sorted(chosen, key=lambda j: (-value(j), j)):
-                        if got - gpus_of(j, n) >= gpp:
-                            chosen.remove(j)
-                            got -= gpus_of(j, n)
-                if cost == "gfs":  # Eq. 19
-                    c = eq19_cost([value(j) for j in chosen], [gpus_of(j, n) for j in chosen], gpp, beta,
-                                  eq19, failed, succeeded, period)
-                elif cost == "count":
-                    c = float(len(chosen))
-                elif cost == "value":
-                    c = float(sum(value(j) for j in chosen))
-                else:  # "first": the first feasible node in node order
-                    c = 0.0
-            if best is None or (c, n) < best[0]:
-                best = ((c, n), n, chosen)
-                if cost == "first" or c < 0:
-                    break
-        if best is None:
-            return None
-        _, n, chosen = best
-        for j in chosen:
-            victims.add(j)
-            for node, g in _holdings(pool, j).items():
-                freed[node] = freed.get(node, 0) + g
-        taken[n] = taken.get(n, 0) + gpp
-    return sorted(taken.items()), victims
-
-
-EQ19_MODES = ("paper", "gpus")
-
-
-def eq19_cost(wastes: list[float], gpus: list[int], pod_gpus: int, beta: float = 0.5, mode: str = "paper",
-              failed: float = 0.0, succeeded: float = 0.0, period: float = HOUR) -> float:
-    """Eq. 19, the cost of evicting the victim set T_k (``wastes``: Eq. 17 per victim, ``gpus``: their GPUs
-    on the node).
-
-    ``mode="paper"`` (as printed): beta x sum_k W_k / (sum_k S_k x T) + (1 - beta) x (F + |T_k|) /
-    (G + F + |T_k|), with S_k the victims' GPUs, T the guarantee period (the checkpoint interval, 1 h), F / G
-    the pool's failed (evicted) / succeeded spot guarantee periods so far: the waste term is the share of the
-    victims' current period lost, the count term the pool's eviction rate if T_k is evicted now (what SQA's
-    target bounds). ``mode="gpus"`` (the old reading, kept by name): beta x sum W_k / (pod GPUs x 1 h) +
-    (1 - beta) x sum S_k / pod GPUs."""
-    if mode == "gpus":
-        return beta * sum(wastes) / (pod_gpus * HOUR) + (1 - beta) * sum(gpus) / pod_gpus
-    if mode != "paper":
-        raise ValueError(f"eq19 must be one of {', '.join(EQ19_MODES)}, got {mode!r}")
-    k = len(wastes)
-    if k == 0:
-        return 0.0
-    denom = sum(gpus) * period
-    waste = sum(wastes) / denom if denom > 0 else 0.0
-    return beta * waste + (1 - beta) * (failed + k) / (succeeded + failed + k)
-
-
-def _holdings(pool: NodePool, job: int) -> dict[int, int]:
-    """Whole GPUs ``job`` holds per node (shared GPUs count when the job is their only holder)."""
-    out: dict[int, int] = {}
-    for n, h in enumerate(pool.holders):
-        if job in h:
-            out[n] = out.get(n, 0) + h[job]
-    for n, shared in pool.shares.items():
-        for holders in shared.values():
-            if job in holders and len(holders) == 1:
-                out[n] = out.get(n, 0) + 1
-    return out
-
+# EvictionHistory, GfsPlacement (Alg. 1), plan_preemption and eq19_cost (Alg. 2) live in sim/placement (gfs.py,
+# preemption.py); they stay importable from here.
+__all__ = ["HpSpotPolicy", "SpotQueue", "EvictionHistory", "GfsPlacement", "plan_preemption", "eq19_cost",
+           "EQ19_MODES", "HOUR"]
 
 class SpotQueue:
     """A spot queue kept as groups of identical requests (same shape, pods, GPU demand and class), each sorted
@@ -329,12 +86,19 @@ class HpSpotPolicy(Policy):
     def make_placement(self) -> Placement:
         return Consolidate(strict=False)
 
+    def make_victim_planner(self) -> GfsVictimPlanner:
+        """The preemption stage: Alg. 2 with this policy's node cost (``victim_cost``, Eq. 19's ``beta`` and
+        reading ``eq19`` where the policy has them); victim and node orders come per decision."""
+        return GfsVictimPlanner(self.victim_cost, beta=getattr(self, "beta", 0.5), eq19=getattr(self, "eq19", "paper"))
+
     def on_start(self) -> None:
         ctx = self.ctx
         w = ctx.jobs
         self.history = EvictionHistory()
         self.placement = self.make_placement()
+        self.placement.bind(w)  # bound to the workload when the replay starts (FGD's request mix)
         ctx.placement = self.placement  # would_fit and try_start see the same rule
+        self.victim_planner = self.make_victim_planner()
         self.spot = [is_spot(c) for c in w.job_class]
         frame = w.frame
         self.org = (frame["org"].astype("string").fillna("<none>").astype(str).tolist() if "org" in frame
@@ -677,25 +441,17 @@ class HpSpotPolicy(Policy):
                         on[k] = on.get(k, 0) + 1
             return on.get(j, 0)
 
-        plan = plan_preemption(p, req, cands, value, gpus_of,
-            cost=self.victim_cost, beta=getattr(self, "beta", 0.5), order=self.victim_order(),
-            node_order=node_order, feasible=feasible,
-            spare=self.victim_cost != "first", eq19=getattr(self, "eq19", "paper"),
-            failed=self.periods_failed.get(pool, 0), succeeded=self.periods_ok.get(pool, 0))
+        plan = self.victim_planner.plan(p, req, cands, value, gpus_of, order=self.victim_order(),
+                                        node_order=node_order, feasible=feasible,
+                                        failed=self.periods_failed.get(pool, 0), succeeded=self.periods_ok.get(pool, 0))
         if plan is None:
             return False
         placement, victims = plan
         return self._execute(job, victims, placement)
 
     def _preempt_fractional(self, job: int, cands: dict[int, list[int]]) -> bool:
-        """A one-pod fractional HP task: the cheapest way to free ``milli`` of one GPU, over every node of its
-        model: spot shares of one shared GPU taken in victim order until the pod fits there, or one spot task
-        holding a whole GPU. Multi-pod fractional HP tasks are not preempted for (they wait)."""
-        ctx = self.ctx
-        req = ctx.request(job)
-        if req.pods != 1:
-            return False
-        pool, milli = ctx.pool, req.milli
+        """A one-pod fractional HP task: the planner's cheapest way to free its share of one GPU
+        (sim.placement.preemption.plan_fractional); multi-pod fractional HP tasks wait."""
         values: dict[int, float] = {}
 
         def value(j: int) -> float:
@@ -704,31 +460,10 @@ class HpSpotPolicy(Policy):
                 v = values[j] = self.victim_value(j)
             return v
 
-        best = None
-        for node in sorted(cands):
-            if node in pool.cordoned or (req.gpu_type is not None and pool.gpu_type[node] != req.gpu_type):
-                continue
-            evictable = set(cands[node])  # the policy's candidates only (Chronus leaves draining victims out)
-            for gpu, holders in pool.shares.get(node, {}).items():
-                spot_here = [j for j in holders if j in evictable]
-                if not spot_here:
-                    continue  # no victim on this GPU
-                left = MILLI - sum(holders.values())
-                victims, cost = [], 0.0
-                for j in sorted(spot_here, key=lambda j: (value(j), j)):
-                    if left >= milli:
-                        break
-                    victims.append(j)
-                    left += holders[j]
-                    cost += value(j)
-                if left >= milli and victims and (best is None or (cost, node) < best[0]):
-                    best = ((cost, node), victims)
-            for j, count in pool.holders[node].items():
-                if j in evictable and count >= 1 and (best is None or (value(j), node) < best[0]):
-                    best = ((value(j), node), [j])
-        if best is None:
+        victims = self.victim_planner.plan_fractional(self.ctx.pool, self.ctx.request(job), cands, value)
+        if victims is None:
             return False
-        return self._execute(job, set(best[1]), None)
+        return self._execute(job, set(victims), None)
 
     def _execute(self, job: int, victims: set[int], placement: Placement_t | None) -> bool:
         ctx = self.ctx
