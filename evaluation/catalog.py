@@ -7,6 +7,13 @@ seconds and ``_frac`` for a share in [0, 1]; names that already end in a unit (`
 In memory (``evaluation.metrics.summarize``, experiment specs' ``metrics`` / ``rank_by``) the keys stay
 unit-less (``jct_mean``); :func:`file_name` turns them into the written names (``jct_mean_s``). A group
 metric ``size/le8/jct_mean`` keeps its prefix: ``size/le8/jct_mean_s``.
+
+The catalog is the one table of metric names: what an experiment spec may list and rank by
+(pipelines.experiments.spec), what MLflow logs of a replay (pipelines.tracking: nothing it does not
+name), the leaderboard's headers and scales (:data:`DISPLAY`) and the units of every written column.
+Each entry says which workloads have it (``workloads``): ``all``, ``spot`` (workloads with spot /
+preemptible jobs: GFS's HP / spot metrics, over the measured tasks) or ``timed`` (replays that time the
+policy's decisions).
 """
 from __future__ import annotations
 
@@ -17,6 +24,7 @@ from pydantic import BaseModel, ConfigDict
 
 Unit = Literal["s", "ms", "min", "frac", "count", "ratio", "per_s"]
 Direction = Literal["lower", "higher", "none"]
+Workloads = Literal["all", "spot", "timed"]
 
 #: Name endings that already say the unit: such names are written unchanged.
 UNIT_ENDINGS = ("_ms", "_s", "_seconds", "_min", "per_second", "_frac")
@@ -32,10 +40,29 @@ class Metric(BaseModel):
     unit: Unit
     direction: Direction
     description: str
+    workloads: Workloads = "all"
 
 
-def _m(name: str, unit: Unit, direction: Direction, description: str) -> Metric:
-    return Metric(name=name, unit=unit, direction=direction, description=description)
+def _m(name: str, unit: Unit, direction: Direction, description: str, workloads: Workloads = "all") -> Metric:
+    return Metric(name=name, unit=unit, direction=direction, description=description, workloads=workloads)
+
+
+def _hp_spot() -> list[Metric]:
+    """GFS's HP / spot metrics (evaluation.gfs_metrics.pool_summary) over the measured tasks. Their units keep
+    the written names they always had (the rates are ratios, not ``_frac`` shares)."""
+    out = []
+    for cls, who in (("hp", "high-priority"), ("spot", "spot")):
+        out += [_m(f"{cls}_jobs", "count", "none", f"{who} tasks completed (measured)", "spot"),
+                _m(f"{cls}_jct_mean", "s", "lower", f"{who} tasks' JCT, mean", "spot"),
+                _m(f"{cls}_jct_p99", "s", "lower", f"{who} tasks' JCT, 99th percentile", "spot"),
+                _m(f"{cls}_jqt_mean", "s", "lower", f"{who} tasks' queueing (sum of all waits), mean", "spot"),
+                _m(f"{cls}_jqt_p99", "s", "lower", f"{who} tasks' queueing, 99th percentile", "spot")]
+    return out + [
+        _m("evictions", "count", "lower", "evictions of spot tasks", "spot"),
+        _m("hp_evictions", "count", "lower", "evictions of high-priority tasks (should be 0)", "spot"),
+        _m("evict_rate_runs", "ratio", "lower", "evictions / spot runs (GFS's eviction rate)", "spot"),
+        _m("evict_rate_hours", "ratio", "lower", "spot GPU-hours lost to evictions / spot GPU-hours run", "spot"),
+    ]
 
 
 _ENTRIES = [
@@ -65,11 +92,33 @@ _ENTRIES = [
     _m("events", "count", "none", "simulator events processed"),
     _m("sim_seconds", "s", "lower", "wall time of the replay"),
     _m("events_per_second", "per_s", "higher", "simulator events per wall second"),
-    _m("decision_p50_ms", "ms", "lower", "policy decision time, median"),
-    _m("decision_p99_ms", "ms", "lower", "policy decision time, 99th percentile"),
+    _m("decision_p50_ms", "ms", "lower", "policy decision time, median", "timed"),
+    _m("decision_p99_ms", "ms", "lower", "policy decision time, 99th percentile", "timed"),
     _m("jct_p50_min", "min", "lower", "median JCT in minutes (Lucid's tables)"),
+    *_hp_spot(),
 ]
 CATALOG: dict[str, Metric] = {m.name: m for m in _ENTRIES}
+
+#: How tables show a metric: name -> (header, scale, format) (the leaderboard's columns; times in hours).
+DISPLAY: dict[str, tuple[str, float, str]] = {
+    "jct_mean": ("avg JCT (h)", 1 / 3600, "{:.3f}"), "jct_p50": ("P50 JCT (h)", 1 / 3600, "{:.3f}"),
+    "jct_p95": ("P95 JCT (h)", 1 / 3600, "{:.3f}"), "jct_p99": ("P99 JCT (h)", 1 / 3600, "{:.3f}"),
+    "wait_mean": ("avg queueing (h)", 1 / 3600, "{:.4f}"), "wait_p99": ("P99 queueing (h)", 1 / 3600, "{:.3f}"),
+    "wait_p99.9": ("P99.9 queueing (h)", 1 / 3600, "{:.3f}"),
+    "gpu_utilisation": ("GPU utilisation (%)", 100.0, "{:.1f}"), "mean_slowdown": ("slowdown", 1.0, "{:.2f}"),
+    "makespan": ("makespan (h)", 1 / 3600, "{:.2f}"), "preemptions": ("preemptions", 1.0, "{:.0f}"),
+    "total_flow_time": ("total JCT (h)", 1 / 3600, "{:,.1f}"), "failures": ("failures", 1.0, "{:.1f}"),
+    "failed_jobs": ("failed jobs", 1.0, "{:.1f}"), "lost_work_total": ("lost work (GPU-h)", 1 / 3600, "{:.2f}"),
+    "futile_total": ("futile (h)", 1 / 3600, "{:.2f}"), "futile_p50": ("futile P50 (min)", 1 / 60, "{:.2f}"),
+    "futile_p95": ("futile P95 (min)", 1 / 60, "{:.2f}"), "jct_p50_min": ("P50 JCT (min)", 1 / 60, "{:.1f}"),
+    "wait_p50": ("P50 queueing (h)", 1 / 3600, "{:.3f}"), "wait_p95": ("P95 queueing (h)", 1 / 3600, "{:.3f}"),
+    "gpu_sharing_factor": ("sharing factor", 1.0, "{:.3f}"), "jobs": ("jobs", 1.0, "{:.0f}"),
+    "load_reached": ("reached load", 1.0, "{:.2f}"),
+    "hp_jct_mean": ("HP JCT (h)", 1 / 3600, "{:.3f}"), "hp_jqt_mean": ("HP JQT (s)", 1.0, "{:.1f}"),
+    "spot_jct_mean": ("spot JCT (h)", 1 / 3600, "{:.3f}"), "spot_jqt_mean": ("spot JQT (h)", 1 / 3600, "{:.3f}"),
+    "evictions": ("evictions", 1.0, "{:.0f}"), "evict_rate_runs": ("evict/run (%)", 100.0, "{:.2f}"),
+    "evict_rate_hours": ("lost GPU-h (%)", 100.0, "{:.2f}"),
+}
 
 #: Families named by prefix (GFS's HP / spot metrics): (prefix, unit, direction, description).
 _PREFIXES: tuple[tuple[str, Unit, Direction, str], ...] = (
@@ -89,6 +138,17 @@ def lookup(key: str) -> Metric | None:
         if base.startswith(prefix):
             return Metric(name=base, unit=unit, direction=direction, description=description)
     return None
+
+
+def known(key: str) -> bool:
+    """Whether ``key`` (in-memory, unit-less; a group metric by its last part) names a catalog metric or
+    one of its families: what MLflow may log of a replay."""
+    return lookup(key) is not None
+
+
+def names(workloads: str | None = None) -> list[str]:
+    """The catalog's metric names, sorted; ``workloads`` keeps those of one kind (``all``, ``spot``, ``timed``)."""
+    return sorted(m.name for m in CATALOG.values() if workloads is None or m.workloads == workloads)
 
 
 def file_name(key: str) -> str:
@@ -119,4 +179,4 @@ def group_label(value: object) -> str:
     return text
 
 
-__all__ = ["CATALOG", "Metric", "file_name", "group_label", "higher_is_better", "lookup"]
+__all__ = ["CATALOG", "DISPLAY", "Metric", "file_name", "group_label", "higher_is_better", "known", "lookup", "names"]

@@ -24,7 +24,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from evaluation.catalog import file_name, higher_is_better
+from evaluation.catalog import DISPLAY, file_name, higher_is_better
 
 #: Kept for callers of the old constant; ranking reads the catalog's direction.
 HIGHER_IS_BETTER = {"gpu_utilisation", "gpu_sharing_factor", "jobs"}
@@ -32,22 +32,8 @@ HIGHER_IS_BETTER = {"gpu_utilisation", "gpu_sharing_factor", "jobs"}
 MIN_SEEDS = 5
 #: Predictor labels the tables show ('unused': the policy takes no prediction).
 _NO_PREDICTOR = ("unused",)
-#: Display: column -> (header, scale, format).
-_DISPLAY = {
-    "jct_mean": ("avg JCT (h)", 1 / 3600, "{:.3f}"), "jct_p50": ("P50 JCT (h)", 1 / 3600, "{:.3f}"),
-    "jct_p95": ("P95 JCT (h)", 1 / 3600, "{:.3f}"), "jct_p99": ("P99 JCT (h)", 1 / 3600, "{:.3f}"),
-    "wait_mean": ("avg queueing (h)", 1 / 3600, "{:.4f}"), "wait_p99": ("P99 queueing (h)", 1 / 3600, "{:.3f}"),
-    "wait_p99.9": ("P99.9 queueing (h)", 1 / 3600, "{:.3f}"),
-    "gpu_utilisation": ("GPU utilisation (%)", 100.0, "{:.1f}"), "mean_slowdown": ("slowdown", 1.0, "{:.2f}"),
-    "makespan": ("makespan (h)", 1 / 3600, "{:.2f}"), "preemptions": ("preemptions", 1.0, "{:.0f}"),
-    "total_flow_time": ("total JCT (h)", 1 / 3600, "{:,.1f}"), "failures": ("failures", 1.0, "{:.1f}"),
-    "failed_jobs": ("failed jobs", 1.0, "{:.1f}"), "lost_work_total": ("lost work (GPU-h)", 1 / 3600, "{:.2f}"),
-    "futile_total": ("futile (h)", 1 / 3600, "{:.2f}"), "futile_p50": ("futile P50 (min)", 1 / 60, "{:.2f}"),
-    "futile_p95": ("futile P95 (min)", 1 / 60, "{:.2f}"), "jct_p50_min": ("P50 JCT (min)", 1 / 60, "{:.1f}"),
-    "wait_p50": ("P50 queueing (h)", 1 / 3600, "{:.3f}"), "wait_p95": ("P95 queueing (h)", 1 / 3600, "{:.3f}"),
-    "gpu_sharing_factor": ("sharing factor", 1.0, "{:.3f}"), "jobs": ("jobs", 1.0, "{:.0f}"),
-    "load_reached": ("reached load", 1.0, "{:.2f}"),
-}
+#: Display: column -> (header, scale, format), the metric catalog's (evaluation.catalog.DISPLAY).
+_DISPLAY = DISPLAY
 
 
 def display(metric: str) -> tuple[str, float, str]:

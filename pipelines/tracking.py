@@ -64,22 +64,8 @@ def ui_url(tracking_uri: str, experiment_id: str, run_id: str | None = None) -> 
     return f"{tracking_uri.rstrip('/')}/{page}?{UI_RUNS_QUERY}"
 
 
-def code_version() -> str:
-    """Git commit, plus a short hash of the uncommitted changes to tracked files (so two dirty trees
-    with different edits never share a version): ``abc1234`` or ``abc1234-dirty.1f2e3d4c``."""
-    import hashlib
-
-    root = Path(__file__).resolve().parents[1]
-    try:
-        sha = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True,
-                             text=True, timeout=10).stdout.strip()
-        diff = subprocess.run(["git", "-C", str(root), "diff", "HEAD", "--no-color", "--no-ext-diff"],
-                              capture_output=True, timeout=20).stdout
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    if not sha:
-        return "unknown"
-    return sha + (f"-dirty.{hashlib.sha256(diff).hexdigest()[:8]}" if diff.strip() else "")
+# One implementation, in the lowest layer that needs it (model runs are tagged with it too).
+from models.provenance import code_version  # noqa: E402
 
 
 def _key(text: str) -> str:
@@ -115,13 +101,14 @@ def _finite(value: Any) -> float | None:
 
 
 def summary_metrics(summary: Mapping[str, Any], breakdowns: Mapping[str, Any] | None = None) -> dict[str, float]:
-    """The numeric, finite columns of a summary row, plus ``partition/NAME/COL``, ``class/NAME/COL`` and
+    """The numeric, finite columns of a summary row that the metric catalog names, plus ``partition/NAME/COL``, ``class/NAME/COL`` and
     ``size/NAME/COL`` for breakdowns with more than one group (one group repeats the summary). Keys are
     in-memory (unit-less) names; group names are made key-safe (``<=8 GPUs`` -> ``le8``); the unit
     suffix is added where they are logged (:meth:`Tracker.log`)."""
-    from evaluation.catalog import group_label
+    from evaluation.catalog import group_label, known
 
-    out = {_key(k): v for k, v in ((k, _finite(v)) for k, v in summary.items()) if v is not None}
+    # only what the metric catalog names (evaluation.catalog): a policy's own statistics stay in summary.csv
+    out = {_key(k): v for k, v in ((k, _finite(v)) for k, v in summary.items() if known(k)) if v is not None}
     prefixes = {"by_partition": ("partition", "partition"), "by_class": ("class", "job_class"),
                 "by_size": ("size", "size")}
     for key, (prefix, column) in prefixes.items():
@@ -175,7 +162,7 @@ def _resolve_model(spec: str, tracking_uri: str | None) -> dict[str, Any]:
         return {"spec": spec, "resolve_error": str(exc)[:200]}
 
 
-def _model_id(resolved: Mapping[str, Any], client) -> str | None:
+def model_id(resolved: Mapping[str, Any], client) -> str | None:
     """The MLflow 3 logged-model id behind a resolved registry version: the version's ``model_id``, or
     its source when that is a logged model (``models:/m-...``); None before MLflow 3 or when the version
     was registered from a plain run artifact."""
@@ -194,6 +181,9 @@ def _model_id(resolved: Mapping[str, Any], client) -> str | None:
     if source.startswith("models:/m-") and "/" not in source[len("models:/"):]:
         return source[len("models:/"):]
     return None
+
+
+_model_id = model_id  # the old private name
 
 
 def _context_tags() -> dict[str, str]:
@@ -397,7 +387,7 @@ def track_simulation(out_dir: str | Path, runs: Mapping[str, Mapping[str, Any]],
             tracker.artifacts(child, [out / "summary.csv", out / f"jobs_{safe}.parquet",
                                       out / f"allocation_{safe}.parquet",
                                       *(out / f"{k}_{safe}.csv" for k in ("by_partition", "by_size", "by_class"))])
-            tracker.link_models(child, [_model_id(m, tracker.client) for m in models])
+            tracker.link_models(child, [model_id(m, tracker.client) for m in models])
             tracker.end(child)
         tracker.log(parent, metrics=comparison_metrics(runs))
         tracker.artifacts(parent, [out / "summary.csv", out / "meta.json", out / "jct_cdf.png",

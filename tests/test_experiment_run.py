@@ -107,9 +107,9 @@ def test_crashing_and_impossible_cells_are_isolated(tmp_path, monkeypatch):
 
 def test_ray_engine_without_ray_is_a_clear_error(monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray -> ImportError, whether or not it is installed
-    with pytest.raises(ValueError, match=r"--engine ray needs Ray \(pip install 'ray\[default\]'"):
+    with pytest.raises(ValueError, match=r"--executor ray needs Ray \(pip install 'ray\[default\]'"):
         E.make_engine("ray")
-    with pytest.raises(ValueError, match="unknown engine"):
+    with pytest.raises(ValueError, match="unknown executor"):
         E.make_engine("spark")
 
 
@@ -143,3 +143,41 @@ def test_cli_run_dry_run_and_report(tmp_path, capsys):
     assert main(["experiment", "report", str(tmp_path)]) == 2
     assert "not an experiment run folder" in capsys.readouterr().err
     assert main(["experiment", "run", str(path), "--engine", "serial", "--ray-address", "auto"]) == 2
+
+
+def test_a_cell_on_a_spot_workload_has_the_hp_spot_metrics(tmp_path):
+    """Cells replay through pipelines.replay.run_replay, as simulate does: a GFS-shaped workload's cell
+    reports the HP / spot metrics (eviction rates), which before lived only in `simulate`; and they equal
+    what `simulate`'s path computes for the same replay."""
+    from pipelines.replay import ReplaySpec, WorkloadSource, run_replay
+
+    gfs = {"name": "gfs", "generator": "gfs", "cluster": "gfs-a100-small",
+           "params": {"spot_multiplier": 2, "cluster_gpus": 432, "days": 0.25, "warmup_hours": 2}}
+    spec = parse_spec({"name": "spot", "workloads": [gfs], "policies": ["yarn-cs"], "rank_by": "evict_rate_runs"})
+    res = run_experiment(spec, tmp_path / "run", executor="serial", report=True)
+    assert res.ok == 1
+    record = json.loads(next((tmp_path / "run" / "cells").glob("*.json")).read_text())
+    for key in ("hp_jobs", "spot_jobs", "evictions", "evict_rate_runs", "evict_rate_hours"):
+        assert key in record["summary"] and key in record["metrics"], key
+    direct = run_replay(ReplaySpec(workload=WorkloadSource(generator="gfs", cluster="gfs-a100-small",
+                                                           params=gfs["params"]), policy="yarn-cs"))
+    assert direct.summary["evict_rate_runs"] == record["summary"]["evict_rate_runs"]
+    assert direct.summary["jct_mean"] == record["summary"]["jct_mean"]
+    assert "evict_rate_runs" in pd.read_csv(tmp_path / "run" / "results.csv").columns
+
+
+def test_executor_flag_and_the_deprecated_engine_alias(tmp_path, capsys):
+    import yaml
+
+    from pipelines.cli import main
+
+    path = tmp_path / "one.yaml"
+    path.write_text(yaml.safe_dump({"name": "one", "workloads": [{"name": "demo", "synthetic": "demo", "jobs": 60}],
+                                    "policies": ["fifo"]}))
+    assert main(["experiment", "run", str(path), "--out", str(tmp_path / "a"), "--executor", "serial",
+                 "--no-progress"]) == 0
+    assert json.loads((tmp_path / "a" / "run.json").read_text())["executor"] == "serial"
+    assert main(["experiment", "run", str(path), "--executor", "serial", "--dask-scheduler", "tcp://x:1"]) == 2
+    assert "--executor dask" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="disagree"):
+        run_experiment(parse_spec(yaml.safe_load(path.read_text())), tmp_path / "b", executor="serial", engine="dask")

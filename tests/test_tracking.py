@@ -130,18 +130,18 @@ def test_experiment_run_logs_nested_runs_and_the_leaderboard(tmp_path, monkeypat
     from pipelines.experiment import expand, parse_spec, run_experiment
     from pipelines.tracking import EXPERIMENT
 
-    import pipelines.experiment as experiment
+    import pipelines.replay as replay
 
     # a cell that fails at set-up (specs are validated whole before any cell runs, so the failure is
     # injected where a real one would happen: a model store or a file that went away meanwhile)
-    extras = experiment._extras
+    extras = replay.replay_extras
 
-    def failing_extras(cell, workload, tracking_uri):
-        if cell.label == "bad":
+    def failing_extras(spec, workload, failures, announce=None):
+        if spec.label == "bad":
             raise ValueError("performance model 'nope' went away")
-        return extras(cell, workload, tracking_uri)
+        return extras(spec, workload, failures, announce)
 
-    monkeypatch.setattr(experiment, "_extras", failing_extras)
+    monkeypatch.setattr(replay, "replay_extras", failing_extras)
     uri = _store(tmp_path)
     spec = parse_spec({"name": "tracked", "workloads": [{"name": "demo", "synthetic": "demo", "jobs": 80}],
                        "policies": ["fifo", "sjf", {"name": "fifo", "label": "bad", "params": {"work_conserving": True}}],

@@ -121,6 +121,8 @@ _BUILTIN: dict[str, tuple[str, str, str]] = {
     "pai": ("features.traces.pai_synthetic", "generate_from_preset", "PAI-shaped jobs for A-SRPT (PaiSpec)"),
     "failures": ("features.traces.failures", "generate_from_preset",
                  "jobs with failures, SchedMate's setting (FailureWorkloadSpec)"),
+    "venus-shaped": ("features.traces.lucid_synthetic", "venus_shaped",
+                     "Helios-like jobs on Venus' VCs, Lucid's setting (preset, cluster)"),
 }
 _REGISTERED: dict[str, Generator] = {}
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")

@@ -44,16 +44,16 @@ def run_spec(ctx, path: str | Path, *, overrides: dict[str, Any] | None = None) 
     ``overrides`` replaces top-level spec keys (e.g. ``seeds``) before the run."""
     import yaml
 
-    from pipelines.experiment import collect, parse_spec, run_experiment
+    from pipelines.experiments import collect, parse_spec, run_experiment
 
     path = Path(path)
     data = yaml.safe_load(path.read_text())
     data.update(overrides or {})
     spec = parse_spec(data, source=str(path))
     out = Path(ctx.work or Path(ctx.out) / "experiments") / spec.name
-    engine = "dask" if ctx.workers > 1 else "serial"
-    ctx.progress(f"experiment {spec.name}: running its cells ({engine}) in {out}")
-    outcome = run_experiment(spec, out, engine=engine, workers=ctx.workers if ctx.workers > 1 else None,
+    executor = "dask" if ctx.workers > 1 else "serial"
+    ctx.progress(f"experiment {spec.name}: running its cells ({executor}) in {out}")
+    outcome = run_experiment(spec, out, executor=executor, workers=ctx.workers if ctx.workers > 1 else None,
                              data_dir=str(ctx.data_dir), report=True, spec_text=yaml.safe_dump(data))
     ctx.progress(f"experiment {spec.name}: {outcome.ok + outcome.reused} ok, {outcome.skipped} skipped, "
                  f"{outcome.failed} failed of {outcome.cells} cells ({outcome.wall_s:.0f} s)")
