@@ -81,7 +81,7 @@ def _history(path: str):
     submitted_at, gpu_util, and either `text` (a canonical text) or metadata columns (model, task,
     dataset, iterations, iteration_unit, batch_size, gpus, nodes) from which the text is built."""
     from models.schedmate.advisor import HistoryRecord
-    from models.schedmate.extract import JobMetadata
+    from features.schedmate_text.extract import JobMetadata
 
     p = Path(path)
     if not p.exists():
@@ -141,7 +141,7 @@ def cmd_advise(args: argparse.Namespace) -> int:
     import sys
 
     from models.schedmate.advisor import SchedulingAdvisor
-    from models.schedmate.extract import FIELDS, extract_metadata, read_repository
+    from features.schedmate_text.extract import FIELDS, extract_metadata, read_repository
 
     files = read_repository(args.repo)
     if args.llm_endpoint:
@@ -154,7 +154,7 @@ def cmd_advise(args: argparse.Namespace) -> int:
                   "the static extraction", file=sys.stderr)
     else:
         md = extract_metadata(args.command, files)
-    from models.schedmate.extraction.metadata import BATCH_FIELDS
+    from features.schedmate_text.metadata import BATCH_FIELDS
 
     result: dict = {"metadata": {f: getattr(md, f) for f in FIELDS + BATCH_FIELDS}, "sources": md.sources,
                     "canonical_text": md.canonical_text(), "advice": None}
@@ -207,7 +207,7 @@ def cmd_track(args: argparse.Namespace) -> int:
     if args.repo or args.command:
         if not (args.repo and args.command):
             raise ValueError("--repo and --command go together (they give the iterations the log may not print)")
-        from models.schedmate.extract import extract_metadata, read_repository
+        from features.schedmate_text.extract import extract_metadata, read_repository
 
         md = extract_metadata(args.command, read_repository(args.repo))
         hints = {"iterations": md.iterations, "iteration_unit": md.iteration_unit}

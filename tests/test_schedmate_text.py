@@ -11,7 +11,7 @@ import pytest
 from features.jobcorpus import FAMILIES, iter_corpus, material_for_job
 from models.schedmate.advisor import HistoryRecord, SchedulingAdvisor
 from models.schedmate.embed import HashEmbedder, get_embedder
-from models.schedmate.extract import FIELDS, JobMetadata, extract_metadata, read_repository
+from features.schedmate_text.extract import FIELDS, JobMetadata, extract_metadata, read_repository
 
 # -------------------------------------------------------------------------------------------- corpus
 

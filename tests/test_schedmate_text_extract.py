@@ -6,7 +6,7 @@ anchors, Hydra's --config-name and fairseq-hydra-train, the batch model, node co
 task from the objective and the model instead of its wrapper."""
 from __future__ import annotations
 
-from models.schedmate.extract import extract_metadata
+from features.schedmate_text.extract import extract_metadata
 
 ARGPARSE_TRAIN = '''import argparse
 p = argparse.ArgumentParser()
@@ -218,3 +218,12 @@ def test_masked_lm_objective_is_language_modeling():
                                 "model:\n  _name: roberta\n"}
     md = extract_metadata("fairseq-hydra-train --config-dir conf/pre --config-name base", fs)
     assert (md.task, md.model, md.batch_size, md.iterations) == ("language-modeling", "roberta", 16, 1000)
+
+
+def test_the_old_module_names_still_import_the_moved_extraction():
+    """The extraction moved from models/ to features/ (issue 23): the old import paths stay working."""
+    import features.schedmate_text.vocab as vocab
+    import models.schedmate.extract as old
+    import models.schedmate.vocab as old_vocab
+
+    assert old.extract_metadata is extract_metadata and old_vocab.canonical_model is vocab.canonical_model

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
-from models.schedmate.extraction.settings import _yaml_value
-from models.schedmate.vocab import known_model
+from features.schedmate_text.settings import _yaml_value
+from features.schedmate_text.vocab import known_model
 
 
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import re
 
-from models.schedmate.extraction.metadata import JobMetadata
-from models.schedmate.extraction.settings import (_ACCUM_KEYS, _CPU_FLAGS, _MICRO_BATCH_KEYS, _NODE_KEYS,
-                                                  _TOKEN_BATCH_KEYS, _TOTAL_GPU_KEYS, P_CODE, P_LAUNCH, _BATCH_KEYS, _DATA_KEYS, _EPOCH_KEYS, _EVAL_PATH, _GLOBAL_BATCH_KEYS,
-                                                  _GPU_ARG_KEYS, _MODEL_KEYS, _NAMED_DATA_KEYS, _STEP_KEYS, P_CODE_KW,
-                                                  P_CONFIG, P_DEFAULT, _as_int, _last)
-from models.schedmate.vocab import (DATASET_TASK, MODEL_TASK, canonical_dataset, canonical_model, known_model, norm,
-                                    task_from_signals)
+from features.schedmate_text.metadata import JobMetadata
+from features.schedmate_text.settings import (_ACCUM_KEYS, _CPU_FLAGS, _MICRO_BATCH_KEYS, _NODE_KEYS,
+                                              _TOKEN_BATCH_KEYS, _TOTAL_GPU_KEYS, P_CODE, P_LAUNCH, _BATCH_KEYS, _DATA_KEYS, _EPOCH_KEYS, _EVAL_PATH, _GLOBAL_BATCH_KEYS,
+                                              _GPU_ARG_KEYS, _MODEL_KEYS, _NAMED_DATA_KEYS, _STEP_KEYS, P_CODE_KW,
+                                              P_CONFIG, P_DEFAULT, _as_int, _last)
+from features.schedmate_text.vocab import (DATASET_TASK, MODEL_TASK, canonical_dataset, canonical_model, known_model,
+                                           norm, task_from_signals)
 
 
 def resolve(ex) -> JobMetadata:

@@ -1,0 +1,648 @@
+"""Static metadata extraction from a job's launch command and repository.
+
+Rules, applied in this order (a later source does not overwrite a higher-priority one):
+1. the command: environment prefixes (CUDA_VISIBLE_DEVICES, NNODES), launchers (torchrun,
+   torch.distributed.launch/run, deepspeed, accelerate, srun, mpirun), shell scripts from the repo
+   (variables, ${VAR:-default}, positional $1.., line continuations, #SBATCH directives) followed to
+   the line that runs Python;
+2. argv of the entry script (--key value, --key=value, flags; Hydra overrides key=value, group=option,
+   +key, ++key; mmengine --cfg-options);
+3. config files named by the resolved arguments (JSON / YAML / mmengine Python configs with `_base_`),
+   Hydra's config_path/config_name with its defaults list merged, DeepSpeed configs;
+4. the entry script's AST: argparse defaults (overridden by argv), HfArgumentParser (argv or a JSON
+   file), literal keywords of TrainingArguments(...) / Trainer(...), model constructors
+   (from_pretrained, timm.create_model, torchvision.models.*) and dataset calls (load_dataset, make_*)
+   in code reachable from the entry point (an unused teacher builder is not), module constants.
+Comments, README text and unreferenced configs are never read, which is what defeats the decoys.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import re
+import shlex
+from functools import lru_cache
+from pathlib import PurePosixPath
+from typing import Any
+
+from features.schedmate_text.metadata import FIELDS, JobMetadata
+from features.schedmate_text.pyast import (_analysis_of, _attribute_defaults, _parse_argv, _PyInfo, analyse_source,
+                                           _python_config)
+from features.schedmate_text.resolve import resolve as _resolve
+from features.schedmate_text.settings import (P_ARGV, P_CODE, P_CODE_KW, P_CONFIG, P_DEFAULT, P_LAUNCH,
+                                              P_OVERRIDE, _as_int, _merge, _Settings, _yaml_value)
+from features.schedmate_text.shell import (_ASSIGN, _LAUNCH_WORDS, _expand, _join_continuations, _join_rel,
+                                           _shell_statements, _unquote)
+
+__all__ = ["FIELDS", "JobMetadata", "extract_metadata", "read_repository"]
+
+
+
+class _Extractor:
+    def __init__(self, files: dict[str, str]) -> None:
+        self.files = {(_norm_path(k) if ("./" in k or "//" in k or k.endswith("/")) else k): v
+                      for k, v in files.items()}
+        self._by_name: dict[str, list[str]] | None = None
+        self.s = _Settings()
+        self.gpus: tuple[int, int, str] | None = None  # (gpus per node, prio, source)
+        self.nodes: tuple[int, int, str] | None = None
+        self.total_gpus: tuple[int, int, str] | None = None
+        self.entry: str | None = None
+        self.argv: list[str] = []
+        self.task_text: list[str] = []
+        self.loaded: set[str] = set()
+        self.depth = 0
+        self.cwd = ""  # relative to the repository root, moved by `cd DIR &&`
+
+    # -- files ---------------------------------------------------------------------------------
+    def _file(self, path: str, rel_to: str | None = None) -> str | None:
+        p = path.strip().strip("'\"")
+        cands = ([_join_rel(self.cwd, p)] if self.cwd else []) + [p, p.lstrip("./"), p.lstrip("/")]
+        if rel_to:
+            cands.append(str(PurePosixPath(rel_to).parent / p))
+        for c in cands:
+            c2 = str(PurePosixPath(c)) if c else c
+            if c2 in self.files:
+                return c2
+        # normalise ../ segments
+        if rel_to:
+            c = _join_rel("", str(PurePosixPath(rel_to).parent) + "/" + p)
+            if c in self.files:
+                return c
+        return None
+
+    def _set_gpn(self, n: int | None, prio: int, src: str) -> None:
+        if n and (self.gpus is None or prio > self.gpus[1]):
+            self.gpus = (n, prio, src)
+
+    def _set_nodes(self, n: int | None, prio: int, src: str) -> None:
+        if n and (self.nodes is None or prio > self.nodes[1]):
+            self.nodes = (n, prio, src)
+
+    def _set_total(self, n: int | None, prio: int, src: str) -> None:
+        if n and (self.total_gpus is None or prio > self.total_gpus[1]):
+            self.total_gpus = (n, prio, src)
+
+    def _module_file(self, mod: str) -> str | None:
+        """The file `python -m mod` runs: mod.py or mod/__main__.py, at the root, under src/ or under
+        the current folder."""
+        rel = mod.replace(".", "/")
+        for cand in (rel + ".py", rel + "/__main__.py", "src/" + rel + ".py", "src/" + rel + "/__main__.py"):
+            f = self._file(cand)
+            if f:
+                return f
+        if self._by_name is None:  # basename -> paths, built once: a repository may hold thousands of files
+            self._by_name = {}
+            for k in self.files:
+                self._by_name.setdefault(k.rsplit("/", 1)[-1], []).append(k)
+        leaf = rel.rsplit("/", 1)[-1]
+        ends = [k for k in self._by_name.get(leaf + ".py", []) if k.endswith("/" + rel + ".py")] + \
+            [k for k in self._by_name.get("__main__.py", []) if k.endswith("/" + rel + "/__main__.py")]
+        return min(ends, key=len) if ends else None
+
+    _CONSOLE = re.compile(r"""["']?([\w.-]+)["']?\s*=\s*["']?([\w.]+):(\w+)""")
+
+    def _console_script(self, name: str) -> str | None:
+        """The module behind a console script, from setup.py / setup.cfg / pyproject.toml entry points."""
+        for meta in ("setup.py", "setup.cfg", "pyproject.toml"):
+            text = self.files.get(meta)
+            if not text:
+                continue
+            for m in self._CONSOLE.finditer(text):
+                if m.group(1) == name:
+                    return self._module_file(m.group(2))
+        return None
+
+    # -- command -------------------------------------------------------------------------------
+    def command(self, cmd: str, env: dict[str, str] | None = None) -> None:
+        self.depth += 1
+        if self.depth > 8:
+            return
+        env = dict(env or {})
+        try:
+            toks = shlex.split(_join_continuations(cmd), comments=True)
+        except ValueError as exc:
+            raise ValueError(f"cannot parse the command: {exc}") from None
+        toks = self._pick_segment([t for t in toks if t not in ("\n",)], env)
+        while toks and _ASSIGN.match(toks[0]) and not toks[0].startswith("-"):
+            k, v = _ASSIGN.match(toks[0]).groups()
+            env[k] = _expand(v, env, [])
+            toks = toks[1:]
+        if env and any("$" in t for t in toks):  # MODEL=x python train.py --model $MODEL: the shell expands it
+            toks = [_expand(t, env, []) if "$" in t else t for t in toks]
+        while toks and toks[0] in ("env", "exec", "time", "nohup", "stdbuf", "numactl"):
+            toks = toks[1:]
+            while toks and toks[0].startswith("-"):
+                toks = toks[1:]
+        if "CUDA_VISIBLE_DEVICES" in env:
+            devs = [d for d in env["CUDA_VISIBLE_DEVICES"].split(",") if d.strip()]
+            self._set_gpn(len(devs), 40, "CUDA_VISIBLE_DEVICES")
+        if not toks:
+            return
+        head = PurePosixPath(toks[0]).name
+        if head in ("bash", "sh", "sbatch", "zsh") or toks[0].endswith(".sh"):
+            args = toks[1:] if head in ("bash", "sh", "sbatch", "zsh") else toks
+            while args and args[0].startswith("-"):
+                args = args[1:]
+            if args:
+                self.script(args[0], args[1:], env, sbatch=head == "sbatch")
+            return
+        self.launcher(toks, env)
+
+    _SEPARATORS = ("&&", "||", ";", "|", "&")
+    _REDIRECT = re.compile(r"^(?:\d?>>?|&>>?|<)(?:&\d)?$")
+    _REDIRECT_JOINED = re.compile(r"^(?:\d?>>?|&>>?|<)\S+$|^\d?>&\d$")
+    _RUNNERS = ("python", "python3", "torchrun", "deepspeed", "accelerate", "srun", "mpirun", "bash", "sh",
+                "sbatch", "zsh")
+
+    def _pick_segment(self, toks: list[str], env: dict[str, str] | None = None) -> list[str]:
+        """`cd src && nohup python train.py ... > log 2>&1 &` -> the launching segment without its
+        redirections; `cd DIR` moves where later paths are looked up; `export BS=64;` and `BS=64 &&`
+        before it set variables (into `env`)."""
+        split: list[str] = []
+        for t in toks:  # "src;" -> "src", ";" (shlex keeps a glued separator in the word)
+            if len(t) > 1 and t.endswith(";"):
+                split += [t[:-1], ";"]
+            else:
+                split.append(t)
+        segs, cur = [], []
+        for t in split:
+            if t in self._SEPARATORS:
+                segs.append(cur)
+                cur = []
+            else:
+                cur.append(t)
+        segs.append(cur)
+        chosen: list[str] = []
+        for seg in segs:
+            clean, skip = [], False
+            for t in seg:
+                if skip:
+                    skip = False
+                    continue
+                if self._REDIRECT.match(t):
+                    skip = not t.endswith(tuple("0123456789")) or ">&" not in t
+                    continue
+                if self._REDIRECT_JOINED.match(t):
+                    continue
+                clean.append(t)
+            if not clean:
+                continue
+            if clean[0] == "cd" and len(clean) > 1:
+                self.cwd = _join_rel(self.cwd, clean[1])
+                continue
+            if env is not None and not chosen:
+                words = clean[1:] if clean[0] == "export" else clean
+                if words and all(_ASSIGN.match(w) for w in words):
+                    for w in words:
+                        k, v = _ASSIGN.match(w).groups()
+                        env[k] = _expand(v, env, [])
+                    continue
+            words = [w for w in clean if not _ASSIGN.match(w)]
+            words = [w for w in words if w not in ("env", "exec", "time", "nohup", "stdbuf", "numactl")]
+            head = PurePosixPath(words[0]).name if words else ""
+            if head in self._RUNNERS or head.endswith((".sh", ".py")):
+                chosen = clean
+        return chosen or (segs[0] if len(segs) == 1 else next((g for g in segs if g and g[0] != "cd"), []))
+
+    def script(self, path: str, pos: list[str], env: dict[str, str], sbatch: bool = False) -> None:
+        name = self._file(path)
+        if name is None:
+            return
+        here = str(PurePosixPath(name).parent)
+        text = re.sub(r"\$\(dirname \"?\$0\"?\)|`dirname \"?\$0\"?`|\$\(dirname \"?\$\{0\}\"?\)",
+                      "" if here == "." else here, self.files[name])
+        env = dict(env)
+        last_launch = None
+        for stmt in _shell_statements(text):
+            if stmt.startswith("#SBATCH"):
+                self._sbatch(stmt[len("#SBATCH"):].strip())
+                continue
+            if stmt.startswith("#"):
+                continue
+            try:
+                words_q = shlex.split(stmt)
+            except ValueError:
+                words_q = stmt.split()
+            m = _ASSIGN.match(stmt) if len(words_q) == 1 else None
+            if m:
+                k, v = m.groups()
+                v = _unquote(v)
+                if k not in env or not k.isupper() or not env.get(k):
+                    env[k] = _expand(v, env, pos)
+                continue
+            words = stmt.split()
+            if not words:
+                continue
+            if words[0] == "shift":
+                n = _as_int(words[1]) if len(words) > 1 else 1
+                pos = pos[(n or 1):]
+                continue
+            first = words[0]
+            while _ASSIGN.match(first) and len(words) > 1:
+                words = words[1:]
+                first = words[0]
+            if PurePosixPath(first).name in _LAUNCH_WORDS or first.endswith(".py"):
+                last_launch = _expand(stmt, env, pos)
+        if last_launch:
+            self.command(last_launch, env)
+
+    def _sbatch(self, spec: str) -> None:
+        m = re.match(r"(?:--nodes[= ]|-N\s*)(\d+)", spec)
+        if m:
+            self._set_nodes(int(m.group(1)), 85, "#SBATCH --nodes")
+        m = re.match(r"--gpus-per-node[= ](?:\w+:)?(\d+)", spec) or re.match(r"--gres[= ]gpu(?::\w+)?:(\d+)", spec)
+        if m:
+            self._set_gpn(int(m.group(1)), 85, "#SBATCH gpus per node")
+
+    def launcher(self, toks: list[str], env: dict[str, str]) -> None:
+        head = PurePosixPath(toks[0]).name
+        rest = toks[1:]
+        if head in ("python", "python3") and len(rest) >= 2 and rest[0] == "-m" and rest[1] in (
+                "torch.distributed.run", "torch.distributed.launch"):
+            head, rest = "torchrun", rest[2:]
+        if head in ("python", "python3"):
+            while rest and rest[0].startswith("-") and rest[0] not in ("-m",):
+                rest = rest[1:]
+            if rest and rest[0] == "-m":
+                mod = rest[1] if len(rest) > 1 else ""
+                self.entry_script(self._module_file(mod) or mod.replace(".", "/") + ".py", rest[2:])
+                return
+            if rest:
+                self.entry_script(rest[0], rest[1:])
+            return
+        if head == "tune" and rest and rest[0] == "run":  # torchtune: torchrun options, then a recipe
+            head, rest = "torchrun", rest[1:]
+        elif head not in ("torchrun", "deepspeed", "accelerate", "srun", "mpirun"):
+            # a console script (fairseq-train, a project's own entry point): its argv is the job's; its
+            # module comes from the repository's packaging metadata when the repository declares it
+            target = self._console_script(head)
+            self.entry_script(target or toks[0], rest, console=head)
+            return
+        opts, script, args = self._split_launcher(rest)
+        if head == "torchrun":
+            self._set_gpn(_as_int(opts.get("nproc_per_node")), P_LAUNCH, "torchrun --nproc_per_node")
+            nn = str(opts.get("nnodes", "") or "")
+            self._set_nodes(_as_int(nn.split(":")[-1]) if nn else None, P_LAUNCH, "torchrun --nnodes")
+        elif head == "deepspeed":
+            self._set_gpn(_as_int(opts.get("num_gpus")), P_LAUNCH, "deepspeed --num_gpus")
+            self._set_nodes(_as_int(opts.get("num_nodes")), P_LAUNCH, "deepspeed --num_nodes")
+            inc = opts.get("include")
+            if isinstance(inc, str) and ":" in inc:
+                self._set_gpn(len(inc.split(":")[1].split(",")), P_LAUNCH, "deepspeed --include")
+        elif head == "accelerate":
+            if script == "launch" or (args and script is None):
+                opts, script, args = self._split_launcher(rest[1:] if rest and rest[0] == "launch" else rest)
+            self._set_total(_as_int(opts.get("num_processes")), P_LAUNCH, "accelerate --num_processes")
+            self._set_nodes(_as_int(opts.get("num_machines")), P_LAUNCH, "accelerate --num_machines")
+        elif head == "srun":
+            self._set_nodes(_as_int(opts.get("nodes") or opts.get("N")), P_LAUNCH, "srun --nodes")
+            g = _as_int(opts.get("gpus_per_node")) or _as_int(opts.get("ntasks_per_node"))
+            self._set_gpn(g, P_LAUNCH, "srun gpus/tasks per node")
+            if opts.get("gres"):
+                m = re.search(r"gpu(?::\w+)?:(\d+)", str(opts["gres"]))
+                if m:
+                    self._set_gpn(int(m.group(1)), P_LAUNCH, "srun --gres")
+            total = _as_int(opts.get("ntasks") or opts.get("n"))
+            self._set_total(total, 85, "srun --ntasks")
+            per = _as_int(opts.get("ntasks_per_node"))
+            if total and per and not (opts.get("nodes") or opts.get("N")):
+                self._set_nodes(-(-total // per), 85, "srun --ntasks / --ntasks-per-node")
+            if script in ("python", "python3") or (script and script.endswith(("torchrun", "python"))):
+                self.launcher([script] + args, env)
+                return
+        elif head == "mpirun":
+            self._set_total(_as_int(opts.get("np") or opts.get("n")), P_LAUNCH, "mpirun -np")
+            if script in ("python", "python3"):
+                self.launcher([script] + args, env)
+                return
+        if script:
+            if PurePosixPath(script).name in ("python", "python3", "torchrun"):
+                self.launcher([script] + args, env)
+            else:
+                self.entry_script(script, args)
+
+    @staticmethod
+    def _split_launcher(rest: list[str]) -> tuple[dict[str, Any], str | None, list[str]]:
+        """Launcher options up to the first positional (the script)."""
+        opts: dict[str, Any] = {}
+        i = 0
+        flags = {"standalone", "use_env", "multi_gpu", "no_python", "no_local_rank", "exclusive", "mpi"}
+        while i < len(rest):
+            t = rest[i]
+            if t == "launch" and i == 0:
+                i += 1
+                continue
+            if not t.startswith("-"):
+                return opts, t, rest[i + 1:]
+            key = t.lstrip("-")
+            if "=" in key:
+                k, v = key.split("=", 1)
+                opts[k.replace("-", "_")] = v
+                i += 1
+                continue
+            k = key.replace("-", "_")
+            if k in flags or i + 1 >= len(rest) or (rest[i + 1].startswith("-") and not re.fullmatch(r"-\d+", rest[i + 1])):
+                opts[k] = True
+                i += 1
+            else:
+                if len(key) > 1 and key[0] in "Nn" and key[1:].isdigit() and t.startswith("-") and not t.startswith("--"):
+                    opts[key[0]] = key[1:]
+                    i += 1
+                    continue
+                opts[k] = rest[i + 1]
+                i += 2
+        return opts, None, []
+
+    # -- entry script --------------------------------------------------------------------------
+    def entry_script(self, script: str, argv: list[str], console: str | None = None) -> None:
+        name = self._file(script)
+        self.entry = name or script
+        self.argv = list(argv)
+        self.task_text.append(console or PurePosixPath(script).name)
+        parsed_info = analyse_source(self.files[name]) if name and name.endswith(".py") else None
+        info = parsed_info if parsed_info is not None else _PyInfo()
+        if name is not None and parsed_info is not None:
+            self._follow_wrapped(name, info)
+        self.task_text.extend(info.defaults)  # option names say the objective (--mask_ratio, --mlm)
+        # HfArgumentParser with one JSON argument
+        if info.hf_parser and len(argv) == 1 and argv[0].endswith(".json"):
+            f = self._file(argv[0])
+            if f:
+                self.config_file(f, P_ARGV, f"json args {f}")
+            argv = []
+        parsed, positionals, hydra = _parse_argv(argv, info)
+        for k, v in parsed.items():
+            self.s.put(k, v, P_ARGV, f"argv --{k}")
+        for dest, default in info.defaults.items():
+            if dest not in parsed:
+                self.s.put(dest, default, P_DEFAULT, f"argparse default {dest}")
+        # config files named by the resolved arguments (argv first, then defaults)
+        resolved = {**{d: v for d, v in info.defaults.items()}, **parsed}
+        for k, v in resolved.items():
+            if isinstance(v, str) and re.search(r"\.(json|ya?ml|py)$", v) and not k.startswith("output"):
+                f = self._file(v)
+                if f and f != name:
+                    self.config_file(f, P_CONFIG, f"config {f}")
+        rest_pos = []
+        i = 0
+        while i < len(positionals):  # detectron2 / yacs opts: "SOLVER.MAX_ITER 90000" pairs
+            p = positionals[i]
+            if re.fullmatch(r"[A-Z][A-Z0-9_]*(\.[A-Z0-9_]+)+", p) and i + 1 < len(positionals):
+                self.s.put(p, _yaml_value(positionals[i + 1]), P_OVERRIDE, f"opts {p}")
+                i += 2
+                continue
+            rest_pos.append(p)
+            i += 1
+        positionals = rest_pos
+        for p in positionals:
+            f = self._file(p)
+            if f and re.search(r"\.(json|ya?ml|py)$", f):
+                self.config_file(f, P_CONFIG, f"config {f}")
+            elif re.fullmatch(r"\d+", p):
+                pass
+        if "cfg_options" in parsed:
+            for item in str(parsed["cfg_options"]).split():
+                if "=" in item:
+                    k, v = item.split("=", 1)
+                    self.s.put(k, _yaml_value(v), P_OVERRIDE, f"--cfg-options {k}")
+        cli_name = parsed.get("config_name") or parsed.get("cn")
+        cli_dir = parsed.get("config_dir") or parsed.get("config_path") or parsed.get("cp")
+        if info.hydra is not None:
+            cpath, cname = info.hydra
+            self.hydra(name or script, (cpath, str(cli_name) if cli_name else cname), hydra,
+                       config_dir=str(cli_dir) if parsed.get("config_dir") else None)
+        elif cli_name and cli_dir:  # fairseq-hydra-train and other Hydra console scripts
+            self.hydra("", (None, str(cli_name)), hydra, config_dir=str(cli_dir))
+        elif hydra:
+            for k, v in hydra:
+                self.s.put(k, _yaml_value(v), P_OVERRIDE, f"override {k}")
+        for key, value in info.keywords:
+            self.s.put(key, value, P_CODE_KW, f"code {key}")
+        for key, value in info.fields.items():
+            if key not in parsed:
+                self.s.put(key, value, P_DEFAULT - 5, f"dataclass field default {key}")
+        for key, value in info.consts.items():
+            self.s.put(key, value, P_CODE, f"module constant {key}")
+        for mod in info.imports:
+            f = self._file(mod.replace(".", "/") + ".py", rel_to=name) or self._file(mod.replace(".", "/") + ".py")
+            if f and f != name:
+                for key, value in _attribute_defaults(self.files[f]).items():
+                    self.s.put(key, value, P_DEFAULT - 10, f"config defaults {f}")
+        self.s.put("hint.entry", PurePosixPath(script).stem, P_CODE - 20, f"entry name {script}")
+        for k in ("config", "cfg", "config_name", "config_file"):
+            v = parsed.get(k)
+            if isinstance(v, str) and not self._file(v):
+                self.s.put("hint.config", v, P_CODE - 20, f"config name {v}")
+        if name is None:  # a console script: positionals are data paths more often than not
+            for p in positionals:
+                self.s.put("positional", p, P_ARGV - 5, f"argv positional {p}")
+        for value in info.model_literals:
+            self.s.put("code.model", value, P_CODE, "code model constructor")
+        for value in info.dataset_literals:
+            self.s.put("code.dataset", value, P_CODE, "code dataset call")
+        self.task_text.extend(info.task_words)
+
+    def _follow_wrapped(self, name: str, info: _PyInfo) -> None:
+        """A wrapper (a submitit launcher, a thin main) that builds its parser from another local
+        module's (`parents=[trainer.get_args_parser()]`) or parses a dataclass defined there
+        (HfArgumentParser): that module's options, defaults and fields count as the entry's own
+        (the entry's win where both define one)."""
+        text = self.files[name]
+        wraps = re.search(r"get_args_parser|get_parser|parents\s*=|add_args\(", text) is not None
+        if not (wraps or info.hf_parser or "dataclass" in text):
+            return
+        for mod in info.imports:
+            f = self._module_file(mod) or self._file(mod.replace(".", "/") + ".py", rel_to=name)
+            if not f or f == name or not f.endswith(".py"):
+                continue
+            sub = _analysis_of(self.files[f])
+            if sub is None:
+                continue
+            if wraps and sub.options:
+                for k, v in sub.options.items():
+                    info.options.setdefault(k, v)
+                for k, v in sub.defaults.items():
+                    info.defaults.setdefault(k, v)
+                info.task_words.extend(sub.task_words)
+                info.model_literals.extend(sub.model_literals)
+                self.task_text.append(PurePosixPath(f).name)
+            if info.hf_parser or "dataclass" in text:
+                for k, v in sub.fields.items():
+                    info.fields.setdefault(k, v)
+
+    def hydra(self, script: str, spec: tuple[str | None, str | None], overrides: list[tuple[str, str]],
+              config_dir: str | None = None) -> None:
+        cpath, cname = spec
+        if config_dir is not None:  # --config-dir on the command line: relative to where it runs
+            base = _join_rel(self.cwd, config_dir)
+        else:
+            base = str(PurePosixPath(script).parent / (cpath or "."))
+        base = base.lstrip("./") if base.startswith("./") else base
+        base = "" if base == "." else base
+
+        def path(*parts: str) -> str:
+            return "/".join(p for p in (base, *parts) if p)
+
+        groups: dict[str, str] = {}
+        cfg: dict = {}
+        main = self._yaml(path((cname or "config") + ".yaml"))
+        if main is None:
+            return
+        for d in main.get("defaults", []) or []:
+            if isinstance(d, dict):
+                for k, v in d.items():
+                    k2 = str(k).replace("optional ", "").replace("override ", "").strip().lstrip("/")
+                    if v is not None:
+                        groups[k2] = str(v)
+        set_overrides = []
+        for k, v in overrides:
+            k2 = k.lstrip("+")
+            if "." not in k2 and any(f.startswith(path(k2) + "/") for f in self.files):
+                groups[k2] = v
+            else:
+                set_overrides.append((k2, v))
+        for g, opt in groups.items():
+            sub = self._yaml(path(g, opt + ".yaml"))
+            if isinstance(sub, dict):
+                if sub.get("_global_") or "# @package _global_" in self.files.get(path(g, opt + ".yaml"), ""):
+                    _merge(cfg, {k: v for k, v in sub.items() if k != "defaults"})
+                else:
+                    _merge(cfg, {g: sub})
+        _merge(cfg, {k: v for k, v in main.items() if k != "defaults"})
+        cfg = _resolve_interpolations(cfg)
+        self.s.put_tree(cfg, P_CONFIG, "hydra config")
+        task = cfg.get("task")
+        if isinstance(task, dict) and isinstance(task.get("_name"), str):
+            self.task_text.append(task["_name"])
+        for k, v in set_overrides:
+            self.s.put(k, _yaml_value(v), P_OVERRIDE, f"hydra override {k}")
+        self._hydra_devices(cfg, set_overrides)
+
+    def _hydra_devices(self, cfg: dict, overrides: list[tuple[str, str]]) -> None:
+        tr = cfg.get("trainer") if isinstance(cfg.get("trainer"), dict) else {}
+        dev = _as_int(dict(overrides).get("trainer.devices", tr.get("devices")))
+        nn = _as_int(dict(overrides).get("trainer.num_nodes", tr.get("num_nodes")))
+        self._set_gpn(dev, 30, "hydra trainer.devices")
+        self._set_nodes(nn, 30, "hydra trainer.num_nodes")
+
+    def _yaml(self, path: str) -> dict | None:
+        text = self.files.get(path)
+        if text is None:
+            return None
+        data = _yaml_text(text)
+        return copy.deepcopy(data) if data is not None else None  # callers pop keys from it
+
+    def config_file(self, name: str, prio: int, source: str) -> None:
+        if name in self.loaded:
+            return
+        self.loaded.add(name)
+        text = self.files[name]
+        self.task_text.append(PurePosixPath(name).name)
+        if name.endswith(".json"):
+            try:
+                data = json.loads(text)
+            except json.JSONDecodeError:
+                return
+            self.s.put_tree(data, prio, source)
+        elif name.endswith((".yaml", ".yml")):
+            data = self._yaml(name)
+            if data is not None and data and all(isinstance(v, dict) for v in data.values()):
+                # per-environment sections (`base: &base`, `prod: {<<: *base}`): the one the job names
+                env = next((str(v) for k, v, p, src in self.s.ranked() if isinstance(v, str) and v in data
+                            and p >= P_DEFAULT), None)
+                if env is not None:
+                    data = dict(data[env])
+            if data is not None:
+                base = data.pop("_BASE_", None) or data.pop("_base_", None)
+                for b in ([base] if isinstance(base, str) else base if isinstance(base, list) else []):
+                    f = self._file(str(b), rel_to=name)
+                    if f:
+                        self.config_file(f, prio - 1, f"config {f}")
+                self.s.put_tree(data, prio, source)
+            self.s.put("config.filename", PurePosixPath(name).stem, prio - 30, f"config name {name}")
+        elif name.endswith(".py"):
+            data, bases = _python_config(text)
+            for b in bases:
+                f = self._file(b, rel_to=name)
+                if f:
+                    self.config_file(f, prio - 1, f"config {f}")
+            self.s.put_tree(data, prio, source)
+            self.s.put("config.filename", PurePosixPath(name).stem, prio - 30, f"config name {name}")
+            self.task_text.append(json.dumps(data, default=str))
+
+    # -- resolve -------------------------------------------------------------------------------
+
+    # -- resolve -------------------------------------------------------------------------------
+    def resolve(self) -> JobMetadata:
+        return _resolve(self)
+
+
+
+
+@lru_cache(maxsize=512)
+def _yaml_text(text: str) -> dict | None:
+    """A YAML mapping parsed once per distinct text (PyYAML is slow; configs repeat across jobs)."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _norm_path(k: str) -> str:
+    return str(PurePosixPath(k)).lstrip("./") if k.startswith("./") else str(PurePosixPath(k))
+
+
+def _resolve_interpolations(cfg: dict) -> dict:
+    """${a.b} interpolations resolved with OmegaConf when it is installed (the ml extra); a config it
+    cannot resolve (a missing ??? value, an unknown resolver) is kept as merged."""
+    try:
+        from omegaconf import OmegaConf
+    except ImportError:
+        return cfg
+    try:
+        out = OmegaConf.to_container(OmegaConf.create(cfg), resolve=True, throw_on_missing=False)
+    except Exception:  # noqa: BLE001 - any OmegaConf failure: keep the plain merge
+        return cfg
+    return out if isinstance(out, dict) else cfg
+
+
+def extract_metadata(command: str, files: dict[str, str]) -> JobMetadata:
+    """Model, task, iterations (+ unit), dataset, per-device batch size, total GPUs and nodes of a job,
+    from its launch command and its repository files ({relative path: text}). Fields that no rule
+    finds are None (GPUs and nodes default to 1)."""
+    if not isinstance(command, str) or not command.strip():
+        raise ValueError("the command is empty")
+    ex = _Extractor(dict(files))
+    ex.command(command)
+    return ex.resolve()
+
+
+READ_SUFFIXES = (".py", ".sh", ".yaml", ".yml", ".json", ".cfg", ".toml", ".txt", ".md", ".ini", ".slurm")
+
+
+def read_repository(folder: str, max_bytes: int = 1_000_000, max_files: int = 2000) -> dict[str, str]:
+    """{relative path: text} of a repository's text files (hidden folders and large files skipped)."""
+    from pathlib import Path
+
+    root = Path(folder)
+    if not root.exists():
+        raise FileNotFoundError(f"{folder}: no such repository folder")
+    if not root.is_dir():
+        raise NotADirectoryError(f"{folder}: not a folder")
+    out: dict[str, str] = {}
+    for p in sorted(root.rglob("*")):
+        rel = p.relative_to(root)
+        if any(part.startswith(".") or part in ("__pycache__", "node_modules") for part in rel.parts):
+            continue
+        if p.is_file() and p.suffix in READ_SUFFIXES and p.stat().st_size <= max_bytes:
+            try:
+                out[rel.as_posix()] = p.read_text(encoding="utf-8")
+            except (UnicodeDecodeError, OSError):
+                continue
+            if len(out) >= max_files:
+                break
+    return out

@@ -1,0 +1,163 @@
+"""Normalisation of model, dataset and task names as people write them (torchvision, timm, Hugging
+Face hub ids, mmengine types, free text) to canonical ids, so that "vit_base_patch16_224",
+"google/vit-base-patch16-224" and "ViT-B/16" are one model. Unknown names are kept, normalised."""
+from __future__ import annotations
+
+import re
+
+# (pattern over the normalised name, canonical id); first match wins, so specific before generic
+MODEL_RULES: tuple[tuple[str, str], ...] = (
+    (r"stable-?diffusion|(^|-)sd-?(v)?1-?5($|-)", "stable-diffusion-1.5"),
+    (r"segformer|mit-b2|mixvisiontransformer", "segformer-b2"),
+    (r"faster-?rcnn", "faster-rcnn-r50"),
+    (r"mask-?rcnn", "mask-rcnn-r50"),
+    (r"transformer.*(wmt|vaswani).*big|transformer-?big", "transformer-big"),
+    (r"llama-?2-?7b|llama2-?7b", "llama-2-7b"),
+    (r"(^|-)llama-?7b", "llama-7b"),  # LLaMA-1 7B: another model than LLaMA-2 7B
+    (r"gpt-?2-?(medium|345m)", "gpt2-medium"),
+    (r"(^|-)gpt-?2($|-small|-124m)", "gpt2"),
+    (r"roberta-?large", "roberta-large"),
+    (r"bert-?large", "bert-large"),
+    (r"(^|-)bert-?base|(^|-)bert($|-uncased|-cased)", "bert-base"),
+    (r"(^|-)t5-?base", "t5-base"),
+    (r"conformer", "conformer"),
+    (r"(^|-)lstm", "lstm-lm"),
+    (r"dcgan", "dcgan"),
+    (r"neumf|(^|-)ncf($|-)", "neumf"),
+    (r"(^|-)ppo($|-)", "ppo"),
+    (r"(^|-)td3($|-)", "td3"),
+    (r"pointnet", "pointnet"),
+    (r"(^|-)tnt-?(s|small)", "tnt-small"),
+    (r"swin-?(b|base)($|-)|swin-?transformer-?base|^swin-?b$", "swin-base"),
+    (r"convnext-?(b|base)($|-)", "convnext-base"),
+    (r"(^|-)vit-?(b|base)($|-)", "vit-base"),
+    (r"mobilenet-?v?3", "mobilenet-v3"),
+    (r"mobilenet-?v?2", "mobilenet-v2"),
+    (r"efficientnet-?b0", "efficientnet-b0"),
+    (r"(^|-)vgg-?19", "vgg19"),
+    (r"(^|-)vgg-?16", "vgg16"),
+    (r"(^|-)resnet-?50($|-)", "resnet50"),
+    (r"(^|-)resnet-?18($|-)", "resnet18"),
+    (r"transformer-?(wmt|base)|^transformer$", "transformer-base"),
+)
+
+MODEL_TASK = {
+    "stable-diffusion-1.5": "image-generation", "segformer-b2": "semantic-segmentation",
+    "faster-rcnn-r50": "object-detection", "llama-2-7b": "language-modeling", "llama-7b": "language-modeling", "gpt2": "language-modeling",
+    "gpt2-medium": "language-modeling", "roberta-large": "text-classification", "bert-base": "text-classification",
+    "bert-large": "question-answering", "t5-base": "summarization", "conformer": "speech-recognition",
+    "transformer-base": "translation", "transformer-big": "translation", "mask-rcnn-r50": "object-detection", "lstm-lm": "language-modeling", "dcgan": "image-generation",
+    "neumf": "recommendation", "ppo": "reinforcement-learning", "td3": "reinforcement-learning",
+    "pointnet": "point-cloud-classification",
+    **{f"yolov{v}{s}": "object-detection" for v in "58" for s in "nsmlx"},
+}
+
+DATASET_RULES: tuple[tuple[str, str], ...] = (
+    (r"imagenet|ilsvrc", "imagenet"),
+    (r"cifar-?100", "cifar100"),
+    (r"cifar-?10", "cifar10"),
+    (r"(^|-)coco", "coco"),
+    (r"ade20k|(^|-)ade(-|$)|adechallenge", "ade20k"),
+    (r"(^|-)sst-?2", "glue-sst2"),
+    (r"(^|-)mnli", "glue-mnli"),
+    (r"squad", "squad"),
+    (r"wikitext-?103", "wikitext-103"),
+    (r"wikitext-?2", "wikitext-2"),
+    (r"openwebtext", "openwebtext"),
+    (r"alpaca", "alpaca"),
+    (r"wmt-?14", "wmt14-en-de"),
+    (r"wmt-?16", "wmt16-en-de"),
+    (r"cnn-?dailymail", "cnn-dailymail"),
+    (r"librispeech", "librispeech"),
+    (r"ml-?1m|movielens", "movielens-1m"),
+    (r"breakout", "atari-breakout"),
+    (r"halfcheetah", "mujoco-halfcheetah"),
+    (r"celeba", "celeba"),
+    (r"modelnet-?40", "modelnet40"),
+    (r"laion", "laion-aesthetics"),
+)
+
+DATASET_TASK = {
+    "imagenet": "image-classification", "cifar10": "image-classification", "cifar100": "image-classification",
+    "coco": "object-detection", "ade20k": "semantic-segmentation", "glue-sst2": "text-classification",
+    "glue-mnli": "text-classification", "squad": "question-answering", "wikitext-103": "language-modeling",
+    "wikitext-2": "language-modeling", "openwebtext": "language-modeling", "alpaca": "language-modeling",
+    "wmt14-en-de": "translation", "wmt16-en-de": "translation", "cnn-dailymail": "summarization", "librispeech": "speech-recognition",
+    "movielens-1m": "recommendation", "atari-breakout": "reinforcement-learning",
+    "mujoco-halfcheetah": "reinforcement-learning", "celeba": "image-generation",
+    "modelnet40": "point-cloud-classification", "laion-aesthetics": "image-generation",
+}
+
+# code signals of the task: HF auto classes, example script names, mmengine model types
+TASK_SIGNALS: tuple[tuple[str, str], ...] = (
+    # the objective before the data: a masked-autoencoder or contrastive run on ImageNet is pretraining
+    (r"main_pretrain|mask_ratio|audio_pretraining|wav2vec|simclr|(?<![a-z])moco|(?<![a-z])dino(?![a-z])|"
+     r"(?<![a-z])byol(?![a-z])|pretrain_mae|mae_vit|masked_autoencoder", "self-supervised-pretraining"),
+    (r"masked_lm|(?<![a-z])run_mlm|(?<![a-z])mlm_probability", "language-modeling"),
+    (r"imageclassifier", "image-classification"),
+    (r"forcausallm|run_clm|pretrain_gpt|gpt2lmhead", "language-modeling"),
+    (r"forsequenceclassification|run_glue", "text-classification"),
+    (r"forquestionanswering|run_qa", "question-answering"),
+    (r"forseq2seqlm|run_summarization", "summarization"),
+    (r"run_translation", "translation"),
+    (r"forimageclassification|run_image_classification", "image-classification"),
+    (r"forctc|run_speech_recognition", "speech-recognition"),
+    (r"unet2dconditionmodel|train_text_to_image", "image-generation"),
+    (r"fasterrcnn|maskrcnn|retinanet|detdatasets|cocodataset", "object-detection"),
+    (r"segformerhead|ade20kdataset|encoderdecoder", "semantic-segmentation"),
+)
+
+def norm(name: str) -> str:
+    """Lower case, every run of other characters one '-': "ViT-B/16" -> "vit-b-16"."""
+    return re.sub(r"[^a-z0-9]+", "-", str(name).lower()).strip("-")
+
+
+def _strip_org(name: str) -> str:
+    """'google/vit-base-patch16-224' -> 'vit-base-patch16-224'; 'ViT-B/16' and paths stay whole."""
+    s = str(name).strip()
+    if "/" in s and not s.startswith(("/", ".")) and not re.search("stable-diffusion", s, re.I):
+        tail = s.split("/")[-1]
+        if re.search(r"[a-z]{2}", tail.lower()):
+            return tail
+    return s
+
+
+def known_model(name: str | None, strip: bool = True) -> str | None:
+    """Canonical id only when the name is a known model (else None): used to rank candidates.
+    strip=False matches the whole string ("llama2/7B_full" names a config of LLaMA-2 7B)."""
+    if name is None or not str(name).strip():
+        return None
+    n = norm(_strip_org(name) if strip else name)
+    m = re.search(r"(?:^|-)yolov?(5|8)([nsmlx])(?:$|-|6)", n)
+    if m:
+        return f"yolov{m.group(1)}{m.group(2)}"
+    for pat, key in MODEL_RULES:
+        if re.search(pat, n):
+            return key
+    return None
+
+
+def canonical_model(name: str | None) -> str | None:
+    """Canonical model id of a written name, or the normalised name when unknown (None for empty)."""
+    if name is None or not str(name).strip():
+        return None
+    return known_model(name) or norm(_strip_org(name)) or None
+
+
+def canonical_dataset(value: str | None) -> str | None:
+    """Canonical dataset of a name or a path (searched segment by segment); None when unknown."""
+    if value is None:
+        return None
+    n = norm(value)
+    for pat, key in DATASET_RULES:
+        if re.search(pat, n):
+            return key
+    return None
+
+
+def task_from_signals(text: str) -> str | None:
+    t = text.lower()
+    for pat, task in TASK_SIGNALS:
+        if re.search(pat, t):
+            return task
+    return None
