@@ -93,8 +93,11 @@ def test_preset_naming_an_import_path_is_refused_and_a_registered_one_runs(tmp_p
         def load(self):
             return nontable_generator
 
-    monkeypatch.setattr(synthetic, "_entry_points", lambda: {"plugin-gen": FakeEntryPoint()})
-    monkeypatch.setattr(synthetic, "_REGISTERED", {})
+    from features import plugins
+
+    monkeypatch.setattr(plugins, "entry_points_of",
+                        lambda group: {"plugin-gen": FakeEntryPoint()} if group == "schedcast.generators" else {})
+    monkeypatch.setattr(synthetic.GENERATORS, "_items", {})
     assert synthetic.get_generator("plugin-gen") is nontable_generator
     assert "plugin-gen" in synthetic.generator_names()
 

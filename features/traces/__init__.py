@@ -5,23 +5,40 @@ from pathlib import Path
 from typing import Callable
 
 from features.jobtable import JobTable, TraceError
+from features.plugins import PluginError, Registry, new_registry
 from features.traces._io import COMPRESSION_SUFFIXES, check_path
 from features.traces.alibaba import load_alibaba_v2023, load_pai
 from features.traces.helios import load_acme, load_helios
 from features.traces.philly import load_philly_csv, load_philly_json
 
-#: format name -> (loader, one-line description). The CLI and tests read this registry.
-FORMATS: dict[str, tuple[Callable[..., JobTable], str]] = {
+
+def _as_format(name: str, entry) -> tuple[Callable[..., JobTable], str]:
+    """What the registry stores: (loader, one-line description). A bare loader (an entry point's
+    function ``load(path, **options) -> JobTable``) is described by its docstring's first line."""
+    if isinstance(entry, tuple) and len(entry) == 2 and callable(entry[0]):
+        return entry[0], str(entry[1])
+    if not callable(entry):
+        raise PluginError(f"trace format {name!r} must be a loader function (path, **options) -> JobTable")
+    doc = (entry.__doc__ or "").strip().splitlines()
+    return entry, doc[0] if doc else name
+
+
+#: format name -> (loader, one-line description): the one registry of trace formats (entry-point group
+#: ``schedcast.trace_formats``, whose entries are loader functions). The CLI and tests read it.
+FORMATS: Registry[tuple[Callable[..., JobTable], str]] = new_registry("trace_formats", noun="trace format",
+                                                                     adapt=_as_format)
+for _name, _entry in {
     "philly": (load_philly_csv, "Philly processed CSV (timestamp, duration, num_gpus, gpu_time, cluster)"),
     "philly-json": (load_philly_json, "Philly raw cluster_job_log JSON (attempts, per-attempt GPUs)"),
     "helios": (load_helios, "Helios / Lucid cluster_log.csv or cluster_full_log.csv (node_num optional)"),
     "acme": (load_acme, "Acme Seren / Kalos trace_*.csv"),
     "pai": (load_pai, "Alibaba PAI-2020 headerless pai_job_table.csv (+ group_tag, task table)"),
     "alibaba-v2023": (load_alibaba_v2023, "Alibaba GPU cluster v2023 pod list (qos -> job_class)"),
-}
+}.items():
+    FORMATS.register(_name, _entry)
 
-#: modules that add formats: each exposes ``FORMATS`` (same shape) and is imported when present, so a new
-#: system's trace (GFS' spot trace, failure-annotated traces) plugs in from its own file
+#: schedcast's own modules that add formats: each exposes ``FORMATS`` (same shape) and is imported here,
+#: so a new system's trace (GFS' spot trace, failure-annotated traces) plugs in from its own file
 _PLUGIN_FORMATS = ("features.traces.gfs", "features.traces.failures")
 
 
@@ -30,9 +47,9 @@ def _load_plugin_formats() -> None:
 
     for module_name in _PLUGIN_FORMATS:
         for name, entry in getattr(importlib.import_module(module_name), "FORMATS", {}).items():
-            if name in FORMATS:
+            if name in FORMATS._items:
                 raise ValueError(f"trace format {name!r} of {module_name} is already registered")
-            FORMATS[name] = entry
+            FORMATS.register(name, entry)
 
 
 _load_plugin_formats()
@@ -73,7 +90,7 @@ def load_trace(path: str | Path, format: str | None = None, *, cache: bool = Tru
     check_path(path)
     fmt = format or guess_format(path)
     if fmt not in FORMATS:
-        raise TraceError(path, f"unknown format {fmt!r}; known: {', '.join(FORMATS)}")
+        raise TraceError(path, f"unknown format {fmt!r}; known: {', '.join(FORMATS.names())}")
     from features.traces import cache as trace_cache
 
     key = trace_cache.key_for(path, fmt, options) if cache else None

@@ -16,6 +16,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from features.jobtable import JobTable, LoadReport, finalize
+from features import plugins
+from features.plugins import Registry, new_registry
 from features.paths import configs_dir
 
 DAY = 86_400.0
@@ -114,83 +116,75 @@ def load_preset(name: str, **overrides) -> SyntheticSpec:
 Generator = Callable[[dict, int, "int | None"], JobTable]
 #: Entry-point group through which an installed package adds generators (name -> function).
 ENTRY_POINT_GROUP = "schedcast.generators"
-#: Built-in generators, imported on first use (their modules import pandas-heavy code). The module paths
-#: are written here, in code: no string from a config file or flag ever becomes an import.
-_BUILTIN: dict[str, tuple[str, str, str]] = {
-    "gfs": ("features.traces.gfs", "generate_from_preset", "GFS-shaped HP / spot tasks (GfsSpec fields)"),
-    "pai": ("features.traces.pai_synthetic", "generate_from_preset", "PAI-shaped jobs for A-SRPT (PaiSpec)"),
-    "failures": ("features.traces.failures", "generate_from_preset",
+#: The one registry of generators (features.plugins.Registry). Built-ins are imported on first use (their
+#: modules import pandas-heavy code); their module paths are written here, in code: no string from a
+#: config file or flag ever becomes an import.
+GENERATORS: Registry[Generator] = new_registry("generators", noun="generator")
+_DESCRIPTIONS: dict[str, str] = {}
+for _name, (_target, _text) in {
+    "gfs": ("features.traces.gfs:generate_from_preset", "GFS-shaped HP / spot tasks (GfsSpec fields)"),
+    "pai": ("features.traces.pai_synthetic:generate_from_preset", "PAI-shaped jobs for A-SRPT (PaiSpec)"),
+    "failures": ("features.traces.failures:generate_from_preset",
                  "jobs with failures, SchedMate's setting (FailureWorkloadSpec)"),
-    "venus-shaped": ("features.traces.lucid_synthetic", "venus_shaped",
+    "venus-shaped": ("features.traces.lucid_synthetic:venus_shaped",
                      "Helios-like jobs on Venus' VCs, Lucid's setting (preset, cluster)"),
-}
-_REGISTERED: dict[str, Generator] = {}
+}.items():
+    GENERATORS.register_lazy(_name, _target)
+    _DESCRIPTIONS[_name] = _text
+#: what this process registered by code (the registry's own table: tests set entries in it)
+_REGISTERED = GENERATORS._items
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")
 
 
 def register_generator(name: str, function: Generator, *, replace: bool = False) -> Generator:
     """Register ``function(params, seed, jobs) -> JobTable`` as generator ``name`` (what a preset's or a
-    spec's ``generator:`` names). Code registers generators (schedcast's own, a test, an installed
-    plug-in through the ``schedcast.generators`` entry-point group); a file only names one."""
+    spec's ``generator:`` names). Code registers generators (schedcast's own, a test, a ``--plugin``
+    module, an installed plug-in through the ``schedcast.generators`` entry-point group); a file only
+    names one."""
     if not _NAME.fullmatch(str(name)):
         raise ValueError(f"generator name {name!r}: letters, digits, '-', '_' and '.', starting with a letter")
     if not callable(function):
         raise TypeError(f"generator {name!r} must be a function (params, seed, jobs) -> JobTable")
-    if not replace and (name in _BUILTIN or (name in _REGISTERED and _REGISTERED[name] is not function)):
-        raise ValueError(f"generator {name!r} registered twice")
-    _REGISTERED[name] = function
+    if not replace and (name in _REGISTERED or GENERATORS.builtin(name)):
+        if GENERATORS.lookup(name) is not function:  # the same function again (a worker's set-up) is a no-op
+            raise ValueError(f"generator {name!r} registered twice")
+    GENERATORS.register(name, function, replace=True)
     return function
 
 
 def _entry_points() -> dict[str, object]:
-    from importlib.metadata import entry_points
-
-    try:
-        return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
-    except Exception:  # noqa: BLE001 - broken metadata of some other package: no plug-ins
-        return {}
+    return plugins.entry_points_of(ENTRY_POINT_GROUP)
 
 
 def generator_names() -> list[str]:
     """Every generator a preset or a spec may name: built-in, registered, and installed plug-ins."""
-    return sorted({*_BUILTIN, *_REGISTERED, *_entry_points()})
+    return sorted(GENERATORS.names())
 
 
 def check_generator_name(ref: str) -> str:
-    """``ref`` if it names a known generator (no import happens), else a one-line ValueError; an import
-    path (``package.module:function``) is refused: it would run whatever module a file names."""
+    """``ref`` if it names a known generator (only a ``--plugin`` module may be imported), else a one-line
+    ValueError; an import path (``package.module:function``) is refused: it would run whatever module a
+    file names."""
     text = str(ref)
     if ":" in text or "/" in text:
         raise ValueError(f"generator {text!r} is an import path; name a registered generator instead "
                          f"({', '.join(generator_names())}); third-party generators come from an installed "
-                         f"package's '{ENTRY_POINT_GROUP}' entry points")
-    if text not in _BUILTIN and text not in _REGISTERED and text not in _entry_points():
+                         f"package's '{ENTRY_POINT_GROUP}' entry points or a --plugin module")
+    if text not in GENERATORS.names():
         raise ValueError(f"unknown generator {text!r}; registered: {', '.join(generator_names())}")
     return text
 
 
 def get_generator(ref: str) -> Generator:
     """The function of generator ``ref`` (a registered name; see :func:`check_generator_name`)."""
-    name = check_generator_name(ref)
-    if name in _REGISTERED:
-        return _REGISTERED[name]
-    if name in _BUILTIN:
-        import importlib
-
-        module, attr, _ = _BUILTIN[name]
-        return getattr(importlib.import_module(module), attr)
-    try:
-        function = _entry_points()[name].load()
-    except Exception as exc:  # noqa: BLE001 - an installed plug-in that does not import
-        raise ValueError(f"generator {name!r} (entry point of an installed package) cannot be loaded: "
-                         f"{type(exc).__name__}: {exc}") from None
-    return register_generator(name, function, replace=True)
+    return GENERATORS.lookup(check_generator_name(ref))
 
 
 def registered_generators(names: "list[str] | set[str]") -> dict[str, Generator]:
     """The generators among ``names`` that this process registered at run time (not built-in, not an
     installed plug-in): a parallel engine ships them to its workers with the cells, by reference."""
-    return {n: _REGISTERED[n] for n in names if n in _REGISTERED and n not in _entry_points()}
+    return {n: _REGISTERED[n] for n in names
+            if n in _REGISTERED and not GENERATORS.builtin(n) and n not in _entry_points()}
 
 
 def build_preset(name: str, seed: int = 0, jobs: int | None = None,

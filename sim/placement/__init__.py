@@ -18,9 +18,9 @@ follow the scheduling-framework stages of framework.py: bound to the workload wh
 """
 from __future__ import annotations
 
-import ast
 from typing import Callable
 
+from features.plugins import Registry, new_registry, parse_spec
 from sim.placement.pool import MILLI, NodePool, Placement_t
 
 __all__ = ["MILLI", "NodePool", "Placement", "Placement_t", "FirstFit", "Consolidate", "PLACEMENTS",
@@ -305,7 +305,10 @@ class NodeChoicePlacement(Placement):
         return self._spread.place_gpus(pool, gpus, gpu_type)
 
 
-PLACEMENTS: dict[str, Callable[..., Placement]] = {
+#: name -> factory: the one registry of placements (features.plugins.Registry; entry-point group
+#: ``schedcast.placements``, whose entries are Placement classes or factories). The CLI, configs and tests read it.
+PLACEMENTS: Registry[Callable[..., Placement]] = new_registry("placements", noun="placement")
+for _name, _factory in {
     "first-fit": FirstFit,
     "consolidate": Consolidate,
     "best-fit": lambda: Consolidate(strict=False),
@@ -313,28 +316,24 @@ PLACEMENTS: dict[str, Callable[..., Placement]] = {
     "heavy-edge": _heavy_edge,
     "gfs": _gfs,  # GFS Alg. 1 (sim/placement/gfs.py)
     "fgd": _fgd,  # FGD against the bound workload's request mix (sim/placement/fgd.py)
-}
+}.items():
+    PLACEMENTS.register(_name, _factory)
 
 
 def make_placement(name: str | Placement) -> Placement:
-    """A placement by registry name, optionally with parameters: ``scored:best_fit=1,class_affinity=0.5``."""
+    """A placement by registry name, optionally with parameters: ``scored:best_fit=1,class_affinity=0.5``
+    (the one grammar, features.plugins.parse_spec; values are numbers or true/false)."""
     if isinstance(name, Placement):
         return name
-    base, _, rest = str(name).partition(":")
-    if base not in PLACEMENTS:
-        raise ValueError(f"unknown placement {base!r}; known: {', '.join(PLACEMENTS)}")
-    params = {}
-    for part in filter(None, (x.strip() for x in rest.split(","))):
-        key, eq, value = part.partition("=")
-        if not eq:
-            raise ValueError(f"placement parameter {part!r} in {name!r} is not key=value")
-        try:
-            text = value.strip()
-            params[key.strip()] = {"true": True, "false": False}.get(text.lower()) if text.lower() in (
-                "true", "false") else ast.literal_eval(text)
-        except (ValueError, SyntaxError):
-            raise ValueError(f"placement parameter {key.strip()!r} in {name!r} is not a number") from None
+    base, params = parse_spec(str(name), "placement")
+    factory = PLACEMENTS.lookup(base)
+    for key, value in params.items():
+        if isinstance(value, str):
+            raise ValueError(f"placement parameter {key!r} in {name!r} is not a number")
     try:
-        return PLACEMENTS[base](**params)
+        placement = factory(**params)
     except TypeError as exc:
         raise ValueError(f"bad parameters for placement {base!r}: {exc}") from None
+    if not isinstance(placement, Placement):
+        raise ValueError(f"placement {base!r} made a {type(placement).__name__}, not a sim.placement.Placement")
+    return placement

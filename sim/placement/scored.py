@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from features.plugins import Registry, new_registry
 from sim.placement import Placement
 from sim.placement.pool import MILLI, NodePool, Placement_t
 from sim.placement.state import NodeState
@@ -14,8 +15,10 @@ from sim.placement import (score_best_fit, score_class_affinity, score_fgd, scor
 
 ScoreFn = Callable[[NodeState, int, int, "str | None"], float]
 
-#: name -> score function. Weights name them: ``scored:best_fit=1,class_affinity=0.5``.
-SCORES: dict[str, ScoreFn] = {
+#: name -> score function ``(node, gpus, milli, job_class) -> [0, 1]``: the one registry of scores (entry-point
+#: group ``schedcast.scores``). Weights name them: ``scored:best_fit=1,class_affinity=0.5``.
+SCORES: Registry[ScoreFn] = new_registry("scores", noun="score function")
+for _name, _score in {
     "best_fit": score_best_fit.score,
     "least_allocated": score_least_allocated.score,
     "class_affinity": score_class_affinity.score,
@@ -24,7 +27,8 @@ SCORES: dict[str, ScoreFn] = {
     "gfs_colocation": score_gfs_colocation.score,  # GFS Eq. 14
     "gfs_eviction": score_gfs_eviction.score,  # GFS Eq. 15-16 (1 for HP tasks)
     "fgd": score_fgd.score,  # FGD's fragmentation gradient (the bound workload's request mix: ScoredPlacement.bind)
-}
+}.items():
+    SCORES.register(_name, _score)
 
 
 def combine(node: NodeState, gpus: int, milli: int, job_class: str | None,
@@ -48,7 +52,7 @@ class ScoredPlacement(Placement):
         self.fgd_mix = fgd_mix
         self._bound: dict[str, ScoreFn] = {}
         weights = dict(weights or {"best_fit": 1.0, "shared_gpu": 1.0})
-        unknown = sorted(set(weights) - set(SCORES))
+        unknown = sorted(n for n in weights if n not in SCORES)
         if unknown:
             raise ValueError(f"unknown score function(s) {unknown}; known: {', '.join(SCORES)}")
         if any(w < 0 for w in weights.values()) or sum(weights.values()) <= 0:

@@ -8,7 +8,6 @@ validated by the same models (:func:`load_policy_config`).
 """
 from __future__ import annotations
 
-import ast
 import inspect
 import typing
 from dataclasses import dataclass, field
@@ -17,6 +16,7 @@ from typing import Any, Callable
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
+from features.plugins import PluginError, Registry, format_spec, new_registry, parse_spec, split_params
 from sim.policies.asrpt import ASrpt, ASrptPerfect
 from sim.policies.base import Policy
 from sim.policies.lazer import Lazer
@@ -132,16 +132,32 @@ class PolicyInfo:
         return lambda: self.cls(**merged)
 
 
-POLICIES: dict[str, PolicyInfo] = {}
+def _as_info(name: str, entry: Any) -> PolicyInfo:
+    """What the registry stores: a PolicyInfo; a bare Policy class (an entry point, a plug-in module's
+    ``POLICIES.register("name", cls)``) becomes one named by its registry name."""
+    if isinstance(entry, PolicyInfo):
+        return entry
+    if not (isinstance(entry, type) and issubclass(entry, Policy)):
+        raise PluginError(f"policy {name!r} must be a subclass of sim.policies.base.Policy, not {entry!r}")
+    info = PolicyInfo(name, entry, entry.summary, entry.citation, {})
+    info.validate({})  # typed parameters: every one needs a type hint and valid defaults
+    return info
+
+
+#: name -> PolicyInfo: the one registry of policies (features.plugins.Registry; entry-point group
+#: ``schedcast.policies``, whose entries are Policy subclasses).
+POLICIES: Registry[PolicyInfo] = new_registry("policies", noun="policy", adapt=_as_info)
 
 
 def register(cls: type[Policy], name: str | None = None, summary: str | None = None,
              **defaults: Any) -> type[Policy]:
+    """Register ``cls`` as policy ``name`` (default ``cls.name``), with registry defaults for an
+    ablation or a named setting (``pollux-60`` is PeriodicSrtf with interval=60)."""
     info = PolicyInfo(name or cls.name, cls, summary or cls.summary, cls.citation, defaults)
-    if info.name in POLICIES:
+    if info.name in POLICIES._items:
         raise ValueError(f"policy {info.name!r} registered twice")
     info.validate({})  # a registry default must itself be valid
-    POLICIES[info.name] = info
+    POLICIES.register(info.name, info)
     return cls
 
 
@@ -174,32 +190,13 @@ _load_plugins()
 
 
 def parse_policy_spec(spec: str) -> tuple[str, dict[str, Any]]:
-    """'name' or 'name:key=value,key=value' (values as Python literals, e.g. thresholds=[3600,36000];
-    anything else stays a string and is coerced by the parameter's type, e.g. respect_wq=false)."""
-    name, _, rest = spec.partition(":")
-    params: dict[str, Any] = {}
-    if rest:
-        for part in _split_params(rest):
-            key, eq, value = part.partition("=")
-            if not eq:
-                raise ValueError(f"policy parameter {part!r} in {spec!r} is not key=value")
-            try:
-                params[key.strip()] = ast.literal_eval(value.strip())
-            except (ValueError, SyntaxError):
-                params[key.strip()] = value.strip()
-    return name.strip(), params
+    """'name' or 'name:key=value,key=value' in the one grammar (features.plugins.parse_spec: values as
+    Python literals, e.g. thresholds=[3600,36000]; true/false as booleans; anything else stays a string
+    and is coerced by the parameter's type)."""
+    return parse_spec(spec, "policy")
 
 
-def _split_params(text: str) -> list[str]:
-    parts, depth, cur = [], 0, ""
-    for ch in text:
-        depth += ch in "[(" and 1 or (ch in "])" and -1 or 0)
-        if ch == "," and depth == 0:
-            parts.append(cur)
-            cur = ""
-        else:
-            cur += ch
-    return parts + ([cur] if cur else [])
+_split_params = split_params
 
 
 def load_policy_config(path: str | Path) -> tuple[str, dict[str, Any]]:
@@ -222,7 +219,7 @@ def load_policy_config(path: str | Path) -> tuple[str, dict[str, Any]]:
     if not isinstance(params, dict):
         raise ValueError(f"{path}: 'params' must be a mapping")
     if name not in POLICIES:
-        raise ValueError(f"{path}: unknown policy {name!r}; known: {', '.join(sorted(POLICIES))}")
+        raise ValueError(f"{path}: {POLICIES.unknown_message(name)}")
     try:
         return name, POLICIES[name].validate(params)
     except ValueError as exc:
@@ -231,7 +228,7 @@ def load_policy_config(path: str | Path) -> tuple[str, dict[str, Any]]:
 
 def policy_spec(name: str, params: dict[str, Any]) -> str:
     """The 'name:key=value,...' spec of a name and parameters (the inverse of :func:`parse_policy_spec`)."""
-    return name + (":" + ",".join(f"{k}={v!r}" for k, v in params.items()) if params else "")
+    return format_spec(name, params)
 
 
 def get_policy(spec: str) -> tuple[PolicyInfo, Callable[[], Policy], dict[str, Any]]:
@@ -241,9 +238,7 @@ def get_policy(spec: str) -> tuple[PolicyInfo, Callable[[], Policy], dict[str, A
         name, params = load_policy_config(spec)
     else:
         name, params = parse_policy_spec(spec)
-    if name not in POLICIES:
-        raise ValueError(f"unknown policy {name!r}; known: {', '.join(sorted(POLICIES))}")
-    info = POLICIES[name]
+    info = POLICIES.lookup(name)
     factory = info.factory(**params)
     return info, factory, info.validate(params)
 

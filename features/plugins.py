@@ -1,0 +1,344 @@
+"""One registry shape and one spec grammar for every pluggable kind of schedcast.
+
+Policies, placements, scores, performance models, predictors, failure models, trace formats, workload
+generators and training tasks each live in a :class:`Registry`. A registry knows three sources of
+entries, and nothing else can become one:
+
+- what code registers (``@REGISTRY.register("name")`` or ``REGISTRY.register("name", obj)``): schedcast's
+  own entries, a test's, a module imported with ``--plugin`` / ``SCHEDCAST_PLUGINS``;
+- built-ins named by ``module:attribute`` *in code* (:meth:`Registry.register_lazy`), imported on first
+  use so that heavy modules stay off the start-up path;
+- Python entry points of an installed distribution, group ``schedcast.<kind>`` (e.g. a package's
+  ``[project.entry-points."schedcast.policies"]``). They are loaded only for a name somebody asked for,
+  or when the names are listed: an installed package is trusted like any installed package.
+
+No string from a config file or a flag is ever imported as a module path: a name that is none of the
+above is a one-line :class:`UnknownName` listing the known names.
+
+Every kind takes parameters in the same grammar, parsed by :func:`parse_spec`:
+``name`` or ``name:key=value,key=value`` (values are Python literals when they parse as one, ``true`` /
+``false`` in any case are booleans, anything else is a string that the entry's typed parameters coerce;
+commas inside ``[...]`` / ``(...)`` do not split).
+
+This module sits in the lowest layer (features) so that every layer above can use it; it imports
+nothing from schedcast.
+"""
+from __future__ import annotations
+
+import ast
+import importlib
+import os
+import re
+import sys
+from typing import Any, Callable, Generic, Iterator, Mapping, TypeVar
+
+T = TypeVar("T")
+
+#: Environment variable naming plug-in modules to import (comma-separated). ``--plugin`` sets it, so
+#: that processes started afterwards (Dask LocalCluster workers, subprocesses) import the same modules.
+ENV_VAR = "SCHEDCAST_PLUGINS"
+#: Entry-point groups are ``schedcast.<kind>``.
+GROUP_PREFIX = "schedcast."
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}")
+_MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
+
+
+class UnknownName(ValueError, KeyError):
+    """A name no registry entry has: a ValueError (the CLI's exit 2) and a KeyError (a Mapping miss)."""
+
+    __str__ = BaseException.__str__
+
+
+class PluginError(ValueError):
+    """A plug-in module or entry point that cannot be imported or registered (one line, exit 2)."""
+
+
+# -- the one grammar ---------------------------------------------------------------------------------
+def split_params(text: str) -> list[str]:
+    """Split ``k=v,k=v`` on commas outside brackets and parentheses."""
+    parts, depth, cur = [], 0, ""
+    for ch in text:
+        if ch in "[(":
+            depth += 1
+        elif ch in "])":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    return [p for p in (*parts, cur) if p.strip()]
+
+
+def parse_value(text: str) -> Any:
+    """A parameter value: ``true``/``false`` (any case) as booleans, a Python literal when it parses as
+    one (numbers, lists, quoted strings), else the text itself (the entry's types coerce it)."""
+    text = text.strip()
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return text
+
+
+def parse_spec(spec: str, what: str = "spec", *, positional: str | None = None,
+               raw: bool = False) -> tuple[str, dict[str, Any]]:
+    """``'name'`` or ``'name:key=value,...'`` -> (name, params). ``positional`` names the parameter a lone
+    first value stands for (``noisy:0.5`` is ``noisy:sigma=0.5``); ``raw`` keeps values as stripped strings.
+    A malformed item or a key given twice is a one-line ValueError naming ``what``."""
+    name, _, rest = str(spec).strip().partition(":")
+    params: dict[str, Any] = {}
+    for i, item in enumerate(split_params(rest)):
+        key, eq, value = item.partition("=")
+        if not eq:
+            if i == 0 and positional is not None:
+                key, value = positional, item
+            else:
+                raise ValueError(f"{what} {spec!r}: parameter {item.strip()!r} is not key=value")
+        key = key.strip()
+        if not key:
+            raise ValueError(f"{what} {spec!r}: parameter {item.strip()!r} has no name")
+        if key in params:
+            raise ValueError(f"{what} {spec!r}: parameter {key!r} given twice")
+        params[key] = value.strip() if raw else parse_value(value)
+    return name.strip(), params
+
+
+def format_spec(name: str, params: Mapping[str, Any]) -> str:
+    """The inverse of :func:`parse_spec` (values written as Python literals)."""
+    return name + (":" + ",".join(f"{k}={v!r}" for k, v in params.items()) if params else "")
+
+
+# -- plug-in modules (--plugin, SCHEDCAST_PLUGINS) ---------------------------------------------------
+_LOADED: list[str] = []
+
+
+def plugin_names_from_env(environ: Mapping[str, str] | None = None) -> list[str]:
+    text = (os.environ if environ is None else environ).get(ENV_VAR, "")
+    return [n.strip() for n in text.split(",") if n.strip()]
+
+
+def load_plugins(names: "list[str] | tuple[str, ...]", *, export: bool = False) -> list[str]:
+    """Import each module of ``names`` once (a module registers what it adds when imported). A module not
+    found on ``sys.path`` is looked for in the current directory, as ``python -m`` would. ``export``
+    adds them to ``SCHEDCAST_PLUGINS`` (and the current directory to ``PYTHONPATH`` when it was needed),
+    so that worker processes started later import the same plug-ins. Returns the modules imported now.
+    A bad name or a module that fails to import is a one-line :class:`PluginError`."""
+    done = []
+    for name in names:
+        name = str(name).strip()
+        if not _MODULE.fullmatch(name):
+            raise PluginError(f"plug-in {name!r} is not a module name (such as my_policies or pkg.module)")
+        if name in _LOADED:
+            continue
+        used_cwd = False
+        try:
+            importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            cwd = os.getcwd()
+            if exc.name != name.split(".")[0] or cwd in sys.path:
+                raise PluginError(f"plug-in {name!r} cannot be imported: {exc}") from None
+            sys.path.insert(0, cwd)
+            used_cwd = True
+            try:
+                importlib.import_module(name)
+            except ModuleNotFoundError:
+                sys.path.remove(cwd)
+                raise PluginError(f"plug-in module {name!r} not found (not on the Python path nor in "
+                                  f"{cwd})") from None
+            except Exception as inner:  # noqa: BLE001 - the plug-in's own code failed
+                raise PluginError(f"plug-in {name!r} failed to import: {type(inner).__name__}: {inner}") from None
+        except PluginError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the plug-in's own code failed
+            raise PluginError(f"plug-in {name!r} failed to import: {type(exc).__name__}: {exc}") from None
+        _LOADED.append(name)
+        done.append(name)
+        if export:
+            _export(name, os.getcwd() if used_cwd else None)
+    return done
+
+
+def _export(name: str, path: str | None) -> None:
+    listed = plugin_names_from_env()
+    if name not in listed:
+        os.environ[ENV_VAR] = ",".join([*listed, name])
+    if path is not None:
+        parts = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+        if path not in parts:
+            os.environ["PYTHONPATH"] = os.pathsep.join([path, *parts])
+
+
+def load_env_plugins() -> list[str]:
+    """Import the modules named by ``SCHEDCAST_PLUGINS`` (once each). Registries call this before they
+    answer "unknown name" or list their names, so a worker process needs no extra set-up."""
+    return load_plugins(plugin_names_from_env())
+
+
+# -- entry points --------------------------------------------------------------------------------------
+_EP_CACHE: dict[tuple[str, tuple[str, ...]], dict[str, Any]] = {}
+
+
+def entry_points_of(group: str) -> dict[str, Any]:
+    """name -> EntryPoint of ``group`` among the installed distributions (nothing is imported). Cached per
+    ``sys.path``; broken metadata of some other package means no plug-ins, not a crash."""
+    key = (group, tuple(sys.path))
+    if key not in _EP_CACHE:
+        from importlib.metadata import entry_points
+
+        try:
+            found = {ep.name: ep for ep in entry_points(group=group)}
+        except Exception:  # noqa: BLE001 - a broken distribution elsewhere on the path
+            found = {}
+        _EP_CACHE[key] = found
+    return _EP_CACHE[key]
+
+
+# -- the registry ----------------------------------------------------------------------------------------
+_MISSING = object()
+
+
+class Registry(Mapping[str, T], Generic[T]):
+    """Named entries of one kind (``policies``, ``trace_formats``, ...), entry-point group ``schedcast.<kind>``.
+
+    A read-only Mapping: ``name in R``, ``R[name]`` (loads a lazy built-in or an entry point on demand),
+    iteration over :meth:`names` (registration order, then entry-point names; iterating lists, so it also
+    imports ``SCHEDCAST_PLUGINS``). :meth:`lookup` is ``R[name]`` with the one-line error.
+
+    ``adapt(name, obj)`` turns what is registered (a class, a function) into the stored entry (e.g. a
+    policy's PolicyInfo); ``noun`` is how errors call an entry ("policy", "trace format")."""
+
+    def __init__(self, kind: str, *, noun: str | None = None,
+                 adapt: Callable[[str, Any], T] | None = None, sort_names: bool = False) -> None:
+        self.kind = kind
+        self.group = GROUP_PREFIX + kind
+        self.noun = noun or kind
+        self._adapt = adapt
+        self._sort = sort_names
+        self._items: dict[str, T] = {}
+        self._lazy: dict[str, tuple[str, str]] = {}
+
+    # registering -----------------------------------------------------------------------------------
+    def register(self, name: str, obj: Any = _MISSING, *, replace: bool = False) -> Any:
+        """Register ``obj`` as ``name``; without ``obj``, a decorator. Names are letters, digits and
+        ``_.+-``; a name registered twice is an error unless ``replace``. Returns ``obj``."""
+        if obj is _MISSING:
+            return lambda target: self.register(name, target, replace=replace)
+        if not isinstance(name, str) or not _NAME.fullmatch(name):
+            raise PluginError(f"{self.noun} name {name!r}: letters, digits, '_', '.', '+' and '-' (at most 64)")
+        if not replace and (name in self._items or name in self._lazy):
+            if self._items.get(name) is not obj:
+                raise PluginError(f"{self.noun} {name!r} registered twice")
+        self._items[name] = self._adapt(name, obj) if self._adapt is not None else obj
+        return obj
+
+    def register_lazy(self, name: str, target: str) -> None:
+        """A built-in imported on first use: ``target`` is ``'module:attribute'``, written in code."""
+        if name in self._items or name in self._lazy:
+            raise PluginError(f"{self.noun} {name!r} registered twice")
+        module, _, attr = target.partition(":")
+        self._lazy[name] = (module, attr)
+
+    def unregister(self, name: str) -> None:
+        """Remove ``name`` (tests)."""
+        self._items.pop(name, None)
+        self._lazy.pop(name, None)
+
+    # looking up ------------------------------------------------------------------------------------
+    def builtin(self, name: str) -> bool:
+        """Whether ``name`` is a lazy built-in (named in code, loaded or not)."""
+        return name in self._lazy
+
+    def _known_now(self, name: str) -> bool:
+        return name in self._items or name in self._lazy
+
+    def _resolve(self, name: str) -> bool:
+        """Make ``name`` a stored entry if any source has it (lazy built-in, plug-in module, entry point)."""
+        if name in self._items:
+            return True
+        if name in self._lazy:
+            module, attr = self._lazy[name]
+            self.register(name, getattr(importlib.import_module(module), attr), replace=True)
+            return True
+        if not isinstance(name, str) or not _NAME.fullmatch(name):
+            return False
+        load_env_plugins()
+        if self._known_now(name):
+            return self._resolve(name)
+        ep = entry_points_of(self.group).get(name)
+        if ep is None:
+            return False
+        try:
+            obj = ep.load()
+        except Exception as exc:  # noqa: BLE001 - an installed plug-in that does not import
+            raise PluginError(f"{self.noun} {name!r} (entry point {ep.value!r} of an installed package, group "
+                              f"{self.group}) cannot be loaded: {type(exc).__name__}: {exc}") from None
+        self.register(name, obj, replace=True)
+        return True
+
+    def lookup(self, name: str) -> T:
+        """The entry ``name``, or a one-line :class:`UnknownName` listing the known names."""
+        if not self._resolve(name):
+            raise UnknownName(self.unknown_message(name))
+        return self._items[name]
+
+    def unknown_message(self, name: Any) -> str:
+        return f"unknown {self.noun} {name!r}; known: {', '.join(sorted(self.names()))}"
+
+    def names(self) -> list[str]:
+        """Every name: registered and built-in ones, modules of ``SCHEDCAST_PLUGINS``, and installed entry
+        points (listed, not imported)."""
+        load_env_plugins()
+        out = list(self._items)
+        out += [n for n in self._lazy if n not in self._items]
+        out += [n for n in entry_points_of(self.group) if n not in self._items and n not in self._lazy]
+        return sorted(out) if self._sort else out
+
+    def loaded(self) -> dict[str, T]:
+        """Every entry, loading lazy built-ins and entry points (listing commands)."""
+        return {n: self.lookup(n) for n in self.names()}
+
+    # Mapping -----------------------------------------------------------------------------------------
+    def __getitem__(self, name: str) -> T:
+        try:  # the hot path (a score per node per decision): one dict lookup
+            return self._items[name]
+        except (KeyError, TypeError):
+            return self.lookup(name)
+
+    def __contains__(self, name: object) -> bool:
+        if isinstance(name, str) and self._known_now(name):
+            return True
+        return isinstance(name, str) and self._resolve(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names())
+
+    def __len__(self) -> int:
+        return len(self.names())
+
+    def __repr__(self) -> str:
+        return f"Registry({self.kind!r}, {len(self._items) + len(self._lazy)} entries)"
+
+
+#: Every registry by kind, recorded as the modules that own them are imported (the lowest layer cannot
+#: import them itself: callers import the owner, e.g. ``sim.policies`` for ``policies``).
+REGISTRIES: dict[str, Registry] = {}
+#: The kinds, each an entry-point group ``schedcast.<kind>``.
+KINDS = ("policies", "placements", "scores", "performance", "predictors", "failures", "trace_formats",
+         "generators", "tasks")
+
+
+def new_registry(kind: str, **options: Any) -> Registry:
+    """Create and record the registry of ``kind`` (one per kind per process)."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown registry kind {kind!r}; known: {', '.join(KINDS)}")
+    if kind in REGISTRIES:
+        raise ValueError(f"registry {kind!r} created twice")
+    REGISTRIES[kind] = registry = Registry(kind, **options)
+    return registry
+
+
+__all__ = ["ENV_VAR", "KINDS", "PluginError", "REGISTRIES", "Registry", "UnknownName", "entry_points_of",
+           "format_spec", "load_env_plugins", "load_plugins", "new_registry", "parse_spec", "parse_value",
+           "plugin_names_from_env", "split_params"]
