@@ -223,6 +223,10 @@ def _paper(v: Verdict) -> str:
     return number or v.paper_text or "–"
 
 
+#: Public names of the two cell formatters (the reproduce CLI prints the ledger's table with them).
+format_value, paper_cell = _fmt, _paper
+
+
 def _why(v: Verdict) -> str:
     if v.verdict == UNTESTABLE:
         return v.reason

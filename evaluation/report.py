@@ -93,8 +93,12 @@ def render_table(summaries: list[dict[str, Any]], title: str = "",
     return f"{title}\n{text}" if title else text
 
 
-def _safe(name: str) -> str:
+def safe_name(name: str) -> str:
+    """A policy label as part of a file name (jobs_LABEL.parquet): no ":", "/", "=" or ","."""
     return name.replace(":", "_").replace("/", "_").replace("=", "-").replace(",", "_")
+
+
+_safe = safe_name  # the old private name
 
 
 def write_results(out_dir: str | Path, runs: dict[str, dict[str, Any]], meta: dict[str, Any], *,
@@ -154,7 +158,7 @@ def _write_files(folder: Path, runs: dict[str, dict[str, Any]], meta: dict[str, 
         names += ["jct_cdf.png", "gpu_allocation.png"]
     try:
         for name, r in runs.items():
-            safe = _safe(name)
+            safe = safe_name(name)
             jobs = r["jobs"]
             if window is not None:
                 jobs = jobs.assign(in_window=jobs.index.isin(measured[name].index))

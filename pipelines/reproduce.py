@@ -88,7 +88,7 @@ def _print(paper: str, out: Path, verdicts) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from evaluation.claims import HOLDS, MISSES, _fmt, _paper, counts
+    from evaluation.claims import HOLDS, MISSES, counts, format_value, paper_cell
 
     console = Console(highlight=False)
     table = Table(title=f"{paper}: claims ledger", show_lines=False)
@@ -96,7 +96,7 @@ def _print(paper: str, out: Path, verdicts) -> None:
         table.add_column(col, overflow="fold")
     style = {HOLDS: "green", MISSES: "red"}
     for v in verdicts:
-        table.add_row(v.claim, v.source, _paper(v), _fmt(v.measured, v.unit), v.threshold,
+        table.add_row(v.claim, v.source, paper_cell(v), format_value(v.measured, v.unit), v.threshold,
                       f"[{style.get(v.verdict, 'dim')}]{v.verdict}[/]")
     console.print(table)
     tally = counts(verdicts)

@@ -364,7 +364,7 @@ def replay_params(policy: str, meta: Mapping[str, Any], code: str) -> tuple[dict
 
 
 def _safe(name: str) -> str:
-    from evaluation.report import _safe as safe
+    from evaluation.report import safe_name as safe
 
     return safe(name)
 
