@@ -65,7 +65,7 @@ from array import array
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
-from sim.placement import NodePool, Placement, Placement_t, make_placement
+from sim.placement import Consolidate, NodePool, Placement, Placement_t, make_placement
 from sim.workload import MILLI, Request, Workload
 
 if TYPE_CHECKING:
@@ -149,6 +149,14 @@ class Context:
 
     def state(self, job: int) -> int:
         return self.engine.state[job]
+
+    def since(self, job: int) -> float:
+        """When ``job`` entered its current state (queued, loading, running, saving, restarting)."""
+        return self.engine.since[job]
+
+    def speed(self, job: int) -> float:
+        """``job``'s current speed (work seconds per second; 1 without a performance model)."""
+        return self.engine.speed[job]
 
     def request(self, job: int) -> Request:
         """The job's typed request: pods, GPUs per pod, fraction, GPU model, class, stages."""
@@ -247,6 +255,19 @@ class Context:
         up their GPUs, or None. Changes nothing (a GPU shared by packed jobs frees only if all of them
         are in ``freed``)."""
         return self.engine._would_fit(self, job, freed)
+
+    def fits_monotonically(self, job: int) -> bool:
+        """Whether freeing GPUs can never turn a fit of ``job`` into a misfit here (the partition's
+        placement is the built-in ``Consolidate`` and the job asks for a plain GPU count on an untyped
+        pool), so that "does it fit with these jobs freed?" answers for every subset too."""
+        return self.engine._monotone(self, job)
+
+    def fitting_prefix(self, job: int, victims: Sequence[int], misfits: int = 0) -> int:
+        """The length of the shortest prefix of ``victims`` (running jobs of this partition) whose
+        release would let ``job`` be placed now, or 0 if none does; the caller may say that the first
+        ``misfits`` prefixes are known not to fit. Changes nothing; the answer is what asking
+        :meth:`would_fit` with each prefix in turn gives, asked more cheaply."""
+        return self.engine._fitting_prefix(self, job, victims, misfits)
 
     def preempt(self, job: int) -> None:
         """Pause a loading or running job; it comes back through policy.on_requeue."""
@@ -723,6 +744,30 @@ class Engine:
                     pool.allocate_shares(record[0], record[2])
                 else:
                     pool.allocate(record[0], record[2])
+
+    def _monotone(self, ctx: Context, job: int) -> bool:
+        return type(ctx.placement) is Consolidate and type(self._req[job]) is int and not ctx.pool.typed
+
+    def _fitting_prefix(self, ctx: Context, job: int, victims: Sequence[int], misfits: int) -> int:
+        """See Context.fitting_prefix. Prefixes are asked in growing order (the what-if scratch pool
+        then only releases the new victim) and only once the freed GPUs could cover the job. When a fit
+        can never turn into a misfit by freeing more (``_monotone``), the whole list is asked first:
+        if even that does not fit, no prefix does and the per-prefix placements are skipped (most
+        failing preemption searches of Tiresias on Philly end so)."""
+        if misfits >= len(victims):
+            return 0
+        if self._monotone(ctx, job) and self._would_fit(ctx, job, set(victims)) is None:
+            return 0
+        gpus, milli = self.workload.gpus, self._milli
+        need = gpus[job] if not milli[job] else 0
+        room = ctx.pool.total_free
+        freed: set[int] = set()
+        for k, v in enumerate(victims, 1):
+            freed.add(v)
+            room = room + gpus[v] if not milli[v] else INF
+            if k > misfits and room >= need and self._would_fit(ctx, job, freed) is not None:
+                return k
+        return 0
 
     def _set_speed(self, job: int, speed: float) -> None:
         if speed <= 0:

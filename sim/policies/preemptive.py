@@ -2,6 +2,7 @@
 and Tiresias' discretised 2D-LAS."""
 from __future__ import annotations
 
+import bisect
 import heapq
 import math
 from typing import Any, Literal
@@ -76,40 +77,53 @@ class HeadPreemptive(Policy):
         key, job = entry
         return self.ctx.state(job) in (LOADING, RUNNING) and key == _neg(self.heap_key(job))
 
+    EAGER = 8  # victims asked one by one before the rest are gathered and asked at once
+
     def candidates(self, job: int) -> list[int] | None:
         """Running jobs to preempt (worst-ranked first, each ranked worse than ``job``) so that ``job``
-        can be placed; None if no such set exists. Asks the engine's side-effect-free
-        ``ctx.would_fit(job, victims)``; nothing changes."""
+        can be placed; None if no such set exists. Nothing changes.
+
+        The shortest such prefix of the eligible running jobs: the first ``EAGER`` prefixes are asked
+        one by one (``ctx.would_fit``; most successful searches end there), then the remaining
+        eligible jobs are gathered and ``ctx.fitting_prefix`` answers for the longer prefixes at once
+        (with a monotone placement it first asks whether even all of them would do, which is how
+        most failing searches end: one placement instead of one per eligible job)."""
         ctx = self.ctx
         mine = self.rank(job)
+        rank, valid, excluded = self.rank, self._valid, self.excluded
+        heap, heappop = self.run_heap, heapq.heappop
         popped, victims = [], []
         seen: set[int] = set()
-        found = False
         # A whole-GPU job cannot fit before the free GPUs plus the victims' whole GPUs cover it, so the
         # placement question is asked only from then on (same answers, fewer questions); a fractional
         # victim may free more whole GPUs than its count, so it lifts the bound.
         gpus, milli = ctx.jobs.gpus, ctx.jobs.gpu_milli
         need = gpus[job] if not milli[job] else 0
         room = ctx.free_gpus
-        while self.run_heap:
-            entry = heapq.heappop(self.run_heap)
+        eager = self.EAGER
+        found = 0
+        while heap:
+            entry = heappop(heap)
             victim = entry[1]
-            if victim in seen or not self._valid(entry):
+            if victim in seen or not valid(entry):
                 continue  # stale, or a duplicate of an entry already seen
             seen.add(victim)
             popped.append(entry)
-            if self.excluded(victim):
+            if excluded(victim):
                 continue
-            if not self.rank(victim) > mine:
+            if not rank(victim) > mine:
                 break
             victims.append(victim)
-            room = room + gpus[victim] if not milli[victim] else math.inf
-            if room >= need and ctx.would_fit(job, victims) is not None:
-                found = True
-                break
+            if len(victims) <= eager:
+                room = room + gpus[victim] if not milli[victim] else math.inf
+                if room >= need and ctx.would_fit(job, victims) is not None:
+                    found = len(victims)
+                    break
         for entry in popped:
-            heapq.heappush(self.run_heap, entry)
-        return victims if found else None
+            heapq.heappush(heap, entry)
+        if not found and len(victims) > eager:
+            found = ctx.fitting_prefix(job, victims, eager)
+        return victims[:found] if found else None
 
     def preempt(self, victims: list[int]) -> None:
         ctx = self.ctx
@@ -170,6 +184,9 @@ class HeadPreemptive(Policy):
 
     def stats(self) -> dict[str, Any]:
         return {"policy_preemptions": self.preemptions}
+
+
+_LEVEL = 1 << 40  # Tiresias' rank: queue * _LEVEL + job (job indices stay far below it)
 
 
 def _neg(key: Any) -> Any:
@@ -278,13 +295,45 @@ class Tiresias(HeadPreemptive):
         self.thresholds = sorted([float(thresholds)] if isinstance(thresholds, (int, float)) else
                                  [float(t) for t in thresholds])
         self.level_of: dict[int, int] = {}
+        # A failed preemption search, remembered while it provably fails again: (head, its rank, the
+        # pool's shape). With a monotone placement (``ctx.fits_monotonically``) the search fails iff the
+        # head does not fit with every worse-ranked running job freed, i.e. next to the GPUs held by jobs
+        # ranked better (or saving). That stays so until one of those releases GPUs (a finish of a better
+        # job, a requeue, a failure), a better-ranked running job drops below the head (a demotion), or
+        # the pool's nodes change; starts only take GPUs. Each of these clears it (see the hooks). On
+        # Philly ~2/3 of the searches failed and each walked every running job.
+        self._failed: tuple | None = None
+
+    def _pool_shape(self) -> tuple:
+        pool = self.ctx.pool
+        return (pool.total_capacity, frozenset(pool.cordoned), frozenset(pool.down), tuple(pool.offline))
+
+    def candidates(self, job: int) -> list[int] | None:
+        failed = self._failed
+        if failed is not None and failed[0] == job and failed[2] == self._pool_shape():
+            return None
+        victims = super().candidates(job)
+        self._failed = None
+        if victims is None and self.ctx.fits_monotonically(job):
+            self._failed = (job, self.rank(job), self._pool_shape())
+        return victims
+
+    def on_requeue(self, job: int) -> None:
+        self._failed = None
+        super().on_requeue(job)
+
+    def on_failure(self, job: int) -> float | None:
+        self._failed = None
+        return super().on_failure(job)
 
     def level(self, job: int) -> int:
         a = self.ctx.attained(job)
         return sum(1 for t in self.thresholds if a >= t - 1e-6)
 
     def rank(self, job: int) -> Any:
-        return (self.level_of.get(job, 0), job)
+        # (queue, job) packed into one int, ordered as the pair: preemption searches sort and compare
+        # these keys for every running job, and int comparisons cost a fraction of tuple ones.
+        return self.level_of.get(job, 0) * _LEVEL + job
 
     def heap_key(self, job: int) -> Any:
         return self.rank(job)
@@ -294,19 +343,23 @@ class Tiresias(HeadPreemptive):
         super().on_arrival(job)
 
     def on_finish(self, job: int) -> None:
+        if self._failed is not None and self.rank(job) < self._failed[1]:
+            self._failed = None  # a better-ranked job freed its GPUs
         self.level_of.pop(job, None)
 
     def _demotion_timer(self, job: int) -> None:
         ctx = self.ctx
         a = ctx.attained(job)
-        nxt = next((t for t in self.thresholds if t > a + 1e-6), None)
-        if nxt is None:
+        thresholds = self.thresholds
+        i = bisect.bisect_right(thresholds, a + 1e-6)  # the first threshold above a + 1e-6
+        if i == len(thresholds):
             return
-        engine = ctx.engine
+        nxt = thresholds[i]
+        now = ctx.now
         lag = 0.0
         if ctx.state(job) == LOADING:
-            lag = engine.since[job] + ctx.jobs.load_time[job] - ctx.now
-        ctx.set_timer(ctx.now + lag + (nxt - a) / (ctx.jobs.gpus[job] * engine.speed[job]), job)
+            lag = ctx.since(job) + ctx.jobs.load_time[job] - now
+        ctx.set_timer(now + lag + (nxt - a) / (ctx.jobs.gpus[job] * ctx.speed(job)), job)
 
     def started(self, job: int) -> None:
         super().started(job)
@@ -316,6 +369,9 @@ class Tiresias(HeadPreemptive):
         if self.ctx.state(job) in (LOADING, RUNNING):
             new = self.level(job)
             if new != self.level_of.get(job):
+                failed = self._failed
+                if failed is not None and self.rank(job) < failed[1]:
+                    self._failed = None  # it may drop below the head: a victim now
                 self.level_of[job] = new
                 self.track(job)
             self._demotion_timer(job)
