@@ -24,7 +24,7 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
-from features.jobtable import REASONS, LoadReport, TraceError, as_number
+from features.jobtable import REASONS, LoadReport, TraceError, all_distinct, as_number, as_object_text
 
 #: Compression detected by content (magic bytes) first, by suffix second.
 _MAGIC = {b"\x1f\x8b": "gzip", b"BZh": "bz2", b"\xfd7zXZ\x00": "xz", b"PK\x03\x04": "zip"}
@@ -136,21 +136,74 @@ def _field_counts(data: bytes, text: str) -> np.ndarray:
     return counts[~blank]
 
 
+#: What pandas' CSV parser reads as missing by default (with dtype=str too); the fast reader uses the same
+#: (tests check the list against pandas').
+NA_VALUES = ["", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN", "<NA>", "N/A",
+             "NA", "NULL", "NaN", "None", "n/a", "nan", "null"]
+
+
+def _plain_width(data: bytes) -> int | None:
+    """The header's field count of a file the fast reader reads exactly as pandas does (no quotes, no
+    carriage return but in CRLF line ends, no empty line, at least two columns and one data line), else
+    None. pyarrow refuses a record of another width, so a file it reads has no short or long row; a
+    whitespace-only line is such a record (one field)."""
+    if b'"' in data or b"\n\n" in data or data.startswith((b"\n", b"\r")):
+        return None
+    crs = data.count(b"\r")
+    if crs and (crs != data.count(b"\r\n") or b"\n\r\n" in data):
+        return None
+    end = data.find(b"\n")
+    if end < 0 or not data[end + 1:].strip():
+        return None
+    width = data[:end].count(b",") + 1
+    return width if 2 <= width <= MAX_COLUMNS else None
+
+
+def _read_arrow(data: bytes, width: int) -> pd.DataFrame | None:
+    """Every field as pyarrow-backed text (None where pandas would see a missing value), or None if
+    pyarrow cannot read it. Why: pandas' parser with dtype=str builds a Python string per field (20 s for
+    a 1.75 M-row trace on a loaded machine); pyarrow keeps them in its buffers (3.5 s)."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    cols = [f"f{i}" for i in range(width)]
+    try:
+        table = pacsv.read_csv(
+            io.BytesIO(data),
+            read_options=pacsv.ReadOptions(column_names=cols, use_threads=True),
+            parse_options=pacsv.ParseOptions(quote_char=False, newlines_in_values=False, ignore_empty_lines=False),
+            convert_options=pacsv.ConvertOptions(column_types={c: pa.large_string() for c in cols},
+                                                 null_values=NA_VALUES, strings_can_be_null=True))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):  # a row of another width, say: pandas reads it
+        return None
+    dtype = pd.StringDtype("pyarrow")
+    return pd.DataFrame({i: pd.Series(pd.arrays.ArrowStringArray(table.column(c)), dtype=dtype)
+                         for i, c in enumerate(cols)})
+
+
 def read_csv(path: str | Path, *, required: Iterable[str] = (), header: bool = True,
-             names: list[str] | None = None, report: LoadReport | None = None) -> pd.DataFrame:
+             names: list[str] | None = None, report: LoadReport | None = None, fast: bool = False) -> pd.DataFrame:
     """Read a CSV (optionally compressed) as text columns with exact field counts.
 
     Rows whose field count differs from the header's (or from ``names``) are rejected and counted
     under "wrong number of fields (expected N)" in ``report`` (else in ``frame.attrs["bad_rows"]``);
     ``report.rows_read`` counts every data row. The index is the 0-based data row in the file.
+
+    ``fast``: a plain file (see _simple_layout) is read by pyarrow and its columns are pyarrow-backed
+    text (missing values are <NA>, not NaN); the caller must handle that dtype (features.jobtable's
+    as_number / to_numeric / as_object_text do). Any other file is read by pandas as before.
     """
     path = Path(path)
     data = read_bytes(path)
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
     text = decode_utf8(path, data)
-    if not text.strip():
+    if not text or text.isspace():
         raise TraceError(path, "file is empty")
+    width = _plain_width(data) if fast and header else None
+    frame = _read_arrow(data, width) if width else None
+    if frame is not None:
+        return _finish(path, data, frame, np.full(len(frame), width), required, header, names, report)
     counts = _field_counts(data, text)
     width = int(counts.max()) if len(counts) else 1
     if width > MAX_COLUMNS:
@@ -165,6 +218,12 @@ def read_csv(path: str | Path, *, required: Iterable[str] = (), header: bool = T
         if len(frame) != len(counts):
             raise TraceError(path, f"not a readable CSV: {len(frame)} records parsed but {len(counts)} lines "
                              "found (stray quotes?)")
+    return _finish(path, data, frame, counts, required, header, names, report)
+
+
+def _finish(path: Path, data: bytes, frame: pd.DataFrame, counts: np.ndarray, required: Iterable[str], header: bool,
+            names: list[str] | None, report: LoadReport | None) -> pd.DataFrame:
+    """Header, field-count rejects and the report, the same for both readers."""
     if header:
         cols = ["" if pd.isna(v) else str(v).strip() for v in frame.iloc[0, :counts[0]]]
         seen: Counter[str] = Counter(cols)  # linear: a 100,000-column header took minutes with list.count
@@ -176,7 +235,7 @@ def read_csv(path: str | Path, *, required: Iterable[str] = (), header: bool = T
         cols = list(names or [])
     good = counts == len(cols)
     bad = int((~good).sum())
-    frame = frame[good].iloc[:, :len(cols)]
+    frame = (frame[good] if bad else frame).iloc[:, :len(cols)]
     frame.columns = cols
     frame.index = np.flatnonzero(good)
     if report is not None:
@@ -226,8 +285,12 @@ def parse_datetimes(values: pd.Series, report: LoadReport, *, tz: str, column: s
             fast = None
     if fast is not None and pd.api.types.is_datetime64_dtype(fast) and fast.notna().all():
         # all naive ISO times (the common case); a zone-aware value would have given another dtype
-        out[fast.index] = _localize(fast, tz, report, column)
+        local = _localize(fast, tz, report, column)
+        if len(local) == len(out):
+            return local.set_axis(out.index).rename(None), oor
+        out[fast.index] = local
         return out, oor
+    text = as_object_text(text)  # the rare layouts below: exactly as pandas' parser gave them
     text = text.str.strip()
     text = text[text != ""]
     aware = text.str.contains(_AWARE)
@@ -309,6 +372,8 @@ def reject_text(frame: pd.DataFrame, column: str, report: LoadReport) -> pd.Data
 
 
 def drop_exact_duplicates(frame: pd.DataFrame, report: LoadReport) -> pd.DataFrame:
+    if len(frame.columns) and all_distinct(frame.iloc[:, 0]):
+        return frame  # no two rows share their first field (a job id, say): no row can repeat another
     dup = frame.duplicated(keep="first")
     report.duplicates_found += int(dup.sum())
     if dup.any():
@@ -319,6 +384,8 @@ def drop_exact_duplicates(frame: pd.DataFrame, report: LoadReport) -> pd.DataFra
 def drop_repeated_ids(out: pd.DataFrame, report: LoadReport, what: str) -> pd.DataFrame:
     """Drop rows whose job id was already seen (first kept), counting them as duplicates."""
     ids = out["job_id"]
+    if all_distinct(ids):
+        return out
     dup = ids.notna() & ids.duplicated(keep="first")
     if dup.any():
         report.duplicates_found += int(dup.sum())

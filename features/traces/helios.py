@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from features.jobtable import REASONS, JobTable, LoadReport, finalize, gpu_rejects
+from features.jobtable import (REASONS, JobTable, LoadReport, as_object_text, finalize, gpu_rejects, is_arrow_text,
+                               to_numeric)
 from features.traces._io import (drop_exact_duplicates, drop_repeated_ids, parse_datetimes, read_csv,
                                  reject_where)
 
@@ -42,11 +43,11 @@ def _common(raw: pd.DataFrame, report: LoadReport, path, tz: str, org_col: str |
     if "node_num" in raw:
         nodes = raw["node_num"]
     else:
-        nodes = np.ceil(pd.to_numeric(raw["gpu_num"], errors="coerce") / GPUS_PER_NODE)
+        nodes = np.ceil(to_numeric(raw["gpu_num"]) / GPUS_PER_NODE)
         report.notes.append(f"no node_num column (Lucid format): num_nodes derived as ceil(gpu_num / "
                             f"{GPUS_PER_NODE})")
     out = pd.DataFrame({
-        "job_id": raw["job_id"].astype("string"),
+        "job_id": raw["job_id"] if is_arrow_text(raw["job_id"]) else raw["job_id"].astype("string"),
         "submit_ts": raw["_ts"],
         "submit_time": np.nan,  # from submit_ts in finalize
         "duration": raw["duration"],
@@ -54,7 +55,7 @@ def _common(raw: pd.DataFrame, report: LoadReport, path, tz: str, org_col: str |
         "num_nodes": nodes,
         "user": raw["user"].astype("string"),
         "status": _optional(raw, "state").astype("string"),
-        "cpu_num": pd.to_numeric(_optional(raw, "cpu_num"), errors="coerce"),
+        "cpu_num": to_numeric(_optional(raw, "cpu_num")),
     })
     if org_col and org_col in raw:
         out["org"] = raw[org_col].astype("string")
@@ -64,9 +65,9 @@ def _common(raw: pd.DataFrame, report: LoadReport, path, tz: str, org_col: str |
         out["model"] = raw["model"].astype("string")
     for col in LUCID_PROFILE_COLUMNS:
         if col in raw:
-            out[col] = raw[col] if col == "dataset" else pd.to_numeric(raw[col], errors="coerce")
+            out[col] = as_object_text(raw[col]) if col == "dataset" else to_numeric(raw[col])
     if "queue" in raw:
-        out["queue_time"] = pd.to_numeric(raw["queue"], errors="coerce")
+        out["queue_time"] = to_numeric(raw["queue"])
     out = drop_repeated_ids(out, report, "job_id")
     return finalize(out, report, path=path, require_jobs=True)
 
@@ -78,16 +79,16 @@ def load_helios(path: str | Path, *, tz: str = "Asia/Shanghai") -> JobTable:
     Without ``node_num`` (Lucid's ``cluster_full_log.csv``) nodes are ceil(gpu_num / 8).
     """
     report = LoadReport(source=str(path), format="helios")
-    raw = read_csv(path, required=HELIOS_REQUIRED, report=report)
+    raw = read_csv(path, required=HELIOS_REQUIRED, report=report, fast=True)
     return _common(raw, report, path, tz, org_col="vc")
 
 
 def load_acme(path: str | Path, *, tz: str = "Asia/Shanghai") -> JobTable:
     """Acme Seren / Kalos ``trace_*.csv``; ``type`` (e.g. pretrain, eval) is kept as ``workload_type``."""
     report = LoadReport(source=str(path), format="acme")
-    raw = read_csv(path, required=ACME_REQUIRED, report=report)
+    raw = read_csv(path, required=ACME_REQUIRED, report=report, fast=True)
     table = _common(raw, report, path, tz, org_col=None)
-    types = raw.set_index(raw["job_id"].astype(str))["type"]
+    types = as_object_text(raw["type"]).set_axis(as_object_text(raw["job_id"]).astype(str))
     types = types[~types.index.duplicated()]
     table.frame["workload_type"] = table.frame["job_id"].map(types).astype("string").to_numpy()
     return table

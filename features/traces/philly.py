@@ -28,8 +28,8 @@ def load_philly_csv(path: str | Path, *, tz: str = DEFAULT_TZ) -> JobTable:
     sorted by submit time (stable, file order on ties). job_id is ``philly-<0-based data row>``.
     """
     report = LoadReport(source=str(path), format="philly")
-    raw = read_csv(path, required=["timestamp", "duration", "num_gpus", "cluster"], report=report)
-    raw["job_id"] = [f"philly-{i}" for i in raw.index]
+    raw = read_csv(path, required=["timestamp", "duration", "num_gpus", "cluster"], report=report, fast=True)
+    raw["job_id"] = ("philly-" + raw.index.astype(str)).to_numpy(dtype=object)
     deduped = drop_exact_duplicates(raw.drop(columns=["job_id"]), report)
     frame = raw.loc[deduped.index]
     ts, out_of_range = parse_datetimes(frame["timestamp"], report, tz=tz, column="timestamp")
