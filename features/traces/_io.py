@@ -122,7 +122,7 @@ def decode_utf8(path: str | Path, data: bytes) -> str:
 def _field_counts(data: bytes, text: str) -> np.ndarray:
     """Fields per non-blank record, as pandas' C parser will see them (blank lines are skipped)."""
     if b'"' in data or data.count(b"\r") != data.count(b"\r\n"):
-        return np.array([len(row) for row in csv.reader(io.StringIO(text)) if row and "".join(row).strip()],
+        return np.array([len(row) for row in csv.reader(io.StringIO(text, newline="")) if row and "".join(row).strip()],
                         dtype=np.int64)
     arr = np.frombuffer(data, dtype=np.uint8)
     nl = np.flatnonzero(arr == 10)
@@ -214,7 +214,7 @@ def read_csv(path: str | Path, *, required: Iterable[str] = (), header: bool = T
     except (pd.errors.ParserError, ValueError) as exc:
         raise TraceError(path, f"not a readable CSV: {str(exc).strip().splitlines()[-1]}") from None
     if len(frame) != len(counts):  # pandas and csv disagree on records: trust the csv module
-        counts = np.array([len(row) for row in csv.reader(io.StringIO(text)) if row and "".join(row).strip()])
+        counts = np.array([len(row) for row in csv.reader(io.StringIO(text, newline="")) if row and "".join(row).strip()])
         if len(frame) != len(counts):
             raise TraceError(path, f"not a readable CSV: {len(frame)} records parsed but {len(counts)} lines "
                              "found (stray quotes?)")
