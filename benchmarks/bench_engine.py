@@ -4,6 +4,11 @@
     python benchmarks/bench_engine.py --quick          # Philly + 10k/100k only
     python benchmarks/bench_engine.py --sizes 10000 1750000 --policies sjf
     python benchmarks/bench_engine.py --commands-only  # whole `schedcast simulate` commands only
+    python benchmarks/bench_engine.py --reference-only # the minimal heap SJF loop vs schedcast, 1.75 M jobs
+
+The reference (issue 23): a minimal heap SJF loop on its own 1.75 M-job workload (one pool of 125 x 8
+GPUs), the same workload written as a Helios trace and replayed by the Engine and by the whole
+`schedcast simulate --policy sjf` command; targets: replay <= 1.5x the loop, command <= 2.5x, loading <= 3 s.
 
 Prints tables and writes benchmarks/results/engine.json (git-ignored). Figures depend on the machine:
 quote them with its description (the script prints CPU and Python).
@@ -25,18 +30,18 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
+
+from features.paths import data_dir
+from features.traces import load_trace
+from features.traces.synthetic import generate, load_preset
+from sim import simulate
+from sim.cluster import load_cluster
+from sim.engine import Engine
+from sim.policies import get_policy
+from sim.workload import build_workload
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from features.paths import data_dir  # noqa: E402
-from features.traces import load_trace  # noqa: E402
-from features.traces.synthetic import generate, load_preset  # noqa: E402
-from sim import simulate  # noqa: E402
-from sim.cluster import load_cluster  # noqa: E402
-from sim.engine import Engine  # noqa: E402
-from sim.policies import get_policy  # noqa: E402
-from sim.workload import build_workload  # noqa: E402
 
 PHILLY_POLICIES = ["fifo", "sjf", "srtf", "tiresias", "pollux-60"]
 
@@ -146,24 +151,164 @@ def bench_decisions(queued: int = 2048) -> list[dict]:
 
 
 def venus_shaped_csv(path: Path, jobs: int = 24_000, seed: int = 0, data=None) -> Path:
-    """A Lucid-format (Helios ``cluster_log.csv``) trace of ``jobs`` synthetic Helios-like jobs on Venus'
-    real VC sizes (each job's VC drawn in proportion to the VC's GPUs), as Lucid's simulator reads it:
-    the 24k-job "Lucid-shaped" FIFO setting of the parity check (`--cluster venus --policy fifo`)."""
-    cluster = load_cluster("venus", data)
-    spec = load_preset("earth", jobs=jobs, num_vcs=len(cluster.partitions))
-    f = generate(spec, seed=seed).frame
-    sizes = np.array([p.gpus for p in cluster.partitions], dtype=float)
-    rng = np.random.default_rng(seed)
-    vc_of_org = {f"vc{i:02d}": cluster.partitions[k].name
-                 for i, k in enumerate(rng.choice(len(sizes), size=spec.num_vcs, p=sizes / sizes.sum()))}
-    out = {"job_id": f["job_id"], "user": f["user"], "vc": f["org"].map(vc_of_org), "gpu_num": f["num_gpus"],
+    """The 24k-job "Lucid-shaped" FIFO setting of the parity check (`--cluster venus --policy fifo`) as a
+    Lucid-format (Helios ``cluster_log.csv``) trace, as Lucid's simulator reads it. The jobs come from the
+    registered ``venus-shaped`` generator (the one experiment specs name), not from a copy of it here."""
+    from features.traces.synthetic import call_generator
+
+    f = call_generator("venus-shaped", {"cluster": "venus", "data_dir": data}, seed, jobs).frame
+    out = {"job_id": f["job_id"], "user": f["user"], "vc": f["org"], "gpu_num": f["num_gpus"],
            "cpu_num": 4, "node_num": np.ceil(f["num_gpus"].astype(float) / 8).astype(int), "state": "COMPLETED",
            "submit_time": f["submit_ts"].dt.tz_convert("Asia/Shanghai").dt.strftime("%Y-%m-%d %H:%M:%S"),
            "duration": f["duration"]}
-    import pandas as pd
-
     pd.DataFrame(out).to_csv(path, index=False)
     return path
+
+
+# --- The reference: a minimal heap SJF loop and the same workload through schedcast ------------------------
+#: The reference cluster: one pool of REF_NODES x 8 GPUs; jobs take whole GPUs from one free count.
+REF_NODES, REF_GPUS_PER_NODE = 125, 8
+#: GPU counts of the reference workload and their shares (Helios-like: mostly 1-8 GPUs, a thin tail).
+REF_GPU_MIX = {1: 0.60, 2: 0.10, 4: 0.12, 8: 0.14, 16: 0.03, 32: 0.008, 64: 0.002}
+REF_START = pd.Timestamp("2020-01-01 00:00:00")
+
+
+def reference_workload(jobs: int, seed: int = 0, load: float = 0.8) -> dict[str, np.ndarray]:
+    """The minimal loop's own workload: whole-second submissions (Poisson arrivals at offered ``load`` on the
+    reference cluster), whole-second log-normal durations (median 10 min) and whole GPU counts. Integers
+    only, so the trace written from it reads back to exactly these numbers."""
+    rng = np.random.default_rng(seed)
+    sizes = np.array(list(REF_GPU_MIX))
+    gpus = rng.choice(sizes, size=jobs, p=np.array(list(REF_GPU_MIX.values())))
+    duration = np.maximum(1, np.rint(rng.lognormal(np.log(600.0), 1.5, size=jobs))).astype(np.int64)
+    duration = np.minimum(duration, 30 * 86400)
+    gap = float((gpus * duration).mean()) / (load * REF_NODES * REF_GPUS_PER_NODE)
+    submit = np.floor(np.cumsum(rng.exponential(gap, size=jobs))).astype(np.int64)
+    return {"submit": submit - submit[0], "duration": duration, "gpus": gpus.astype(np.int64)}
+
+
+def minimal_sjf(submit, duration, gpus, capacity: int) -> tuple[list[int], int]:
+    """Non-preemptive strict SJF on one pool of ``capacity`` GPUs with two heaps, nothing else: at each
+    time, finishes first, then arrivals (submission order), then start the shortest waiting jobs while the
+    shortest fits (ties by submission order), as schedcast's engine orders events. Returns the start time
+    of every job and the most jobs that waited at once."""
+    import heapq
+
+    submit, duration, gpus = submit.tolist(), duration.tolist(), gpus.tolist()
+    n, free, ai = len(submit), capacity, 0
+    start = [0] * n
+    waiting: list[tuple[int, int]] = []
+    running: list[tuple[int, int]] = []
+    push, pop = heapq.heappush, heapq.heappop
+    most = 0
+    while ai < n or running:
+        now = submit[ai] if ai < n else running[0][0]
+        if running and running[0][0] < now:
+            now = running[0][0]
+        while running and running[0][0] == now:
+            free += gpus[pop(running)[1]]
+        while ai < n and submit[ai] == now:
+            push(waiting, (duration[ai], ai))
+            ai += 1
+        if len(waiting) > most:
+            most = len(waiting)
+        while waiting and gpus[waiting[0][1]] <= free:
+            job = pop(waiting)[1]
+            free -= gpus[job]
+            start[job] = now
+            push(running, (now + duration[job], job))
+    return start, most
+
+
+def write_reference_trace(path: Path, w: dict[str, np.ndarray]) -> Path:
+    """The reference workload as a Helios ``cluster_log.csv`` (one VC, clock in Asia/Shanghai: no DST)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.csv as pacsv
+
+    n = len(w["submit"])
+    stamps = pa.array(np.datetime64(REF_START.to_datetime64(), "s") + w["submit"].astype("timedelta64[s]"))
+    text = pc.strftime(stamps, format="%Y-%m-%d %H:%M:%S")
+    table = pa.table({"job_id": pc.binary_join_element_wise("ref-", pc.cast(pa.array(np.arange(n)), pa.string()), ""),
+                      "user": pa.repeat("u0", n), "vc": pa.repeat("pool", n), "gpu_num": w["gpus"],
+                      "cpu_num": np.full(n, 4), "node_num": -(-w["gpus"] // REF_GPUS_PER_NODE),
+                      "state": pa.repeat("COMPLETED", n), "submit_time": text, "duration": w["duration"]})
+    with open(path, "wb") as fh:  # the layout pandas writes (unquoted header), several times faster
+        fh.write((",".join(table.column_names) + "\n").encode())
+        pacsv.write_csv(table, fh, write_options=pacsv.WriteOptions(include_header=False, quoting_style="none"))
+    return path
+
+
+def _command_times(stdout: str) -> dict[str, float]:
+    """The `time: ... (load a, replay and scoring b, files c, ...)` line of `schedcast simulate`."""
+    m = re.search(r"time: ([\d.]+) s in this command \((.*)\)", stdout)
+    if not m:
+        return {}
+    parts = {"command_total": float(m.group(1))}
+    for item in m.group(2).split(", "):
+        name, _, value = item.rpartition(" ")
+        parts[name] = float(value)
+    return parts
+
+
+def bench_reference(jobs: int, placement: str = "first-fit", command: bool = True) -> list[dict]:
+    """The minimal heap SJF loop against schedcast on the same ``jobs``-job workload (REF_NODES x 8 GPUs):
+    the engine's replay through the API, the trace's loading (parse, then workload), and the whole
+    `schedcast simulate --policy sjf` command on the workload written as a trace. ``first-fit`` spreads a job
+    over nodes whenever enough GPUs are free, i.e. the minimal loop's single free count, so every start
+    time must agree (checked); ``consolidate`` (the default) may refuse a fragmented fit."""
+    w = reference_workload(jobs)
+    capacity = REF_NODES * REF_GPUS_PER_NODE
+    t0 = time.perf_counter()
+    ref_start, most = minimal_sjf(w["submit"], w["duration"], w["gpus"], capacity)
+    t_min = time.perf_counter() - t0
+    print(f"\nReference: {jobs:,} jobs on {REF_NODES}x{REF_GPUS_PER_NODE} GPUs, strict SJF "
+          f"(offered load {float((w['gpus'] * w['duration']).sum()) / (capacity * w['submit'][-1]):.2f}, "
+          f"up to {most:,} waiting)")
+    print(f"minimal heap loop:        {t_min:8.2f} s")
+    tmp = Path(tempfile.mkdtemp(prefix="bench_ref_"))
+    row: dict = {"trace": "reference", "policy": "sjf", "jobs": jobs, "placement": placement, "minimal_s": t_min}
+    try:
+        trace = write_reference_trace(tmp / "cluster_log.csv", w)
+        cluster_yaml = tmp / "ref-pool.yaml"
+        cluster_yaml.write_text(f"name: ref-pool\ndescription: reference pool\ngpu_type: V100\n"
+                                f"gpus_per_node: {REF_GPUS_PER_NODE}\nnodes: {REF_NODES}\n")
+        t0 = time.perf_counter()
+        table = load_trace(trace, "helios", cache=False)
+        row["parse_s"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        workload = build_workload(table, load_cluster(str(cluster_yaml)))
+        row["build_s"] = time.perf_counter() - t0
+        del table
+        assert len(workload) == jobs, f"{jobs - len(workload)} reference jobs lost on the way"
+        r = simulate(workload, "sjf", placement=placement)
+        row["engine_s"] = r.wall_seconds
+        row["same_starts"] = bool(np.array_equal(np.asarray(r.first_start, dtype=float),
+                                                 np.asarray(ref_start, dtype=float)))
+        del workload, r
+        print(f"parse trace (no cache):   {row['parse_s']:8.2f} s   (target <= 3 s with the workload)")
+        print(f"build workload:           {row['build_s']:8.2f} s")
+        print(f"engine replay ({placement}): {row['engine_s']:8.2f} s   = {row['engine_s'] / t_min:.2f}x the minimal loop"
+              f" (target <= 1.5x; start times {'equal' if row['same_starts'] else 'DIFFER'})")
+        if command:
+            exe = Path(sys.executable).with_name("schedcast")
+            base = [str(exe)] if exe.exists() else [sys.executable, "-m", "pipelines.cli"]
+            env = {**os.environ, "SCHEDCAST_TRACE_CACHE": "0"}
+            argv = base + ["simulate", "--trace", str(trace), "--format", "helios", "--cluster", str(cluster_yaml),
+                           "--policy", "sjf", "--placement", placement, "--out", str(tmp / "out"), "--no-progress"]
+            t0 = time.perf_counter()
+            proc = subprocess.run(argv, capture_output=True, text=True, env=env)
+            row["command_s"] = time.perf_counter() - t0
+            if proc.returncode:
+                raise SystemExit(f"reference command: exit {proc.returncode}: {proc.stderr[-2000:]}")
+            parts = _command_times(proc.stdout)
+            row.update({f"command_{k.replace(' ', '_')}_s": v for k, v in parts.items()})
+            print(f"whole command (no cache): {row['command_s']:8.2f} s   = {row['command_s'] / t_min:.2f}x the minimal "
+                  "loop (target <= 2.5x)")
+            print("  its own split:          " + ", ".join(f"{k} {v:.2f} s" for k, v in parts.items()))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return [row]
 
 
 def _timed_process(cmd: list[str], cwd: Path | None = None, env: dict | None = None) -> tuple[float, float, int]:
@@ -246,10 +391,23 @@ def main() -> None:
     ap.add_argument("--only", help="whole commands whose label contains this text (e.g. SJF, FIFO)")
     ap.add_argument("--tree", type=Path, help="time the commands of another checkout (python -m pipelines.cli "
                     "run there), e.g. `git worktree` of an older commit")
+    ap.add_argument("--reference-jobs", type=int, default=1_750_000,
+                    help="jobs of the minimal-loop reference (issue 23: 1.75 M; 0 skips it)")
+    ap.add_argument("--reference-only", action="store_true", help="only the minimal-loop reference")
+    ap.add_argument("--reference-placement", default="first-fit",
+                    help="placement of the reference replays (first-fit: the minimal loop's schedule exactly)")
     args = ap.parse_args()
     sizes = [10_000, 100_000] if args.quick else args.sizes
     print(f"machine: {machine()}")
     rows = []
+    if args.reference_jobs > 0 and not args.commands_only:
+        rows += bench_reference(args.reference_jobs if not args.quick else 100_000, args.reference_placement)
+    if args.reference_only:
+        out = ROOT / "benchmarks" / "results"
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "engine_reference.json").write_text(json.dumps({"machine": machine(), "rows": rows}, indent=2))
+        print(f"\nwrote {out / 'engine_reference.json'}")
+        return
     philly = data_dir(args.data_dir) / "philly" / "philly_jobs_2017-09-04_2017-11-30.csv.gz"
     rows += bench_commands(philly if philly.exists() else None, args.repeats, data_dir(args.data_dir), args.tree,
                            args.only)

@@ -27,7 +27,6 @@ import numpy as np
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from evaluation.metrics import check_identities, evaluate  # noqa: E402
 from features.paths import data_dir  # noqa: E402

@@ -30,8 +30,6 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from evaluation.metrics import check_identities, evaluate  # noqa: E402
 from features.paths import data_dir  # noqa: E402

@@ -26,7 +26,6 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from features.paths import data_dir  # noqa: E402
 from features.series import load_demand, load_throughput  # noqa: E402

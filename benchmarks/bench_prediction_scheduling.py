@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
 import time
 import warnings
 from pathlib import Path
@@ -27,7 +26,6 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from evaluation.metrics import evaluate  # noqa: E402
 from evaluation.scores import duration_scores  # noqa: E402

@@ -22,7 +22,6 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 PHILLY = "philly/philly_jobs_2017-09-04_2017-11-30.csv.gz"
 

@@ -38,7 +38,6 @@ logging.disable(logging.WARNING)
 import numpy as np  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 OUT = ROOT / "benchmarks" / "results" / "serving"
 TARGETS = {"one job, HTTP": (5.0, 20.0), "one job, in process": (1.0, None), "1,000 jobs": (None, 50.0),
            "finished job, in process": (None, None)}

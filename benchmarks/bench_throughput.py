@@ -31,7 +31,6 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from features.series import load_throughput, rolling_origins, throughput_features  # noqa: E402
 from models.tabular import make_throughput_model  # noqa: E402
