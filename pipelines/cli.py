@@ -28,6 +28,10 @@ def build_parser() -> argparse.ArgumentParser:
                     epilog="Errors are one line (exit 2: fix the input; exit 1: internal error). --debug or "
                     "SCHEDCAST_DEBUG=1 prints tracebacks.")
     parser.add_argument("--debug", action="store_true", help="show the traceback of any error")
+    parser.add_argument("--plugin", action="append", default=[], metavar="MODULE",
+                        help="import MODULE first (repeatable; also SCHEDCAST_PLUGINS=mod1,mod2): a local module "
+                        "that registers policies, placements, scores, trace formats, ... (features.plugins); "
+                        "experiment workers import it too")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in (simulate, info, modelops, server, *_plugin_command_modules()):
         module.add_parsers(sub)
@@ -43,6 +47,25 @@ def _plugin_command_modules() -> list:
     import importlib
 
     return [importlib.import_module(name) for name in _PLUGIN_COMMANDS]
+
+
+def _load_plugins(argv: list[str]) -> None:
+    """Import the ``--plugin`` modules of ``argv`` (global options, before the command) and those of
+    SCHEDCAST_PLUGINS; ``--plugin`` ones are added to SCHEDCAST_PLUGINS so that worker processes started
+    later (experiment cells on a Dask LocalCluster) import them too."""
+    from features.plugins import load_env_plugins, load_plugins
+
+    names, i = [], 0
+    while i < len(argv) and argv[i].startswith("-"):
+        if argv[i] == "--plugin" and i + 1 < len(argv):
+            names.append(argv[i + 1])
+            i += 2
+            continue
+        if argv[i].startswith("--plugin="):
+            names.append(argv[i].partition("=")[2])
+        i += 1
+    load_env_plugins()
+    load_plugins(names, export=True)
 
 
 def _user_errors() -> tuple[type[BaseException], ...]:
@@ -63,6 +86,11 @@ def _one_line(exc: BaseException) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    try:  # before the parser is built, so that --help and the name lists show what the plug-ins register
+        _load_plugins(argv)
+    except ValueError as exc:
+        print(f"schedcast: error: {_one_line(exc)}", file=sys.stderr)
+        return 2
     args = build_parser().parse_args(argv)
     args.argv = argv  # recorded in result folders (meta.json "command")
     debug = args.debug or os.environ.get("SCHEDCAST_DEBUG", "") not in ("", "0")

@@ -23,6 +23,8 @@ from typing import Sequence
 
 import numpy as np
 
+from features.plugins import Registry, new_registry, parse_spec
+
 
 @dataclass(frozen=True)
 class Failure:
@@ -110,6 +112,12 @@ CATEGORIES: dict[str, tuple[str, ...]] = {
 DEFAULT_MIX = (0.5, 0.3, 0.2)  # infrastructure / framework / script shares of parametric failures
 _TRACE_KEYS = ("reaction", "attempts", "checkpoint")
 _RATE_KEYS = ("rate", "repair", "checkpoint", "reaction", "mix", "attempts", "horizon")
+#: failure models by name (features.plugins; entry-point group ``schedcast.failures``). The built-ins
+#: (None here) are parsed below; a plug-in is ``function(workload, seed, **params) -> (failures, RestartRule
+#: | None)``, named as ``--failures NAME[:key=value,...]``.
+FAILURES: Registry = new_registry("failures", noun="failure model")
+for _name in ("none", "trace", "rate"):
+    FAILURES.register(_name, None)
 
 
 def failure_category(cause: str) -> str:
@@ -151,7 +159,20 @@ def parse_failure_spec(spec: str) -> tuple[str, dict[str, object]]:
     text = (spec or "").strip()
     if text.lower() in ("", "none"):
         return "none", {}
+    name, colon, rest = text.partition(":")
+    if colon and not set(name) & set("=,"):  # the one grammar, name:key=value,...
+        name = name.strip().lower() if name.strip().lower() in ("trace", "rate") else name.strip()
+        if name == "rate":
+            text = rest
+        elif name == "trace":
+            text = "trace," + rest
+        else:
+            FAILURES.lookup(name)
+            return parse_spec(text, "--failures")
     parts = [p.strip() for p in text.split(",") if p.strip()]
+    if "=" not in parts[0] and parts[0].lower() not in ("trace", "rate"):  # a plug-in's name, or a typo
+        FAILURES.lookup(parts[0].partition(":")[0].strip())
+        return parse_spec(text, "--failures")
     mode = "trace" if parts[0].lower() == "trace" else "rate"
     if mode == "trace":
         parts = parts[1:]
@@ -214,6 +235,8 @@ def failures_from_spec(spec: str, workload, seed: int) -> tuple[list[Failure], R
     mode, f = parse_failure_spec(spec)
     if mode == "none":
         return [], None
+    if mode not in ("trace", "rate"):  # a plug-in failure model
+        return FAILURES.lookup(mode)(workload, seed, **f)
     rule = RestartRule(delay=float(f.get("reaction", 600.0)), max_attempts=f.get("attempts"))  # type: ignore[arg-type]
     if "checkpoint" in f:
         c = float(f["checkpoint"])  # type: ignore[arg-type]
@@ -257,8 +280,6 @@ def _failure_nodes(workload) -> list[tuple[str, int, int]]:
     cluster = workload.cluster
     keep = [len(p.capacities) for p in cluster.partitions]
     try:
-        from sim.policies.lucid.workload import with_profiler
-
         carved = with_profiler(workload, nodes="auto", carve=True).cluster
         keep = [len(p.capacities) for p in carved.partitions[: len(keep)]]
     except ValueError:

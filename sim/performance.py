@@ -13,18 +13,23 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Sequence
 
+from features import plugins
+from features.plugins import Registry, new_registry
+
 if TYPE_CHECKING:
-    from sim.engine import Engine
+    from sim.placement import Placement
+    from sim.workload import Workload
 
 
 class PerformanceModel:
-    """Base class: every job at speed 1. ``bind`` gives the model the engine (workload, pools)."""
+    """Base class: every job at speed 1. ``bind`` gives the model the replay's workload and the
+    placements of its partitions when the replay starts (never the engine)."""
 
     name = "solo"
-    engine: "Engine | None" = None
+    workload: "Workload | None" = None
 
-    def bind(self, engine: "Engine") -> None:
-        self.engine = engine
+    def bind(self, workload: "Workload", placements: "Sequence[Placement]" = ()) -> None:
+        self.workload = workload
 
     def speed(self, job: int, placement: list[tuple], colocated: Sequence[int]) -> float:
         return 1.0
@@ -79,18 +84,18 @@ def _spec_models():
     return {"asrpt": AsrptSpec, "constant": ConstantSpec}
 
 
+#: performance models by name (features.plugins; entry-point group ``schedcast.performance``). The built-ins
+#: (None here) are built below from typed specs; a plug-in is a PerformanceModel class or factory called
+#: with the spec's parameters (``--performance NAME:key=value,...``).
+PERFORMANCE: Registry = new_registry("performance", noun="performance model")
+for _name in ("none", "asrpt", "constant"):
+    PERFORMANCE.register(_name, None)
+
+
 def parse_spec(spec: str, what: str = "--performance") -> tuple[str, dict[str, str]]:
-    """'name:key=value,key=value' -> (name, {key: value}); one-line ValueError on malformed text."""
-    name, _, rest = str(spec).strip().partition(":")
-    params: dict[str, str] = {}
-    for item in filter(None, (p.strip() for p in rest.split(","))):
-        key, eq, value = item.partition("=")
-        if not eq or not key.strip():
-            raise ValueError(f"{what} {spec!r}: expected key=value, got {item!r}")
-        if key.strip() in params:
-            raise ValueError(f"{what} {spec!r}: {key.strip()} given twice")
-        params[key.strip()] = value.strip()
-    return name.strip(), params
+    """'name:key=value,key=value' -> (name, {key: value as text}): the one grammar
+    (features.plugins.parse_spec); one-line ValueError on malformed text."""
+    return plugins.parse_spec(spec, what, raw=True)
 
 
 def make_performance(spec: str | None, workload=None) -> PerformanceModel | None:
@@ -106,7 +111,14 @@ def make_performance(spec: str | None, workload=None) -> PerformanceModel | None
     name, raw = parse_spec(spec)
     models = _spec_models()
     if name not in models:
-        raise ValueError(f"unknown performance model {name!r} in {spec!r}; use {_SPECS_HELP}")
+        factory = PERFORMANCE.lookup(name)
+        try:
+            model = factory(**plugins.parse_spec(spec, "--performance")[1])
+        except TypeError as exc:
+            raise ValueError(f"--performance {spec!r}: {exc}") from None
+        if workload is not None and hasattr(model, "bind_workload"):
+            model.bind_workload(workload)
+        return model
     cls = models[name]
     try:
         params = cls(**raw)

@@ -10,11 +10,14 @@ is loaded, and that version (not whatever the alias points at later) is the one 
 """
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import pandas as pd
+
+from features.plugins import Registry, new_registry, parse_spec
 
 
 @runtime_checkable
@@ -213,26 +216,51 @@ class RestPredictor(_ModelBacked):
         return np.maximum(np.asarray(out, dtype=float), 0.0)
 
 
+def _noisy(sigma: float = 0.5, seed: int = 0) -> "NoisyOraclePredictor":
+    return NoisyOraclePredictor(sigma, seed=seed)
+
+
+#: duration predictors by name (features.plugins; entry-point group ``schedcast.predictors``): a Predictor
+#: class or factory called with the spec's parameters (and ``seed`` when it takes one). ``models:/``,
+#: ``runs:/`` and http(s) URLs are addresses, not names.
+PREDICTORS: Registry = new_registry("predictors", noun="predictor")
+PREDICTORS.register("oracle", OraclePredictor)
+PREDICTORS.register("noisy", _noisy)
+
+
 def make_predictor(spec: str | Predictor | None, seed: int = 0, tracking_uri: str | None = None) -> Predictor:
-    """'oracle', 'noisy:SIGMA' (e.g. noisy:0.5), 'models:/NAME@ALIAS' (or runs:/...), an http(s)
-    serving URL, or a Predictor instance."""
+    """'oracle', 'noisy:SIGMA' (e.g. noisy:0.5, or noisy:sigma=0.5), 'models:/NAME@ALIAS' (or runs:/...), an
+    http(s) serving URL, a registered name ('name:key=value,...'), or a Predictor instance."""
     if spec is None or spec == "oracle":
         return OraclePredictor()
     if isinstance(spec, str):
-        if spec == "noisy" or spec.startswith("noisy:"):
-            _, _, text = spec.partition(":")
-            try:
-                sigma = float(text or 0.5)
-            except ValueError:
-                raise ValueError(f"bad predictor {spec!r}: noisy:SIGMA needs a number >= 0 (e.g. noisy:0.5)") from None
-            if not np.isfinite(sigma) or sigma < 0:
-                raise ValueError(f"bad predictor {spec!r}: noisy:SIGMA needs a number >= 0 (e.g. noisy:0.5)")
-            return NoisyOraclePredictor(sigma, seed=seed)
         if spec.startswith(("models:/", "runs:/")):
             return ModelPredictor(spec, tracking_uri)
         if spec.startswith(("http://", "https://")):
             return RestPredictor(spec)
-        raise ValueError(f"unknown predictor {spec!r}; use oracle, noisy:SIGMA, models:/NAME@ALIAS or a URL")
+        name, params = parse_spec(spec, "predictor", positional="sigma" if spec.startswith("noisy") else None)
+        if name == "noisy":
+            sigma = params.pop("sigma", 0.5)
+            try:
+                sigma = float(sigma)
+            except (TypeError, ValueError):
+                sigma = -1.0
+            if params or not np.isfinite(sigma) or sigma < 0:
+                raise ValueError(f"bad predictor {spec!r}: noisy:SIGMA needs a number >= 0 (e.g. noisy:0.5)")
+            return NoisyOraclePredictor(sigma, seed=seed)
+        if name not in PREDICTORS:
+            raise ValueError(f"{PREDICTORS.unknown_message(name)} (or models:/NAME@ALIAS, runs:/ID/PATH, an "
+                             "http(s) serving URL)")
+        factory = PREDICTORS.lookup(name)
+        try:
+            accepts_seed = "seed" in inspect.signature(factory).parameters
+        except (TypeError, ValueError):
+            accepts_seed = False
+        try:
+            predictor = factory(**params, **({"seed": seed} if accepts_seed and "seed" not in params else {}))
+        except TypeError as exc:
+            raise ValueError(f"bad predictor {spec!r}: {exc}") from None
+        spec = predictor
     if not isinstance(spec, Predictor):
         raise TypeError("a predictor needs predict(jobs) -> array")
     return spec
