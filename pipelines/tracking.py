@@ -64,22 +64,8 @@ def ui_url(tracking_uri: str, experiment_id: str, run_id: str | None = None) -> 
     return f"{tracking_uri.rstrip('/')}/{page}?{UI_RUNS_QUERY}"
 
 
-def code_version() -> str:
-    """Git commit, plus a short hash of the uncommitted changes to tracked files (so two dirty trees
-    with different edits never share a version): ``abc1234`` or ``abc1234-dirty.1f2e3d4c``."""
-    import hashlib
-
-    root = Path(__file__).resolve().parents[1]
-    try:
-        sha = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True,
-                             text=True, timeout=10).stdout.strip()
-        diff = subprocess.run(["git", "-C", str(root), "diff", "HEAD", "--no-color", "--no-ext-diff"],
-                              capture_output=True, timeout=20).stdout
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    if not sha:
-        return "unknown"
-    return sha + (f"-dirty.{hashlib.sha256(diff).hexdigest()[:8]}" if diff.strip() else "")
+# One implementation, in the lowest layer that needs it (model runs are tagged with it too).
+from models.provenance import code_version  # noqa: E402
 
 
 def _key(text: str) -> str:
