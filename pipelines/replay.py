@@ -207,6 +207,42 @@ def has_spot_jobs(workload) -> bool:
     return any(is_spot(c) for c in workload.job_class)
 
 
+# -- the duration predictor ---------------------------------------------------------------------------
+def is_predictor_spec(spec: str) -> bool:
+    """Whether a duration source is a predictor (``oracle``/``perfect``, ``noisy[:SIGMA]``, ``models:/...``,
+    ``runs:/...``, an http(s) serving URL) rather than a per-kind estimate (``group-median``,
+    ``group-mean``)."""
+    spec = spec.strip()
+    return spec in ("oracle", "perfect", "noisy") or spec.startswith(("noisy:", "models:/", "runs:/", "http://",
+                                                                      "https://"))
+
+
+def duration_source(predictor: str | None, predict: "tuple[tuple[str, str], ...] | list[tuple[str, str]]" = ()
+                    ) -> tuple[str, tuple[tuple[str, str], ...]]:
+    """One code path for ``--predictor SPEC`` and ``--predict duration=SPEC``: (the duration predictor,
+    the other per-kind estimates).
+
+    ``--predictor SPEC`` is the shorthand of ``--predict duration=SPEC``: a duration source that is a
+    predictor (:func:`is_predictor_spec`) becomes the replay's duration predictor, whichever flag named
+    it, so both give the same numbers (the predictor's own seeded draws, and only the policies that use
+    predictions read it). ``--predict duration=group-median`` (an estimate, not a predictor) stays a
+    per-kind estimate. Two flags naming different predictors are a one-line ValueError."""
+    rest: list[tuple[str, str]] = []
+    chosen: str | None = None
+    for kind, spec in predict:
+        if kind.strip() == "duration" and is_predictor_spec(spec):
+            spec = "oracle" if spec.strip() == "perfect" else spec.strip()
+            if chosen is not None and chosen != spec:
+                raise ValueError(f"--predict duration={chosen} and --predict duration={spec}: give one")
+            chosen = spec
+        else:
+            rest.append((kind, spec))
+    if chosen is not None and predictor is not None and predictor != chosen:
+        raise ValueError(f"--predictor {predictor} and --predict duration={chosen} disagree (--predictor SPEC is "
+                         "the shorthand of --predict duration=SPEC): give one")
+    return chosen or predictor or "oracle", tuple(rest)
+
+
 # -- the extras ---------------------------------------------------------------------------------------
 def make_predictor(spec: str, seed: int = 0, tracking_uri: str | None = None):
     """The duration predictor of ``spec`` (None for ``unused``): sim.predictors.make_predictor."""
@@ -326,6 +362,6 @@ def replay_meta(spec: ReplaySpec, prepared: PreparedReplay) -> dict[str, Any]:
             "workload_fingerprint": workload.fingerprint, "units": UNITS}
 
 
-__all__ = ["META_ORDER", "PreparedReplay", "ordered_meta", "ReplayResult", "ReplaySpec", "UNITS", "WorkloadSource", "build_source",
+__all__ = ["META_ORDER", "PreparedReplay", "duration_source", "is_predictor_spec", "ordered_meta", "ReplayResult", "ReplaySpec", "UNITS", "WorkloadSource", "build_source",
            "carries_failures", "has_spot_jobs", "make_predictor", "prepare_replay", "replay_extras", "replay_meta",
            "run_replay", "trace_path"]

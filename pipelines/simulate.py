@@ -285,9 +285,13 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         from sim.placement import make_placement
 
         make_placement(args.placement)
+    from pipelines.replay import duration_source
     from pipelines.tracking import tracking_destination
     from sim.predictors import describe_predictor, make_predictor
 
+    # --predictor SPEC is the shorthand of --predict duration=SPEC: one duration predictor from either
+    args.predictor, predict = duration_source(getattr(args, "predictor", None), getattr(args, "predict", None) or ())
+    args.predict = list(predict)
     # Decided before anything touches MLflow: resolving a models:/ predictor calls mlflow.set_tracking_uri,
     # which writes $MLFLOW_TRACKING_URI, and that must not turn tracking on (no --track, no URI given).
     args.track_destination = tracking_destination(getattr(args, "track", None), getattr(args, "tracking_uri", None))
@@ -464,10 +468,10 @@ def add_parsers(sub) -> None:
     p.add_argument("--placement", default=None, help=f"one of {', '.join(PLACEMENTS)}, optionally name:key=value,... "
                    f"(scored:SCORE=WEIGHT,... weighs the scores {', '.join(SCORES)}); default: the policy's own, "
                    "else consolidate")
-    p.add_argument("--predictor", default="oracle", type=predictor_arg,
-                   help="for prediction-based policies: oracle (default), noisy:SIGMA, models:/NAME@ALIAS "
-                   "(MLflow registry; the resolved version is recorded in meta.json) or an `mlflow models "
-                   "serve` URL")
+    p.add_argument("--predictor", default=None, type=predictor_arg,
+                   help="the duration predictor of prediction-based policies, the shorthand of --predict "
+                   "duration=SPEC: oracle (default), noisy:SIGMA, models:/NAME@ALIAS (MLflow registry; the "
+                   "resolved version is recorded in meta.json) or an `mlflow models serve` URL")
     p.add_argument("--tracking-uri", type=tracking_uri_arg, help="MLflow tracking URI for models:/ predictors and for --track (default "
                    "$MLFLOW_TRACKING_URI or sqlite:///mlruns/mlflow.db); naming one turns tracking on")
     p.add_argument("--trust-local-models", action="store_true", help="allow models from a local path or from a "
@@ -485,7 +489,8 @@ def add_parsers(sub) -> None:
                    "speed 1 everywhere)")
     p.add_argument("--predict", action="append", type=predict_arg, metavar="KIND=SPEC",
                    help="per-job estimates by kind for policies that read them, e.g. "
-                   "iterations=models:/iterations@champion or iterations=group-median (repeatable)")
+                   "iterations=models:/iterations@champion or iterations=group-median (repeatable); "
+                   "duration=SPEC with a predictor SPEC (oracle, noisy:S, models:/..., a URL) is --predictor SPEC")
     p.add_argument("--window", nargs=2, metavar=("START", "END"), type=duration_arg,
                    help="measure only jobs submitted in [START, END) (seconds, or e.g. 1d 20d); the replay "
                    "is unchanged, job tables mark measured jobs (in_window) and the JCT plot shows only them")

@@ -78,3 +78,21 @@ def test_unknown_alias_is_named(registry, tmp_path, capsys):
                  "models:/duration@nope", "--tracking-uri", uri, "--out", str(tmp_path / "o"), "--no-progress"])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "models:/duration@nope is not available" in err
+
+
+def test_predictor_is_the_shorthand_of_predict_duration(tmp_path, capsys):
+    """--predictor SPEC and --predict duration=SPEC are one code path: the same numbers (before, the
+    second drew its own noise and reached every policy), and two different predictors are refused."""
+    common = ["simulate", "--synthetic", "demo", "--jobs", "300", "--offered-load", "1.5", "--policy", "spjf", "fifo", "--no-plots",
+              "--no-progress", "--no-track", "--seed", "4"]
+    assert main([*common, "--predictor", "noisy:0.8", "--out", str(tmp_path / "a")]) == 0
+    assert main([*common, "--predict", "duration=noisy:0.8", "--out", str(tmp_path / "b")]) == 0
+    assert main([*common, "--out", str(tmp_path / "c")]) == 0
+    a, b, c = ((tmp_path / x / "summary.csv").read_text() for x in "abc")
+    assert a == b and a != c
+    assert json.loads((tmp_path / "b" / "meta.json").read_text())["predictor"] == "noisy:0.8"
+    capsys.readouterr()
+    assert main([*common, "--predictor", "oracle", "--predict", "duration=noisy:0.8",
+                 "--out", str(tmp_path / "d")]) == 2
+    err = capsys.readouterr().err
+    assert "disagree" in err and len(err.strip().splitlines()) == 1 and not (tmp_path / "d").exists()
