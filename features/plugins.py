@@ -55,14 +55,18 @@ class PluginError(ValueError):
 
 # -- the one grammar ---------------------------------------------------------------------------------
 def split_params(text: str) -> list[str]:
-    """Split ``k=v,k=v`` on commas outside brackets and parentheses."""
-    parts, depth, cur = [], 0, ""
+    """Split ``k=v,k=v`` on commas outside brackets, parentheses and quotes."""
+    parts, depth, cur, quote = [], 0, "", ""
     for ch in text:
-        if ch in "[(":
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "[(":
             depth += 1
         elif ch in "])":
             depth -= 1
-        if ch == "," and depth == 0:
+        if ch == "," and depth == 0 and not quote:
             parts.append(cur)
             cur = ""
         else:
