@@ -19,7 +19,6 @@ import json
 import math
 import os
 import re
-import subprocess
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
