@@ -315,6 +315,24 @@ class Registry(Mapping[str, T], Generic[T]):
             return True
         return isinstance(name, str) and self._resolve(name)
 
+    # dict habits of the tables this replaces (tests register and remove entries) --------------------
+    def __setitem__(self, name: str, obj: Any) -> None:
+        self.register(name, obj, replace=True)
+
+    def __delitem__(self, name: str) -> None:
+        if name not in self._items and name not in self._lazy:
+            raise KeyError(name)
+        self.unregister(name)
+
+    def pop(self, name: str, *default: Any) -> Any:
+        if name in self._items or name in self._lazy:
+            value = self._items.get(name)
+            self.unregister(name)
+            return value
+        if default:
+            return default[0]
+        raise KeyError(name)
+
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())
 

@@ -165,6 +165,8 @@ def test_registry_loads_entry_points_only_when_asked(tmp_path, monkeypatch):
         registry.register("own", abs)
     with pytest.raises(plugins.PluginError, match="name"):
         registry.register("a/b", abs)
+    registry["tmp"] = min  # the dict habits of the tables it replaced
+    assert registry.pop("tmp") is min and "tmp" not in registry.names()
 
 
 def test_every_kind_is_one_registry():
