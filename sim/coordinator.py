@@ -12,10 +12,10 @@ through the few actions of the ClusterContext.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from sim.engine import Engine
+from sim.errors import SimulationError
+from sim.states import QUEUED, STATE_NAMES
 
 
 class Coordinator:
@@ -47,7 +47,7 @@ class PartitionView:
 
     __slots__ = ("_engine", "_p")
 
-    def __init__(self, engine: "Engine", p: int):
+    def __init__(self, engine: Any, p: int):
         self._engine, self._p = engine, p
 
     @property
@@ -104,7 +104,7 @@ class ClusterContext:
 
     __slots__ = ("_engine", "_views")
 
-    def __init__(self, engine: "Engine"):
+    def __init__(self, engine: Any):
         self._engine = engine
         self._views = [PartitionView(engine, p) for p in range(len(engine.contexts))]
 
@@ -152,16 +152,13 @@ class ClusterContext:
         """Stop new placements on a node (to drain it before a move)."""
         e = self._engine
         i = e.partition_index(p)
-        e.contexts[i].pool.cordon(node)
-        e._log("cordon", -1, (i, node))
+        e.contexts[i].cordon(node)
         e.mark_dirty(i)
 
     def transfer(self, job: int, dst: int | str) -> bool:
         """Move a waiting job to partition ``dst``: its policy gives it up (``release``), the
         destination's gets ``on_transfer``. False if the source policy does not release it."""
         e = self._engine
-        from sim.engine import QUEUED, SimulationError, STATE_NAMES
-
         if e.state[job] != QUEUED:
             raise SimulationError(f"t={e.now}: only a waiting job can move, job {job} is "
                                   f"{STATE_NAMES[e.state[job]]}")

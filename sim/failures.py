@@ -24,6 +24,7 @@ from typing import Sequence
 import numpy as np
 
 from features.plugins import Registry, new_registry, parse_spec
+from sim.profiler_partition import with_profiler
 
 
 @dataclass(frozen=True)

@@ -112,10 +112,6 @@ class PairInterference(PerformanceModel):
 
     def __init__(self, model: InterferenceModel, keys: list[str]):
         self.model, self.keys = model, keys
-        self.engine = None
-
-    def bind(self, engine) -> None:
-        self.engine = engine
 
     def speed(self, job: int, placement: list[tuple], colocated) -> float:
         speed = 1.0

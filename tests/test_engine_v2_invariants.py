@@ -22,7 +22,7 @@ class CorruptPool(Greedy):
 
 class FinishTwice(Greedy):
     def on_finish(self, job):
-        e = self.ctx.engine
+        e = self.ctx._engine  # deliberately behind the Context's back
         if job == 0 and not getattr(self, "done", False):
             self.done = True
             e._push(e.now + 1, EV_FINISH, job)  # a second completion event for a finished job
@@ -32,7 +32,7 @@ class LoseWork(Greedy):
     def schedule(self):
         super().schedule()
         if self.ctx.now == 2:
-            self.ctx.engine.remaining[0] -= 3  # three seconds of work vanish
+            self.ctx._engine.remaining[0] -= 3  # three seconds of work vanish
 
 
 def test_violations_name_invariant_node_job_and_time():

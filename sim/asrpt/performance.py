@@ -24,15 +24,12 @@ replay is unchanged.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from typing import Sequence
 
 from sim.asrpt.iteration import Bandwidth, alpha, fewest_servers, spread_mapping
 from sim.asrpt.profiles import StageCatalog
 from sim.performance import PerformanceModel
 from sim.placement.heavy_edge import heavy_edge_map
-
-if TYPE_CHECKING:
-    from sim.engine import Engine
 
 
 class IterationSpeed(PerformanceModel):
@@ -68,15 +65,14 @@ class IterationSpeed(PerformanceModel):
         self.duration: list[float] = []
         self.true_iterations: list[float] = []
 
-    def bind(self, engine: "Engine") -> None:
-        super().bind(engine)
+    def bind(self, workload, placements=()) -> None:
+        super().bind(workload, placements)
         if self.refine is None:
             from sim.placement.heavy_edge import HeavyEdge
 
-            places = [c.placement for c in getattr(engine, "contexts", [])]
-            self.refine = any(isinstance(p, HeavyEdge) and p.refine for p in places)
+            self.refine = any(isinstance(p, HeavyEdge) and p.refine for p in placements)
             self._alpha.clear()
-        self.bind_workload(engine.workload)
+        self.bind_workload(workload)
 
     def bind_workload(self, w) -> None:
         """Read models, GPU counts, durations and true iterations of a workload (also without an engine)."""

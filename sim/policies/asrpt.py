@@ -126,7 +126,7 @@ class ASrpt(Policy):
         if self.perf is None:
             from sim.asrpt.performance import IterationSpeed
 
-            current = self.ctx.engine.performance
+            current = self.ctx.performance
             if isinstance(current, IterationSpeed):
                 self.perf = current
             else:
@@ -134,7 +134,7 @@ class ASrpt(Policy):
                 if current is None:
                     self.ctx.use_performance(self.perf)
                 else:  # another model decides speeds; we still need alphas for decisions
-                    self.perf.bind(self.ctx.engine)
+                    self.ctx.prepare_performance(self.perf)
         return self.perf
 
     def alphas(self, job: int) -> tuple[float, float]:

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:
     from sim.coordinator import Coordinator
-    from sim.engine import Context
+    from sim.context import Context
 
 
 class Policy:

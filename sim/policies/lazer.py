@@ -41,12 +41,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sim.engine import LOADING
+from sim.states import LOADING
 from sim.policies.base import start_in_order
 from sim.policies.preemptive import Srtf
 
 if TYPE_CHECKING:
-    from sim.engine import Context
+    from sim.context import Context
 
 
 @dataclass

@@ -7,7 +7,7 @@ import heapq
 import math
 from typing import Any, Literal
 
-from sim.engine import LOADING, RUNNING, SAVING
+from sim.states import LOADING, RUNNING, SAVING
 from sim.policies.base import Policy, SortedQueue
 
 

@@ -36,7 +36,7 @@ from typing import Any, Literal
 import numpy as np
 
 from sim.coordinator import Coordinator
-from sim.engine import LOADING, RUNNING
+from sim.states import LOADING, RUNNING
 from sim.failures import failure_category
 from sim.policies.base import Policy, SortedQueue, start_in_order
 from sim.policies.lucid.coordinator import LucidCoordinator
@@ -137,7 +137,7 @@ class SchedMateParts:
             return p.diagnosis + p.recovery
         if called:
             self.fh["false_alarms"] += 1
-            return p.diagnosis + p.recovery + ctx.engine.restart.delay
+            return p.diagnosis + p.recovery + ctx.restart_delay
         self.fh["missed"] += infra
         return None
 
@@ -170,7 +170,7 @@ class SchedMateParts:
         pool = ctx.pool
         mine = [n for n in nodes if pool.capacity[n] and n not in pool.cordoned and n not in pool.down]
         for n in mine:
-            pool.cordon(n)
+            ctx.cordon(n)
             self.fh["cordoned"] += 1
         if mine:
             ctx.set_timer(ctx.now + self.sm.repair, ("sm_uncordon", tuple(mine)))
@@ -193,9 +193,9 @@ class SchedMateParts:
         return out
 
 
-def uncordon(pool: Any, node: int) -> None:
-    """Take a node a policy cordoned back into placement (sim.placement.pool.NodePool.uncordon)."""
-    pool.uncordon(node)
+def uncordon(ctx: Any, node: int) -> None:
+    """Take a node a policy cordoned back into placement (through its Context)."""
+    ctx.uncordon(node)
 
 
 class SchedMateCoordinator(Coordinator, SchedMateParts):
@@ -266,8 +266,8 @@ class SchedMateParams:
 
 
 def _placement_nodes(ctx: Any, job: int) -> list[int]:
-    record = ctx.engine.alloc[job]
-    return sorted({entry[0] for entry in record[0]}) if record is not None else []
+    placement = ctx.placement_of(job)
+    return sorted({entry[0] for entry in placement}) if placement is not None else []
 
 
 class SchedMateSjf(SchedMateParams, Policy):
@@ -330,8 +330,8 @@ class SchedMateSjf(SchedMateParams, Policy):
             self._history.on_finish(job)
 
     def _started(self, job: int) -> None:
-        # the engine's record, not its nodes: most jobs never fail, so the nodes are read only then
-        self.nodes[job] = self.ctx.engine.alloc[job]
+        # the placement, not its nodes: most jobs never fail, so the nodes are read only then
+        self.nodes[job] = self.ctx.placement_of(job)
 
     def schedule(self) -> None:
         # the Failure Handler notes each started job's allocation (read when the job fails)
@@ -339,14 +339,14 @@ class SchedMateSjf(SchedMateParams, Policy):
                        on_start=self._started if self.c.sm.failure_handler else None)
 
     def on_failure(self, job: int) -> float | None:
-        record = self.nodes.pop(job, None)
-        nodes = sorted({entry[0] for entry in record[0]}) if record is not None else []
+        placement = self.nodes.pop(job, None)
+        nodes = sorted({entry[0] for entry in placement}) if placement is not None else []
         return self.c.restart_delay(self.ctx, job, nodes)
 
     def on_timer(self, payload: Any) -> None:
         if payload and payload[0] == "sm_uncordon":
             for node in payload[1]:
-                uncordon(self.ctx.pool, node)
+                uncordon(self.ctx, node)
 
     def stats(self) -> dict[str, Any]:
         return self.c.stats_schedmate() if self.ctx.partition == 0 and self.c.ready else {}
@@ -453,8 +453,8 @@ class LucidSchedMate(SchedMateParams, Lucid):
         if not super()._try_pack(job, cache):
             return False
         ctx = self.ctx
-        host = ctx.engine.alloc[job][2]
-        ratio = ctx.engine.speed[host]  # the host's true throughput after / before packing
+        host = ctx.holder(job)
+        ratio = ctx.speed(host)  # the host's true throughput after / before packing
         if self.c.slowdown_seen(ctx, host, float(ratio), self.theta, self.tracker, self.detection,
                                 self.tracker_error):
             ctx.set_timer(ctx.now + self.track_after, ("sm_cancel", job, host))
@@ -465,8 +465,7 @@ class LucidSchedMate(SchedMateParams, Lucid):
         if kind == "sm_cancel":
             job, host = payload[1], payload[2]
             ctx, c = self.ctx, self.c
-            alloc = ctx.engine.alloc[job]
-            if alloc is None or host not in alloc[1] or ctx.state(job) not in (LOADING, RUNNING):
+            if host not in ctx.sharing(job) or ctx.state(job) not in (LOADING, RUNNING):
                 return
             ctx.evict(job)
             c.evictions += 1
@@ -474,7 +473,7 @@ class LucidSchedMate(SchedMateParams, Lucid):
             c.never_pack.add(job)
         elif kind == "sm_uncordon":
             for node in payload[1]:
-                uncordon(self.ctx.pool, node)
+                uncordon(self.ctx, node)
         else:
             super().on_timer(payload)
 

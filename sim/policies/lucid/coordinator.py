@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from sim.coordinator import Coordinator
-from sim.engine import PENDING, QUEUED
+from sim.states import PENDING, QUEUED
 from sim.policies.lucid import profiler as prof_rules
 from sim.policies.lucid import scaling
 from sim.policies.lucid.workload import PROFILER, job_profiles, origin

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from sim.engine import LOADING, QUEUED, RUNNING
+from sim.states import LOADING, QUEUED, RUNNING
 from sim.policies.base import Policy, SortedQueue
 from sim.policies.lucid import binder as rules
 from sim.policies.lucid import profiler as prof_rules
@@ -224,7 +224,7 @@ class Lucid(Policy):
         memo = self._pass_est
         value = memo.get(job)
         if value is None:
-            value = memo[job] = self._queued_est(job) if self.ctx.engine.state[job] == QUEUED \
+            value = memo[job] = self._queued_est(job) if self.ctx.state(job) == QUEUED \
                 else self.estimate(job)
         return value
 
@@ -234,7 +234,7 @@ class Lucid(Policy):
         without a prediction, the finished jobs' mean durations (their count). Long queues ask this of
         every job on every pass (the binder's enough-work rule)."""
         c = self.c
-        key = (c.version, self.ctx.engine.remaining[job], len(c.finished))
+        key = (c.version, self.ctx.remaining(job), len(c.finished))
         hit = self._queued_ests.get(job)
         if hit is not None and hit[0] == key:
             return hit[1]
@@ -260,12 +260,12 @@ class Lucid(Policy):
         hosts = cache.get(gpus)
         if hosts is None:
             ctx, c = self.ctx, self.c
-            alloc, state, need = ctx.engine.alloc, ctx.engine.state, ctx.jobs.gpus
+            sharing, state, need = ctx.sharing, ctx.state, ctx.jobs.gpus
             hosts = cache[gpus] = []
             for host in ctx.running:
                 if need[host] != gpus:
                     continue
-                if not rules.host_ok(members=len(alloc[host][1]), running=state[host] == RUNNING,
+                if not rules.host_ok(members=len(sharing(host)), running=state(host) == RUNNING,
                                      never_pack=host in c.never_pack, binder=self.binder,
                                      was_profiled=host in c.profiled,
                                      estimate=self._est(host) if self.binder and host in c.profiled else np.inf,
@@ -297,8 +297,7 @@ class Lucid(Policy):
 
     def _check_pair(self, job: int, host: int) -> None:
         ctx, c = self.ctx, self.c
-        alloc = ctx.engine.alloc[job]
-        if alloc is None or host not in alloc[1] or ctx.state(job) not in (LOADING, RUNNING):
+        if host not in ctx.sharing(job) or ctx.state(job) not in (LOADING, RUNNING):
             return
         ctx.evict(job)
         c.evictions += 1
