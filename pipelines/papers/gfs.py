@@ -3,7 +3,7 @@ horizon H = 1, 2, 4 at Medium), the ablations at Medium (Tables 8-10) and the §
 on schedcast's replays of the GFS-shaped workload (configs/workloads/gfs-{low,medium,high}.yaml: 40 A100
 nodes, HP per organisation from the Helios Earth per-VC series, a 14-day HP-only warm-up, 3 measured days).
 
-Every replay goes through ``sim.simulate``; metrics are evaluation/gfs_metrics.py's over the tasks after the
+Every replay goes through the one replay path (pipelines.replay.run_replay); metrics are evaluation/gfs_metrics.py's over the tasks after the
 warm-up (HP / spot JQT = the sum of all waits, eviction rate = evictions / spot runs). ``gfs`` runs with its
 Table 4 defaults and OrgLinear trained causally inside the replay (the detail of each GFS measure names the
 forecaster and how many forecasts the model answered).
@@ -59,22 +59,27 @@ class _Runs:
         if w is None:
             from features.traces.gfs import GfsSpec, generate
             from sim.cluster import load_cluster
+            from pipelines.replay import ReplaySpec, prepare_replay
             from sim.workload import build_workload
 
             seed = self.ctx.seeds[0] if self.ctx.seeds else 0
             table = generate(GfsSpec(**_preset(level, self.ctx.quick)), seed=seed)
-            w = self.workloads[level] = build_workload(table, load_cluster("gfs-a100-40"))
+            workload = build_workload(table, load_cluster("gfs-a100-40"))
+            # the workload and its (empty) extras, shared by every policy replayed at this level
+            w = self.workloads[level] = prepare_replay(ReplaySpec(failures="none", seed=seed),
+                                                       built=(table, workload))
         return w
 
     def get(self, level: str, policy: str) -> dict[str, Any]:
         key = (level, policy)
         if key not in self.summaries:
             from evaluation.gfs_metrics import gfs_summary
-            from sim import simulate
+            from pipelines.replay import ReplaySpec, run_replay
 
-            w = self.workload(level)
+            prepared = self.workload(level)
             t0 = time.process_time()
-            r = simulate(w, policy, seed=self.ctx.seeds[0] if self.ctx.seeds else 0)
+            spec = ReplaySpec(policy=policy, failures="none", seed=self.ctx.seeds[0] if self.ctx.seeds else 0)
+            r = run_replay(spec, prepared).result
             s = gfs_summary(r)
             s["cpu_s"] = time.process_time() - t0
             for k in ("sqa_estimator", "sqa_model_forecasts", "sqa_model_fits", "sqa_fit_seconds", "sqa_model_version"):
@@ -195,7 +200,7 @@ def run(ctx: ReproduceContext) -> dict[str, Measurement]:
 
     g = runs.get("medium", "gfs")
     out["speed_gfs_replay_cpu_s"] = _m(g["cpu_s"], f"CPU seconds of the GFS replay at Medium with OrgLinear in the "
-                                                   f"loop ({len(runs.workload('medium')):,} tasks; training "
+                                                   f"loop ({len(runs.workload('medium').workload):,} tasks; training "
                                                    f"{g.get('sqa_fit_seconds', 0):.2f} s)")
     _write_table(ctx, runs)
     return out

@@ -98,7 +98,7 @@ def decision_latency(queued: int = 2048, nodes: int = 64, seed: int = 0) -> dict
     import pandas as pd
 
     from features.jobtable import LoadReport, finalize
-    from sim import simulate
+    from pipelines.replay import ReplaySpec, prepare_replay, run_replay
     from sim.cluster import Cluster, Partition
     from sim.policies.lucid import Lucid
     from sim.workload import build_workload
@@ -125,7 +125,9 @@ def decision_latency(queued: int = 2048, nodes: int = 64, seed: int = 0) -> dict
     Lucid.schedule = timed
     try:
         # A profiler as large as the VC profiles the whole queue quickly, so the binder sees profiled jobs.
-        r = simulate(w, f"lucid:profiler_nodes={nodes},profiler_from=extra,update_interval=0,dynamic=False")
+        spec = ReplaySpec(policy=f"lucid:profiler_nodes={nodes},profiler_from=extra,update_interval=0,dynamic=False",
+                          failures="none")
+        r = run_replay(spec, prepare_replay(spec, built=(table, w))).result
     finally:
         Lucid.schedule = original
     at = np.array([sec for size, sec in seen if size >= queued]) * 1e3

@@ -7,7 +7,7 @@ Workloads: the failure-shaped synthetic presets (acme-failures, helios-failures)
 offered load of 0.9, their own failures replayed (``trace``, a 30-minute human reaction). SchedMate reads
 the material features.jobcorpus generates per job (SYNTHETIC: no public trace carries code or logs), and
 the Failure Handler / Metric Tracker are the real readers on generated logs; every number here depends on
-that material. Replays call ``sim.simulate`` directly (the policies' own parameters, no experiment cells),
+that material. Replays go through pipelines.replay.run_replay (the policies' own parameters, no experiment cells),
 so the quick mode fits in about a minute on 2 cores.
 
 Causes of a miss are measured, not argued: the same measure with one SchedMate part switched (profiling
@@ -39,7 +39,7 @@ FULL = {"jobs": 2000, "workloads": ("acme-failures", "helios-failures"),
 
 
 def _workload(name: str, jobs: int, seed: int, data_dir: Any) -> Any:
-    from pipelines.simulate import build_source
+    from pipelines.replay import build_source
 
     return build_source(synthetic=name, jobs=jobs, seed=seed, offered_load=0.9, data_dir=str(data_dir))[1]
 
@@ -54,7 +54,7 @@ class _Replays:
     def run(self, name: str, policy: str, seed: int, predictions: Any = None) -> dict[str, Any]:
         key = (name, policy, seed, predictions is not None)
         if key not in self.done:
-            from sim import simulate
+            from pipelines.replay import PreparedReplay, ReplaySpec, run_replay
             from sim.failures import failures_from_spec
 
             w = self.works[name]
@@ -62,7 +62,13 @@ class _Replays:
                 self.failures[(name, seed)] = failures_from_spec(FAILURES, w, seed)
             failures, rule = self.failures[(name, seed)]
             t0 = time.perf_counter()
-            r = simulate(w, policy, failures=failures, restart=rule, seed=seed, predictions=predictions)
+            # the failure events are drawn once per (workload, seed) and shared by the policies
+            extras = {"failures": failures, "restart": rule}
+            if predictions is not None:
+                extras["predictions"] = predictions
+            prepared = PreparedReplay(table=None, workload=w, extras=extras, predictor=None, failures=FAILURES,
+                                      has_spot=False)
+            r = run_replay(ReplaySpec(policy=policy, seed=seed, failures=FAILURES), prepared).result
             end, submit = np.asarray(r.end, dtype=float), np.asarray(w.submit, dtype=float)
             ok = np.isfinite(end)
             self.done[key] = {"jct": float(np.mean(end[ok] - submit[ok])), "stats": dict(r.policy_stats),
