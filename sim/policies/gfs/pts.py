@@ -96,8 +96,7 @@ class HpSpotPolicy(Policy):
         w = ctx.jobs
         self.history = EvictionHistory()
         self.placement = self.make_placement()
-        self.placement.bind(w)  # bound to the workload when the replay starts (FGD's request mix)
-        ctx.placement = self.placement  # would_fit and try_start see the same rule
+        ctx.use_placement(self.placement)  # bound to the workload; would_fit and try_start see the same rule
         self.victim_planner = self.make_victim_planner()
         self.spot = [is_spot(c) for c in w.job_class]
         frame = w.frame

@@ -378,7 +378,7 @@ class SpotQuotaAllocator(Coordinator):
         self.cctx.set_timer(self.retrain_s, "retrain")
 
     def _more(self) -> bool:
-        return self.cctx._engine.unfinished > 0
+        return self.cctx.unfinished > 0
 
     def on_timer(self, payload: Any) -> None:
         now = self.cctx.now
