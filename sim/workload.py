@@ -125,12 +125,12 @@ class Workload:
             self.stages = [None] * n
         if self.checkpoint is None:
             self.checkpoint = [math.inf] * n
-        if self.gpu_demand is None:
-            self.gpu_demand = [g if not m else p * m / MILLI
-                               for g, p, m in zip(self.gpus, self.pods, self.gpu_milli)]
+        if self.gpu_demand is None:  # whole GPUs only (the common case): the GPU counts themselves
+            self.gpu_demand = ([g if not m else p * m / MILLI for g, p, m in zip(self.gpus, self.pods, self.gpu_milli)]
+                               if any(self.gpu_milli) else list(self.gpus))
         if self.spread is None:
             self.spread = [p == 1 and not m for p, m in zip(self.pods, self.gpu_milli)]
-        self.simple = all(self.spread) and all(t is None for t in self.gpu_type)
+        self.simple = all(self.spread) and self.gpu_type.count(None) == len(self.gpu_type)
 
     def __len__(self) -> int:
         return len(self.submit)
@@ -212,7 +212,7 @@ def build_workload(table: JobTable | pd.DataFrame, cluster: Cluster, *, costs: C
         report["too_big_examples"] = frame.loc[too_big, ["job_id", "num_gpus"]].head(5).astype(str).values.tolist()
     keep = (part >= 0) & (gpus_np > 0) & ~too_big
     keep &= _fits_models(req, cluster, part, keep, report)
-    kept = frame[keep].reset_index(drop=True)
+    kept = frame[keep].reset_index(drop=True)  # a copy of its own: columns are added to it in place below
     part, gpus_np = part[keep], gpus_np[keep]
     req = {k: v[keep] for k, v in req.items()}
     n = len(kept)
@@ -231,8 +231,12 @@ def build_workload(table: JobTable | pd.DataFrame, cluster: Cluster, *, costs: C
             report["costs"] = costs.model_dump()
         report["catalog"] = {"name": catalog.name, "seed": seed, "assignment_strength": assignment_strength,
                              "models": {p.name: p.param_source for p in catalog.profiles}}
-    kept = kept.assign(model=pd.array(model, dtype="string"), sim_gpus=gpus_np,
-                       partition=[cluster.partitions[i].name for i in part], load_time=load, save_time=save)
+    # column by column into the copy made above (assign would copy all 1.75 M rows again); no per-job Python
+    kept["model"] = (pd.array(model, dtype="string") if catalog is not None
+                     else pd.Series(pd.NA, index=kept.index, dtype="string").array)
+    kept["sim_gpus"] = gpus_np
+    kept["partition"] = np.array([p.name for p in cluster.partitions], dtype=object)[part]
+    kept["load_time"], kept["save_time"] = load, save
     report["jobs_kept"] = n
     report["jobs_rejected"] = int(sum(report["rejected"].values()))
     return Workload(
@@ -252,10 +256,18 @@ def build_workload(table: JobTable | pd.DataFrame, cluster: Cluster, *, costs: C
         gpu_milli=req["milli"].astype(int).tolist(),
         gpu_type=req["gpu_type"].tolist(),
         job_class=req["job_class"].tolist(),
-        stages=[None if s is None else tuple(s) for s in req["stages"]],
+        stages=_stages_list(req["stages"]),
         checkpoint=req["checkpoint"].astype(float).tolist(),
         spread=req["spread"].astype(bool).tolist(),
     )
+
+
+def _stages_list(stages: np.ndarray) -> list[tuple[int, int] | None]:
+    """Per-job (stages, replicas) or None, as a list (a job table without stages: no per-job Python)."""
+    out = stages.tolist()
+    if out.count(None) == len(out):
+        return out
+    return [None if s is None else tuple(s) for s in out]
 
 
 def _column(frame: pd.DataFrame, name: str) -> np.ndarray | None:
@@ -317,7 +329,7 @@ def _requests(frame: pd.DataFrame, gpus: pd.Series, cluster: Cluster, part: np.n
             spread &= ~frac
             report["notes"].append(f"{int(frac.sum())} jobs ask for a fraction of a GPU per pod")
     gtype = _labels(frame, "gpu_type")
-    typed = np.array([t is not None for t in gtype])
+    typed = ~np.equal(gtype, None)
     hetero = [len(set(p.gpu_types)) > 1 for p in cluster.partitions] + [False]
     ignore = typed & ~np.asarray(hetero, dtype=bool)[part]
     if ignore.any():

@@ -145,3 +145,22 @@ def test_vectorised_numbers_equal_pandas_parse():
         pd.testing.assert_series_equal(num_a, num_o, check_exact=True)
         pd.testing.assert_series_equal(text_a, text_o)
         assert (num_a.to_numpy().view("int64") == num_o.to_numpy().view("int64")).all(), values  # -0.0 too
+
+
+def test_workload_arrays_without_per_job_python_keep_their_values():
+    """build_workload's vectorised columns (partition names, model, stages, GPU demand) hold what the
+    per-job code gave: names per partition, tuples of ints for stages, ints for whole-GPU demand."""
+    from sim.workload import _stages_list, build_workload
+    from tests.helpers import cluster, table
+
+    w = build_workload(table([(0, 10, 1), (1, 10, 2), (2, 10, 4)], org=["a", "b", "a"]),
+                       cluster(gpus=8, partitions={"a": 2, "b": 1}))
+    assert list(w.frame["partition"]) == ["a", "b", "a"] and w.frame["partition"].dtype == object
+    assert w.frame["model"].dtype == "string" and w.frame["model"].isna().all()
+    assert w.gpu_demand == [1, 2, 4] and all(type(g) is int for g in w.gpu_demand)
+    assert w.gpu_demand is not w.gpus and w.simple
+    staged = build_workload(table([(0, 10, 4), (1, 10, 2)], stages=[2, None], replicas=[2, None]), cluster(gpus=8))
+    assert staged.stages == [(2, 2), None] and all(type(v) is int for v in staged.stages[0])
+    assert _stages_list(__import__("numpy").full(3, None, dtype=object)) == [None, None, None]
+    frac = build_workload(table([(0, 10, 1), (1, 10, 2)], gpu_fraction=[0.5, None]), cluster(gpus=8))
+    assert frac.gpu_demand == [0.5, 2]
