@@ -88,7 +88,7 @@ class DurationUpdater:
         return np.asarray(self.fitted_.predict(self.X.iloc[jobs]), dtype=float)
 
     def _system_tuner(self, X, y, end):
-        from evaluation.scores import duration_scores
+        from models.scores import duration_scores
 
         cut = np.quantile(end, 0.8) if len(end) else np.inf
         recent = end > cut
@@ -116,7 +116,7 @@ class DurationUpdater:
 
     def _log(self, X, y, record: dict) -> None:
         """Log the fit as an MLflow run of kind `duration` (no registered version, no alias)."""
-        from evaluation.scores import duration_scores
+        from models.scores import duration_scores
         from models.registry import configure, data_fingerprint, log_estimator
 
         configure(self.tracking_uri)
@@ -145,7 +145,7 @@ class ThroughputUpdater:
     fitted_: Any = None
 
     def update(self, now: float, series: Any) -> None:
-        from evaluation.scores import regression_scores
+        from models.scores import regression_scores
         from features.series import throughput_features
         from models.tabular import make_throughput_model
 

@@ -375,7 +375,7 @@ class MetricTracker:
     def classify(self, line: str) -> str:
         """Category of a log line: regexes first (progress, eval, errors and traceback frames,
         warnings, checkpoints, start-up facts), then the nearest prototype (numbers masked)."""
-        from models.schedmate.failures import is_failure_line
+        from models.schedmate.loglines import is_failure_line
 
         body = _RANK.sub("", line, count=1)
         if parse_progress(body) is not None or _HF_DICT.search(body):
