@@ -4,13 +4,21 @@ and in process (models.serving's fast path); checks the answers against training
     python benchmarks/bench_serving.py                  # about 2-3 minutes on 2 shared cores
     python benchmarks/bench_serving.py --mlflow         # also `schedcast serve --engine mlflow` (MLflow's server)
     python benchmarks/bench_serving.py --requests 500   # more one-job requests
+    python benchmarks/bench_serving.py --before 849586b # also the server of that commit, same model, same run
+    python benchmarks/bench_serving.py --extra none     # only the champion (no EBM / RF / iterations models)
 
 Steps: `schedcast train duration` on the Philly trace into a temporary sqlite store (the champion is what a
 user gets); the holdout (last 30 days) as raw job records: the in-process predictions must equal
 training's features + estimator bit for bit; `schedcast serve models:/duration@champion` on a free
 127.0.0.1 port; after a warm-up, N sequential one-job requests on one keep-alive connection (what a
-scheduler's client does) and on a new connection each, and 1,000-job batches; P50 / P99 of each. Targets
-(issue 22): one job P50 <= 5 ms, P99 <= 20 ms over HTTP, <= 1 ms in process; 1,000 jobs <= 50 ms.
+scheduler's client does) and on a new connection each, and 1,000-job batches; P50 / P99 of each. The
+1,000-job batch also record by record in process (the path every request took before the columnar one)
+and, with --before REV, over HTTP against `schedcast serve` of commit REV (git archive into a temporary
+folder; the same registered model; batches sent to the two servers in turn, so both see the same load).
+--extra: the EBM and RF duration models and A-SRPT's iterations forest, trained in process on the same
+split, checked bit for bit against their estimators on the holdout, then one job and 1,000 in process.
+The client encodes with orjson when it is installed (as the server does). Targets (issue 22): one job
+P50 <= 5 ms, P99 <= 20 ms over HTTP, <= 1 ms in process; 1,000 jobs <= 50 ms.
 Writes benchmarks/results/serving/report.md (git-ignored) and prints the table.
 """
 from __future__ import annotations
@@ -64,6 +72,50 @@ def timed(fn, n: int, warmup: int) -> list[float]:
     return out
 
 
+try:  # the client's codec: orjson when installed, as the server's
+    import orjson
+
+    dumps, loads, CODEC = orjson.dumps, orjson.loads, "orjson"
+except ImportError:  # pragma: no cover - the ml extra installs it
+    dumps, loads, CODEC = (lambda obj: json.dumps(obj).encode()), json.loads, "json"
+
+
+def _checkout(rev: str) -> Path:
+    """The tree of git commit ``rev`` in a temporary folder (git archive: the checkout is not touched)."""
+    out = Path(tempfile.mkdtemp(prefix="bench_serving_before_"))
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev], capture_output=True)
+    if archive.returncode != 0:
+        raise SystemExit(f"--before {rev}: {archive.stderr.decode().strip().splitlines()[-1]}")
+    subprocess.run(["tar", "-x", "-C", str(out)], input=archive.stdout, check=True)
+    return out
+
+
+def _extra_model(name: str, table, test, one: list, batch: list, args, rows: list, notes: list,
+                 test_days: float = 30.0) -> bool:
+    """Train ``name`` (ebm / rf duration, or the iterations forest) on the champion's split, check the
+    raw-record predictions on the holdout against its estimator bit for bit, and time one job and 1,000
+    in process. Returns whether the predictions were identical."""
+    from models.serving import raw_record_model, to_records
+    from pipelines.train import train_duration, train_iterations
+
+    t0 = time.perf_counter()
+    result = (train_iterations(table, test_days=test_days) if name == "iterations"
+              else train_duration(table, algo=name, test_days=test_days))
+    train_s = time.perf_counter() - t0
+    model = raw_record_model(result.task, result.estimator, table.frame)[0].prepare()
+    same = bool(np.array_equal(model.predict_records(to_records(table.frame[test])),
+                               result.estimator.predict(result.holdout[0])))
+    label = "iterations (A-SRPT RF)" if name == "iterations" else f"{name} duration"
+    notes.append(f"{label}: trained in {train_s:.0f} s; holdout predictions {'equal' if same else 'DIFFER FROM'} "
+                 f"its estimator's bit for bit; booster fast path: {model._matrix is not None}")
+    i = iter(range(10 ** 9))
+    ms = timed(lambda: model.predict_records(one[next(i) % len(one)]), args.requests, 30)
+    rows.append(("one job, in process", label, len(ms), *percentiles(ms)))
+    ms = timed(lambda: model.predict_records(batch), args.batches, 2)
+    rows.append(("1,000 jobs", f"{label}, in process", len(ms), *percentiles(ms)))
+    return same
+
+
 class Served:
     """`schedcast serve` as a child process (its own session), stopped at the end."""
 
@@ -86,7 +138,7 @@ class Served:
         self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
 
     def post(self, records: list[dict], keep_alive: bool = True) -> list[float]:
-        body = json.dumps({"dataframe_records": records}).encode()
+        body = dumps({"dataframe_records": records})
         headers = {"Content-Type": "application/json"}
         if keep_alive:
             self.conn.request("POST", "/invocations", body=body, headers=headers)
@@ -99,7 +151,7 @@ class Served:
                 data, status = r.read(), r.status
         if status != 200:
             raise RuntimeError(f"HTTP {status}: {data[:300]!r}")
-        return json.loads(data)["predictions"]
+        return loads(data)["predictions"]
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -115,9 +167,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--requests", type=int, default=300, help="sequential one-job requests (after 30 warm-up)")
     ap.add_argument("--batches", type=int, default=20, help="1,000-job batches")
     ap.add_argument("--mlflow", action="store_true", help="also measure `schedcast serve --engine mlflow`")
+    ap.add_argument("--before", metavar="REV", help="also time the 1,000-job batch against the server of git "
+                    "commit REV (before/after in one run)")
+    ap.add_argument("--extra", default="ebm,rf,iterations",
+                    help="other models timed in process: a comma list of ebm, rf, iterations, or none")
     args = ap.parse_args(argv)
     if args.requests < 200 or args.batches < 1:
         ap.error("--requests must be >= 200 and --batches >= 1")
+    extra = [] if args.extra == "none" else [m.strip() for m in args.extra.split(",") if m.strip()]
+    if any(m not in ("ebm", "rf", "iterations") for m in extra):
+        ap.error(f"--extra: choose from ebm, rf, iterations or none, not {args.extra!r}")
+    before = _checkout(args.before) if args.before else None
 
     import mlflow
 
@@ -162,6 +222,14 @@ def main(argv: list[str] | None = None) -> int:
     ms = timed(lambda: model.predict_records(batch), args.batches, 2)
     rows.append(("1,000 jobs", "in process", len(ms), *percentiles(ms)))
 
+    def record_by_record() -> None:
+        with model._lock:
+            values = [list(c) for c in zip(*model._rows(batch))]
+        model._predict_values(values, len(batch))
+
+    ms = timed(record_by_record, args.batches, 2)
+    rows.append(("1,000 jobs", "in process, record by record (before)", len(ms), *percentiles(ms)))
+
     # finished jobs reported one per call as they end (what a scheduler does), to a model whose history
     # ends at the holdout start: the O(1) appends (a job ending before a still-running history job of
     # its key replays the entries after it)
@@ -187,6 +255,7 @@ def main(argv: list[str] | None = None) -> int:
     engines = ["schedcast"] + (["mlflow"] if args.mlflow else [])
     for engine in engines:
         served = Served("models:/duration@champion", tracking, engine, work)
+        old = None
         try:
             notes.append(f"`schedcast serve --engine {engine}`: ready after {served.ready_s:.1f} s")
             remote = served.post(holdout)
@@ -199,10 +268,32 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(("one job, HTTP", f"{engine}, keep-alive", len(ms), *percentiles(ms)))
             ms = timed(lambda: served.post(one[next(j) % len(one)], keep_alive=False), 200, 10)
             rows.append(("one job, HTTP", f"{engine}, new connection each", len(ms), *percentiles(ms)))
-            ms = timed(lambda: served.post(batch), args.batches, 2)
-            rows.append(("1,000 jobs", f"{engine}, HTTP", len(ms), *percentiles(ms)))
+            if engine == "schedcast" and before is not None:
+                old = Served("models:/duration@champion", tracking, engine, before)
+                same = bool(np.array_equal(np.asarray(old.post(holdout), dtype=float), got))
+                notes.append(f"`schedcast serve` of {args.before} (before): the holdout over HTTP "
+                             f"{'equals' if same else 'DIFFERS FROM'} the in-process predictions")
+                identical = identical and same
+                pair = {"now": [], "before": []}
+                for _ in range(2):
+                    served.post(batch)
+                    old.post(batch)
+                for _ in range(args.batches):  # in turn: both servers see the same load
+                    pair["now"] += timed(lambda: served.post(batch), 1, 0)
+                    pair["before"] += timed(lambda: old.post(batch), 1, 0)
+                rows.append(("1,000 jobs", f"{engine}, HTTP", len(pair["now"]), *percentiles(pair["now"])))
+                rows.append(("1,000 jobs", f"{engine} of {args.before}, HTTP (before)", len(pair["before"]),
+                             *percentiles(pair["before"])))
+            else:
+                ms = timed(lambda: served.post(batch), args.batches, 2)
+                rows.append(("1,000 jobs", f"{engine}, HTTP", len(ms), *percentiles(ms)))
         finally:
             served.stop()
+            if old is not None:
+                old.stop()
+
+    for name in extra:
+        identical = _extra_model(name, table, test, one, batch, args, rows, notes) and identical
 
     def verdict(case: str, p50: float, p99: float) -> str:
         lim50, lim99 = TARGETS[case]
@@ -215,8 +306,9 @@ def main(argv: list[str] | None = None) -> int:
     lines = ["| case | how | n | P50 ms | P99 ms | target |", "|---|---|---:|---:|---:|---|"]
     lines += [f"| {c} | {h} | {n} | {p50:.3f} | {p99:.3f} | {verdict(c, p50, p99)} |" for c, h, n, p50, p99 in rows]
     header = (f"Serving latency, duration champion trained on Philly ({len(frame):,} jobs; train {train_s:.0f} s, "
-              f"model load {load_s:.1f} s). Machine: {platform.machine()}, {os.cpu_count()} CPUs (shared, loaded), "
-              f"Python {platform.python_version()}.")
+              f"model load {load_s:.1f} s). Machine: {platform.machine()}, {os.cpu_count()} CPUs (shared, loaded: "
+              f"load average {os.getloadavg()[0]:.1f} at the end), Python {platform.python_version()}; client "
+              f"codec {CODEC}.")
     text = "\n".join([f"# {header}", "", *lines, "", *[f"- {n}" for n in notes], ""])
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "report.md").write_text(text)

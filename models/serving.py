@@ -77,7 +77,7 @@ import pandas as pd
 
 from features.duration import CATEGORICAL, HISTORY_KEYS
 from models.serving_history import STATS, _Accumulator, _History, _Series  # noqa: F401 - re-exported
-from models.serving_records import _Clock, _Job
+from models.serving_records import _Clock, _Columns, _Job, parse_columns
 
 #: Raw job fields kept in the history snapshot (those the duration features read).
 HISTORY_COLUMNS: dict[str, str] = {
@@ -271,17 +271,42 @@ class RawRecordModel(_python_model_base()):
         """The fast path: JSON-like records in, one prediction per unfinished record out (request order).
         Finished records join the history first (kept for later calls). Raises RecordError (nothing
         applied) when any record is bad."""
-        rows = self._rows(records)
-        if not rows:
+        values, n = self._values(records)
+        if not n:
             return np.zeros(0)
-        return self._predict_rows(rows)
+        return self._predict_values(values, n)
 
     def features(self, records: pd.DataFrame | list[dict[str, Any]]) -> pd.DataFrame:
         """The engineered features (the estimator's columns) of the unfinished records (finished records
         join the history first, as in ``predict``)."""
         if isinstance(records, pd.DataFrame):
             records = records.to_dict(orient="records")
-        return self._frame(self._rows(records))
+        return self._frame(*self._values(records))
+
+    def _values(self, records: list[dict[str, Any]]) -> tuple[list[Any], int]:
+        """Per estimator column, the feature values of the request's queries (a list or array; None: NaN
+        throughout), and how many queries. A batch of plain valid queries is handled column by column
+        (models.serving_records.parse_columns); any other request record by record (same numbers)."""
+        self.prepare()
+        if isinstance(records, list):
+            batch = parse_columns(records, self._clock)
+            if batch is not None:
+                return self._column_values(batch), batch.n
+        rows = self._rows(records)
+        return ([list(c) for c in zip(*rows)] if rows else [None] * len(self.columns)), len(rows)
+
+    def _column_values(self, batch: _Columns) -> list[Any]:
+        with self._lock:
+            state = self._state
+            seen = state.seen
+            present = [all(seen[c] or batch.has(c) for c in cols) for cols, _ in self._layout]
+            values: list[Any] = [None] * len(self.columns)
+            for i, hist in state.column_features(batch.keys(state.keys), batch.t, present, self._layout).items():
+                values[i] = hist
+        for i, c in enumerate(self.columns):
+            if c in _JOB_ATTR:
+                values[i] = _job_column(batch, c)
+        return values
 
     def _rows(self, records: list[dict[str, Any]]) -> list[list[Any]]:
         self.prepare()
@@ -314,17 +339,18 @@ class RawRecordModel(_python_model_base()):
                 rows.append(row)
         return rows
 
-    def _frame(self, rows: list[list[Any]]) -> pd.DataFrame:
+    def _frame(self, values: list[Any], n: int) -> pd.DataFrame:
         cats = set(_categorical())
-        X = pd.DataFrame(rows, columns=self.columns) if rows else pd.DataFrame(columns=self.columns)
+        X = pd.DataFrame({c: np.full(n, math.nan) if v is None else v for c, v in zip(self.columns, values)},
+                         columns=self.columns)
         for c in self.columns:
             X[c] = X[c].astype(str) if c in cats else X[c].astype(float)
         return X
 
-    def _predict_rows(self, rows: list[list[Any]]) -> np.ndarray:
+    def _predict_values(self, values: list[Any], n: int) -> np.ndarray:
         if self._matrix is not None:
-            return self._matrix(rows)
-        return self._predict_features(self._frame(rows))
+            return self._matrix(values, n)
+        return self._predict_features(self._frame(values, n))
 
     def input_example(self, rows: int = 3) -> pd.DataFrame:
         """Raw records of the history's last jobs (the last one as a finished record) as a client sends them."""
@@ -353,42 +379,95 @@ _JOB_ATTR = {"num_gpus": "f_gpus", "num_nodes": "num_nodes", "org": "f_org", "us
 _JOB_FEATURES = tuple(_JOB_ATTR)
 
 
-def _matrix_predictor(model: RawRecordModel) -> Callable[[list[list[Any]]], np.ndarray] | None:
-    """For a LightGBM estimator: feature rows -> float matrix (categories as the codes of the levels seen
-    in fit, unseen = NaN, as LightGBM's pandas conversion makes them) -> its booster. Used only when it
-    gives the estimator's own predictions bit for bit on history jobs (checked here); else None."""
-    from models.tabular import LightGBMRegressorModel
+def _job_column(batch: _Columns, feature: str) -> Any:
+    """A per-job feature of a batch (the _Job attribute of _JOB_ATTR, column by column)."""
+    if feature == "num_gpus":
+        return [float(g) for g in batch.num_gpus]
+    if feature in ("org", "user"):
+        return ["<unknown>" if v is None else v for v in getattr(batch, feature)]
+    if feature == "name_bucket":
+        return [_Job.f_name] * batch.n
+    return getattr(batch, feature)  # num_nodes, group_id, hour, weekday
+
+
+def _matrix_predictor(model: RawRecordModel) -> Callable[[list[Any], int], np.ndarray] | None:
+    """Feature columns -> float matrix -> the fitted model's own arrays, without the per-call pandas
+    work of the estimator's ``predict`` (the same steps in the same order, so the same numbers): a
+    LightGBM booster (categories as the codes of the levels seen in fit, unseen = NaN, as LightGBM's
+    pandas conversion makes them), or a scikit-learn forest (RandomForestModel, A-SRPT's
+    IterationForest: codes with unseen = -1, float32, the trees summed in order then divided, as the
+    forest's predict does, without joblib's per-tree dispatch). Used only when it gives the estimator's
+    own predictions bit for bit on history jobs (checked here); else None."""
+    from models.tabular import IterationForest, LightGBMRegressorModel, RandomForestModel
 
     est = model.estimator
-    if not isinstance(est, LightGBMRegressorModel) or not hasattr(est, "model_"):
-        return None
-    booster = est.model_.booster_
     cats = set(_categorical())
-    codes = [({v: float(i) for i, v in enumerate(est.levels_[c])} if c in cats and c in est.levels_ else None)
-             for c in model.columns]
     nan = math.nan
+    if isinstance(est, LightGBMRegressorModel) and hasattr(est, "model_"):
+        booster = est.model_.booster_
+        codes = [({v: float(i) for i, v in enumerate(est.levels_[c])} if c in cats and c in est.levels_ else None)
+                 for c in model.columns]
+        unknown = nan
 
-    cat_idx = [(i, m) for i, m in enumerate(codes) if m is not None]
+        def finish(M: np.ndarray, values: list[Any]) -> np.ndarray:
+            return np.maximum(est._finish(booster.predict(M, num_threads=1)), 0.0)
+    elif type(est) in (RandomForestModel, IterationForest) and hasattr(est, "model_") and est.model_.n_outputs_ == 1:
+        if list(est.columns_) != [c for c in model.columns if c in est.columns_]:
+            return None
+        keep = [model.columns.index(c) for c in est.columns_]
+        codes = [({v: float(i) for i, v in enumerate(est.levels_[c])} if c in est.levels_ else None)
+                 for c in model.columns]
+        unknown, trees = -1.0, [e.tree_.predict for e in est.model_.estimators_]  # e.predict's own step
+        group = model.columns.index("group_id") if isinstance(est, IterationForest) else -1
 
-    def predict(rows: list[list[Any]]) -> np.ndarray:
-        numeric = []
-        for row in rows:
-            row = row[:]
-            for i, m in cat_idx:
-                row[i] = m.get(row[i], nan)
-            numeric.append(row)
-        M = np.array(numeric, dtype=float)
-        return np.maximum(est._finish(booster.predict(M, num_threads=1)), 0.0)
-
-    # the check: up to 64 history jobs, asked as of their submission (no state change)
-    hist = model.history.tail(64)
-    if not len(hist):
+        def finish(M: np.ndarray, values: list[Any]) -> np.ndarray:
+            X = np.ascontiguousarray(M[:, keep], dtype=np.float32)
+            out = np.zeros(len(X))
+            for predict in trees:
+                out += predict(X)[:, 0]
+            out /= len(trees)
+            pred = est._finish(out)
+            if group >= 0:
+                seen = est.groups_
+                unseen = np.array([g not in seen for g in values[group]], dtype=bool)
+                if est.unseen == "zero":
+                    pred[unseen] = 0.0
+                else:
+                    users = values[model.columns.index("user")] if "user" in model.columns else ["<unknown>"] * len(X)
+                    pred[unseen] = [est.user_mean_.get(u, est.median_) for u, x in zip(users, unseen) if x]
+            return pred
+    else:
         return None
-    probe = to_records(hist)
+
+    def predict(values: list[Any], n: int) -> np.ndarray:
+        M = np.empty((n, len(values)))
+        for i, (v, m) in enumerate(zip(values, codes)):
+            if v is None:
+                M[:, i] = nan
+            elif m is not None:
+                get = m.get
+                M[:, i] = [get(x, unknown) for x in v]
+            else:
+                M[:, i] = v
+        return finish(M, values)
+
+    # the check: up to 64 history jobs, asked as of their submission (no state change); a model that
+    # keeps no history (iterations: group and user only) is asked its fitted groups and one unseen
+    hist = model.history.tail(64)
+    levels = getattr(est, "levels_", {})
+    if len(hist):
+        probe = to_records(hist)
+    elif "group_id" in levels:
+        users = list(levels.get("user", [])) or [None]
+        groups = list(levels["group_id"][:63]) + ["<a group never seen in training>"]
+        probe = [{"submit_time": 0.0, "num_gpus": 1, "group_id": g, "user": users[i % len(users)]}
+                 for i, g in enumerate(groups)]
+    else:
+        return None
     saved, model._matrix = model._matrix, None
     try:
-        rows = model._rows(probe)
-        same = np.array_equal(predict(rows), model._predict_features(model._frame(rows)))
+        values, n = model._values(probe)
+        same = np.array_equal(predict(values, n), model._predict_features(model._frame(values, n)))
     except Exception:  # noqa: BLE001 - any trouble: keep the estimator's own predict
         same = False
     finally:

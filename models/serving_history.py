@@ -179,6 +179,34 @@ class _History:
         return [(cols, tuple(index.get(f"hist_{name}_{stat}", -1) if stat != "count" or name in COUNT_KEYS else -1
                              for stat in STATS)) for name, cols in self.keys.items()]
 
+    def column_features(self, keys: list[list[str | None]], t: list[float], present: list[bool],
+                        layout: list) -> dict[int, list[float]]:
+        """The hist_* features of a batch of queries, column by column: {feature index: values}, as
+        :meth:`features` gives them record by record (``keys``: per history key, each record's key
+        string; ``t``: each record's time). Features not in the result are NaN throughout."""
+        out: dict[int, list[float]] = {}
+        n, nan, find = len(t), math.nan, bisect.bisect_left
+        for series, kstr, ok, (_, idx) in zip(self.series.values(), keys, present, layout):
+            if not ok:
+                continue
+            count, mean, roll_mean, roll_median, last = [nan] * n, [nan] * n, [nan] * n, [nan] * n, [nan] * n
+            get = series.get
+            for r, key in enumerate(kstr):
+                if key is None:
+                    continue  # a missing key part: NaN, count included
+                s = get(key)
+                i = 0 if s is None else find(s.ends, t[r])
+                if i == 0:
+                    count[r] = 0.0
+                    continue
+                b, stats = 4 * i - 4, s.stats
+                count[r], mean[r], roll_mean[r], roll_median[r] = stats[b], stats[b + 1], stats[b + 2], stats[b + 3]
+                last[r] = s.durations[i - 1]
+            for j, values in zip(idx, (count, mean, roll_mean, roll_median, last)):
+                if j >= 0:
+                    out[j] = values
+        return out
+
     def features(self, job: "_Job", present: list[bool], layout: list, row: list[float]) -> None:
         """The hist_* features of a query (not finished), written into ``row`` (pre-filled with NaN).
         ``present[k]``: every column of key k has held a value (else training's features are NaN)."""

@@ -528,3 +528,163 @@ def test_philly_holdout_is_bit_identical_one_job_at_a_time(philly_file):
     step = max(1, len(holdout) // 500)
     np.testing.assert_array_equal([model.predict_records([holdout[i]])[0] for i in range(0, len(holdout), step)],
                                   expected[::step])
+
+
+# -- a 1,000-job request (issue 22 item 1): columns, not records; orjson where it reads what json reads --
+SERVING = str(Path(__file__).resolve().parents[1] / "models")
+
+
+def _per_record(model, recs: list[dict]) -> pd.DataFrame:
+    """The features of the record-by-record path (what every request took before the columnar one)."""
+    rows = model._rows(recs)
+    return model._frame([list(c) for c in zip(*rows)], len(rows))
+
+
+@pytest.mark.parametrize("variant", ["iso", "seconds+vc", "floats, gaps"])
+def test_columnar_batch_equals_the_per_record_path_and_training(trained, variant):
+    """The holdout as one batch takes the columnar path and gives the per-record path's features and
+    training's predictions bit for bit: ISO times; trace seconds with the `vc` alias; float GPU / node
+    counts with nodes, users and orgs left out of some records."""
+    from models.serving import raw_record_model
+    from models.serving_records import parse_columns
+
+    frame, _, test, result, _ = trained
+    model, _ = raw_record_model("duration", result.estimator, frame)
+    model.prepare()
+    if variant == "iso":
+        recs = to_dicts(records(frame[test]))
+        recs = [{**r, "num_gpus": int(r["num_gpus"]), "num_nodes": int(r["num_nodes"])} for r in recs]
+    elif variant == "seconds+vc":
+        recs = to_dicts(records(frame[test], ts=False, seconds=True, org="vc"))
+    else:
+        recs = to_dicts(records(frame[test]))
+        for i, r in enumerate(recs):
+            for k in ("num_nodes", "user", "org", "group_id")[: i % 5]:
+                r.pop(k, None)
+    assert parse_columns(recs, model._clock) is not None
+    fast = model.features(recs)
+    pd.testing.assert_frame_equal(fast, _per_record(model, recs))
+    if variant != "floats, gaps":
+        np.testing.assert_array_equal(model.predict_records(recs), result.estimator.predict(result.holdout[0]))
+
+
+def test_a_batch_costs_a_fixed_number_of_python_calls(trained):
+    """The latency contract of a batch, by the work done rather than by a clock: the Python functions of
+    models/serving*.py called for a 1,000-job request are as many as for a 100-job one (columns, not
+    records; comprehensions and generators aside). Record by record, it was ten times as many."""
+    import sys
+
+    from models.serving import raw_record_model
+
+    frame, _, test, result, _ = trained
+    model, _ = raw_record_model("duration", result.estimator, frame)
+    model.prepare()
+    recs = to_dicts(records(frame[test]))
+    big = [recs[i % len(recs)] for i in range(1000)]
+    model.predict_records(big)  # warm the recurring-group cache
+
+    def calls(batch: list[dict]) -> int:
+        seen: list[str] = []
+
+        def hook(frame_, event, arg):
+            code = frame_.f_code
+            if event == "call" and code.co_filename.startswith(SERVING) and not code.co_name.startswith("<"):
+                seen.append(code.co_name)
+
+        sys.setprofile(hook)
+        try:
+            model.predict_records(batch)
+        finally:
+            sys.setprofile(None)
+        return len(seen)
+
+    small = calls(big[:100])
+    assert 0 < small == calls(big) < 60
+
+
+def test_one_bad_record_in_a_batch_is_named_and_nothing_applied(trained):
+    """A batch with one bad record among good ones (and a finished one) leaves the columnar path: the
+    record is named on one line with the loaders' reason, and the finished record is not applied."""
+    from models.serving import RecordError, raw_record_model
+
+    frame, _, test, result, _ = trained
+    model, _ = raw_record_model("duration", result.estimator, frame)
+    recs = to_dicts(records(frame[test]))
+    before = model.predict_records(recs)
+    bad = [dict(r) for r in recs]
+    bad[7]["num_gpus"] = 2.5
+    bad.append({**recs[0], "job_id": "new-finished", "finished": True, "duration": 10.0})
+    with pytest.raises(RecordError) as err:
+        model.predict_records(bad)
+    assert err.value.lines == ["record 7: num_gpus 2.5: fractional GPU count"]
+    np.testing.assert_array_equal(model.predict_records(recs), before)
+
+
+@pytest.mark.parametrize("body", [b'{"a": NaN, "b": -Infinity}', b'{"a": 1e400}',
+                                  b'{"a": 123456789012345678901234567890}', b'{"a": "\\ud800"}',
+                                  b'{"a": [1.5, 0.1, 1e-7, 1e16, -0.0, 18446744073709551615]}', "{\"a\": \"é\"}".encode()])
+def test_request_json_reads_as_the_standard_library_reads_it(body):
+    """The scoring server's parse (orjson where it agrees) gives json.loads' values, types included."""
+    from pipelines.server import _loads
+
+    got, want = _loads(body), json.loads(body)
+    assert repr(got) == repr(want)
+
+
+def test_scorer_answers_the_same_with_and_without_orjson(trained, monkeypatch):
+    """Same predictions (as values) from the orjson and the json encoders; a 30-digit GPU count is
+    refused with the number as Python's json reads it, orjson or not."""
+    import pipelines.server as server
+    from models.serving import raw_record_model
+
+    frame, _, test, result, _ = trained
+    model, _ = raw_record_model("duration", result.estimator, frame)
+    scorer = server.Scorer.__new__(server.Scorer)
+    scorer.raw, scorer.pyfunc = model, None
+    recs = to_dicts(records(frame[test]))
+    body = json.dumps({"dataframe_records": recs}).encode()
+    huge = json.dumps({"dataframe_records": [{**recs[0], "num_gpus": 10 ** 30}]}).encode()
+    fast, fast_bad = scorer.score(body), scorer.score(huge)
+    monkeypatch.setattr(server, "_orjson", lambda: None)
+    slow, slow_bad = scorer.score(body), scorer.score(huge)
+    assert fast[0] == slow[0] == 200
+    assert json.loads(fast[1]) == json.loads(slow[1])
+    np.testing.assert_array_equal(json.loads(fast[1])["predictions"], result.estimator.predict(result.holdout[0]))
+    assert fast_bad == slow_bad and fast_bad[0] == 400
+    assert json.loads(fast_bad[1])["message"].startswith(f"record 0: num_gpus {10 ** 30}:")
+
+
+@pytest.mark.parametrize("kind", ["rf", "iterations-zero", "iterations-fallback"])
+def test_forests_take_their_trees_directly_with_the_same_numbers(trained, kind):
+    """scikit-learn forests (the RF duration model, A-SRPT's iteration forest with either unseen rule)
+    are evaluated tree by tree on a float32 matrix, not through the estimator's pandas / joblib predict
+    (hundreds of ms for one job): chosen at load and bit-identical to the estimator on the holdout,
+    unseen groups included."""
+    from models.serving import raw_record_model
+    from pipelines.train import train_duration, train_iterations
+
+    frame, _, test, _, _ = trained
+    if kind == "rf":
+        result = train_duration(trained_table(frame), algo="rf", test_days=TEST_DAYS, n_estimators=10)
+    else:
+        result = train_iterations(trained_table(frame), unseen=kind.split("-")[1], test_days=TEST_DAYS,
+                                  n_estimators=10)
+    model, _ = raw_record_model(result.task, result.estimator, frame)
+    model.prepare()
+    assert model._matrix is not None
+    recs = to_dicts(records(frame[test]))
+    X = result.holdout[0].copy().reset_index(drop=True)
+    if kind != "rf":  # the forest's only features: a new group and user (a duration model's history moves too)
+        recs[0] = {**recs[0], "group_id": "a group never seen", "user": "a new user"}
+        X.loc[0, "group_id"], X.loc[0, "user"] = "a group never seen", "a new user"
+    np.testing.assert_array_equal(model.predict_records(recs), result.estimator.predict(X))
+    np.testing.assert_array_equal(model.predict_records(recs[:1]), result.estimator.predict(X.head(1)))
+
+
+def trained_table(frame: pd.DataFrame):
+    """The trained fixture's jobs as a JobTable again (the training entry points take one)."""
+    from features.traces.synthetic import generate_preset
+
+    table = generate_preset("saturn", seed=0, jobs=3000)
+    assert table.frame["job_id"].equals(frame["job_id"])
+    return table
