@@ -52,7 +52,10 @@ def workload_for(multiplier: float, full: bool, days: float, seed: int = 0):
 
 
 def run(w, policy: str, seed: int = 0) -> tuple[dict, object]:
-    r = simulate(w, policy, seed=seed)
+    from pipelines.replay import ReplaySpec, prepare_replay, run_replay  # the one replay path
+
+    replay = ReplaySpec(policy=policy, seed=seed, failures="none")
+    r = run_replay(replay, prepare_replay(replay, built=(None, w))).result
     s = gfs_summary(r)
     s["policy"] = policy
     return s, r

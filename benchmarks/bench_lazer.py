@@ -274,9 +274,11 @@ def main() -> None:
               f"{offered_load(w.frame.assign(num_gpus=w.gpus), w.cluster.gpus):.2f}; mean load {np.mean(w.load_time):.0f} s, "
               f"mean save {np.mean(w.save_time):.0f} s", flush=True)
         for policy in args.policies:
-            r = simulate(w, policy, seed=args.seed, time_decisions=True)
-            ev = evaluate(r)
-            check_identities(ev["jobs"])
+            from pipelines.replay import ReplaySpec, prepare_replay, run_replay  # the one replay path
+
+            replay = ReplaySpec(policy=policy, seed=args.seed, failures="none", time_decisions=True)
+            done = run_replay(replay, prepare_replay(replay, built=(None, w)))  # evaluated, identities checked
+            r, ev = done.result, done.evaluation
             d = np.asarray(r.decision_seconds)
             ev["summary"]["decision_mean_ms"] = float(d.mean() * 1e3)
             ev["summary"]["decision_p99_ms"] = float(np.percentile(d, 99) * 1e3)

@@ -93,9 +93,11 @@ def workloads(args) -> dict[str, list]:
 
 
 def run(w, spec):
-    r = simulate(w, spec, time_decisions=True)
-    ev = evaluate(r)
-    check_identities(ev["jobs"])
+    from pipelines.replay import ReplaySpec, prepare_replay, run_replay  # the one replay path
+
+    replay = ReplaySpec(policy=spec, failures="none", time_decisions=True)
+    done = run_replay(replay, prepare_replay(replay, built=(None, w)))  # evaluated, identities checked
+    r, ev = done.result, done.evaluation
     d = np.asarray(r.decision_seconds) * 1e3
     ev["summary"]["decision_p99_ms"] = float(np.percentile(d, 99)) if len(d) else float("nan")
     ev["stats"] = r.policy_stats

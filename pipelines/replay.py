@@ -76,6 +76,7 @@ class ReplaySpec:
     - ``seed``: synthetic traces, profiles, noisy predictors and the policies' own draws;
     - ``window``: measure only jobs submitted in [start, end) (the replay itself is unchanged);
     - ``check_invariants``: check the simulator's invariants after every event (slow);
+    - ``time_decisions``: time each policy decision (``decision_p50_ms`` / ``decision_p99_ms``; benchmarks);
     - ``tracking_uri``: the MLflow store models:/ predictors are resolved in.
     """
 
@@ -90,6 +91,7 @@ class ReplaySpec:
     seed: int = 0
     window: tuple[float, float] | None = None
     check_invariants: bool = False
+    time_decisions: bool = False
     tracking_uri: str | None = None
 
     def with_policy(self, policy: str, label: str | None = None) -> "ReplaySpec":
@@ -320,7 +322,8 @@ def run_replay(spec: ReplaySpec, prepared: PreparedReplay | None = None, *,
     if prepared is None:
         prepared = prepare_replay(spec)
     result = simulate(prepared.workload, spec.policy, placement=spec.placement, predictor=prepared.predictor,
-                      seed=spec.seed, check_invariants=spec.check_invariants, progress=progress,
+                      seed=spec.seed, check_invariants=spec.check_invariants, time_decisions=spec.time_decisions,
+                      progress=progress,
                       tracking_uri=spec.tracking_uri, **prepared.extras)
     ev = evaluate(result, spec.window)
     check_identities(ev["jobs"])
