@@ -172,3 +172,10 @@ def test_placement_help_lists_every_placement(capsys):
     for name in PLACEMENTS:
         assert name in text, name
     assert "gfs_packing" in text  # the scores of scored:...
+
+
+def test_the_gfs_package_exports_what_it_names():
+    # __all__ named GfsE ... GfsSP, which never existed: `from sim.policies.gfs import *` raised AttributeError.
+    import sim.policies.gfs as gfs
+
+    assert all(hasattr(gfs, name) for name in gfs.__all__)

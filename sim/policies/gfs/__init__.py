@@ -72,8 +72,8 @@ from sim.policies.gfs.pts import HpSpotPolicy
 from sim.states import LOADING, RUNNING
 from sim.policies.gfs.sqa import SpotQuotaAllocator
 
-__all__ = ["Gfs", "GfsE", "GfsD", "GfsS", "GfsP", "GfsSP", "YarnCs", "Chronus", "Lyra", "Fgd", "FgdPlacement",
-           "GfsPlacement", "register_policies"]
+# The ablations (gfs-e, gfs-d, gfs-s, gfs-p, gfs-sp) are Gfs registered with other defaults (ABLATIONS).
+__all__ = ["Gfs", "ABLATIONS", "YarnCs", "Chronus", "Lyra", "Fgd", "FgdPlacement", "GfsPlacement", "register_policies"]
 
 
 class Gfs(HpSpotPolicy):
