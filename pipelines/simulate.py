@@ -3,6 +3,10 @@
 Everything a user can get wrong is checked before the replay starts (argument types, the output folder,
 the trace path, the measurement window against the trace, the predictor), and reported on one line
 with exit status 2. Results are written whole or not at all (evaluation.report.write_results).
+
+The replays themselves go through pipelines.replay (ReplaySpec -> prepare_replay / run_replay ->
+ReplayResult), the one path experiment cells, `reproduce` and the benchmarks use too: this module parses
+the flags, prints and writes.
 """
 from __future__ import annotations
 

@@ -55,6 +55,11 @@ class _Runs:
         self.ctx, self.workloads, self.summaries, self.cpu = ctx, {}, {}, {}
 
     def workload(self, level: str):
+        """The level's Workload."""
+        return self.prepared(level).workload
+
+    def prepared(self, level: str):
+        """The level's workload and its (empty) extras (pipelines.replay.PreparedReplay), built once."""
         w = self.workloads.get(level)
         if w is None:
             from features.traces.gfs import GfsSpec, generate
@@ -76,7 +81,7 @@ class _Runs:
             from evaluation.gfs_metrics import gfs_summary
             from pipelines.replay import ReplaySpec, run_replay
 
-            prepared = self.workload(level)
+            prepared = self.prepared(level)
             t0 = time.process_time()
             spec = ReplaySpec(policy=policy, failures="none", seed=self.ctx.seeds[0] if self.ctx.seeds else 0)
             r = run_replay(spec, prepared).result
@@ -200,7 +205,7 @@ def run(ctx: ReproduceContext) -> dict[str, Measurement]:
 
     g = runs.get("medium", "gfs")
     out["speed_gfs_replay_cpu_s"] = _m(g["cpu_s"], f"CPU seconds of the GFS replay at Medium with OrgLinear in the "
-                                                   f"loop ({len(runs.workload('medium').workload):,} tasks; training "
+                                                   f"loop ({len(runs.workload('medium')):,} tasks; training "
                                                    f"{g.get('sqa_fit_seconds', 0):.2f} s)")
     _write_table(ctx, runs)
     return out
