@@ -25,7 +25,7 @@ import pandas as pd
 
 from features.jobtable import TraceError
 from features.paths import resolve_data_path
-from sim.performance import PerformanceModel
+from sim.speed import PerformanceModel
 
 
 @dataclass

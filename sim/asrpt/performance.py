@@ -26,10 +26,9 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from sim.asrpt.iteration import Bandwidth, alpha, fewest_servers, spread_mapping
+from sim.asrpt.iteration import Bandwidth, alpha, fewest_servers, heavy_edge_map, spread_mapping
 from sim.asrpt.profiles import StageCatalog
-from sim.performance import PerformanceModel
-from sim.placement.heavy_edge import heavy_edge_map
+from sim.speed import PerformanceModel
 
 
 class IterationSpeed(PerformanceModel):
@@ -67,10 +66,9 @@ class IterationSpeed(PerformanceModel):
 
     def bind(self, workload, placements=()) -> None:
         super().bind(workload, placements)
-        if self.refine is None:
-            from sim.placement.heavy_edge import HeavyEdge
-
-            self.refine = any(isinstance(p, HeavyEdge) and p.refine for p in placements)
+        if self.refine is None:  # refined mappings when a partition places with heavy-edge:refine=true
+            self.refine = any(getattr(p, "name", None) == "heavy-edge" and getattr(p, "refine", False) is True
+                              for p in placements)
             self._alpha.clear()
         self.bind_workload(workload)
 
