@@ -92,6 +92,21 @@ def test_helios_fast_equals_pandas_reader(monkeypatch, tmp_path, rows):
     _same(fast, slow)
 
 
+def test_lucid_format_fast_equals_pandas_reader(monkeypatch, tmp_path):
+    """Lucid's cluster_full_log.csv: no node_num, profile columns kept (dataset as text, the others as
+    numbers), a queue column."""
+    path = tmp_path / "cluster_full_log.csv"
+    path.write_text("job_id,user,vc,jobname,gpu_num,cpu_num,state,submit_time,duration,dataset,model,batchsize,"
+                    "amp,speed,gpu_util,gmem_util,gmem,queue\n"
+                    "1,u1,vcA,train,1,4,COMPLETED,2020-05-01 10:00:00,60,imagenet,resnet50,64,0,1.5,0.9,0.5,8000,3\n"
+                    "2,u2,vcB,,2,8,COMPLETED,2020-05-01 10:00:01,61,,bert,,1,2.25,,0.4,NA,\n"
+                    "3,u2,vcB,ft,4,8,COMPLETED,2020-05-01 10:00:02,62,cifar,vgg16,32,x,3,1,0.3,100,7\n")
+    fast, slow, calls = _both(monkeypatch, path, "helios")
+    assert calls == [True]
+    _same(fast, slow)
+    assert fast.frame["dataset"].dtype == object
+
+
 def test_acme_fast_equals_pandas_reader(monkeypatch, tmp_path):
     path = tmp_path / "trace_seren.csv"
     path.write_text("job_id,user,node_num,gpu_num,cpu_num,type,state,submit_time,duration\n"
