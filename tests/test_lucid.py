@@ -244,13 +244,19 @@ def test_throughput_model_is_trained_on_past_bins_and_drives_the_forecast(interf
     assert trend.coordinator.throughput.updater.fitted_ is None and trend.coordinator.forecast_by["model"] == 0
 
 
-def test_every_lucid_variant_and_horus_run_on_philly(philly_file):
+@pytest.fixture(scope="module")
+def philly_vc(philly_file):
     from features.traces import load_trace
     from sim.cluster import load_cluster
     from sim.workload import build_workload
 
-    w = build_workload(load_trace(philly_file), load_cluster("philly-vc"), limit=800)
-    for spec in ("lucid", "lucid-nobinder", "lucid-noshare", "lucid-noestimator", "lucid-nospace", "horus"):
-        r = simulate(w, spec, check_invariants=True)
-        check_identities(job_table(r))
-        assert np.isfinite(r.end).all()
+    return build_workload(load_trace(philly_file), load_cluster("philly-vc"), limit=800)
+
+
+@pytest.mark.parametrize("spec", ["lucid", "lucid-nobinder", "lucid-noshare", "lucid-noestimator",
+                                  "lucid-nospace", "horus"])
+def test_every_lucid_variant_and_horus_run_on_philly(philly_vc, spec):
+    """One test per variant, so that pytest-xdist spreads the six replays over the cores."""
+    r = simulate(philly_vc, spec, check_invariants=True)
+    check_identities(job_table(r))
+    assert np.isfinite(r.end).all()

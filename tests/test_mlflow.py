@@ -32,6 +32,9 @@ def store(tmp_path, monkeypatch, empty_store_db):
     return uri
 
 
+SMALL = ("--param", "n_estimators=20")  # a small booster: these tests check the registry, not accuracy
+
+
 def _train(philly_file, *extra):
     return main(["train", "duration", "--trace", str(philly_file), "--algo", "lightgbm", *extra])
 
@@ -73,12 +76,12 @@ def test_retrain_promotes_refuses_and_survives_a_crash(store, philly_file, monke
     assert _train(philly_file, "--param", "n_estimators=1", "learning_rate=0.001", "--allow-worse-than-baseline") == 0
     configure(store)
     assert alias_version("duration", "champion") == "1"
-    # A real model beats it by far more than 2 %: promoted (exit 0).
-    assert main(["retrain", "duration", "--trace", str(philly_file), "--margin", "0.02"]) == 0
+    # A real model (20 rounds: small, yet far better) beats it by far more than 2 %: promoted (exit 0).
+    assert main(["retrain", "duration", "--trace", str(philly_file), "--margin", "0.02", *SMALL]) == 0
     assert alias_version("duration", "champion") == "2"
     assert "PROMOTED" in capsys.readouterr().out
     # The same model again cannot be 50 % better: refused (exit 3), champion unchanged.
-    assert main(["retrain", "duration", "--trace", str(philly_file), "--margin", "0.5"]) == 3
+    assert main(["retrain", "duration", "--trace", str(philly_file), "--margin", "0.5", *SMALL]) == 3
     assert alias_version("duration", "champion") == "2"
     assert "KEPT CHAMPION" in capsys.readouterr().out
 
@@ -95,7 +98,7 @@ def test_retrain_promotes_refuses_and_survives_a_crash(store, philly_file, monke
         return real(task, predictor, holdout)
 
     monkeypatch.setattr(R, "evaluate_on_holdout", crash_on_champion)
-    assert main(["retrain", "duration", "--trace", str(philly_file), "--margin", "0.0"]) == 1
+    assert main(["retrain", "duration", "--trace", str(philly_file), "--margin", "0.0", *SMALL]) == 1
     err = capsys.readouterr().err
     assert "FAILED, champion untouched" in err and "disk full" in err
     assert alias_version("duration", "champion") == "2"

@@ -63,7 +63,7 @@ def test_tracking_server_registry_and_serving_endpoint(tmp_path, philly_file, mo
                     "--workers", "1"], env)
     serve = None
     try:
-        wait_http(f"http://127.0.0.1:{port}/health", 90, server)
+        wait_http(f"http://127.0.0.1:{port}/health", 240, server)  # generous: a loaded CI machine, xdist
         uri = f"http://127.0.0.1:{port}"
         monkeypatch.chdir(tmp_path)
         assert main(["train", "duration", "--trace", str(philly_file), "--tracking-uri", uri,
@@ -76,7 +76,7 @@ def test_tracking_server_registry_and_serving_endpoint(tmp_path, philly_file, mo
         serve_port = free_port()
         serve = start([mlflow_bin, "models", "serve", "-m", "models:/duration@champion", "--env-manager", "local",
                        "-h", "127.0.0.1", "-p", str(serve_port)], {**env, "MLFLOW_TRACKING_URI": uri, "MLFLOW_REGISTRY_URI": uri})
-        wait_http(f"http://127.0.0.1:{serve_port}/ping", 120, serve)
+        wait_http(f"http://127.0.0.1:{serve_port}/ping", 240, serve)
         remote = RestPredictor(f"http://127.0.0.1:{serve_port}", batch=150).predict(jobs)
         assert np.allclose(local, remote, rtol=1e-6)
         names = model.metadata.get_input_schema().input_names()
