@@ -39,7 +39,7 @@ For every (server j, stage s) with ``n = x[j][s] > 0``:
 
 ``alpha_max``: fully spread, one GPU per server (every byte between GPUs crosses a NIC at 1/g B_inter).
 ``alpha_min`` (the paper's estimated alpha~_min): the fewest servers (full servers of
-``gpus_per_server`` plus the remainder) mapped by Heavy-Edge (sim/placement/heavy_edge.py).
+``gpus_per_server`` plus the remainder) mapped by Heavy-Edge (:func:`heavy_edge_map`, below).
 
 Bandwidths are bytes/s. Defaults are the paper's: B_inter = 10 Gb/s, B_intra = 300 GB/s;
 :meth:`Bandwidth.from_cluster` reads the cluster config's ``inter_node_bandwidth_gbps`` and
