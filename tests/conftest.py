@@ -16,6 +16,20 @@ os.environ.setdefault("SCHEDCAST_TRACE_CACHE", tempfile.mkdtemp(prefix="schedcas
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
+# The suite runs under pytest-xdist (`-n auto --dist loadgroup`, pyproject.toml): single tests are spread over
+# the workers. A module whose module-scoped fixtures are dear (a trained model, a registry) stays on one
+# worker, so that they are built once rather than once per worker.
+ONE_WORKER_MODULES = ("test_serving_model", "test_cli_predictors")
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the marks
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        module = item.nodeid.split("::", 1)[0].rsplit("/", 1)[-1].removesuffix(".py")
+        if module in ONE_WORKER_MODULES:
+            item.add_marker(pytest.mark.xdist_group(module))
+
+
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     """The real public data; CI has ../shared/data beside the clone."""
