@@ -107,7 +107,7 @@ def _extra_model(name: str, table, test, one: list, batch: list, args, rows: lis
                                result.estimator.predict(result.holdout[0])))
     label = "iterations (A-SRPT RF)" if name == "iterations" else f"{name} duration"
     notes.append(f"{label}: trained in {train_s:.0f} s; holdout predictions {'equal' if same else 'DIFFER FROM'} "
-                 f"its estimator's bit for bit; booster fast path: {model._matrix is not None}")
+                 f"its estimator's bit for bit; matrix fast path (booster / trees): {model._matrix is not None}")
     i = iter(range(10 ** 9))
     ms = timed(lambda: model.predict_records(one[next(i) % len(one)]), args.requests, 30)
     rows.append(("one job, in process", label, len(ms), *percentiles(ms)))
