@@ -12,9 +12,13 @@ finished jobs in end-time order with the statistics after each), built once at l
 binary search per key (its statistics *as of its submission*: a job's features only read jobs that
 finished before it was submitted), a ``"finished": true`` record is one O(1) append per key (the count,
 Kahan sums and rolling window of pandas' own algorithms, so the numbers are pandas' to the bit), and a
-request is parsed record by record in plain Python: no pandas call on the request path. LightGBM models
-are evaluated on a float matrix by their booster (checked against the estimator's own ``predict`` at
-load; other estimators get a one-row-per-job DataFrame, which is slower but the same numbers).
+request is parsed in plain Python: no pandas call on the request path. A batch of plain valid queries
+(a scheduler's 1,000-job request) is validated and featurised column by column
+(:func:`models.serving_records.parse_columns`); finished or bad records go record by record (same
+numbers; the refusals are worded there). LightGBM models are evaluated on a float matrix by their
+booster, scikit-learn forests (RF, A-SRPT's iteration forest) tree by tree (each checked against the
+estimator's own ``predict`` at load); other estimators (EBM) get a DataFrame, which is slower but the
+same numbers.
 
 Request (over REST ``{"dataframe_records": [...]}``; in process :meth:`RawRecordModel.predict_records`
 with a list of dicts, or ``predict`` with a DataFrame), one record per job:
