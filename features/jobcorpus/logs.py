@@ -302,7 +302,9 @@ _NOISE_LABELS = ("init", "init", "warning", "other", "other", "other", "other", 
 _WORDS = ("amber", "brisk", "cedar", "dawn", "ember", "fable", "gale", "harbor", "iris", "jade")
 
 
-_NOISE_FIELDS = [frozenset(f for _, f, _, _ in string.Formatter().parse(t) if f) for t in _NOISE]
+# the fields of each template in order of first appearance: a tuple, not a set, so the random draws come in
+# the same order in every process (a set's order of strings follows the per-process hash salt)
+_NOISE_FIELDS = [tuple(dict.fromkeys(f for _, f, _, _ in string.Formatter().parse(t) if f)) for t in _NOISE]
 _NOISE_DRAW = {
     "n": lambda rng, c: rng.randrange(1, 64), "pid": lambda rng, c: rng.randrange(1000, 99999),
     "pid2": lambda rng, c: rng.randrange(1000, 99999), "r": lambda rng, c: rng.randrange(8),
