@@ -201,6 +201,20 @@ def entry_points_of(group: str) -> dict[str, Any]:
 
 # -- the registry ----------------------------------------------------------------------------------------
 _MISSING = object()
+#: kind -> name -> 'module:attribute': built-ins that a HIGHER layer declares for a registry of a lower one
+#: (the PAI generator draws jobs with the simulator's models; features may not import sim, so sim and the
+#: CLI's package declare it here). Absorbed by the registry of that kind on its next lookup or listing.
+_DECLARED: dict[str, dict[str, str]] = {}
+
+
+def declare(kind: str, name: str, target: str) -> None:
+    """Declare the lazy built-in ``name`` (``'module:attribute'``, written in code) of registry ``kind``,
+    whether or not that registry exists yet; declaring the same target again is a no-op."""
+    known = _DECLARED.setdefault(kind, {})
+    if known.get(name, target) != target:
+        raise PluginError(f"{kind} {name!r} declared twice with different targets")
+    known[name] = target
+
 
 
 class Registry(Mapping[str, T], Generic[T]):
@@ -250,17 +264,26 @@ class Registry(Mapping[str, T], Generic[T]):
         self._lazy.pop(name, None)
 
     # looking up ------------------------------------------------------------------------------------
+    def _absorb_declared(self) -> None:
+        for name, target in _DECLARED.get(self.kind, {}).items():
+            if name not in self._lazy and name not in self._items:
+                module, _, attr = target.partition(":")
+                self._lazy[name] = (module, attr)
+
     def builtin(self, name: str) -> bool:
         """Whether ``name`` is a lazy built-in (named in code, loaded or not)."""
+        self._absorb_declared()
         return name in self._lazy
 
     def _known_now(self, name: str) -> bool:
+        self._absorb_declared()
         return name in self._items or name in self._lazy
 
     def _resolve(self, name: str) -> bool:
         """Make ``name`` a stored entry if any source has it (lazy built-in, plug-in module, entry point)."""
         if name in self._items:
             return True
+        self._absorb_declared()
         if name in self._lazy:
             module, attr = self._lazy[name]
             self.register(name, getattr(importlib.import_module(module), attr), replace=True)
@@ -294,6 +317,7 @@ class Registry(Mapping[str, T], Generic[T]):
         """Every name: registered and built-in ones, modules of ``SCHEDCAST_PLUGINS``, and installed entry
         points (listed, not imported)."""
         load_env_plugins()
+        self._absorb_declared()
         out = list(self._items)
         out += [n for n in self._lazy if n not in self._items]
         out += [n for n in entry_points_of(self.group) if n not in self._items and n not in self._lazy]

@@ -173,7 +173,7 @@ def test_philly_csv_replays_with_assigned_models(tmp_path):
 
 # -- the PAI preset -------------------------------------------------------------------------------------
 def test_pai_preset_generator():
-    from features.traces.pai_synthetic import generate_from_preset
+    from sim.asrpt.pai_workload import generate_from_preset
     from features.traces.synthetic import build_preset
 
     tab, cl = build_preset("pai", seed=2, jobs=300)
@@ -206,7 +206,7 @@ def test_work_conserving_variant_lets_a_later_job_start_beside_a_blocked_head():
 def test_invariants_and_run_times_with_placement_dependent_speed(policy):
     """A small PAI-shaped burst on 4 x 8 GPUs: invariants after every event, and every job's run time
     is its true iterations x alpha of the placement it got (Heavy-Edge mapping on its per-node GPUs)."""
-    from features.traces.pai_synthetic import PaiSpec, generate_pai
+    from sim.asrpt.pai_workload import PaiSpec, generate_pai
     from sim.policies.queueing import WcsDuration
     from sim.workload import build_workload
 

@@ -15,7 +15,7 @@ CLAIMS = Path(__file__).resolve().parents[1] / "configs" / "experiments" / "pape
 
 @pytest.mark.slow
 def test_paper_shape_statistics():
-    from features.traces.pai_synthetic import PAPER, PaiSpec, generate_pai, recurring_share
+    from sim.asrpt.pai_workload import PAPER, PaiSpec, generate_pai, recurring_share
 
     f = generate_pai(PaiSpec(jobs=4000, **dict(PAPER, span_days=60 * 4000 / 150_000)), seed=1).frame
     assert (f["num_gpus"] == 1).mean() > 0.7

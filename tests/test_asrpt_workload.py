@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from features.traces.pai_synthetic import PaiSpec, generate_pai, recurring_share
+from sim.asrpt.pai_workload import PaiSpec, generate_pai, recurring_share
 
 
 @pytest.fixture(scope="module")

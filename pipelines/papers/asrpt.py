@@ -2,7 +2,7 @@
 jobs), Fig. 8 (NIC bandwidth on the 0 %-single-GPU set), Fig. 9 (predictors) and Table II (Heavy-Edge vs the
 exact ILP), measured on schedcast's replays of the PAI-shaped trace at the paper's scale.
 
-Workload (features/traces/pai_synthetic.py, ``PAPER``; configs/workloads/pai-paper.yaml): N jobs over 60
+Workload (sim/asrpt/pai_workload.py, ``PAPER``; configs/workloads/pai-paper.yaml): N jobs over 60
 days on pai-250 (250 x 8 V100, 10 Gb/s NICs), so the offered load grows with N (~0.4 at 37,500, ~1.5 at
 150,000, on the jobs' best placements). A history of N/4 jobs of the same groups precedes the replayed N. Quick mode keeps the offered
 loads with a sixtieth of the jobs on a tenth of the cluster (25 x 8) over a sixth of the span (10 days at
@@ -69,7 +69,7 @@ def make_case(jobs: int, seed: int, scale: float, single_share: float = 0.75, la
     """N = ``jobs`` x ``scale`` replayed jobs (plus N/4 history) over ``span_scale`` x 60 days x jobs /
     150,000 on ``servers`` x 8 GPUs of pai-250."""
     from features.jobtable import LoadReport, finalize
-    from features.traces.pai_synthetic import PAPER, PaiSpec, generate_pai
+    from sim.asrpt.pai_workload import PAPER, PaiSpec, generate_pai
     from sim.cluster import load_cluster
     from sim.workload import build_workload
 
