@@ -179,3 +179,18 @@ def test_the_gfs_package_exports_what_it_names():
     import sim.policies.gfs as gfs
 
     assert all(hasattr(gfs, name) for name in gfs.__all__)
+
+
+def test_fixed_fgd_mix_is_reachable_by_name_and_numbers_stay_numbers():
+    """``fgd:mix=v2023`` / ``scored:...,fgd_mix=v2023`` name the fixed mix from the CLI; a weight or a flag
+    given as text is still refused in one line."""
+    from sim.placement import make_placement
+    from sim.placement.fgd import FgdPlacement
+    from sim.placement.scored import ScoredPlacement
+
+    assert isinstance(make_placement("fgd:mix=v2023"), FgdPlacement)
+    assert make_placement("scored:fgd=1,fgd_mix=v2023").fgd_mix == "v2023"
+    assert isinstance(make_placement("scored:fgd=1"), ScoredPlacement)
+    for bad in ("scored:fgd=abc", "consolidate:strict=yes", "fgd:mix=nope"):
+        with pytest.raises(ValueError):
+            make_placement(bad)

@@ -267,7 +267,10 @@ class Consolidate(Placement):
 def _scored(fgd_mix: str = "workload", **weights: float) -> Placement:
     from sim.placement.scored import ScoredPlacement
 
-    return ScoredPlacement(weights or None, fgd_mix=fgd_mix)
+    for key, value in weights.items():
+        if isinstance(value, (str, bool)):
+            raise ValueError(f"score weight {key}={value!r} is not a number")
+    return ScoredPlacement(weights or None, fgd_mix=str(fgd_mix))
 
 
 def _gfs(**params) -> Placement:
@@ -320,6 +323,17 @@ for _name, _factory in {
     PLACEMENTS.register(_name, _factory)
 
 
+def _text_parameters(factory: Callable[..., Placement]) -> set[str]:
+    """Parameters of ``factory`` whose default is a string (they take names; all others take numbers)."""
+    import inspect
+
+    try:
+        params = inspect.signature(factory).parameters.values()
+    except (TypeError, ValueError):
+        return set()
+    return {p.name for p in params if isinstance(p.default, str)}
+
+
 def make_placement(name: str | Placement) -> Placement:
     """A placement by registry name, optionally with parameters: ``scored:best_fit=1,class_affinity=0.5``
     (the one grammar, features.plugins.parse_spec; values are numbers or true/false)."""
@@ -327,8 +341,9 @@ def make_placement(name: str | Placement) -> Placement:
         return name
     base, params = parse_spec(str(name), "placement")
     factory = PLACEMENTS.lookup(base)
-    for key, value in params.items():
-        if isinstance(value, str):
+    text_ok = _text_parameters(factory)
+    for key, value in params.items():  # a name (``mix=v2023``) only where the factory's default is text
+        if isinstance(value, str) and key not in text_ok:
             raise ValueError(f"placement parameter {key!r} in {name!r} is not a number")
     try:
         placement = factory(**params)
