@@ -20,6 +20,33 @@ from pipelines.simulate import jobs_arg, non_negative_int, positive_int, preset_
 #: Default algorithm per task (``--algo`` overrides). One place to change a task's default.
 TASK_DEFAULT_ALGO = {"duration": "lightgbm", "iterations": "zero", "throughput": "blend-last", "demand": "orglinear",
                      "packing": "solo"}
+
+
+def default_algo(task: str) -> str | None:
+    """The task's default algorithm: schedcast's table, else the ``algo`` default of the task's ``train``
+    (a plug-in task names its own)."""
+    if task in TASK_DEFAULT_ALGO:
+        return TASK_DEFAULT_ALGO[task]
+    import inspect
+
+    from pipelines.train_tasks import TASKS
+
+    param = inspect.signature(TASKS[task].train).parameters.get("algo")
+    return param.default if param is not None and isinstance(param.default, str) else None
+
+
+def task_arg(text: str) -> str:
+    """A registered training task (built-in, ``--plugin`` module or installed entry point)."""
+    from features.plugins import UnknownName
+    from pipelines.train_tasks import TASKS
+
+    try:
+        TASKS.lookup(text)
+    except UnknownName as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
 #: Exit code of a command stopped by SIGTERM (128 + 15), by Ctrl-C (128 + 2).
 EXIT_SIGTERM, EXIT_SIGINT = 143, 130
 
@@ -82,7 +109,7 @@ def _task_trainer(args: argparse.Namespace, data: dict[str, Any] | None = None):
 
     params = _params(args.param)
     task = TASKS[args.task]
-    algo = args.algo or TASK_DEFAULT_ALGO[args.task]
+    algo = args.algo or default_algo(args.task)
     check_params(args.task, algo, not args.full, params)  # before the data is loaded: a typo costs no time
     d = data if data is not None else _task_data(args)
 
@@ -236,7 +263,7 @@ def _train(args: argparse.Namespace) -> int:
     from models.registry import CHAMPION, alias_version, check_tracking_uri, configure, resolve_tracking_uri
     from pipelines.train import TASKS, best_baseline, log_result
 
-    algo = args.algo or TASK_DEFAULT_ALGO[args.task]
+    algo = args.algo or default_algo(args.task)
     alias = None if args.alias == "none" else args.alias
     check_tracking_uri(resolve_tracking_uri(args.tracking_uri))  # a bad store: refused before any work
     with quiet(args.verbose, args.task, algo):
@@ -311,7 +338,7 @@ def _retrain(args: argparse.Namespace) -> int:
     from models.registry import check_tracking_uri, configure, resolve_tracking_uri
     from pipelines.retrain import FAILED, RetrainRefused, retrain
 
-    algo = args.algo or TASK_DEFAULT_ALGO[args.task]
+    algo = args.algo or default_algo(args.task)
     check_tracking_uri(resolve_tracking_uri(args.tracking_uri))  # a bad store: refused before any work
     try:
         with quiet(args.verbose, args.task, algo):
@@ -384,7 +411,8 @@ def _positive(text: str) -> float:
 
 
 def _add_task_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("task", choices=["duration", "iterations", "throughput", "demand", "packing"])
+    p.add_argument("task", type=task_arg, help="duration, iterations, throughput, demand, packing, or a plug-in's task "
+                   "(entry-point group schedcast.tasks)")
     p.add_argument("--algo", help="duration: lightgbm|ebm|rf; iterations: zero|fallback (unseen groups); "
                    "throughput: ebm|lightgbm|rf|lightgbm-l1|rf-log|blend-last; demand: orglinear|dlinear|deepar|seasonal-naive|gfs-e; "
                    "packing: solo|pairs (labels)")
