@@ -79,7 +79,8 @@ PHILLY_OK = PHILLY_HEADER + "2017-10-09 07:01:55,66.0,1,66.0,a\n" * 3 + "2017-10
 
 
 def _gz(text):
-    return gzip.compress(text.encode())
+    # mtime=0: the same bytes in every process, so pytest-xdist workers collect the same test ids
+    return gzip.compress(text.encode(), mtime=0)
 
 
 @pytest.mark.parametrize("name,content,message", [
