@@ -34,6 +34,10 @@ def test_demo_writes_results(tmp_path, capsys):
 
 EVERY_POLICY = sorted(POLICIES)
 CHUNKS = 4  # every policy, in four CLI runs that pytest-xdist can spread over the cores
+#: GFS's ablations run here with the persistence forecast: OrgLinear trained in the replay (the default,
+#: kept for `gfs` itself) is ~26 s per policy on these 1,000 jobs and is what tests/test_gfs_* check; this
+#: test checks that every registered policy completes a real trace through the CLI.
+CHEAP_FORECAST = {"gfs-d", "gfs-p", "gfs-s", "gfs-sp"}
 
 
 @pytest.mark.parametrize("chunk", range(CHUNKS))
@@ -42,11 +46,13 @@ def test_simulate_every_policy_on_real_philly(philly_file, tmp_path, capsys, chu
     checks that each policy completes a real trace, not its figures (those have their own tests and the
     benchmarks), and the 3,000-job run took 197 s of the suite."""
     policies = EVERY_POLICY[chunk::CHUNKS]
+    specs = [f"{p}:estimator=persistence" if p in CHEAP_FORECAST else p for p in policies]
     code = main(["simulate", "--trace", str(philly_file), "--cluster", "philly-pool", "--jobs", "1000",
-                 "--policy", *policies, "--out", str(tmp_path), "--no-progress"])
+                 "--policy", *specs, "--out", str(tmp_path), "--no-progress"])
     assert code == 0
     summary = pd.read_csv(tmp_path / "summary.csv")
-    assert summary["policy"].tolist() == policies and (summary["jobs"] == 1000).all()
+    assert len(summary) == len(policies) and (summary["jobs"] == 1000).all()
+    assert all(str(label).startswith(p) for label, p in zip(summary["policy"], policies))
 
 
 def test_simulate_synthetic_preset_with_costs(shared_data, tmp_path, capsys):
