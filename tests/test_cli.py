@@ -1,4 +1,5 @@
 """The CLI end to end, in-process (fast) and once as the installed console script."""
+import os
 import subprocess
 import sys
 
@@ -84,6 +85,9 @@ def test_console_script_runs_fast(tmp_path):
     # Heavy ML libraries are never imported by a heuristic run.
     code = ("import sys; from pipelines.cli import main; main(['demo','--jobs','50','--out',%r]);"
             "print([m for m in ('torch','mlflow','botorch','gluonts','lightning') if m in sys.modules])") % str(tmp_path / "d")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    # a user's plain environment: no tracking store and no plug-ins (a module fixture of another test file
+    # on the same xdist worker may have left MLFLOW_TRACKING_URI set, which turns tracking on by design)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_") and k != "SCHEDCAST_PLUGINS"}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == "[]"

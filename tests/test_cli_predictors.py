@@ -1,5 +1,6 @@
 """Predictors say what they are; meta.json records the registry version an alias resolved to."""
 import json
+import os
 
 import numpy as np
 import pytest
@@ -23,6 +24,7 @@ def registry(tmp_path_factory):
     import mlflow
     import mlflow.pyfunc
 
+    saved = {k: v for k, v in os.environ.items() if k.startswith("MLFLOW_")}  # set_tracking_uri writes them
     root = tmp_path_factory.mktemp("registry")
     uri = f"sqlite:///{root / 'mlflow.db'}"
     client = mlflow.MlflowClient(uri, uri)
@@ -46,7 +48,11 @@ def registry(tmp_path_factory):
             mlflow.pyfunc.log_model("model", python_model=ConstantModel(value), registered_model_name="duration")
         runs.append(run.info.run_id)
     client.set_registered_model_alias("duration", "champion", "1")
-    return uri, client, runs
+    yield uri, client, runs
+    # later test files on this worker must not inherit this module's store (it would turn tracking on)
+    for k in [k for k in os.environ if k.startswith("MLFLOW_")]:
+        del os.environ[k]
+    os.environ.update(saved)
 
 
 @pytest.mark.slow
