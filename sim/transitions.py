@@ -77,16 +77,7 @@ class Transitions:
         self.log("start", job, placement)
         if self.performance is not None:
             self._respeed_start(ctx, job)
-        lt = self.workload.load_time[job]
-        if self.overhead:
-            lt += self.overhead.pop(job, 0.0)
-        if lt > 0:
-            self.state[job] = LOADING
-            self.since[job] = now
-            self.expected_end[job] = now + lt + self.remaining[job]
-            self._push(now + lt, EV_LOADED, job)
-        else:
-            self._begin_training(job)
+        self._load_or_train(job, now, self.remaining[job])
 
     # -- placement-dependent speed ----------------------------------------------------------------
     def _sharers(self, ctx: Context, job: int) -> list[int]:
@@ -115,6 +106,20 @@ class Transitions:
     def _push(self, at: float, kind: int, job: int) -> None:
         self._seq += 1
         heapq.heappush(self.heap, (at, kind, self._seq, job, self.epoch[job]))
+
+    def _load_or_train(self, job: int, now: float, train_s: float) -> None:
+        """A started (or packed) job loads for its load time plus any restart overhead, then trains;
+        ``train_s`` is its expected training time from now (for ``expected_end``)."""
+        lt = self.workload.load_time[job]
+        if self.overhead:
+            lt += self.overhead.pop(job, 0.0)
+        if lt > 0:
+            self.state[job] = LOADING
+            self.since[job] = now
+            self.expected_end[job] = now + lt + train_s
+            self._push(now + lt, EV_LOADED, job)
+        else:
+            self._begin_training(job)
 
     def _begin_training(self, job: int) -> None:
         now = self.now
@@ -381,16 +386,7 @@ class Transitions:
         self.log("pack", job, host)
         self.speed[job] = speed_job
         self._set_speed(host, speed_host)
-        lt = self.workload.load_time[job]
-        if self.overhead:
-            lt += self.overhead.pop(job, 0.0)
-        if lt > 0:
-            self.state[job] = LOADING
-            self.since[job] = now
-            self.expected_end[job] = now + lt + self.remaining[job] / speed_job
-            self._push(now + lt, EV_LOADED, job)
-        else:
-            self._begin_training(job)
+        self._load_or_train(job, now, self.remaining[job] / speed_job)
 
     # -- failures ----------------------------------------------------------------------------------
     def _fail_job(self, job: int, cause: str, delay: float | None = None) -> None:
