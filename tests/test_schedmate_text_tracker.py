@@ -84,3 +84,57 @@ def test_a_sanity_bar_without_epoch_does_not_decide_the_epoch_base_or_the_total(
         f"Epoch 0:  {s * 3}%|#   | {s}/30 [00:{s:02d}<01:00,  2.10s/it, loss={v}, v_num=7]" for s, v in ((3, 5.5), (4, 5.2))]
     p = MetricTracker().track(lines)
     assert p.step == 4 and p.total_steps is None and p.loss == pytest.approx(5.2)
+
+
+# --- realsets batch 4 (held-out misses, then fixed): shapes of Keras, YOLO, OpenPCDet/timm, HF widgets ---
+
+def test_keras_finished_epoch_bars_with_val_metrics_count_epochs_times_steps():
+    lines = []
+    for e in range(1, 4):
+        lines += [f"Epoch {e}/30", f"250/250 [==============================] - 31s 124ms/step - loss: {1.5 - e / 10:.4f} "
+                  f"- acc: 0.7 - val_loss: 0.9 - val_acc: 0.6"]
+    p = MetricTracker().track(lines)
+    assert (p.step, p.total_steps) == (750, 7500) and p.loss == pytest.approx(1.2)
+
+
+def test_keras_old_style_bar_with_only_seconds_and_a_quoted_epoch_header():
+    p = MetricTracker().track(["`Epoch 1/5", "40/40 [==============================] - 3s - loss: 0.8125 - acc: 0.5"])
+    assert (p.step, p.total_steps) == (40, 200) and p.loss == pytest.approx(0.8125)
+
+
+def test_yolo_rows_without_pipes_take_the_total_loss_column_and_skip_the_map_bar():
+    head = "     Epoch   gpu_mem       box       obj       cls     total    labels  img_size"
+    lines = [head, "      0/9     3.10G    0.0510    0.0300   0.01000    0.0910        20       640: 100% 120/120 [01:00<00:00,  2.0it/s]",
+             "", head, "      1/9     3.10G    0.0410    0.0250   0.00800    0.0740        18       640: 100% 120/120 [01:00<00:00,  2.0it/s]",
+             "               Class      Images      Labels           P           R      mAP@.5  mAP@.5:.95: 100% 30/30 [00:05<00:00,  6.0it/s]",
+             "                 all         480        1900        0.51        0.44        0.40        0.21"]
+    p = MetricTracker().track(lines)
+    assert (p.step, p.total_steps) == (240, 1200) and p.loss == pytest.approx(0.074)
+
+
+def test_a_bar_cut_short_by_the_poster_still_gives_the_step():
+    head = "Epoch   gpu_mem       box       obj       cls     total   targets  img_size"
+    p = MetricTracker().track([head, "     2/99    1.20G   0.06000   0.01500  0.009000   0.08400        31       640: 100%|█| 50/50 [00:12<00:"])
+    assert (p.step, p.total_steps) == (150, 5000) and p.loss == pytest.approx(0.084)
+
+
+def test_openpcdet_style_train_line_with_a_one_based_epoch_pair():
+    lines = [f"2024-02-01 10:00:0{i}   INFO  Train:    2/4 ( 50%) [ {s:3d}/200 ( {s // 2}%)]  Loss: {9 - i:.2f} (12.0)  "
+             f"LR: 1.000e-04  Acc_iter {200 + s + 1}" for i, s in enumerate((49, 99, 149))]
+    p = MetricTracker().track(lines)
+    assert (p.step, p.total_steps) == (349, 800) and p.loss == pytest.approx(7.0)
+
+
+def test_step_less_hf_dicts_after_line_numbers_or_with_quoted_numbers_give_the_loss():
+    numbered = [f"{i:2d} {{'loss': {0.9 - i / 100:.4f}, 'learning_rate': 2e-05, 'epoch': {i / 10}}}" for i in range(1, 6)]
+    quoted = [f"{{'loss': '{0.8 - i / 100:.4f}', 'grad_norm': '0.7', 'epoch': '{i / 10}'}}" for i in range(1, 6)]
+    assert MetricTracker().track(numbered).loss == pytest.approx(0.85)
+    assert MetricTracker().track(quoted).loss == pytest.approx(0.75)
+
+
+def test_the_notebook_widget_text_gives_the_run_total():
+    lines = ["HBox(children=(FloatProgress(value=0.0, description='Epoch', max=2.0, style=ProgressStyle(descri…",
+             "HBox(children=(FloatProgress(value=0.0, description='Iteration', max=4000.0, style=ProgressStyle(de…",
+             '{"loss": 5.5, "learning_rate": 4e-05, "epoch": 0.1, "step": 400}']
+    p = MetricTracker().track(lines)
+    assert (p.step, p.total_steps) == (400, 4000)

@@ -55,14 +55,16 @@ class Progress:
 _NUM = r"([-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)"
 _RANK = re.compile(r"^\s*\[rank(\d+)\]:\s?")
 _EVAL = re.compile(r"Validation|Validating|Test:|\bTesting\b|Epoch\(val\)|Epoch\(test\)|\bEval\b|\beval\b|val_loss|"
-                   r"\bval loss\b|Predicting", re.I)
+                   r"\bval loss\b|Predicting|mAP@|\bClass\s+Images\b", re.I)
 _TQDM = re.compile(r"(?P<pct>\d+)%\|[^|]*\|\s*(?P<n>\d+)/(?P<tot>\d+)\s*\[(?P<el>[\d:]+)<(?P<rem>[\d:?]+),\s*"
                    r"(?P<rate>[\d.]+|\?)\s*(?P<unit>it/s|s/it)?")
+_BAR_LOOSE = re.compile(r"(?P<pct>\d+)%(?:\|[^|]*\|)?\s*(?P<n>\d+)/(?P<tot>\d+)(?:\s*\[(?P<el>[\d:]+)<(?P<rem>[\d:?]*)"
+                        r"(?:,\s*(?P<rate>[\d.]+|\?)\s*(?P<unit>it/s|s/it)?)?)?")
 _MEGATRON = re.compile(r"iteration\s+(\d+)\s*/\s*(\d+)\s*\|")
 _MM_EPOCH = re.compile(r"Epoch\(train\)\s*\[(\d+)\]\s*\[\s*(\d+)\s*/\s*(\d+)\]")
 _MM_ITER = re.compile(r"Iter\(train\)\s*\[\s*(\d+)\s*/\s*(\d+)\]")
-_TIMM = re.compile(r"Train:\s*(\d+)\s*\[\s*(\d+)\s*/\s*(\d+)")
-_HF_DICT = re.compile(r"^\s*\{.*'loss':\s*" + _NUM)
+_TIMM = re.compile(r"Train:\s*(\d+)\s*(?:/\s*(\d+)\s*\(\s*\d+%\)\s*)?\[\s*(\d+)\s*/\s*(\d+)")
+_HF_DICT = re.compile(r"^\s*\d*\s*\{.*'loss':\s*'?" + _NUM)
 _EPOCH_OF = re.compile(r"\bEpoch\s*:?\s*\[?\s*(\d+)\s*(?:/\s*(\d+))?\]?", re.I)
 _STEP_OF = re.compile(r"\b(?:global[ _]step|step|iter(?:ation)?|it)\s*[=:]?\s*\[?\s*(\d+)\s*(?:/\s*(\d+))?", re.I)
 _BRACKET = re.compile(r"\[\s*(\d+)\s*/\s*(\d+)\s*\]")
@@ -79,8 +81,8 @@ _TIME_S = re.compile(r"(?<![_\w])time:\s*" + _NUM + r"s?\b")
 _TIME_UNIT = re.compile(r"(?<![_\w])(?:time|step_time|iter_time)[:=]?\s*" + _NUM + r"\s*(ms|s)\b", re.I)
 _UPDATES = re.compile(r"\bnum_updates[=:\s]\s*(\d+)")
 _UPS = re.compile(r"\bups[=:\s]\s*" + _NUM)
-_KERAS = re.compile(r"^\s*(\d+)/(\d+) \[[=>.]*\]\s*-\s*ETA:\s*([\d:]+)")
-_EPOCH_HEAD = re.compile(r"^\s*Epoch (\d+)/(\d+)\s*$")
+_KERAS = re.compile(r"^\s*(\d+)/(\d+) \[[=>.]*\]\s*-\s*(?:ETA:\s*([\d:]+)|\d+(?:\.\d+)?m?s\b)")
+_EPOCH_HEAD = re.compile(r"^[\s`>]*Epoch (\d+)/(\d+)\s*$")
 _SAMPLES = re.compile(r"(?:CurrSamplesPerSec|samples/s|samples_per_second|SamplesPerSec)\s*[=:]?\s*" + _NUM, re.I)
 _TIMM_RATE = re.compile(r"Time:\s*" + _NUM + r"s,\s*" + _NUM + r"/s")
 _GBS = re.compile(r"global batch size\s*[:.=\s]*\s*(\d+)", re.I)
@@ -90,14 +92,15 @@ _H_EPOCHS = re.compile(r"(?:Num Epochs\s*=|Scheduled epochs:|max_epochs\s*[=:]|\
                        r"n_epochs\s*[=:])\s*(\d+)", re.I)
 _H_STEPS = re.compile(r"(?:Total optimization steps\s*=|max_steps\s*[=:]|train_iters\s*(?:\.+|[=:])|max_iters\s*[=:]|"
                       r"total_steps\s*[=:])\s*([\d,]+)", re.I)
+_H_WIDGET = re.compile(r"description='(?:Iteration|Training|Steps?)'?,\s*max=(\d+)")
 _H_GBS = re.compile(r"(?:Total train batch size[^=]*=|global_batch_size\s*\.+)\s*([\d,]+)", re.I)
 _H_BS = re.compile(r"(?:batch_size\s*[=:]|Instantaneous batch size per device\s*=|train_micro_batch_size_per_gpu\s+)\s*(\d+)", re.I)
 _H_WORLD = re.compile(r"world_size\s*[=:]\s*(\d+)", re.I)
-_H_ANY = ("epoch", "step", "batch", "iters", "world_size", "total")
+_H_ANY = ("epoch", "step", "batch", "iters", "world_size", "total", "max=")
 
 # literal hints (lower case) one of which must be in a line before the (slower) pattern is tried
 _HINTS: dict = {}
-_HINTS.update({_EVAL: ("valid", "test", "eval", "val)", "val_loss", "val loss", "predict"), _EPOCH_OF: ("epoch",),
+_HINTS.update({_EVAL: ("valid", "test", "eval", "val)", "val_loss", "val loss", "predict", "map@", "class"), _EPOCH_OF: ("epoch",),
                _STEP_OF: ("step", "iter", "it"), _H_EPOCHS: ("epoch",),
                _H_STEPS: ("total optimization", "max_steps", "train_iters", "max_iters", "total_steps"),
                _H_GBS: ("total train batch", "global_batch_size"),
@@ -175,6 +178,7 @@ class _Rec:
     gbs: int | None = None
     zero_based_idx: bool = False
     kind: str = ""
+    cols: tuple = ()              # a YOLO row's leading columns (named by the header line above it)
 
 
 _CAND = re.compile(r"\]\s*\[|%\||iteration|[Ee]poch|[Ss]tep|Iter|iter |Train:|it/s|s/it|[Ll]oss|num_updates|ETA:")
@@ -185,7 +189,7 @@ def parse_progress(line: str) -> _Rec | None:
     if not _CAND.search(line):
         return None
     low = line.lower()
-    if _find(_EVAL, line, low):
+    if _find(_EVAL, line, low) and not _KERAS.match(line):  # a Keras epoch line carries its val_ metrics
         return None
     if "{" in line and "}" in line:
         d = _dict_record(line)
@@ -204,13 +208,15 @@ def parse_progress(line: str) -> _Rec | None:
         r.kind, r.epoch, r.s_in, r.spe = "mmengine", int(m.group(1)), int(m.group(2)), int(m.group(3))
     elif (m := _MM_ITER.search(line)):
         r.kind, r.step, r.total = "mmengine", int(m.group(1)), int(m.group(2))
-    elif (m := _TIMM.search(line)):
-        r.kind, r.epoch, r.s_in, r.spe = "timm", int(m.group(1)), int(m.group(2)) + 1, int(m.group(3))
+    elif (m := _TIMM.search(line)) and m.group(2):  # "Train: 1/3 ( 33%) [ 149/323 ( 46%)]": a 1-based epoch
+        r.kind, r.epoch, r.epoch_total, r.s_in, r.spe = "pairs", *(int(m.group(k)) for k in (1, 2, 3, 4))
+    elif m:
+        r.kind, r.epoch, r.s_in, r.spe = "timm", int(m.group(1)), int(m.group(3)) + 1, int(m.group(4))
         r.zero_based_idx = True
         t = _find(_TIMM_RATE, line, low)
         if t:
             r.step_time, r.samples = float(t.group(1)), float(t.group(2))
-    elif "%|" in line and (m := _TQDM.search(line)):
+    elif "%" in line and (m := (_TQDM.search(line) if "%|" in line else None) or _BAR_LOOSE.search(line)):
         desc = line[:m.start()]
         n, tot = int(m.group("n")), int(m.group("tot"))
         e = re.search(r"Epoch\s*(\d+)", desc)
@@ -220,15 +226,16 @@ def parse_progress(line: str) -> _Rec | None:
         elif y and int(y.group(1)) <= int(y.group(2)):  # YOLO-style "epoch/last epoch" (0-based)
             r.kind, r.epoch, r.s_in, r.spe = "bar0", int(y.group(1)), n, tot
             r.epoch_total = int(y.group(2)) + 1
+            r.cols = tuple(desc.rstrip(": ").split())
         else:
             r.kind, r.step, r.total = "bar", n, tot
-        if m.group("rate") not in (None, "?"):
+        if m.group("rate") not in (None, "?", ""):
             rate = float(m.group("rate"))
             if rate > 0:
                 r.rate_time = rate if m.group("unit") == "s/it" else 1.0 / rate
     elif (m := _KERAS.match(line)):  # Keras: "1000/1563 [==>....] - ETA: 1:00 - loss: ..." (epoch on its own line)
         r.kind, r.s_in, r.spe = "keras", int(m.group(1)), int(m.group(2))
-        eta = _hms(m.group(3))
+        eta = _hms(m.group(3)) if m.group(3) else None
         if eta is not None and r.spe > r.s_in:
             r.rate_time = eta / (r.spe - r.s_in)
     elif (m := _TWO_PAIRS.search(line)) and int(m.group(1)) <= int(m.group(2)):
@@ -485,6 +492,8 @@ class MetricTracker:
             times = [(t2 - t1) / (s2 - s1) for (s1, t1), (s2, t2) in zip(pts, pts[1:]) if s2 > s1 and t2 >= t1]
         st = _robust_mean(times)
         loss = next((r.loss for r in reversed(last) if r.loss is not None), None)  # NaN stays NaN
+        if loss is None and last[-1].cols:
+            loss = _column(flat, last[-1], "total")
         if hf_loss and (loss is None or hf_loss[0] > last[-1].idx - 50):
             loss = hf_loss[1] if loss is None else loss
         samples = [r.samples for r in last if r.samples]
@@ -510,6 +519,8 @@ class MetricTracker:
                 out["epochs"] = int(m.group(1))
             if "steps" not in out and (m := _find(_H_STEPS, line, low)):
                 out["steps"] = int(m.group(1).replace(",", ""))
+            if "steps" not in out and "max=" in low and (m := _H_WIDGET.search(line)):
+                out["steps"] = int(m.group(1))
             if "gbs" not in out and (m := _find(_H_GBS, line, low)):
                 out["gbs"] = int(m.group(1).replace(",", ""))
             if bs is None and (m := _find(_H_BS, line, low)):
@@ -519,6 +530,19 @@ class MetricTracker:
         if "gbs" not in out and bs and world:
             out["gbs"] = bs * world
         return out
+
+
+def _column(flat: Sequence[str], r: _Rec, name: str) -> float | None:
+    """A YOLO row's value under `name` in the nearest header line above it ("Epoch gpu_mem box obj cls
+    total targets img_size"): the row prints its numbers without their names."""
+    for j in range(r.idx - 1, max(-1, r.idx - 12), -1):
+        head = flat[j].split()
+        if head[:1] == ["Epoch"] and name in head and len(head) == len(r.cols):
+            try:
+                return float(r.cols[head.index(name)])
+            except ValueError:
+                return None
+    return None
 
 
 def _robust_mean(values: Sequence[float]) -> float | None:
