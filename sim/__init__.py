@@ -20,7 +20,8 @@ def simulate(workload: Workload, policy: str = "fifo", *, placement: str | Place
              seed: int = 0, failures: "Iterable[Failure] | None" = None, restart: "RestartRule | None" = None,
              performance: "PerformanceModel | None" = None, coordinator: "Coordinator | None" = None,
              check_invariants: bool = False, record_events: bool = False, time_decisions: bool = False,
-             progress: Callable[[int, int], None] | None = None, tracking_uri: str | None = None) -> SimResult:
+             progress: Callable[[int, int], None] | None = None, tracking_uri: str | None = None,
+             fast_path: bool | None = None) -> SimResult:
     """Replay ``workload`` under ``policy`` (a registry name, optionally 'name:key=value,...').
 
     - ``placement``: a registry name or a Placement; None takes the policy's ``default_placement``
@@ -32,6 +33,8 @@ def simulate(workload: Workload, policy: str = "fifo", *, placement: str | Place
     - ``failures``: timed failure events (sim.failures.Failure, or node_failures(...) for a seeded
       generator) with ``restart`` (sim.failures.RestartRule; default: requeue at once, always).
     - ``performance``: a performance model (sim.performance) for placement-dependent speed.
+    - ``fast_path``: False replays with the general loop even where sim.kernel's specialised loop applies
+      (None: on unless ``SCHEDCAST_FAST_PATH=0``); both give the same schedule.
     """
     from sim.policies import get_policy
 
@@ -52,7 +55,8 @@ def simulate(workload: Workload, policy: str = "fifo", *, placement: str | Place
     engine = Engine(workload, factory, placement=placement, predictions=by_name or None,
                     check_invariants=check_invariants, record_events=record_events,
                     time_decisions=time_decisions, progress=progress, policy_name=policy, seed=seed,
-                    failures=failures, restart=restart, performance=performance, coordinator=coordinator)
+                    failures=failures, restart=restart, performance=performance, coordinator=coordinator,
+                    fast_path=fast_path)
     return engine.run()
 
 

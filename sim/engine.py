@@ -66,6 +66,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 from sim.context import Context
 from sim.errors import InvariantViolation, SimulationError  # noqa: F401  (re-exported)
 from sim.invariants import check as _check
+from sim.kernel import eligible as _kernel_eligible, fast_path_default, run_fast as _run_fast
 from sim.placement import Placement, make_placement
 from sim.result import SimResult
 from sim.states import (  # noqa: F401  (re-exported)
@@ -95,8 +96,10 @@ class Engine(Transitions):
                  policy_name: str = "policy", seed: int = 0,
                  failures: "Iterable[Failure] | None" = None, restart: "RestartRule | None" = None,
                  performance: "PerformanceModel | None" = None,
-                 coordinator: "Coordinator | type[Coordinator] | None" = None):
+                 coordinator: "Coordinator | type[Coordinator] | None" = None, fast_path: bool | None = None):
         self.workload = workload
+        # The specialised loop of sim.kernel where it applies (None: on unless SCHEDCAST_FAST_PATH=0).
+        self.fast_path = fast_path_default() if fast_path is None else bool(fast_path)
         n = len(workload)
         sub = workload.submit
         if any(sub[i] > sub[i + 1] for i in range(n - 1)):
@@ -250,6 +253,11 @@ class Engine(Transitions):
 
     def run(self) -> SimResult:
         wall0 = _time.perf_counter()
+        #: Which loop replayed: "kernel" (sim.kernel, proven equal by tests) or "general".
+        self.loop = "kernel" if self.fast_path and _kernel_eligible(self) is None else "general"
+        if self.loop == "kernel":
+            self.events = _run_fast(self)
+            return self._finish_run(wall0)
         w = self.workload
         n = len(w)
         submit, part_of = w.submit, self.partition_of
@@ -398,11 +406,19 @@ class Engine(Transitions):
                 next_progress = done_count + max(1, n // 200)
 
         self.events = events
+        self.unfinished = n - done_count - self.failed_count
+        return self._finish_run(wall0)
+
+    def _finish_run(self, wall0: float) -> SimResult:
+        """End hooks, the unfinished-jobs check, merged policy stats and the result (either loop)."""
+        w, n, state, policies, coord = self.workload, len(self.workload), self.state, self.policies, self.coordinator
+        progress, events = self.progress, self.events
         for policy in policies:
             policy.on_end()
         if coord is not None:
             coord.on_end()
-        if done_count + self.failed_count != n:
+        if self.unfinished:
+            done_count = n - self.unfinished - self.failed_count
             stuck = [j for j in range(n) if state[j] not in (DONE, FAILED)][:5]
             raise SimulationError(
                 f"policy {self.policy_name!r} stopped with {n - done_count} unfinished jobs (first: "
@@ -424,9 +440,9 @@ class Engine(Transitions):
         return SimResult(
             workload=w, policy=self.policy_name, first_start=self.first_start, end=self.end,
             wait=self.wait, load=self.load, train=self.train, save=self.save, futile=self.futile,
-            preemptions=self.preemptions, work_done=self.work_done, alloc_times=alloc_times,
-            alloc_used=alloc_used, alloc_held=alloc_held, events=events, wall_seconds=_time.perf_counter() - wall0,
-            decision_seconds=decision_seconds, evictions=self.evictions, lost=self.lost,
+            preemptions=self.preemptions, work_done=self.work_done, alloc_times=self.alloc_times,
+            alloc_used=self.alloc_used, alloc_held=self.alloc_held, events=events, wall_seconds=_time.perf_counter() - wall0,
+            decision_seconds=self.decision_seconds, evictions=self.evictions, lost=self.lost,
             event_log=self.event_log, policy_stats=stats, failures=self.failures, lost_work=self.lost_work,
             failed=[st == FAILED for st in state], seed=self.seed,
         )

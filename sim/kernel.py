@@ -1,0 +1,253 @@
+"""A specialised replay loop for the commonest replays, proven equal to the general loop by tests.
+
+Why: a static-key queue policy (FIFO, SJF, SPJF, SPWF and their work-conserving forms) on a plain
+workload spends most of the general engine's time in layers it does not use — the Context, the
+placement object, per-job accumulator updates, epochs, state changes nobody reads. This loop replays
+exactly the same schedule (start and end of every job, the allocation series, event count) with one
+heap of finishes, one sorted queue per partition and the node pool, and derives every per-job figure
+from the start times afterwards with the same float operations the general loop uses.
+
+It runs, chosen by :func:`eligible`, when all of these hold (otherwise the general loop runs):
+- every partition's policy is a ``sim.policies.queueing.OrderedQueuePolicy`` that overrides nothing
+  but ``key`` (and its ``__init__`` parameters), its key being a built-in one (FIFO, SJF, SPJF, SPWF:
+  fixed per-job data) or its class declaring ``static_key = True``;
+- the placement is exactly the built-in ``first-fit`` or ``consolidate`` (any ``strict``/``spread``)
+  on pools without GPU models;
+- the workload is plain (every job one spreadable pod of whole GPUs of any model) with no load time;
+- no failures, performance model, coordinator, invariant checks, event log or decision timing.
+
+With ``first-fit`` that may spread (its default) on such a pool a job fits exactly when its GPU count is
+at most the free count, so the loop keeps only that count; otherwise it places on the partition's
+NodePool with the placement plug-in itself. Switch it off with ``Engine(..., fast_path=False)``,
+``simulate(..., fast_path=False)`` or the environment variable ``SCHEDCAST_FAST_PATH=0``.
+"""
+from __future__ import annotations
+
+import bisect
+import heapq
+import os
+from typing import Any
+
+import numpy as np
+
+from sim.placement import Consolidate, FirstFit
+from sim.policies.base import SortedQueue
+from sim.policies.queueing import Fifo, OrderedQueuePolicy, Sjf, Spjf, Spwf
+from sim.states import DONE, INF, QUEUED
+
+__all__ = ["eligible", "fast_path_default", "run_fast"]
+
+#: Policy hooks the kernel does not call: a policy overriding any of them takes the general loop.
+_HOOKS = ("bind", "on_start", "on_arrival", "on_requeue", "on_transfer", "on_finish", "on_loaded", "on_timer",
+          "on_failure", "schedule", "on_end", "stats", "waiting_count", "release")
+_BASE = {name: getattr(OrderedQueuePolicy, name) for name in _HOOKS}
+#: Keys that read only per-job data fixed for the whole replay.
+_STATIC_KEYS = {Fifo.key, Sjf.key, Spjf.key, Spwf.key}
+
+
+def fast_path_default() -> bool:
+    """The kernel is on unless ``SCHEDCAST_FAST_PATH`` is ``0``, ``false``, ``no`` or ``off``."""
+    return os.environ.get("SCHEDCAST_FAST_PATH", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def eligible(engine: Any) -> str | None:
+    """None if :func:`run_fast` replays ``engine`` exactly; else the first reason it does not."""
+    w = engine.workload
+    if engine.check_invariants or engine.event_log is not None or engine.time_decisions:
+        return "invariant checks, event log or decision timing asked"
+    if engine.performance is not None or engine.coordinator is not None:
+        return "performance model or coordinator"
+    if engine._failures or engine._after or engine.overhead:
+        return "failures"
+    if not w.simple or any(w.load_time):
+        return "requests beyond a GPU count, or load times"
+    for policy in engine.policies:
+        cls = type(policy)
+        if not isinstance(policy, OrderedQueuePolicy) or any(getattr(cls, h) is not f for h, f in _BASE.items()):
+            return f"policy {cls.__name__} is not a plain ordered queue"
+        if cls.key not in _STATIC_KEYS and not getattr(cls, "static_key", False):
+            return f"policy {cls.__name__} has a key not known to be static"
+        if type(policy.queue) is not SortedQueue or policy.queue.items:
+            return "policy queue is not an empty SortedQueue"
+    for ctx in engine.contexts:
+        pool = ctx.pool
+        if type(ctx.placement) not in (FirstFit, Consolidate):
+            return f"placement {type(ctx.placement).__name__}"
+        if pool.typed or pool.cordoned or pool.down or pool.shares or pool.total_free != pool.total_capacity:
+            return "pool with GPU models, cordons or allocations"
+    return None
+
+
+def _count_only(ctx: Any) -> bool:
+    """First-fit that may spread fits a GPU-count job exactly when the count is free (see module doc)."""
+    return type(ctx.placement) is FirstFit and ctx.placement.spread
+
+
+def _key_function(engine: Any, policy: OrderedQueuePolicy) -> Any:
+    """``policy.key``, or the list lookup it amounts to for SJF and SPJF (no method call per job)."""
+    key = type(policy).key
+    if key is Sjf.key:
+        return engine.workload.duration.__getitem__
+    if key is Spjf.key:  # ctx.prediction(job) of kind "duration"
+        return engine.predicted.__getitem__
+    return policy.key
+
+
+def run_fast(engine: Any) -> int:
+    """Replay ``engine``'s workload, filling its per-job arrays as the general loop would; returns the
+    number of events (finishes plus arrivals). Only call when :func:`eligible` says None."""
+    w = engine.workload
+    n = len(w)
+    submit, gpus, part_of = w.submit, w.gpus, engine.partition_of
+    contexts, policies = engine.contexts, engine.policies
+    n_parts = len(contexts)
+    queues = [p.queue.items for p in policies]
+    keys = [_key_function(engine, p) for p in policies]
+    dur = w.duration
+    strict = [not p.work_conserving for p in policies]
+    counting = [_count_only(c) for c in contexts]
+    pools = [c.pool for c in contexts]
+    places = [c.placement.place for c in contexts]
+    free = [pool.total_free for pool in pools]
+    placed: list[Any] = [None] * n
+    start = [INF] * n
+    state, since = engine.state, engine.since
+    heap: list[tuple[float, int]] = []
+    push, pop, insort = heapq.heappush, heapq.heappop, bisect.insort
+    series: list[tuple[float, int]] = []  # (time, GPUs in use) whenever the use changed
+    record = series.append
+    progress, next_progress = engine.progress, 0
+    used, last = 0, -1
+    dirty = [False] * n_parts
+    dirty_list: list[int] = []
+    ai = done = 0
+    while True:
+        t_arr = submit[ai] if ai < n else INF
+        now = heap[0][0] if heap and heap[0][0] < t_arr else t_arr
+        if now == INF:
+            break
+        engine.now = now
+        while heap and heap[0][0] == now:  # finishes
+            job = pop(heap)[1]
+            p = part_of[job]
+            g = gpus[job]
+            if counting[p]:
+                free[p] += g
+            else:
+                pools[p].release(placed[job], job)
+                placed[job] = None
+            used -= g
+            done += 1
+            if not dirty[p]:
+                dirty[p] = True
+                dirty_list.append(p)
+        while ai < n and submit[ai] == now:  # arrivals, in submission order
+            job = ai
+            ai += 1
+            p = part_of[job]
+            state[job] = QUEUED  # what a key may read
+            since[job] = now
+            insort(queues[p], (keys[p](job), job))
+            if not dirty[p]:
+                dirty[p] = True
+                dirty_list.append(p)
+        for p in dirty_list:  # schedule, as sim.policies.base.start_in_order does
+            dirty[p] = False
+            items = queues[p]
+            if not items:
+                continue
+            count = counting[p]
+            pool = pools[p]
+            place = places[p]
+            if strict[p]:
+                started = 0
+                f = free[p] if count else pool.total_free
+                for _, job in items:
+                    g = gpus[job]
+                    if g > f:
+                        break
+                    if count:
+                        f -= g
+                    else:
+                        pl = place(pool, g)
+                        if pl is None:
+                            break
+                        pool.allocate(pl, job)
+                        placed[job] = pl
+                        f = pool.total_free
+                    start[job] = now
+                    used += g
+                    push(heap, (now + dur[job] / 1.0, job))
+                    started += 1
+                if started:
+                    del items[:started]
+                    if count:
+                        free[p] = f
+                continue
+            keep = []
+            for i, entry in enumerate(items):
+                f = free[p] if count else pool.total_free
+                if f == 0:
+                    keep.extend(items[i:])
+                    break
+                job = entry[1]
+                g = gpus[job]
+                if g > f:
+                    keep.append(entry)
+                    continue
+                if count:
+                    free[p] = f - g
+                else:
+                    pl = place(pool, g)
+                    if pl is None:
+                        keep.append(entry)
+                        continue
+                    pool.allocate(pl, job)
+                    placed[job] = pl
+                start[job] = now
+                used += g
+                push(heap, (now + dur[job] / 1.0, job))
+            items[:] = keep
+        dirty_list.clear()
+        if used != last:
+            last = used
+            record((now, used))
+        if progress is not None and done >= next_progress:
+            progress(done, n)
+            next_progress = done + max(1, n // 200)
+    engine.used_gpus = engine.held_gpus = used
+    if series:  # whole GPUs, never shared: the GPUs held are the GPUs in use
+        times, counts = zip(*series)
+        engine.alloc_times.extend(times)
+        engine.alloc_used.extend(counts)
+        engine.alloc_held.extend(counts)
+    _fill(engine, start, done)
+    return done + ai
+
+
+def _fill(engine: Any, start: list[float], done: int) -> None:
+    """Per-job accumulators from the start times, with the general loop's float operations: it adds
+    ``start - submit`` to a zero wait, ends at ``start + duration / speed`` (speed 1.0) and adds
+    ``end - start`` to a zero train and the duration to a zero work done."""
+    w = engine.workload
+    n = len(w)
+    engine.unfinished = n - done
+    if done != n:  # a job that never started: let the general end-of-run check name it
+        for j, s in enumerate(start):
+            if s < INF:
+                engine.state[j] = DONE
+        return
+    s = np.asarray(start, dtype=float)
+    d = np.asarray(w.duration, dtype=float)
+    end = s + d / 1.0
+    engine.first_start[:] = start
+    engine.end[:] = end.tolist()
+    engine.wait[:] = (0.0 + (s - np.asarray(w.submit, dtype=float))).tolist()
+    engine.train[:] = (0.0 + (end - s)).tolist()
+    engine.work_done[:] = (0.0 + d).tolist()
+    engine.remaining[:] = [0.0] * n
+    engine.state[:] = [DONE] * n
+    engine.since[:] = start
+    engine.seg_start[:] = start
+    engine.epoch[:] = [1] * n
+    engine.expected_end[:] = [INF] * n

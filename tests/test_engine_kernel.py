@@ -1,0 +1,155 @@
+"""sim.kernel's specialised loop gives exactly the general loop's replay (every per-job figure, the
+allocation series, the event count, summary.csv bytes) where it is chosen, and is chosen only there."""
+from __future__ import annotations
+
+import importlib.util
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from features.traces import load_trace
+from pipelines.cli import main
+from sim import simulate
+from sim.cluster import load_cluster
+from sim.engine import Engine
+from sim.policies import get_policy
+from sim.workload import build_workload
+from tests.helpers import workload
+
+ROOT = Path(__file__).resolve().parents[1]
+FIELDS = ["first_start", "end", "wait", "load", "train", "save", "futile", "preemptions", "work_done", "evictions",
+          "lost", "failures", "lost_work", "failed", "alloc_times", "alloc_used", "alloc_held"]
+
+
+def _bench():
+    spec = importlib.util.spec_from_file_location("bench_engine", ROOT / "benchmarks" / "bench_engine.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _replay(w, policy: str, placement: str | None, fast: bool):
+    info, factory, _ = get_policy(policy)
+    preds = list(w.duration) if info.uses_predictions else None
+    engine = Engine(w, factory, placement=placement or "consolidate", predictions=preds, policy_name=policy,
+                    fast_path=fast)
+    return engine, engine.run()
+
+
+def assert_same(a, b) -> None:
+    for name in FIELDS:
+        x, y = list(getattr(a, name)), list(getattr(b, name))
+        assert len(x) == len(y), name
+        # exact equality, infinities included (never-started jobs) — no tolerance
+        assert all(u == v or (isinstance(u, float) and math.isnan(u) and math.isnan(v)) for u, v in zip(x, y)), name
+    assert a.events == b.events and a.policy_stats == b.policy_stats
+
+
+@pytest.fixture(scope="module")
+def philly_table(philly_file):
+    return load_trace(philly_file)
+
+
+@pytest.fixture(scope="module")
+def philly(philly_table):
+    """The first 12,000 Philly jobs (the whole trace: the slow test below)."""
+    return build_workload(philly_table, load_cluster("philly-pool"), limit=12_000)
+
+
+@pytest.fixture(scope="module")
+def philly_vc(philly_table):
+    return build_workload(philly_table, load_cluster("philly-vc"), limit=12_000)
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    bench = _bench()
+    d = tmp_path_factory.mktemp("ref")
+    trace = bench.write_reference_trace(d / "cluster_log.csv", bench.reference_workload(20_000))
+    (d / "ref.yaml").write_text("name: ref-pool\ngpu_type: V100\ngpus_per_node: 8\nnodes: 125\n")
+    return build_workload(load_trace(trace, "helios", cache=False), load_cluster(str(d / "ref.yaml")))
+
+
+@pytest.mark.parametrize("policy", ["fifo", "sjf", "spjf", "wcs-subtime", "wcs-duration"])
+@pytest.mark.parametrize("placement", ["first-fit", "consolidate", "best-fit", "first-fit:spread=false"])
+def test_kernel_equals_general_loop_on_real_philly(philly, policy, placement):
+    fast_engine, fast = _replay(philly, policy, placement, True)
+    general_engine, general = _replay(philly, policy, placement, False)
+    assert fast_engine.loop == "kernel" and general_engine.loop == "general"
+    assert_same(fast, general)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("policy", ["fifo", "sjf"])
+@pytest.mark.parametrize("placement", ["first-fit", "consolidate"])
+def test_kernel_equals_general_loop_on_the_whole_philly_trace(philly_table, policy, placement):
+    w = build_workload(philly_table, load_cluster("philly-pool"))
+    fast_engine, fast = _replay(w, policy, placement, True)
+    assert fast_engine.loop == "kernel"
+    assert_same(fast, _replay(w, policy, placement, False)[1])
+
+
+@pytest.mark.parametrize("policy", ["fifo", "sjf", "wcs-subtime"])
+def test_kernel_equals_general_loop_on_philly_vcs(philly_vc, policy):
+    """Several partitions (Philly's virtual clusters), each with its own queue and pool."""
+    assert len(philly_vc.cluster.partitions) > 1
+    fast_engine, fast = _replay(philly_vc, policy, "consolidate", True)
+    assert fast_engine.loop == "kernel"
+    assert_same(fast, _replay(philly_vc, policy, "consolidate", False)[1])
+
+
+@pytest.mark.parametrize("policy", ["fifo", "sjf"])
+@pytest.mark.parametrize("placement", ["first-fit", "consolidate"])
+def test_kernel_equals_general_loop_on_reference_workload(reference, policy, placement):
+    fast_engine, fast = _replay(reference, policy, placement, True)
+    assert fast_engine.loop == "kernel"
+    assert_same(fast, _replay(reference, policy, placement, False)[1])
+    if policy == "sjf" and placement == "first-fit":  # and the minimal heap loop's schedule itself
+        bench = _bench()
+        w = bench.reference_workload(20_000)
+        start, _ = bench.minimal_sjf(w["submit"], w["duration"], w["gpus"], 1000)
+        assert np.array_equal(np.asarray(fast.first_start), np.asarray(start, dtype=float))
+
+
+def test_summary_bytes_equal_with_and_without_the_kernel(philly_file, tmp_path, monkeypatch):
+    outs = {}
+    for flag in ("1", "0"):
+        monkeypatch.setenv("SCHEDCAST_FAST_PATH", flag)
+        out = tmp_path / flag
+        assert main(["simulate", "--trace", str(philly_file), "--cluster", "philly-pool", "--jobs", "8000",
+                     "--policy", "fifo", "sjf", "--placement", "first-fit", "--out", str(out), "--no-progress",
+                     "--no-plots"]) == 0
+        outs[flag] = out
+    for name in ("summary.csv", "jobs_fifo.parquet", "jobs_sjf.parquet"):
+        assert (outs["1"] / name).read_bytes() == (outs["0"] / name).read_bytes(), name
+
+
+def test_kernel_is_chosen_only_where_it_applies(monkeypatch):
+    rows = [(0, 10, 4), (1, 100, 1), (2, 5, 2), (12, 3, 2), (13, 50, 1)]
+    w = workload(rows)
+    assert _replay(w, "sjf", "first-fit", True)[0].loop == "kernel"
+    assert _replay(w, "sjf", "first-fit", False)[0].loop == "general"
+    monkeypatch.setenv("SCHEDCAST_FAST_PATH", "0")
+    assert _replay(w, "sjf", "first-fit", None)[0].loop == "general"
+    monkeypatch.delenv("SCHEDCAST_FAST_PATH")
+    assert _replay(w, "sjf", "first-fit", None)[0].loop == "kernel"
+    for policy in ("qssf", "tiresias", "srtf", "fifo-backfill"):  # other hooks or preemption
+        assert _replay(w, policy, None, True)[0].loop == "general"
+    assert _replay(w, "sjf", "scored", True)[0].loop == "general"
+    info, factory, _ = get_policy("sjf")
+    for kwargs in ({"check_invariants": True}, {"record_events": True}, {"time_decisions": True}):
+        assert Engine(w, factory, fast_path=True, **kwargs).run() is not None
+        engine = Engine(w, factory, fast_path=True, **kwargs)
+        engine.run()
+        assert engine.loop == "general"
+    loading = workload(rows, load=[5, 0, 0, 0, 0])
+    assert _replay(loading, "sjf", None, True)[0].loop == "general"
+
+
+def test_simulate_passes_the_switch():
+    w = workload([(0, 10, 4), (1, 100, 1)])
+    a = simulate(w, "sjf", fast_path=False)
+    b = simulate(w, "sjf")
+    assert_same(a, b)
