@@ -73,7 +73,7 @@ def test_submitit_wrapper_gives_nodes_gpus_and_the_wrapped_scripts_defaults():
     md = extract_metadata("python submitit_pretrain.py --nodes 4 --model mae_vit_base_patch16 --accum_iter 2", files)
     assert (md.nodes, md.gpus) == (4, 32)
     assert (md.iterations, md.iteration_unit, md.batch_size) == (400, "epochs", 64)
-    assert md.model == "vit-base" and md.task == "self-supervised-pretraining"
+    assert md.model == "mae-vit-base" and md.task == "self-supervised-pretraining"  # an MAE, not a plain ViT
     assert (md.batch_scope, md.grad_accum, md.global_batch) == ("per-device", 2, 64 * 32 * 2)
 
 

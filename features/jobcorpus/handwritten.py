@@ -212,7 +212,7 @@ def parse_opt(known=False):
 if __name__ == "__main__":
     opt = parse_opt()
 ''', "data/coco.yaml": "path: ../datasets/coco\ntrain: train2017.txt\nval: val2017.txt\nnames:\n  0: person\n"},
-     model="yolov5s", task="object-detection", dataset="coco", iterations=300, iteration_unit="epochs", batch_size=64, gpus=2, nodes=1)
+     model="yolov5s", task="object-detection", dataset="coco", iterations=300, iteration_unit="epochs", batch_size=32, gpus=2, nodes=1)  # --batch is the total over both GPUs (its help says so): 32 per device
 
 case("detectron2",
      "python tools/train_net.py --config-file configs/COCO-Detection/faster_rcnn_R_50_FPN_1x.yaml --num-gpus 8 SOLVER.IMS_PER_BATCH 16 SOLVER.BASE_LR 0.02",

@@ -38,6 +38,12 @@ __all__ = ["FIELDS", "JobMetadata", "extract_metadata", "read_repository"]
 
 
 
+# a documentation placeholder with spaces, `[your imagenet-folder with train and val folders]` or
+# `<path to data>`: one argument the user replaces, so it stays one word
+_PLACEHOLDER = re.compile(r"(?<![\w$\[])\[[A-Za-z][^\]\[\n$\"'=]*\s+[A-Za-z][^\]\[\n$\"'=]*\]|"
+                          r"<[A-Za-z][^<>\n$\"'=|&;]*\s+[A-Za-z][^<>\n$\"'=|&;]*>")
+
+
 class _Extractor:
     def __init__(self, files: dict[str, str]) -> None:
         self.files = {(_norm_path(k) if ("./" in k or "//" in k or k.endswith("/")) else k): v
@@ -53,6 +59,7 @@ class _Extractor:
         self.loaded: set[str] = set()
         self.depth = 0
         self.cwd = ""  # relative to the repository root, moved by `cd DIR &&`
+        self.global_batch: set[str] = set()  # batch options the code documents as the total over all GPUs
 
     # -- files ---------------------------------------------------------------------------------
     def _file(self, path: str, rel_to: str | None = None) -> str | None:
@@ -80,7 +87,7 @@ class _Extractor:
             self.nodes = (n, prio, src)
 
     def _set_total(self, n: int | None, prio: int, src: str) -> None:
-        if n and (self.total_gpus is None or prio > self.total_gpus[1]):
+        if n is not None and n >= 0 and (self.total_gpus is None or prio > self.total_gpus[1]):
             self.total_gpus = (n, prio, src)
 
     def _module_file(self, mod: str) -> str | None:
@@ -119,6 +126,12 @@ class _Extractor:
         if self.depth > 8:
             return
         env = dict(env or {})
+        cmd = _PLACEHOLDER.sub(lambda m: re.sub(r"\s+", "-", m.group(0)), cmd)
+        if self.depth == 1 and len([s for s in _shell_statements(cmd) if not s.startswith("#")]) > 1 and \
+                "\n" in _join_continuations(cmd).strip():
+            # a command pasted as several lines (`export DIR=...` lines, then the launch): a small script
+            self._run_statements(cmd, [], env, inline=True)
+            return
         try:
             toks = shlex.split(_join_continuations(cmd), comments=True)
         except ValueError as exc:
@@ -212,6 +225,14 @@ class _Extractor:
         here = str(PurePosixPath(name).parent)
         text = re.sub(r"\$\(dirname \"?\$0\"?\)|`dirname \"?\$0\"?`|\$\(dirname \"?\$\{0\}\"?\)",
                       "" if here == "." else here, self.files[name])
+        self._run_statements(text, pos, env)
+
+    def _run_statements(self, text: str, pos: list[str], env: dict[str, str], inline: bool = False) -> None:
+        """Run the statements of a script (or of a command pasted as several lines, `inline`): variable
+        assignments and exports set the environment, `shift` moves the positionals, the last statement that
+        launches something is followed. Expansion happens on the statement's text before it is split into
+        words, as the shell does: `python x.py $FLAGS` gives FLAGS's words, not one word. Inline `cd DIR`
+        lines move where later paths are looked up (a script's own `cd` is relative to where it was run)."""
         env = dict(env)
         last_launch = None
         for stmt in _shell_statements(text):
@@ -224,7 +245,8 @@ class _Extractor:
                 words_q = shlex.split(stmt)
             except ValueError:
                 words_q = stmt.split()
-            m = _ASSIGN.match(stmt) if len(words_q) == 1 else None
+            single = len(words_q) == 1 or (len(words_q) == 2 and words_q[0] == "export")
+            m = _ASSIGN.match(stmt) if single else None
             if m:
                 k, v = m.groups()
                 v = _unquote(v)
@@ -233,6 +255,9 @@ class _Extractor:
                 continue
             words = stmt.split()
             if not words:
+                continue
+            if inline and words[0] == "cd" and len(words) == 2 and last_launch is None:
+                self.cwd = _join_rel(self.cwd, _unquote(words[1]))
                 continue
             if words[0] == "shift":
                 n = _as_int(words[1]) if len(words) > 1 else 1
@@ -294,6 +319,8 @@ class _Extractor:
             if script == "launch" or (args and script is None):
                 opts, script, args = self._split_launcher(rest[1:] if rest and rest[0] == "launch" else rest)
             self._set_total(_as_int(opts.get("num_processes")), P_LAUNCH, "accelerate --num_processes")
+            if opts.get("cpu") is True or opts.get("use_cpu") is True:  # accelerate launch --cpu: no GPU
+                self._set_total(0, P_LAUNCH, "accelerate --cpu")
             self._set_nodes(_as_int(opts.get("num_machines")), P_LAUNCH, "accelerate --num_machines")
         elif head == "srun":
             self._set_nodes(_as_int(opts.get("nodes") or opts.get("N")), P_LAUNCH, "srun --nodes")
@@ -316,6 +343,9 @@ class _Extractor:
             if script in ("python", "python3"):
                 self.launcher([script] + args, env)
                 return
+        if script == "-m" and args:
+            self.entry_script(self._module_file(args[0]) or args[0].replace(".", "/") + ".py", args[1:])
+            return
         if script:
             if PurePosixPath(script).name in ("python", "python3", "torchrun"):
                 self.launcher([script] + args, env)
@@ -327,7 +357,8 @@ class _Extractor:
         """Launcher options up to the first positional (the script)."""
         opts: dict[str, Any] = {}
         i = 0
-        flags = {"standalone", "use_env", "multi_gpu", "no_python", "no_local_rank", "exclusive", "mpi"}
+        flags = {"standalone", "use_env", "multi_gpu", "no_python", "no_local_rank", "exclusive", "mpi", "cpu",
+                 "use_cpu", "use_deepspeed", "use_fsdp", "use_megatron_lm", "tpu", "debug", "quiet", "q"}
         while i < len(rest):
             t = rest[i]
             if t == "launch" and i == 0:
@@ -335,6 +366,8 @@ class _Extractor:
                 continue
             if not t.startswith("-"):
                 return opts, t, rest[i + 1:]
+            if t in ("-m", "--module") and i + 1 < len(rest):  # torchrun -m pkg.module: a module entry
+                return opts, "-m", rest[i + 1:]
             key = t.lstrip("-")
             if "=" in key:
                 k, v = key.split("=", 1)
@@ -374,6 +407,9 @@ class _Extractor:
         parsed, positionals, hydra = _parse_argv(argv, info)
         for k, v in parsed.items():
             self.s.put(k, v, P_ARGV, f"argv --{k}")
+        self.global_batch |= info.global_batch
+        for dest, value in zip(info.positionals, [p for p in positionals if not re.fullmatch(r"[A-Z][A-Z0-9_.]+", p)]):
+            self.s.put(dest, value, P_ARGV, f"argv positional {dest}")  # `main.py -a resnet18 /data/imagenet`
         for dest, default in info.defaults.items():
             if dest not in parsed:
                 self.s.put(dest, default, P_DEFAULT, f"argparse default {dest}")
@@ -449,7 +485,9 @@ class _Extractor:
         (HfArgumentParser): that module's options, defaults and fields count as the entry's own
         (the entry's win where both define one)."""
         text = self.files[name]
-        wraps = re.search(r"get_args_parser|get_parser|parents\s*=|add_args\(", text) is not None
+        # a parser built elsewhere: parents=[...], get_args_parser(), or no option of its own while a
+        # local module it imports defines them (`from pkg.params import parse_args`)
+        wraps = re.search(r"get_args_parser|get_parser|parents\s*=|add_args\(", text) is not None or not info.options
         if not (wraps or info.hf_parser or "dataclass" in text):
             return
         for mod in info.imports:
@@ -466,6 +504,8 @@ class _Extractor:
                     info.defaults.setdefault(k, v)
                 info.task_words.extend(sub.task_words)
                 info.model_literals.extend(sub.model_literals)
+                info.global_batch |= sub.global_batch
+                info.positionals.extend(d for d in sub.positionals if d not in info.positionals)
                 self.task_text.append(PurePosixPath(f).name)
             if info.hf_parser or "dataclass" in text:
                 for k, v in sub.fields.items():

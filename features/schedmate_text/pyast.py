@@ -27,6 +27,8 @@ class _PyInfo:
     imports: list[str] = field(default_factory=list)       # modules imported (local ones may hold defaults)
     dataset_literals: list[str] = field(default_factory=list)
     task_words: list[str] = field(default_factory=list)
+    positionals: list[str] = field(default_factory=list)   # argparse positional dests, in order
+    global_batch: set[str] = field(default_factory=set)    # batch options whose help says "total" / "all GPUs"
 
 
 def _lit(node: ast.AST, consts: dict[str, Any]) -> Any:
@@ -108,6 +110,8 @@ def _analyse_python(tree: ast.Module) -> _PyInfo:
             last = name.split(".")[-1]
             if last == "add_argument":
                 _argparse_arg(node, consts, info)
+            elif name.startswith("flags.DEFINE_") or name.startswith("absl.flags.DEFINE_"):
+                _absl_flag(node, last, consts, info)
             elif last == "HfArgumentParser":
                 info.hf_parser = True
                 info.task_words.append("hfargumentparser")
@@ -141,8 +145,17 @@ def _analyse_python(tree: ast.Module) -> _PyInfo:
                             info.dataset_literals.append(v)
                 if last == "load_dataset" and len(node.args) >= 2:
                     a, b = (_lit(node.args[0], consts), _lit(node.args[1], consts))
-                    if a == "glue" and isinstance(b, str):
-                        info.dataset_literals.insert(0, f"glue/{b}")
+                    if isinstance(a, str) and isinstance(b, str):  # load_dataset("nyu-mll/glue", "mrpc"): the subset
+                        info.dataset_literals.insert(0, f"{a.split('/')[-1]}/{b}")
+        for node in ast.walk(top):
+            # `config = {"lr": 2e-5, "num_epochs": 3, "batch_size": 16}` in reachable code: the job's
+            # hyper-parameters written as a literal dict (accelerate's examples, many notebooks turned scripts)
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict) and len(node.targets) == 1:
+                d = _lit(node.value, consts)
+                if isinstance(d, dict) and d and all(isinstance(k, str) for k in d):
+                    target = node.targets[0].id if isinstance(node.targets[0], ast.Name) else "config"
+                    info.keywords += [(f"{target}.{k}", v) for k, v in d.items()
+                                      if isinstance(v, (int, float, str)) and not isinstance(v, bool)]
     if any(isinstance(n, (ast.Import, ast.ImportFrom)) and "fire" in ast.unparse(n) for n in tree.body):
         _fire_defaults(tree, funcs, consts, info)
     for v in consts.values():
@@ -190,6 +203,27 @@ def _fire_defaults(tree: ast.Module, funcs: dict[str, ast.AST], consts: dict, in
         info.task_words.append("fire")
 
 
+_TOTAL_HELP = re.compile(r"total batch|batch size (for|of|across) all|all (gpus|devices|processes)|global batch|"
+                         r"across (all )?(gpus|devices|nodes)", re.I)
+
+
+def _absl_flag(node: ast.Call, last: str, consts: dict, info: _PyInfo) -> None:
+    """absl / tf.flags: `flags.DEFINE_integer("train_batch_size", 32, "Total batch size")`."""
+    args = [_lit(a, consts) for a in node.args[:3]]
+    kw = {k.arg: _lit(k.value, consts) for k in node.keywords if k.arg}
+    name = args[0] if args else kw.get("name")
+    if not isinstance(name, str):
+        return
+    default = args[1] if len(args) > 1 else kw.get("default")
+    takes = last != "DEFINE_bool" and last != "DEFINE_boolean"
+    info.options[f"--{name}"] = (name, takes)
+    if default is not None:
+        info.defaults[name] = default
+    help_text = args[2] if len(args) > 2 else kw.get("help")
+    if isinstance(help_text, str) and "batch" in name and _TOTAL_HELP.search(help_text):
+        info.global_batch.add(name)
+
+
 def _argparse_arg(node: ast.Call, consts: dict, info: _PyInfo) -> None:
     opts = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
     if not opts:
@@ -210,6 +244,11 @@ def _argparse_arg(node: ast.Call, consts: dict, info: _PyInfo) -> None:
     for o in opts:
         if o.startswith("-"):
             info.options[o] = (dest, takes)
+    if not opts[0].startswith("-") and dest not in info.positionals:
+        info.positionals.append(dest)
+    help_text = _lit(kw["help"], consts) if "help" in kw else None
+    if isinstance(help_text, str) and "batch" in dest and _TOTAL_HELP.search(help_text):
+        info.global_batch.add(dest)
     if "default" in kw:
         v = _lit(kw["default"], consts)
         if v is not None:
@@ -333,4 +372,5 @@ def analyse_source(text: str) -> _PyInfo | None:
     return replace(info, defaults=dict(info.defaults), options=dict(info.options), keywords=list(info.keywords),
                    model_literals=list(info.model_literals), consts=dict(info.consts), fields=dict(info.fields),
                    imports=list(info.imports), dataset_literals=list(info.dataset_literals),
-                   task_words=list(info.task_words))
+                   task_words=list(info.task_words), positionals=list(info.positionals),
+                   global_batch=set(info.global_batch))

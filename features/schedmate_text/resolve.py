@@ -20,7 +20,7 @@ def resolve(ex) -> JobMetadata:
     model_cands = [(k, v, p, s) for k, v, p, s in ranked if isinstance(v, str) and v.strip() and
                    v.strip().lower() not in ("scratch", "resume", "none", "null", "") and
                    (_last(k) in _MODEL_KEYS or k in ("code.model", "config.filename", "hint.entry", "hint.config")
-                    or _last(k) in ("weights", "cfg")
+                    or _last(k) in _WEAK_MODEL_KEYS
                     or (k.lower().startswith("model.") and _last(k) in ("name", "_name", "type", "arch", "model_name"))) and
                    not _EVAL_PATH.search(k.lower())]
     mm = _mm_model(ex)
@@ -28,7 +28,7 @@ def resolve(ex) -> JobMetadata:
              for k, v, p, s in model_cands]
     first_known = next((c for c in known if c[4]), None)
     explicit = [c for c in model_cands if not c[0].startswith(("hint.", "config.filename", "code.model"))
-                and _last(c[0]) not in ("weights", "cfg") and not str(c[1]).startswith(("/", "./"))]
+                and _last(c[0]) not in _WEAK_MODEL_KEYS and not str(c[1]).startswith(("/", "./"))]
     if explicit and (first_known is None or explicit[0][2] > first_known[2]) and \
             (not mm or explicit[0][2] > P_CONFIG):
         k, v, p, src = explicit[0]  # the user named a model we do not know: keep their name
@@ -65,15 +65,13 @@ def resolve(ex) -> JobMetadata:
     if md.dataset is not None and named is not None and canonical_dataset(named[0]) is None:
         known_prio = next((p for k, v, p, s in ranked if s == md.sources.get("dataset")), 0)
         if named[1] > known_prio:  # the user's own dataset, named above a default we happen to know
-            seg = [x for x in re.split(r"[/\\]", named[0].strip()) if x][-1]
-            md.dataset, md.sources["dataset"] = norm(seg), named[2]
+            md.dataset, md.sources["dataset"] = _name_of_path(named[0]), named[2]
     if md.dataset is None and glue_task:
         md.dataset, md.sources["dataset"] = f"glue-{glue_task[0]}", glue_task[1]
     if md.dataset is None:  # a dataset we do not know: keep the user's name (last path segment)
         for k, v, p, s in ranked:
             if isinstance(v, str) and _last(k) in _NAMED_DATA_KEYS and p >= P_DEFAULT and v.strip("/ "):
-                seg = [x for x in re.split(r"[/\\]", v.strip()) if x][-1]
-                md.dataset, md.sources["dataset"] = norm(seg), s
+                md.dataset, md.sources["dataset"] = _name_of_path(v), s
                 break
     # iterations: steps win over epochs when both set at the same priority (HF: max_steps > 0 overrides)
     best = None
@@ -109,6 +107,9 @@ def resolve(ex) -> JobMetadata:
             if n and n > 0:
                 md.batch_size, md.sources["batch_size"] = n, s
                 batch_key = k
+                if k in getattr(ex, "global_batch", ()):  # the script's help: "total batch size for all GPUs"
+                    ex._global_batch = n
+                    md.sources["batch_size"] = s + " (documented as the total over all GPUs, divided below)"
                 break
     _batch_model(ex, md, ranked, batch_key)
     # GPUs and nodes
@@ -180,6 +181,18 @@ def resolve(ex) -> JobMetadata:
     if md.task is None:
         md.sources.pop("task", None)
     return md
+
+# keys whose value names a model only when it is a name we know (a weights file, a checkpoint folder
+# such as BERT's uncased_L-12_H-768_A-12, a model config file)
+_WEAK_MODEL_KEYS = ("weights", "cfg", "init_checkpoint", "bert_config_file", "model_config_file", "model_config")
+_FILE_EXT = re.compile(r"\.(jsonl?|csv|tsv|txt|parquet|arrow|tar|tar\.gz|tgz|zip|npz|h5|hdf5|pkl|tfrecords?)$", re.I)
+
+
+def _name_of_path(v: str) -> str:
+    """The name a data path gives: its last segment without a data-file extension."""
+    seg = [x for x in re.split(r"[/\\]", v.strip()) if x][-1]
+    return norm(_FILE_EXT.sub("", seg))
+
 
 _LM_FAMILY = re.compile(r"(gpt|llama|opt-|bloom|falcon|mistral|qwen|pythia|gemma|phi-)")
 

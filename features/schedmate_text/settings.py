@@ -14,7 +14,7 @@ _DATA_KEYS = {"dataset", "dataset_name", "data", "data_path", "data_dir", "data_
               "env", "env_id", "env_name", "train_file", "root", "dataset_config_name", "name"}
 _EPOCH_KEYS = {"epochs", "num_epochs", "max_epochs", "num_train_epochs", "n_epochs", "epoch", "nepochs", "train_epochs"}
 _STEP_KEYS = {"max_update", "max_updates", "max_steps", "total_steps", "train_iters", "iters", "max_iters", "num_steps", "total_timesteps",
-              "num_iterations", "max_iter", "train_steps", "max_train_steps", "steps"}
+              "num_iterations", "max_iter", "train_steps", "max_train_steps", "steps", "num_train_steps"}
 _BATCH_KEYS = {"batch_size", "per_device_train_batch_size", "train_micro_batch_size_per_gpu", "micro_batch_size",
                "b", "bs", "mini_batch_size", "train_batch_size_per_gpu", "samples_per_gpu", "per_gpu_train_batch_size",
                "batch_size_per_gpu"}

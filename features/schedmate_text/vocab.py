@@ -17,6 +17,9 @@ MODEL_RULES: tuple[tuple[str, str], ...] = (
     (r"gpt-?2-?(medium|345m)", "gpt2-medium"),
     (r"(^|-)gpt-?2($|-small|-124m)", "gpt2"),
     (r"roberta-?large", "roberta-large"),
+    # Google's BERT checkpoints are folders named by shape: uncased_L-24_H-1024_A-16 is BERT-Large
+    (r"(^|-)l-?24-h-?1024-a-?16($|-)", "bert-large"),
+    (r"(^|-)l-?12-h-?768-a-?12($|-)", "bert-base"),
     (r"bert-?large", "bert-large"),
     (r"(^|-)bert-?base|(^|-)bert($|-uncased|-cased)", "bert-base"),
     (r"(^|-)t5-?base", "t5-base"),
@@ -30,7 +33,14 @@ MODEL_RULES: tuple[tuple[str, str], ...] = (
     (r"(^|-)tnt-?(s|small)", "tnt-small"),
     (r"swin-?(b|base)($|-)|swin-?transformer-?base|^swin-?b$", "swin-base"),
     (r"convnext-?(b|base)($|-)", "convnext-base"),
+    # MAE's encoders are ViTs trained by masked autoencoding: their own ids, before the plain ViT rules
+    (r"(^|-)mae-vit-?(l|large)($|-)", "mae-vit-large"),
+    (r"(^|-)mae-vit-?(b|base)($|-)", "mae-vit-base"),
+    (r"(^|-)mae-vit-?(h|huge)($|-)", "mae-vit-huge"),
     (r"(^|-)vit-?(b|base)($|-)", "vit-base"),
+    (r"(^|-)vit-?(l|large)($|-)", "vit-large"),
+    (r"(^|-)vit-?(h|huge)($|-)", "vit-huge"),
+    (r"(^|-)vit-?(s|small)($|-)", "vit-small"),
     (r"mobilenet-?v?3", "mobilenet-v3"),
     (r"mobilenet-?v?2", "mobilenet-v2"),
     (r"efficientnet-?b0", "efficientnet-b0"),
@@ -53,7 +63,15 @@ MODEL_TASK = {
 }
 
 DATASET_RULES: tuple[tuple[str, str], ...] = (
+    (r"imagenet-?2[12]k", "imagenet-22k"),
     (r"imagenet|ilsvrc", "imagenet"),
+    (r"(^|-)mnist", "mnist"),
+    (r"(^|-)enwik-?8", "enwik8"),
+    (r"(^|-)(the-)?pile($|-)", "pile"),
+    (r"(^|-)c4($|-)", "c4"),
+    (r"(^|-)cc-?12m($|-)", "cc12m"),
+    (r"(^|-)cc-?3m($|-)", "cc3m"),
+    (r"(^|-)(glue-)?(mrpc|cola|qnli|rte|qqp|sts-?b)($|-)", "glue-\\3"),
     (r"cifar-?100", "cifar100"),
     (r"cifar-?10", "cifar10"),
     (r"(^|-)coco", "coco"),
@@ -86,6 +104,10 @@ DATASET_TASK = {
     "movielens-1m": "recommendation", "atari-breakout": "reinforcement-learning",
     "mujoco-halfcheetah": "reinforcement-learning", "celeba": "image-generation",
     "modelnet40": "point-cloud-classification", "laion-aesthetics": "image-generation",
+    "imagenet-22k": "image-classification", "mnist": "image-classification", "enwik8": "language-modeling",
+    "pile": "language-modeling", "c4": "language-modeling", "cc12m": "image-text-pretraining",
+    "cc3m": "image-text-pretraining",
+    **{f"glue-{t}": "text-classification" for t in ("mrpc", "cola", "qnli", "rte", "qqp", "stsb", "sts-b")},
 }
 
 # code signals of the task: HF auto classes, example script names, mmengine model types
@@ -150,8 +172,9 @@ def canonical_dataset(value: str | None) -> str | None:
         return None
     n = norm(value)
     for pat, key in DATASET_RULES:
-        if re.search(pat, n):
-            return key
+        m = re.search(pat, n)
+        if m:
+            return m.expand(key).replace("sts-b", "stsb") if "\\" in key else key
     return None
 
 
