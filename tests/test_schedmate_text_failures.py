@@ -225,3 +225,66 @@ def test_advise_says_once_that_an_unreachable_llm_fell_back(tmp_path, capsys):
     out = capsys.readouterr()
     assert rc == 0 and out.err.count("fell back") == 1
     assert json.loads(out.out)["metadata"]["iterations"] == 3
+
+
+# --- realsets batch 4 (held-out misses, then fixed); fixtures in the shape of those threads ---
+
+def _one(lines: list[str]):
+    d = FailureHandler().diagnose(lines)
+    return (None if d.line_index is None else d.line_index + 1), d.kind, d.component
+
+
+def test_the_agents_sigterms_lead_to_the_rank_that_failed_and_its_signal():
+    lines = ["> WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 7101 closing signal SIGTERM",
+             "> WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 7102 closing signal SIGTERM",
+             "> ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -9) local_rank: 0 (pid: 7100) of binary: /opt/py"]
+    assert _one(lines) == (3, "framework", "host memory")
+
+
+def test_a_stuck_watchdog_points_to_the_collective_that_timed_out():
+    lines = ["[rank3]:[E101 09:10:00.1 ProcessGroupNCCL.cpp:1700] [PG 0 Rank 3] ProcessGroupNCCL's watchdog got stuck for 480 seconds",
+             "[rank1]:[E101 09:02:00.1 ProcessGroupNCCL.cpp:600] [Rank 1] Watchdog caught collective operation timeout: "
+             "WorkNCCL(SeqNum=9, OpType=ALLREDUCE) ran for 1800050 milliseconds before timing out."]
+    assert _one(lines) == (2, "infrastructure", "NCCL")
+
+
+def test_terminate_called_is_answered_by_its_what_line():
+    lines = ["frame #6: clone + 0x43 (0x7f00 in /lib/libc.so.6)", "",
+             "terminate called after throwing an instance of 'c10::DistBackendError'",
+             "  what():  [PG 1 Rank 2] Process group watchdog thread terminated with exception: [Rank 2] Watchdog caught "
+             "collective operation timeout: WorkNCCL(SeqNum=4, OpType=BROADCAST) ran for 600010 milliseconds before timing out."]
+    assert _one(lines) == (4, "infrastructure", "NCCL")
+
+
+def test_an_exception_without_message_is_answered_by_the_next_line():
+    lines = ["ImportError       (note: full exception trace is shown but execution is paused at: _run_module_as_main)",
+             "/env/ext/fastops.cpython-310-x86_64-linux-gnu.so: undefined symbol: _ZN3c104cuda9SetDeviceEi"]
+    assert _one(lines) == (2, "script", "environment")
+
+
+def test_nccl_shared_memory_segment_is_the_containers_shm_not_the_network():
+    lines = ["pod-1:51:90 [0] include/shm.h:48 NCCL WARN Error while creating shared memory segment nccl-shm-recv-ab12 (size 9000000)",
+             "pod-1:51:90 [0] NCCL INFO transport/shm.cc:101 -> 2",
+             "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:784, unhandled system error, NCCL version 2.7.8"]
+    assert _one(lines) == (1, "script", "environment")
+
+
+def test_a_bare_nccl_system_error_is_nccl_not_the_network():
+    lines = ["RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:825, unhandled system error, NCCL version 2.7.8",
+             "ncclSystemError: System call (socket, malloc, munmap, etc) failed."]
+    assert _one(lines) == (1, "infrastructure", "NCCL")
+
+
+def test_backtick_wrapped_lines_driver_init_failures_and_ecc_are_evidence():
+    assert _one(["`AssertionError: MMCV==1.2.0 is used but incompatible. Please install mmcv>=1.3.0, <=1.5.0.`"]) == \
+        (1, "script", "environment")
+    assert _one(["[   12.5] NVRM: GPU 0000:41:00.0: RmInitAdapter failed! (0x22:0x56:894)",
+                 "[   12.6] NVRM: osInitNvMapping: *** Cannot attach gpu"]) == (1, "infrastructure", "GPU")
+    assert _one(["F tensorflow/core/statusor.cc:34] failed call to cuDevicePrimaryCtxRetain: CUDA_ERROR_ECC_UNCORRECTABLE: "
+                 "uncorrectable ECC error encountered"]) == (1, "infrastructure", "GPU")
+
+
+def test_a_pasted_line_that_joins_nccl_warn_and_info_is_still_evidence():
+    line = ("host-a:10:20 [0] ib_plugin.c:1075 NCCL WARN NET/IB : Got completion from peer 10.0.0.2<4000> with error 5, "
+            "opcode 48, len 100, vendor err 249          host-a:10:20 [0] NCCL INFO transport/net.cc:1298 -> 6")
+    assert _one([line, "host-a:10:20 [0] NCCL INFO proxy.cc:694 -> 6"]) == (1, "infrastructure", "network")

@@ -53,6 +53,8 @@ RULES: tuple[tuple[str, str, str, str], ...] = (
      r"(?:mmcv|mmengine|mmdet|transformers|torch|numpy|deepspeed)\S*\s*(?:==|>=|<=|version)[^\n]*"
      r"(?:incompatible|required|is not supported|please install)|"
      r"incompatible with this version|VersionConflict|requires \S+ version", "environment", "script", "environment"),
+    (r"Error while creating shared memory segment|include/shm\.h|/dev/shm/nccl-|nccl-shm-", "nccl_shm", "script",
+     "environment"),
     (r"ncclInvalidUsage|invalid usage \(run with NCCL_DEBUG|ncclInvalidArgument|Duplicate GPU detected",
      "nccl_usage", "script", "config"),
     (r"Address already in use|EADDRINUSE|errno: 98|failed to listen on any local network address",
@@ -67,10 +69,11 @@ RULES: tuple[tuple[str, str, str, str], ...] = (
      r"DefaultCPUAllocator: can't allocate|std::bad_alloc", "host_oom", "framework", "host memory"),
     (r"Xid[^\n]*\b74\b|NVLink", "nvlink", "infrastructure", "NVLink"),
     (r"NVRM: Xid|fallen off the bus|ECC error|Uncorrected \(Fatal\)|Surprise Down|double bit error|\bDBE\b|GPU stopped processing|GSP|"
-     r"uncorrectable ECC|GPU is lost|unspecified launch failure|CUDA error: unknown error",
+     r"uncorrectable ECC|ECC_UNCORRECTABLE|GPU is lost|unspecified launch failure|CUDA error: unknown error|"
+     r"RmInitAdapter failed|rm_init_adapter failed|Cannot attach gpu",
      "gpu_xid", "infrastructure", "GPU"),
     (r"NET/IB|ibv_|mlx5|InfiniBand|link is down|IB link|Connection (?:closed|reset) by peer|No route to host|"
-     r"Network is unreachable|ncclSystemError|ncclRemoteError", "ib_error", "infrastructure", "network"),
+     r"Network is unreachable|ncclRemoteError", "ib_error", "infrastructure", "network"),
     (r"illegal memory access|an illegal address|misaligned address", "illegal_memory_access", "framework", "model"),
     (r"Watchdog caught collective operation timeout|NCCL timeout|collective operation timeout|got stuck|"
      r"Heartbeat monitor timed out|ProcessGroupNCCL's watchdog", "nccl_timeout", "infrastructure", "NCCL"),
@@ -284,15 +287,20 @@ def _follow(lines: Sequence[str], i: int, limit: int = 120) -> int:
     body = strip_prefix(lines[i])
     if "ChildFailedError" in body:
         return _elastic_root(lines, i)
+    for rx, target, reach in _CONSEQUENCES:
+        if rx.search(body):  # a reaction to the failure: the line it reacts to, when it follows soon
+            j = next((j for j in range(i + 1, min(i + reach, len(lines))) if target.search(lines[j])), None)
+            if j is not None:
+                return j
     if _PYTEST_FAILED.match(body) and i + 1 < len(lines) and _EXC_LINE.match(strip_prefix(lines[i + 1])):
         return i + 1  # a test runner's summary line: the next line states the error
     if "Traceback (most recent call last)" not in body:
-        return i
+        return _message(lines, i)
     fallback = None
     for j in range(i + 1, min(i + limit, len(lines))):
         b = strip_prefix(lines[j])
         if _EXC_LINE.match(b) and not _TB_FRAME.match(b):
-            return j
+            return _message(lines, j)
         if fallback is None and not _TB_FRAME.match(b) and is_failure_line(lines[j]) and \
                 "Traceback (most recent" not in b:
             fallback = j
@@ -300,6 +308,26 @@ def _follow(lines: Sequence[str], i: int, limit: int = 120) -> int:
 
 
 _PYTEST_FAILED = re.compile(r"^FAILED\s+\S+::")
+# (line that reacts to a failure, the line it reacts to, how far ahead to look): torch-elastic's agent
+# sends SIGTERM to the other ranks, then names the rank that failed and its exit code; the NCCL heartbeat
+# monitor says the watchdog is stuck because the watchdog is busy with a collective that timed out;
+# a C++ terminate prints the exception's message on its `what():` line
+_CONSEQUENCES = (
+    (re.compile(r"(?:Sending process|Closing process) \d+ (?:closing signal|via signal) SIGTERM"),
+     re.compile(r"failed \(exitcode: -?\d+\) local_rank"), 40),
+    (re.compile(r"watchdog got stuck|Heartbeat monitor timed out"), re.compile(r"Watchdog caught collective operation timeout"), 8),
+    (re.compile(r"^terminate called after throwing an instance"), re.compile(r"^\s*what\(\):\s*\S"), 2),
+)
+# an exception line whose message is on the next line ("ImportError   (note: full exception trace ...)")
+_NO_MESSAGE = re.compile(r"^(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception)\s*(?::\s*|\s+\(note:[^)]*\)\s*)?$")
+
+
+def _message(lines: Sequence[str], j: int) -> int:
+    """The line that states the error: the exception line itself, or the next line when it has no message."""
+    if j + 1 < len(lines) and _NO_MESSAGE.match(strip_prefix(lines[j]).strip()) and lines[j + 1].strip() \
+            and "ChildFailedError" not in lines[j]:
+        return j + 1
+    return j
 _ELASTIC_SIGNAL = re.compile(r"exitcode\s*:\s*-(\d+)|Signal (\d+) \(SIG\w+\) received")
 
 

@@ -17,7 +17,7 @@ _PREFIX = re.compile(
     r"|\[(?:rank|default|RANK|Rank)\s*\d+\]:?|rank\s?\d+:|\[\d+,\d+\]<std(?:out|err)>:|\d{1,5}:(?=\s)"
     r"|[\w.-]+-\d+:(?=\s)|[\w.-]+\s+\|"
     r"|\[?(?:INFO|WARNING|WARN|ERROR|CRITICAL|DEBUG|FATAL)\]?(?::[\w.]+:|\s*[-:|]|(?=\s))"
-    r"|[-|:>]+(?=\s)"
+    r"|[-|:>]+(?=\s)|`+"
     r")\s*)+")
 
 
@@ -30,7 +30,7 @@ def strip_prefix(line: str) -> str:
 _BENIGN = re.compile(
     r"error_rate|_err\b|top1_err|err_bound|UserWarning|warnings\.warn|\[W socket\.cpp|failed to bind|"
     r"retrying|retried .* \(transient|Exception ignored in|Warning: 0NCCL|DeprecationWarning|heartbeat ok|"
-    r"NCCL INFO|\bINFO\b.*checkpoint", re.I)
+    r"^(?!.*NCCL WARN).*NCCL INFO|\bINFO\b.*checkpoint", re.I)
 
 _FAILURE = re.compile(
     r"Traceback \(most recent call last\)|NVRM: Xid|NCCL WARN|Watchdog caught collective|\[E ProcessGroupNCCL|"
@@ -46,7 +46,8 @@ _FAILURE_LOW = re.compile(
     r"ncclinvalidusage|ncclsystemerror|ncclinternalerror|ncclunhandledcudaerror|cudnn_status_|cublas_status_|"
     r"heartbeat monitor timed out|assertion `[^`]*` failed|fallen off the bus|uncorrected \(fatal\)|"
     r"client socket has timed out|can't resolve|name does not resolve|name or service not known|"
-    r"temporary failure in name resolution")
+    r"temporary failure in name resolution|uncorrectable ecc|ecc_uncorrectable|rminitadapter failed|"
+    r"rm_init_adapter failed|cannot attach gpu")
 # a Python exception line: "torch.OutOfMemoryError: ...", "KeyError: 'x'" (case-sensitive, no backtracking)
 _EXC = re.compile(r"^\s*(?:[a-z_][a-z0-9_]*\.)*[A-Z][A-Za-z0-9_]*(?:Error|Exception|Interrupt)\b")
 _BENIGN_HINT = re.compile(r"err|warn|retr|Exception ignored|NCCL INFO|heartbeat|INFO", re.I)
@@ -67,7 +68,7 @@ _FAILURE_KEYS = ("traceback", "xid", "nccl warn", "processgroupnccl", "ncclinval
                  "core dumped", "fatal", "critical", "kernel panic", "undefined symbol", "already in use", "oom",
                  "signal 9", "sigkill", "sigsegv", "stuck", "loss is", "loss became", "non-finite", "device-side", "kernel image", "shared object",
                  "cudnn_status", "cublas_status", "failed to listen", "fallen off", "uncorrected", "client socket",
-                 "resolve", "name or service")
+                 "resolve", "name or service", "ecc", "rminitadapter", "rm_init_adapter", "attach gpu")
 
 
 def is_failure_line(line: str) -> bool:
