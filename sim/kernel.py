@@ -4,8 +4,10 @@ Why: a static-key queue policy (FIFO, SJF, SPJF, SPWF and their work-conserving 
 workload spends most of the general engine's time in layers it does not use — the Context, the
 placement object, per-job accumulator updates, epochs, state changes nobody reads. This loop replays
 exactly the same schedule (start and end of every job, the allocation series, event count) with one
-heap of finishes, one sorted queue per partition and the node pool, and derives every per-job figure
-from the start times afterwards with the same float operations the general loop uses.
+heap of finishes, one sorted list of (key, job) per partition (the job-by-job order of
+sim.policies.base.start_in_order; the policy's own queue object is not used) and the node pool, and
+derives every per-job figure from the start times afterwards with the float operations of the general
+loop.
 
 It runs, chosen by :func:`eligible`, when all of these hold (otherwise the general loop runs):
 - every partition's policy is a ``sim.policies.queueing.OrderedQueuePolicy`` that overrides nothing
@@ -31,7 +33,6 @@ from typing import Any
 import numpy as np
 
 from sim.placement import Consolidate, FirstFit
-from sim.policies.base import SortedQueue
 from sim.policies.queueing import Fifo, OrderedQueuePolicy, Sjf, Spjf, Spwf
 from sim.states import DONE, INF, QUEUED
 
@@ -67,8 +68,8 @@ def eligible(engine: Any) -> str | None:
             return f"policy {cls.__name__} is not a plain ordered queue"
         if cls.key not in _STATIC_KEYS and not getattr(cls, "static_key", False):
             return f"policy {cls.__name__} has a key not known to be static"
-        if type(policy.queue) is not SortedQueue or policy.queue.items:
-            return "policy queue is not an empty SortedQueue"
+        if len(policy.queue):
+            return "policy queue not empty"
     for ctx in engine.contexts:
         pool = ctx.pool
         if type(ctx.placement) not in (FirstFit, Consolidate):
@@ -96,13 +97,16 @@ def _key_function(engine: Any, policy: OrderedQueuePolicy) -> Any:
 def run_fast(engine: Any) -> int:
     """Replay ``engine``'s workload, filling its per-job arrays as the general loop would; returns the
     number of events (finishes plus arrivals). Only call when :func:`eligible` says None."""
+    if len(engine.contexts) == 1 and not engine.policies[0].work_conserving:
+        return _run_one_strict(engine)
     w = engine.workload
     n = len(w)
     submit, gpus, part_of = w.submit, w.gpus, engine.partition_of
     contexts, policies = engine.contexts, engine.policies
     n_parts = len(contexts)
-    queues = [p.queue.items for p in policies]
+    queues: list[list[tuple[Any, int]]] = [[] for _ in policies]  # the kernel's own sorted queues
     keys = [_key_function(engine, p) for p in policies]
+    marks = [type(p).key not in _STATIC_KEYS for p in policies]
     dur = w.duration
     strict = [not p.work_conserving for p in policies]
     counting = [_count_only(c) for c in contexts]
@@ -114,7 +118,7 @@ def run_fast(engine: Any) -> int:
     state, since = engine.state, engine.since
     heap: list[tuple[float, int]] = []
     push, pop, insort = heapq.heappush, heapq.heappop, bisect.insort
-    series: list[tuple[float, int]] = []  # (time, GPUs in use) whenever the use changed
+    series: list[float] = []  # time, GPUs in use, time, ... whenever the use changed
     record = series.append
     progress, next_progress = engine.progress, 0
     used, last = 0, -1
@@ -145,8 +149,9 @@ def run_fast(engine: Any) -> int:
             job = ai
             ai += 1
             p = part_of[job]
-            state[job] = QUEUED  # what a key may read
-            since[job] = now
+            if marks[p]:  # a declared static key may read state and since
+                state[job] = QUEUED
+                since[job] = now
             insort(queues[p], (keys[p](job), job))
             if not dirty[p]:
                 dirty[p] = True
@@ -211,18 +216,106 @@ def run_fast(engine: Any) -> int:
         dirty_list.clear()
         if used != last:
             last = used
-            record((now, used))
+            record(now)
+            record(used)
         if progress is not None and done >= next_progress:
             progress(done, n)
             next_progress = done + max(1, n // 200)
-    engine.used_gpus = engine.held_gpus = used
-    if series:  # whole GPUs, never shared: the GPUs held are the GPUs in use
-        times, counts = zip(*series)
-        engine.alloc_times.extend(times)
-        engine.alloc_used.extend(counts)
-        engine.alloc_held.extend(counts)
+    _series(engine, series, used)
     _fill(engine, start, done)
     return done + ai
+
+
+def _run_one_strict(engine: Any) -> int:
+    """:func:`run_fast` for the commonest case, one partition and a strict queue (the head blocks), with
+    the per-partition lookups hoisted out of the loop."""
+    w = engine.workload
+    n = len(w)
+    submit, gpus, dur = w.submit, w.gpus, w.duration
+    policy, ctx = engine.policies[0], engine.contexts[0]
+    items: list[tuple[Any, int]] = []  # the kernel's own sorted queue
+    key = _key_function(engine, policy)
+    mark = type(policy).key not in _STATIC_KEYS  # a declared static key may read state and since
+    count = _count_only(ctx)
+    pool, place = ctx.pool, ctx.placement.place
+    allocate, release = pool.allocate, pool.release
+    free = pool.total_free
+    placed: list[Any] = [None] * n
+    start = [INF] * n
+    state, since = engine.state, engine.since
+    heap: list[tuple[float, int]] = []
+    push, pop, insort = heapq.heappush, heapq.heappop, bisect.insort
+    series: list[float] = []
+    record = series.append
+    progress, next_progress = engine.progress, 0
+    used, last = 0, -1
+    ai = done = 0
+    while True:
+        t_arr = submit[ai] if ai < n else INF
+        now = heap[0][0] if heap and heap[0][0] < t_arr else t_arr
+        if now == INF:
+            break
+        engine.now = now
+        while heap and heap[0][0] == now:  # finishes
+            job = pop(heap)[1]
+            g = gpus[job]
+            if count:
+                free += g
+            else:
+                release(placed[job], job)
+            used -= g
+            done += 1
+        while ai < n and submit[ai] == now:  # arrivals, in submission order
+            if mark:
+                state[ai] = QUEUED
+                since[ai] = now
+            insort(items, (key(ai), ai))
+            ai += 1
+        if items:  # schedule, as sim.policies.base.start_in_order does for a strict queue
+            started = 0
+            f = free if count else pool.total_free
+            for _, job in items:
+                g = gpus[job]
+                if g > f:
+                    break
+                if count:
+                    f -= g
+                else:
+                    pl = place(pool, g)
+                    if pl is None:
+                        break
+                    allocate(pl, job)
+                    placed[job] = pl
+                    f = pool.total_free
+                start[job] = now
+                used += g
+                push(heap, (now + dur[job] / 1.0, job))
+                started += 1
+            if started:
+                del items[:started]
+                if count:
+                    free = f
+        if used != last:
+            last = used
+            record(now)
+            record(used)
+        if progress is not None and done >= next_progress:
+            progress(done, n)
+            next_progress = done + max(1, n // 200)
+    _series(engine, series, used)
+    _fill(engine, start, done)
+    return done + ai
+
+
+def _series(engine: Any, series: list[float], used: int) -> None:
+    """The allocation series from the flat list time, GPUs in use, time, ...: whole GPUs, never shared,
+    so the GPUs held are the GPUs in use."""
+    engine.used_gpus = engine.held_gpus = used
+    if series:
+        counts = series[1::2]
+        engine.alloc_times.extend(series[0::2])
+        engine.alloc_used.extend(counts)
+        engine.alloc_held.extend(counts)
 
 
 def _fill(engine: Any, start: list[float], done: int) -> None:
