@@ -115,3 +115,71 @@ def test_absl_flags_defaults_and_step_keys():
     md = extract_metadata("python run_pre.py --bert_config_file=/ckpt/uncased_L-12_H-768_A-12/bert_config.json",
                           {"run_pre.py": ABSL_SCRIPT})
     assert (md.iterations, md.iteration_unit, md.batch_size, md.model) == (100000, "steps", 32, "bert-base")
+
+
+LIT_TRAIN = ('import hydra\n@hydra.main(version_base="1.3", config_path="../configs", config_name="train.yaml")\n'
+             'def main(cfg):\n    pass\nif __name__ == "__main__":\n    main()\n')
+LIT_FILES = {
+    "src/train.py": LIT_TRAIN,
+    "configs/train.yaml": "defaults:\n  - _self_\n  - data: digits\n  - model: small\n  - trainer: default\n"
+                          "  - experiment: null\nseed: 1\n",
+    "configs/data/digits.yaml": "_target_: src.data.digits_datamodule.MNISTDataModule\nbatch_size: 96\n",
+    "configs/model/small.yaml": "_target_: src.models.lit.LitModule\nnet:\n  _target_: src.models.parts.TinyConvNet\n",
+    "configs/trainer/default.yaml": "max_epochs: 5\naccelerator: cpu\ndevices: 1\n",
+    "configs/trainer/gpu.yaml": "defaults:\n  - default\naccelerator: gpu\n",
+    "configs/trainer/ddp.yaml": "defaults:\n  - default\naccelerator: gpu\nstrategy: ddp\ndevices: 2\n",
+    "configs/experiment/long.yaml": "# @package _global_\ndefaults:\n  - override /trainer: gpu\n"
+                                    "trainer:\n  max_epochs: 40\ndata:\n  batch_size: 32\n",
+    "src/data/digits_datamodule.py": "class MNISTDataModule:\n    def setup(self):\n"
+                                     "        self.per_device = self.hparams.batch_size // self.trainer.world_size\n",
+}
+
+
+def test_hydra_composition_relative_config_path_group_defaults_and_global_experiments():
+    md = extract_metadata("python src/train.py trainer=gpu", LIT_FILES)
+    # trainer/gpu.yaml's own defaults bring max_epochs; the network under the model config is the model
+    assert (md.model, md.dataset, md.task) == ("tiny-conv-net", "mnist", "image-classification")
+    assert (md.iterations, md.iteration_unit, md.batch_size, md.gpus, md.nodes) == (5, "epochs", 96, 1, 1)
+    md = extract_metadata("python src/train.py trainer.max_epochs=9", LIT_FILES)
+    assert (md.iterations, md.gpus) == (9, 0)  # the default trainer runs on the CPU
+    md = extract_metadata("python src/train.py experiment=long", LIT_FILES)
+    assert (md.iterations, md.batch_size, md.gpus) == (40, 32, 1)  # the experiment overrides the trainer group
+    # the data module divides batch_size by the world size: 96 over 2 x 2 devices is 24 per device
+    md = extract_metadata("python src/train.py trainer=ddp trainer.num_nodes=2", LIT_FILES)
+    assert (md.gpus, md.nodes, md.batch_size, md.global_batch) == (4, 2, 24, 96)
+
+
+def test_launcher_wrappers_read_nodes_from_the_environment():
+    files = {"pkg/cli.py": "import argparse\n", "setup.py": "entry_points={'console_scripts': ['pkg-cli = pkg.cli:main']}"}
+    md = extract_metadata("NNODES=3 NODE_RANK=0 pkg-cli train cfg.yaml", files)
+    assert md.nodes == 3
+
+
+def test_a_partial_config_sits_on_the_projects_default_config_and_a_config_folder_option():
+    files = {"run/train.py": "import argparse\np = argparse.ArgumentParser()\np.add_argument('--config-file')\n"
+                             "p.add_argument('--ngpus', '--gpus', default=4, type=int)\np.add_argument('--nodes', default=1, type=int)\n",
+             "cfgs/ssl_default_config.yaml": "student:\n  arch: vit_small\ntrain:\n  batch_size_per_gpu: 64\n"
+                                             "optim:\n  epochs: 100\n",
+             "cfgs/train/big.yaml": "student:\n  arch: vit_large\ntrain:\n  batch_size_per_gpu: 32\n"}
+    md = extract_metadata("python run/train.py --nodes 2 --config-file cfgs/train/big.yaml", files)
+    assert (md.model, md.batch_size, md.iterations, md.iteration_unit) == ("vit-large", 32, 100, "epochs")
+    assert (md.gpus, md.nodes) == (8, 2)
+    files = {"launch.py": "import sys\n", "train.py": "", "cfgs/small.yml": "{\n  \"train_iters\": 1000,\n"
+             "  \"train_micro_batch_size_per_gpu\": 8,\n}\n", "cfgs/data.yml": "{\"data_path\": \"data/enwik8/text\"}\n"}
+    md = extract_metadata("python launch.py train.py -d cfgs small.yml data.yml", files)
+    assert (md.iterations, md.batch_size, md.dataset, md.task) == (1000, 8, "enwik8", "language-modeling")
+
+
+def test_unset_variables_keep_their_name_and_objective_signals():
+    files = {"run_qa_tf.py": "import argparse\np = argparse.ArgumentParser()\np.add_argument('--train_file')\n"
+                             "p.add_argument('--epochs', type=int, default=2)\n"}
+    md = extract_metadata("python run_qa_tf.py --train_file=$SQUAD_DIR/train-v1.1.json", files)
+    assert md.dataset == "squad"
+    detector = ("import argparse\ndef get_args_parser():\n    p = argparse.ArgumentParser('Set detector', add_help=False)\n"
+                "    p.add_argument('--backbone', default='resnet50')\n    p.add_argument('--dataset_file', default='coco')\n"
+                "    return p\nif __name__ == '__main__':\n"
+                "    parser = argparse.ArgumentParser('DETX training script', parents=[get_args_parser()])\n")
+    md = extract_metadata("python main.py", {"main.py": detector})
+    assert (md.model, md.task) == ("detx-resnet50", "object-detection")  # the backbone is a part of DETX
+    md = extract_metadata("python main.py --dataset_file coco_panoptic", {"main.py": detector})
+    assert md.task == "panoptic-segmentation"

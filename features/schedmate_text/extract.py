@@ -25,6 +25,7 @@ from functools import lru_cache
 from pathlib import PurePosixPath
 from typing import Any
 
+from features.schedmate_text.hydra import compose as _hydra_compose
 from features.schedmate_text.metadata import FIELDS, JobMetadata
 from features.schedmate_text.pyast import (_analysis_of, _attribute_defaults, _parse_argv, _PyInfo, analyse_source,
                                            _python_config)
@@ -49,6 +50,8 @@ class _Extractor:
         self.files = {(_norm_path(k) if ("./" in k or "//" in k or k.endswith("/")) else k): v
                       for k, v in files.items()}
         self._by_name: dict[str, list[str]] | None = None
+        self._defaults: dict[str, list[str]] | None = None
+        self._folders: set[str] | None = None
         self.s = _Settings()
         self.gpus: tuple[int, int, str] | None = None  # (gpus per node, prio, source)
         self.nodes: tuple[int, int, str] | None = None
@@ -60,6 +63,7 @@ class _Extractor:
         self.depth = 0
         self.cwd = ""  # relative to the repository root, moved by `cd DIR &&`
         self.global_batch: set[str] = set()  # batch options the code documents as the total over all GPUs
+        self.programs: list[str] = []  # the entry's ArgumentParser names ("DETR training and evaluation script")
 
     # -- files ---------------------------------------------------------------------------------
     def _file(self, path: str, rel_to: str | None = None) -> str | None:
@@ -68,6 +72,8 @@ class _Extractor:
         if rel_to:
             cands.append(str(PurePosixPath(rel_to).parent / p))
         for c in cands:
+            if c in self.files:  # the common case, without building a path object
+                return c
             c2 = str(PurePosixPath(c)) if c else c
             if c2 in self.files:
                 return c2
@@ -141,12 +147,17 @@ class _Extractor:
             k, v = _ASSIGN.match(toks[0]).groups()
             env[k] = _expand(v, env, [])
             toks = toks[1:]
-        if env and any("$" in t for t in toks):  # MODEL=x python train.py --model $MODEL: the shell expands it
-            toks = [_expand(t, env, []) if "$" in t else t for t in toks]
+        if any("$" in t for t in toks):  # MODEL=x python train.py --model $MODEL: the shell expands it
+            toks = [_expand(t, env, [], keep_unset=self.depth == 1) if "$" in t else t for t in toks]
         while toks and toks[0] in ("env", "exec", "time", "nohup", "stdbuf", "numactl"):
             toks = toks[1:]
             while toks and toks[0].startswith("-"):
                 toks = toks[1:]
+        for var in ("NNODES", "NUM_NODES"):  # launcher wrappers that read the node count from the environment
+            if var in env:
+                self._set_nodes(_as_int(env[var]), 45, var)
+        if "NPROC_PER_NODE" in env:
+            self._set_gpn(_as_int(env["NPROC_PER_NODE"]), 45, "NPROC_PER_NODE")
         if "CUDA_VISIBLE_DEVICES" in env:
             devs = [d for d in env["CUDA_VISIBLE_DEVICES"].split(",") if d.strip()]
             self._set_gpn(len(devs), 40, "CUDA_VISIBLE_DEVICES")
@@ -268,7 +279,7 @@ class _Extractor:
                 words = words[1:]
                 first = words[0]
             if PurePosixPath(first).name in _LAUNCH_WORDS or first.endswith(".py"):
-                last_launch = _expand(stmt, env, pos)
+                last_launch = _expand(stmt, env, pos, keep_unset=inline)
         if last_launch:
             self.command(last_launch, env)
 
@@ -398,6 +409,10 @@ class _Extractor:
         if name is not None and parsed_info is not None:
             self._follow_wrapped(name, info)
         self.task_text.extend(info.defaults)  # option names say the objective (--mask_ratio, --mlm)
+        self.task_text.extend(info.fields)  # so do dataclass fields (vision_tower: a vision-language model)
+        self.programs = list(info.programs)
+        if name:
+            self.task_text.append(name)  # and the package path (a `dinov2/run/train/train.py` entry)
         # HfArgumentParser with one JSON argument
         if info.hf_parser and len(argv) == 1 and argv[0].endswith(".json"):
             f = self._file(argv[0])
@@ -431,8 +446,14 @@ class _Extractor:
             rest_pos.append(p)
             i += 1
         positionals = rest_pos
+        if self._folders is None:
+            self._folders = {k.rpartition("/")[0] for k in self.files}
+            self._folders |= {f.rsplit("/", n)[0] for f in list(self._folders) for n in range(1, f.count("/") + 1)}
+        dirs = [str(v) for v in parsed.values() if isinstance(v, str) and v.strip("./") and
+                _join_rel(self.cwd, v).rstrip("/") in self._folders]
         for p in positionals:
-            f = self._file(p)
+            # a config named relative to a folder the command gives (`deepy.py train.py -d configs a.yml`)
+            f = self._file(p) or next((g for d in dirs for g in [self._file(_join_rel(d, p))] if g), None)
             if f and re.search(r"\.(json|ya?ml|py)$", f):
                 self.config_file(f, P_CONFIG, f"config {f}")
             elif re.fullmatch(r"\d+", p):
@@ -487,14 +508,15 @@ class _Extractor:
         text = self.files[name]
         # a parser built elsewhere: parents=[...], get_args_parser(), or no option of its own while a
         # local module it imports defines them (`from pkg.params import parse_args`)
-        wraps = re.search(r"get_args_parser|get_parser|parents\s*=|add_args\(", text) is not None or not info.options
+        own_options = bool(info.options)
+        wraps = re.search(r"get_args_parser|get_parser|parents\s*=|add_args\(", text) is not None or not own_options
         if not (wraps or info.hf_parser or "dataclass" in text):
             return
         for mod in info.imports:
             f = self._module_file(mod) or self._file(mod.replace(".", "/") + ".py", rel_to=name)
             if not f or f == name or not f.endswith(".py"):
                 continue
-            sub = _analysis_of(self.files[f])
+            sub = _analysis_of(self.files[f], True)
             if sub is None:
                 continue
             if wraps and sub.options:
@@ -505,9 +527,10 @@ class _Extractor:
                 info.task_words.extend(sub.task_words)
                 info.model_literals.extend(sub.model_literals)
                 info.global_batch |= sub.global_batch
+                info.programs.extend(sub.programs)
                 info.positionals.extend(d for d in sub.positionals if d not in info.positionals)
                 self.task_text.append(PurePosixPath(f).name)
-            if info.hf_parser or "dataclass" in text:
+            if info.hf_parser or "dataclass" in text or not own_options:
                 for k, v in sub.fields.items():
                     info.fields.setdefault(k, v)
 
@@ -516,48 +539,46 @@ class _Extractor:
         cpath, cname = spec
         if config_dir is not None:  # --config-dir on the command line: relative to where it runs
             base = _join_rel(self.cwd, config_dir)
-        else:
-            base = str(PurePosixPath(script).parent / (cpath or "."))
-        base = base.lstrip("./") if base.startswith("./") else base
-        base = "" if base == "." else base
+        else:  # config_path is relative to the script's folder ("../configs" from src/train.py)
+            base = _join_rel(str(PurePosixPath(script).parent), cpath or ".")
 
-        def path(*parts: str) -> str:
-            return "/".join(p for p in (base, *parts) if p)
+        def is_global(p: str) -> bool:
+            text = self.files.get(p, "")
+            return "# @package _global_" in text or bool((self._yaml(p) or {}).get("_global_"))
 
-        groups: dict[str, str] = {}
-        cfg: dict = {}
-        main = self._yaml(path((cname or "config") + ".yaml"))
-        if main is None:
+        cfg, set_overrides = _hydra_compose(
+            self._yaml, is_global, lambda d: any(f.startswith(d + "/") for f in self.files), base,
+            cname or "config", overrides)
+        if cfg is None:
             return
-        for d in main.get("defaults", []) or []:
-            if isinstance(d, dict):
-                for k, v in d.items():
-                    k2 = str(k).replace("optional ", "").replace("override ", "").strip().lstrip("/")
-                    if v is not None:
-                        groups[k2] = str(v)
-        set_overrides = []
-        for k, v in overrides:
-            k2 = k.lstrip("+")
-            if "." not in k2 and any(f.startswith(path(k2) + "/") for f in self.files):
-                groups[k2] = v
-            else:
-                set_overrides.append((k2, v))
-        for g, opt in groups.items():
-            sub = self._yaml(path(g, opt + ".yaml"))
-            if isinstance(sub, dict):
-                if sub.get("_global_") or "# @package _global_" in self.files.get(path(g, opt + ".yaml"), ""):
-                    _merge(cfg, {k: v for k, v in sub.items() if k != "defaults"})
-                else:
-                    _merge(cfg, {g: sub})
-        _merge(cfg, {k: v for k, v in main.items() if k != "defaults"})
         cfg = _resolve_interpolations(cfg)
         self.s.put_tree(cfg, P_CONFIG, "hydra config")
+        self._hydra_targets(cfg)
         task = cfg.get("task")
         if isinstance(task, dict) and isinstance(task.get("_name"), str):
             self.task_text.append(task["_name"])
         for k, v in set_overrides:
             self.s.put(k, _yaml_value(v), P_OVERRIDE, f"hydra override {k}")
         self._hydra_devices(cfg, set_overrides)
+
+    def _hydra_targets(self, cfg: dict) -> None:
+        """`_target_` classes say what Hydra instantiates: the network under the model config is the
+        model (the LightningModule around it is a wrapper); a data module that divides `batch_size` by
+        the world size takes a global batch."""
+        model = cfg.get("model") if isinstance(cfg.get("model"), dict) else {}
+        nets = [v.get("_target_") for k, v in model.items() if isinstance(v, dict) and isinstance(v.get("_target_"), str)
+                and k in ("net", "network", "backbone", "model", "encoder", "arch")]
+        for target in nets + [model.get("_target_")]:
+            if isinstance(target, str):
+                self.s.put("hydra.model_class", _class_words(target), P_CONFIG - 1, f"hydra _target_ {target}")
+                break
+        data = cfg.get("data") if isinstance(cfg.get("data"), dict) else cfg.get("datamodule")
+        target = data.get("_target_") if isinstance(data, dict) else None
+        if isinstance(target, str) and "." in target:
+            f = self._module_file(target.rsplit(".", 1)[0])
+            if f and re.search(r"batch_size\s*//\s*[\w.]*world_size", self.files[f]):
+                self.global_batch.add("data.batch_size")
+                self.global_batch.add("datamodule.batch_size")
 
     def _hydra_devices(self, cfg: dict, overrides: list[tuple[str, str]]) -> None:
         tr = cfg.get("trainer") if isinstance(cfg.get("trainer"), dict) else {}
@@ -594,6 +615,9 @@ class _Extractor:
                 if env is not None:
                     data = dict(data[env])
             if data is not None:
+                default = self._default_config(name, data)
+                if default is not None:
+                    self.config_file(default, prio - 2, f"default config {default}")
                 base = data.pop("_BASE_", None) or data.pop("_base_", None)
                 for b in ([base] if isinstance(base, str) else base if isinstance(base, list) else []):
                     f = self._file(str(b), rel_to=name)
@@ -612,6 +636,31 @@ class _Extractor:
             self.task_text.append(json.dumps(data, default=str))
 
     # -- resolve -------------------------------------------------------------------------------
+
+    def _default_config(self, name: str, data: dict) -> str | None:
+        """The project's default config that a partial config overrides (OmegaConf-style setups merge
+        `ssl_default_config.yaml` under `train/vitl16.yaml` in code): a YAML whose name says "default",
+        in the config's folder or one of its parents up to the repository's config root, whose sections
+        include every section of this one."""
+        keys = {k for k in data if not str(k).startswith("_")}
+        if not keys or "default" in PurePosixPath(name).name:
+            return None
+        if self._defaults is None:  # {folder: default-named YAML files in it}, built once
+            self._defaults = {}
+            for k in self.files:
+                folder_k, _, leaf = k.rpartition("/")
+                if "default" in leaf and leaf.endswith((".yaml", ".yml")):
+                    self._defaults.setdefault(folder_k, []).append(k)
+        folder = name.rpartition("/")[0]
+        for _ in range(3):
+            for c in sorted(self._defaults.get(folder, [])):
+                d = self._yaml(c) if c != name else None
+                if isinstance(d, dict) and keys <= set(d):
+                    return c
+            if folder.rpartition("/")[2] in ("configs", "config", "conf", "") or not folder:
+                break
+            folder = folder.rpartition("/")[0]
+        return None
 
     # -- resolve -------------------------------------------------------------------------------
     def resolve(self) -> JobMetadata:
@@ -632,21 +681,50 @@ def _yaml_text(text: str) -> dict | None:
     return data if isinstance(data, dict) else None
 
 
+def _class_words(target: str) -> str:
+    """`pkg.models.SimpleDenseNet` -> "simple-dense-net" (a class name's words)."""
+    leaf = target.rsplit(".", 1)[-1]
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "-", leaf).lower()
+
+
 def _norm_path(k: str) -> str:
     return str(PurePosixPath(k)).lstrip("./") if k.startswith("./") else str(PurePosixPath(k))
 
 
 def _resolve_interpolations(cfg: dict) -> dict:
     """${a.b} interpolations resolved with OmegaConf when it is installed (the ml extra); a config it
-    cannot resolve (a missing ??? value, an unknown resolver) is kept as merged."""
+    cannot resolve (a missing ??? value, an unknown resolver) is kept as merged. Hydra's own `hydra:`
+    section (run folders, launcher settings) says nothing about the job and is left out; the result is
+    cached per distinct composed config (OmegaConf takes ~0.1 s on a large one)."""
+    cfg = {k: v for k, v in cfg.items() if k != "hydra"}
+    key = json.dumps(cfg, sort_keys=True, default=str)
+    if "${" not in key:
+        return cfg
+    return copy.deepcopy(_resolved(key))
+
+
+@lru_cache(maxsize=256)
+def _resolved(key: str) -> dict:
+    cfg = json.loads(key)
     try:
         from omegaconf import OmegaConf
     except ImportError:
         return cfg
     try:
-        out = OmegaConf.to_container(OmegaConf.create(cfg), resolve=True, throw_on_missing=False)
-    except Exception:  # noqa: BLE001 - any OmegaConf failure: keep the plain merge
-        return cfg
+        conf = OmegaConf.create(cfg)
+        out = OmegaConf.to_container(conf, resolve=True, throw_on_missing=False)
+    except Exception:  # noqa: BLE001 - any OmegaConf failure: section by section, keep what fails as merged
+        try:
+            conf = OmegaConf.create(cfg)
+        except Exception:  # noqa: BLE001
+            return cfg
+        out = {}
+        for k in cfg:
+            try:
+                node = conf[k]
+                out[k] = OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else node
+            except Exception:  # noqa: BLE001 - a resolver the job's code registers (`${hydra:...}`)
+                out[k] = cfg[k]
     return out if isinstance(out, dict) else cfg
 
 

@@ -29,6 +29,7 @@ class _PyInfo:
     task_words: list[str] = field(default_factory=list)
     positionals: list[str] = field(default_factory=list)   # argparse positional dests, in order
     global_batch: set[str] = field(default_factory=set)    # batch options whose help says "total" / "all GPUs"
+    programs: list[str] = field(default_factory=list)      # ArgumentParser prog / description texts
 
 
 def _lit(node: ast.AST, consts: dict[str, Any]) -> Any:
@@ -61,7 +62,7 @@ def _call_name(node: ast.Call) -> str:
 _TV_MODELS = re.compile(r"^(torchvision\.)?models\.([a-z0-9_]+)$")
 
 
-def _analyse_python(tree: ast.Module) -> _PyInfo:
+def _analyse_python(tree: ast.Module, whole: bool = False) -> _PyInfo:
     info = _PyInfo()
     consts: dict[str, Any] = {}
     funcs: dict[str, ast.AST] = {}
@@ -92,7 +93,8 @@ def _analyse_python(tree: ast.Module) -> _PyInfo:
             if name and name in funcs and name not in seen:
                 seen.add(name)
                 todo.append(funcs[name])
-    if not reach or all(isinstance(n, ast.Expr) and isinstance(getattr(n, "value", None), ast.Constant) for n in roots):
+    if whole or not reach or all(isinstance(n, ast.Expr) and isinstance(getattr(n, "value", None), ast.Constant)
+                                 for n in roots):
         reach = [tree]
     for top in reach:
         for node in ast.walk(top):
@@ -112,6 +114,10 @@ def _analyse_python(tree: ast.Module) -> _PyInfo:
                 _argparse_arg(node, consts, info)
             elif name.startswith("flags.DEFINE_") or name.startswith("absl.flags.DEFINE_"):
                 _absl_flag(node, last, consts, info)
+            elif last == "ArgumentParser":
+                texts = [_lit(a, consts) for a in node.args[:1]] + [_lit(k.value, consts) for k in node.keywords
+                                                                     if k.arg in ("prog", "description")]
+                info.programs += [t for t in texts if isinstance(t, str)]
             elif last == "HfArgumentParser":
                 info.hf_parser = True
                 info.task_words.append("hfargumentparser")
@@ -162,6 +168,8 @@ def _analyse_python(tree: ast.Module) -> _PyInfo:
         if isinstance(v, str) and known_model(v):
             info.model_literals.append(v)
     info.consts = {k: v for k, v in consts.items() if isinstance(v, (str, int, float)) and not isinstance(v, bool)}
+    if any(isinstance(n, (ast.Import, ast.ImportFrom)) and re.search(r"\btimm\b", ast.unparse(n)) for n in tree.body):
+        info.task_words.append("timm")  # timm's models are image classifiers unless another signal says otherwise
     for node in tree.body:
         if isinstance(node, ast.ImportFrom) and node.module and not node.level:
             info.imports.append(node.module)
@@ -355,11 +363,12 @@ def _python_config(text: str) -> tuple[dict, list[str]]:
 
 
 @lru_cache(maxsize=512)
-def _analysis_of(text: str) -> _PyInfo | None:
+def _analysis_of(text: str, whole: bool = False) -> _PyInfo | None:
     """The analysis of a Python source (None: not Python), computed once per distinct text: a warm
-    process (the Advisor answering many jobs of one repository) parses each file once."""
+    process (the Advisor answering many jobs of one repository) parses each file once. `whole`: every
+    function counts (a module another script builds its parser from: nothing in it runs by itself)."""
     try:
-        return _analyse_python(ast.parse(text))
+        return _analyse_python(ast.parse(text), whole)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
 
@@ -373,4 +382,4 @@ def analyse_source(text: str) -> _PyInfo | None:
                    model_literals=list(info.model_literals), consts=dict(info.consts), fields=dict(info.fields),
                    imports=list(info.imports), dataset_literals=list(info.dataset_literals),
                    task_words=list(info.task_words), positionals=list(info.positionals),
-                   global_batch=set(info.global_batch))
+                   global_batch=set(info.global_batch), programs=list(info.programs))

@@ -19,7 +19,7 @@ def resolve(ex) -> JobMetadata:
     # model: known names first (by priority), then any model-key string
     model_cands = [(k, v, p, s) for k, v, p, s in ranked if isinstance(v, str) and v.strip() and
                    v.strip().lower() not in ("scratch", "resume", "none", "null", "") and
-                   (_last(k) in _MODEL_KEYS or k in ("code.model", "config.filename", "hint.entry", "hint.config")
+                   (_last(k) in _MODEL_KEYS or k in ("code.model", "config.filename", "hint.entry", "hint.config", "hydra.model_class")
                     or _last(k) in _WEAK_MODEL_KEYS
                     or (k.lower().startswith("model.") and _last(k) in ("name", "_name", "type", "arch", "model_name"))) and
                    not _EVAL_PATH.search(k.lower())]
@@ -45,7 +45,12 @@ def resolve(ex) -> JobMetadata:
             md.model, md.sources["model"] = dims, "architecture dims (layers, hidden size)"
     if md.model is None and model_cands and not model_cands[0][0].startswith("hint."):
         md.model, md.sources["model"] = canonical_model(model_cands[0][1]), model_cands[0][3]
+    if md.model and _last(md.sources.get("model", "").split()[-1]) == "backbone":
+        arch = _program_model(ex)
+        if arch:  # `--backbone resnet50` names a part: the program says what it is part of (DETR)
+            md.model, md.sources["model"] = f"{arch}-{md.model}", md.sources["model"] + f" inside {arch} (parser name)"
     # dataset
+    ds_raw = None
     glue_task = None
     for k, v, p, s in ranked:
         if _EVAL_PATH.search(k.lower()) or not isinstance(v, str):
@@ -56,7 +61,7 @@ def resolve(ex) -> JobMetadata:
                 sg in ("data", "dataset", "datasets") for sg in segs):
             ds = canonical_dataset(v)
             if ds:
-                md.dataset, md.sources["dataset"] = ds, s
+                md.dataset, md.sources["dataset"], ds_raw = ds, s, v
                 break
             if lk == "task_name" and v.lower() in ("sst2", "mnli", "cola", "qnli", "rte", "mrpc", "qqp", "stsb"):
                 glue_task = (v.lower(), s)
@@ -172,6 +177,8 @@ def resolve(ex) -> JobMetadata:
         md.task, md.sources["task"] = MODEL_TASK[md.model], f"model {md.model}"
     if md.task is None and md.model and _LM_FAMILY.match(md.model):  # a size we do not list (gpt2-xl, opt-1.3b)
         md.task, md.sources["task"] = "language-modeling", f"model family of {md.model}"
+    if md.sources.get("task", "").startswith("dataset") and ds_raw and "panoptic" in ds_raw.lower():
+        md.task = "panoptic-segmentation"  # COCO's panoptic annotations: the same images, another task
     if md.task == "summarization" and md.dataset == "wmt14-en-de":
         md.task = "translation"
     if md.task is None and md.model:
@@ -195,6 +202,19 @@ def _name_of_path(v: str) -> str:
 
 
 _LM_FAMILY = re.compile(r"(gpt|llama|opt-|bloom|falcon|mistral|qwen|pythia|gemma|phi-)")
+
+
+_GENERIC_PROGRAM = {"pytorch", "tensorflow", "imagenet", "pytorch-lightning", "jax", "keras", "cuda", "gpu", "ddp"}
+
+
+def _program_model(ex) -> str | None:
+    """The architecture an ArgumentParser's name starts with, when it is written as a model's name is
+    (DETR, ConvNeXt, DeiT: two or more capitals, not a framework's name)."""
+    for text in getattr(ex, "programs", []):
+        word = text.split()[0] if text.split() else ""
+        if re.fullmatch(r"[A-Z][A-Za-z0-9-]*[A-Z][A-Za-z0-9-]*", word) and word.lower() not in _GENERIC_PROGRAM:
+            return norm(word)
+    return None
 
 
 def _first_int(ranked, keys: set[str], min_prio: int = P_DEFAULT) -> tuple[int, str] | None:

@@ -11,7 +11,9 @@ def _join_continuations(text: str) -> str:
     return re.sub(r"\\\r?\n", " ", text)
 
 
-def _expand(s: str, env: dict[str, str], pos: list[str]) -> str:
+def _expand(s: str, env: dict[str, str], pos: list[str], keep_unset: bool = False) -> str:
+    """Shell expansion of $VAR, ${VAR:-default}, $1.., "$@". `keep_unset`: a variable the text never
+    sets keeps its name (a documented command's `$SQUAD_DIR/train.json` says SQuAD; "" says nothing)."""
     def repl(m: re.Match) -> str:
         name = m.group(1) or m.group(3) or m.group(4)
         default = m.group(2)
@@ -21,6 +23,8 @@ def _expand(s: str, env: dict[str, str], pos: list[str]) -> str:
         if name == "@":
             return shlex.join(pos)
         val = env.get(name)
+        if val in (None, "") and not default and keep_unset and name not in env:
+            return name
         return val if val not in (None, "") else (default or "")
     s = re.sub(r'"\$(?:@|\{@\})"', lambda m: shlex.join(pos), s)  # "$@": each argument one word
     s = re.sub(r'"?\$\{@:(\d+)\}"?', lambda m: shlex.join(pos[int(m.group(1)) - 1:]), s)
@@ -61,7 +65,7 @@ def _unquote(v: str) -> str:
 
 def _join_rel(base: str, path: str) -> str:
     """base/path with . and .. resolved, relative to the repository root ("" = the root)."""
-    parts: list[str] = [] if path.startswith("/") else [p for p in base.split("/") if p]
+    parts: list[str] = [] if path.startswith("/") else [p for p in base.split("/") if p and p != "."]
     for seg in path.split("/"):
         if seg in ("", "."):
             continue

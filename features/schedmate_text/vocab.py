@@ -92,7 +92,11 @@ DATASET_RULES: tuple[tuple[str, str], ...] = (
     (r"halfcheetah", "mujoco-halfcheetah"),
     (r"celeba", "celeba"),
     (r"modelnet-?40", "modelnet40"),
-    (r"laion", "laion-aesthetics"),
+    # LAION's aesthetic subsets by name; a mixture that merely includes LAION (blip_laion_cc_sbu) is not one
+    (r"laion.*aesthetic|aesthetic.*laion", "laion-aesthetics"),
+    (r"(^|-)laion-?400m", "laion-400m"),
+    (r"(^|-)laion-?2b", "laion-2b"),
+    (r"^laion($|-)", "laion-aesthetics"),
 )
 
 DATASET_TASK = {
@@ -104,6 +108,7 @@ DATASET_TASK = {
     "movielens-1m": "recommendation", "atari-breakout": "reinforcement-learning",
     "mujoco-halfcheetah": "reinforcement-learning", "celeba": "image-generation",
     "modelnet40": "point-cloud-classification", "laion-aesthetics": "image-generation",
+    "laion-400m": "image-text-pretraining", "laion-2b": "image-text-pretraining",
     "imagenet-22k": "image-classification", "mnist": "image-classification", "enwik8": "language-modeling",
     "pile": "language-modeling", "c4": "language-modeling", "cc12m": "image-text-pretraining",
     "cc3m": "image-text-pretraining",
@@ -114,12 +119,17 @@ DATASET_TASK = {
 TASK_SIGNALS: tuple[tuple[str, str], ...] = (
     # the objective before the data: a masked-autoencoder or contrastive run on ImageNet is pretraining
     (r"main_pretrain|mask_ratio|audio_pretraining|wav2vec|simclr|(?<![a-z])moco|(?<![a-z])dino(?![a-z])|"
-     r"(?<![a-z])byol(?![a-z])|pretrain_mae|mae_vit|masked_autoencoder", "self-supervised-pretraining"),
-    (r"masked_lm|(?<![a-z])run_mlm|(?<![a-z])mlm_probability", "language-modeling"),
+     r"(?<![a-z])byol(?![a-z])|pretrain_mae|mae_vit|masked_autoencoder|dinov2|(?<![a-z])ibot(?![a-z])|simsiam|"
+     r"(?<![a-z])swav(?![a-z])", "self-supervised-pretraining"),
+    # image-text contrastive training (CLIP and its reimplementations)
+    (r"open_?clip|clip_train|cliploss|clip_loss", "image-text-pretraining"),
+    # a language model fed by a vision tower through a projector (LLaVA-style visual instruction tuning)
+    (r"vision_tower|mm_projector", "vision-language-modeling"),
+    (r"masked_lm|(?<![a-z])run_mlm|(?<![a-z])mlm_probability|max_predictions_per_seq", "language-modeling"),
     (r"imageclassifier", "image-classification"),
     (r"forcausallm|run_clm|pretrain_gpt|gpt2lmhead", "language-modeling"),
     (r"forsequenceclassification|run_glue", "text-classification"),
-    (r"forquestionanswering|run_qa", "question-answering"),
+    (r"forquestionanswering|run_qa|run_squad", "question-answering"),
     (r"forseq2seqlm|run_summarization", "summarization"),
     (r"run_translation", "translation"),
     (r"forimageclassification|run_image_classification", "image-classification"),
@@ -127,6 +137,10 @@ TASK_SIGNALS: tuple[tuple[str, str], ...] = (
     (r"unet2dconditionmodel|train_text_to_image", "image-generation"),
     (r"fasterrcnn|maskrcnn|retinanet|detdatasets|cocodataset", "object-detection"),
     (r"segformerhead|ade20kdataset|encoderdecoder", "semantic-segmentation"),
+    # denoising diffusion: its options name the noise process
+    (r"diffusion_steps|noise_schedule|(?<![a-z])ddpm(?![a-z])|image_train\.py", "image-generation"),
+    # last: a timm model with nothing more specific around it
+    (r"(?<![a-z])timm(?![a-z])", "image-classification"),
 )
 
 def norm(name: str) -> str:
