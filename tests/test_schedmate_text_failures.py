@@ -288,3 +288,31 @@ def test_a_pasted_line_that_joins_nccl_warn_and_info_is_still_evidence():
     line = ("host-a:10:20 [0] ib_plugin.c:1075 NCCL WARN NET/IB : Got completion from peer 10.0.0.2<4000> with error 5, "
             "opcode 48, len 100, vendor err 249          host-a:10:20 [0] NCCL INFO transport/net.cc:1298 -> 6")
     assert _one([line, "host-a:10:20 [0] NCCL INFO proxy.cc:694 -> 6"]) == (1, "infrastructure", "network")
+
+
+# --- realsets batch 5 (held-out misses, then fixed) ---
+
+def test_a_dataloader_worker_killed_from_outside_is_host_memory_a_bus_error_stays_the_dataloaders():
+    assert _one(["RuntimeError: DataLoader worker (pid 4411) is killed by signal: Killed."]) == (1, "framework", "host memory")
+    assert _one(["RuntimeError: DataLoader worker (pid 4411) is killed by signal: Terminated."]) == (1, "framework", "host memory")
+    assert _one(["RuntimeError: DataLoader worker (pid 4411) is killed by signal: Bus error. It is possible that "
+                 "dataloader's workers are out of shared memory."])[1:] == ("framework", "dataloader")
+
+
+def test_an_old_driver_and_an_nvrtc_arch_error_are_the_environment_not_the_gpu():
+    assert _one(["RuntimeError: The NVIDIA driver on your system is too old (found version 10020). Please update your "
+                 "GPU driver by downloading and installing a new version"]) == (1, "script", "environment")
+    lines = ["Traceback (most recent call last):", '  File "train.py", line 9, in <module>', "    loss = focal(x)",
+             "RuntimeError: The following operation failed in the TorchScript interpreter.",
+             "Traceback of TorchScript (most recent call last):",
+             "RuntimeError: nvrtc: error: invalid value for --gpu-architecture (-arch)"]
+    assert _one(lines) == (6, "script", "environment")
+
+
+def test_a_lost_gpu_seen_by_nvidia_smi_and_an_info_line_that_reports_an_io_error():
+    assert _one(["user@node7 ~ % nvidia-smi", "Unable to determine the device handle for GPU0000:41:00.0: Unknown Error"]) == \
+        (2, "infrastructure", "GPU")
+    lines = [f"2024-01-02 10:00:0{i},000 INFO (MainThread-1) global step {i}: loss = 1.3 (7.1 sec/step)" for i in range(6)]
+    lines += ["2024-01-02 10:00:09,000 INFO (Thread-4-1) Error reported to Coordinator: /mnt/ckpt/checkpoint.tmp01; "
+              "Input/output error", "Traceback (most recent call last):", '  File "coordinator.py", line 297, in stop']
+    assert _one(lines) == (7, "infrastructure", "storage")

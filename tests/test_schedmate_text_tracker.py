@@ -138,3 +138,20 @@ def test_the_notebook_widget_text_gives_the_run_total():
              '{"loss": 5.5, "learning_rate": 4e-05, "epoch": 0.1, "step": 400}']
     p = MetricTracker().track(lines)
     assert (p.step, p.total_steps) == (400, 4000)
+
+
+def test_trainer_log_records_with_null_eval_fields_are_training_and_the_last_known_loss_is_kept():
+    rec = ('{{"current_steps": {s}, "total_steps": 500, "loss": {l}, "eval_loss": null, "learning_rate": 1e-05, '
+           '"epoch": 1.0, "percentage": 99.0}}')
+    lines = [rec.format(s=480, l="2.31"), rec.format(s=490, l="2.29"), rec.format(s=500, l="null")]
+    p = MetricTracker().track(lines)
+    assert (p.step, p.total_steps) == (500, 500) and p.loss == pytest.approx(2.29)
+
+
+def test_hf_dicts_after_a_host_prefix_and_a_prefixed_loss_name():
+    hosts = [f"10.0.0.{h}: {{'loss': {0.7 - i / 100:.4f}, 'learning_rate': 5e-05, 'epoch': 0.0}}" for i in range(3) for h in (1, 2)]
+    assert MetricTracker().track(hosts).loss == pytest.approx(0.68)
+    logger = [f"[02:0{i}:00.000000] Epoch: [0]  [{i * 10}/800]  lr: 0.000030  closs: {1.2 - i / 10:.4f} (1.3000)  "
+              f"time: 4.5  data: 0.0002" for i in range(1, 4)]
+    p = MetricTracker().track(logger)
+    assert p.step == 30 and p.loss == pytest.approx(0.9)

@@ -48,7 +48,8 @@ RULES: tuple[tuple[str, str, str, str], ...] = (
     (r"device-side assert|Assertion `[^`]*(?:t >= 0|n_classes|index|srcIndex|target)[^`]*` failed|"
      r"CUBLAS_STATUS_NOT_INITIALIZED.*(?:label|target)", "device_assert", "script", "data"),
     (r"no kernel image is available|is not compatible with the current PyTorch installation|"
-     r"CUDA driver version is insufficient|forward compatibility was attempted|undefined symbol|"
+     r"CUDA driver version is insufficient|NVIDIA driver on your system is too old|forward compatibility was attempted|"
+     r"invalid value for --gpu-architecture|undefined symbol|"
      r"cannot open shared object file|GLIBC(?:XX)?_[\d.]+' not found|version `GLIBC|"
      r"(?:mmcv|mmengine|mmdet|transformers|torch|numpy|deepspeed)\S*\s*(?:==|>=|<=|version)[^\n]*"
      r"(?:incompatible|required|is not supported|please install)|"
@@ -61,6 +62,7 @@ RULES: tuple[tuple[str, str, str, str], ...] = (
      "port_in_use", "script", "config"),
     (r"/dev/shm|shm_open|insufficient shared memory|shared memory \(shm\)|unable to (?:write to|allocate) "
      r"(?:file|shared memory)", "shm", "framework", "dataloader"),
+    (r"DataLoader worker \(pid[^)]*\) is killed by signal: (?:Killed|Terminated)", "host_oom", "framework", "host memory"),
     (r"DataLoader worker \(pid[^)]*\) is killed|DataLoader worker .* (?:killed|exited unexpectedly)|"
      r"(?:segmentation fault|bus error) .*worker|worker.* (?:segmentation fault|bus error)", "dataloader_killed",
      "framework", "dataloader"),
@@ -70,7 +72,7 @@ RULES: tuple[tuple[str, str, str, str], ...] = (
     (r"Xid[^\n]*\b74\b|NVLink", "nvlink", "infrastructure", "NVLink"),
     (r"NVRM: Xid|fallen off the bus|ECC error|Uncorrected \(Fatal\)|Surprise Down|double bit error|\bDBE\b|GPU stopped processing|GSP|"
      r"uncorrectable ECC|ECC_UNCORRECTABLE|GPU is lost|unspecified launch failure|CUDA error: unknown error|"
-     r"RmInitAdapter failed|rm_init_adapter failed|Cannot attach gpu",
+     r"RmInitAdapter failed|rm_init_adapter failed|Cannot attach gpu|Unable to determine the device handle for GPU",
      "gpu_xid", "infrastructure", "GPU"),
     (r"NET/IB|ibv_|mlx5|InfiniBand|link is down|IB link|Connection (?:closed|reset) by peer|No route to host|"
      r"Network is unreachable|ncclRemoteError", "ib_error", "infrastructure", "network"),
@@ -287,11 +289,8 @@ def _follow(lines: Sequence[str], i: int, limit: int = 120) -> int:
     body = strip_prefix(lines[i])
     if "ChildFailedError" in body:
         return _elastic_root(lines, i)
-    for rx, target, reach in _CONSEQUENCES:
-        if rx.search(body):  # a reaction to the failure: the line it reacts to, when it follows soon
-            j = next((j for j in range(i + 1, min(i + reach, len(lines))) if target.search(lines[j])), None)
-            if j is not None:
-                return j
+    if (j := _react(lines, i, body)) != i:
+        return j
     if _PYTEST_FAILED.match(body) and i + 1 < len(lines) and _EXC_LINE.match(strip_prefix(lines[i + 1])):
         return i + 1  # a test runner's summary line: the next line states the error
     if "Traceback (most recent call last)" not in body:
@@ -300,7 +299,7 @@ def _follow(lines: Sequence[str], i: int, limit: int = 120) -> int:
     for j in range(i + 1, min(i + limit, len(lines))):
         b = strip_prefix(lines[j])
         if _EXC_LINE.match(b) and not _TB_FRAME.match(b):
-            return _message(lines, j)
+            return _message(lines, _react(lines, j, b))
         if fallback is None and not _TB_FRAME.match(b) and is_failure_line(lines[j]) and \
                 "Traceback (most recent" not in b:
             fallback = j
@@ -317,9 +316,21 @@ _CONSEQUENCES = (
      re.compile(r"failed \(exitcode: -?\d+\) local_rank"), 40),
     (re.compile(r"watchdog got stuck|Heartbeat monitor timed out"), re.compile(r"Watchdog caught collective operation timeout"), 8),
     (re.compile(r"^terminate called after throwing an instance"), re.compile(r"^\s*what\(\):\s*\S"), 2),
+    (re.compile(r"The following operation failed in the TorchScript interpreter"),
+     re.compile(r"^\s*(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception)\b(?!.*TorchScript interpreter)"), 30),
 )
 # an exception line whose message is on the next line ("ImportError   (note: full exception trace ...)")
 _NO_MESSAGE = re.compile(r"^(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception)\s*(?::\s*|\s+\(note:[^)]*\)\s*)?$")
+
+
+def _react(lines: Sequence[str], i: int, body: str) -> int:
+    """A reaction to the failure leads to the line it reacts to, when that follows soon; else i."""
+    for rx, target, reach in _CONSEQUENCES:
+        if rx.search(body):
+            j = next((j for j in range(i + 1, min(i + reach, len(lines))) if target.search(lines[j])), None)
+            if j is not None:
+                return j
+    return i
 
 
 def _message(lines: Sequence[str], j: int) -> int:

@@ -30,7 +30,7 @@ def strip_prefix(line: str) -> str:
 _BENIGN = re.compile(
     r"error_rate|_err\b|top1_err|err_bound|UserWarning|warnings\.warn|\[W socket\.cpp|failed to bind|"
     r"retrying|retried .* \(transient|Exception ignored in|Warning: 0NCCL|DeprecationWarning|heartbeat ok|"
-    r"^(?!.*NCCL WARN).*NCCL INFO|\bINFO\b.*checkpoint", re.I)
+    r"^(?!.*NCCL WARN).*NCCL INFO|^(?!.*(?:error|fail)).*\bINFO\b.*checkpoint", re.I)
 
 _FAILURE = re.compile(
     r"Traceback \(most recent call last\)|NVRM: Xid|NCCL WARN|Watchdog caught collective|\[E ProcessGroupNCCL|"
@@ -47,7 +47,7 @@ _FAILURE_LOW = re.compile(
     r"heartbeat monitor timed out|assertion `[^`]*` failed|fallen off the bus|uncorrected \(fatal\)|"
     r"client socket has timed out|can't resolve|name does not resolve|name or service not known|"
     r"temporary failure in name resolution|uncorrectable ecc|ecc_uncorrectable|rminitadapter failed|"
-    r"rm_init_adapter failed|cannot attach gpu")
+    r"rm_init_adapter failed|cannot attach gpu|unable to determine the device handle for gpu")
 # a Python exception line: "torch.OutOfMemoryError: ...", "KeyError: 'x'" (case-sensitive, no backtracking)
 _EXC = re.compile(r"^\s*(?:[a-z_][a-z0-9_]*\.)*[A-Z][A-Za-z0-9_]*(?:Error|Exception|Interrupt)\b")
 _BENIGN_HINT = re.compile(r"err|warn|retr|Exception ignored|NCCL INFO|heartbeat|INFO", re.I)
@@ -68,7 +68,7 @@ _FAILURE_KEYS = ("traceback", "xid", "nccl warn", "processgroupnccl", "ncclinval
                  "core dumped", "fatal", "critical", "kernel panic", "undefined symbol", "already in use", "oom",
                  "signal 9", "sigkill", "sigsegv", "stuck", "loss is", "loss became", "non-finite", "device-side", "kernel image", "shared object",
                  "cudnn_status", "cublas_status", "failed to listen", "fallen off", "uncorrected", "client socket",
-                 "resolve", "name or service", "ecc", "rminitadapter", "rm_init_adapter", "attach gpu")
+                 "resolve", "name or service", "ecc", "rminitadapter", "rm_init_adapter", "attach gpu", "device handle")
 
 
 def is_failure_line(line: str) -> bool:

@@ -64,12 +64,13 @@ _MEGATRON = re.compile(r"iteration\s+(\d+)\s*/\s*(\d+)\s*\|")
 _MM_EPOCH = re.compile(r"Epoch\(train\)\s*\[(\d+)\]\s*\[\s*(\d+)\s*/\s*(\d+)\]")
 _MM_ITER = re.compile(r"Iter\(train\)\s*\[\s*(\d+)\s*/\s*(\d+)\]")
 _TIMM = re.compile(r"Train:\s*(\d+)\s*(?:/\s*(\d+)\s*\(\s*\d+%\)\s*)?\[\s*(\d+)\s*/\s*(\d+)")
-_HF_DICT = re.compile(r"^\s*\d*\s*\{.*'loss':\s*'?" + _NUM)
+_HF_DICT = re.compile(r"^[^{]{0,60}\{[^{}]*'loss':\s*'?" + _NUM)
 _EPOCH_OF = re.compile(r"\bEpoch\s*:?\s*\[?\s*(\d+)\s*(?:/\s*(\d+))?\]?", re.I)
 _STEP_OF = re.compile(r"\b(?:global[ _]step|step|iter(?:ation)?|it)\s*[=:]?\s*\[?\s*(\d+)\s*(?:/\s*(\d+))?", re.I)
 _BRACKET = re.compile(r"\[\s*(\d+)\s*/\s*(\d+)\s*\]")
 _LOSS_NUM = r"([-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf(?:inity)?)\b)"
 _LOSS = re.compile(r"(?<![\w.])(?:total[_ ]|lm[ _])?(?:train[_ ])?loss\s*[:=]?\s*" + _LOSS_NUM, re.I)
+_LOSS_ANY = re.compile(r"(?<![\w.])(?!val|eval|test)[a-z]{1,8}_?loss\s*[:=]\s*" + _LOSS_NUM, re.I)
 _TWO_PAIRS = re.compile(r"\[\s*(\d+)\s*/\s*(\d+)\s*\]\s*\[\s*(\d+)\s*/\s*(\d+)\s*\]")
 _PAIR = re.compile(r"(?<![\d.\w])(\d+)\s*/\s*(\d+)(?![\d.])")
 _TS = re.compile(r"(\d{4}[-/]\d{2}[-/]\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?)")
@@ -189,6 +190,8 @@ def parse_progress(line: str) -> _Rec | None:
     if not _CAND.search(line):
         return None
     low = line.lower()
+    if "{" in line and "}" in line and (d := _dict_record(line)) is not None:
+        return d
     if _find(_EVAL, line, low) and not _KERAS.match(line):  # a Keras epoch line carries its val_ metrics
         return None
     if "{" in line and "}" in line:
@@ -301,7 +304,7 @@ def parse_progress(line: str) -> _Rec | None:
             t = _find(_IT_S, line, low)
             if t and float(t.group(1)) > 0:
                 r.rate_time = 1.0 / float(t.group(1))
-    lm = _find(_LOSS, line, low)
+    lm = _find(_LOSS, line, low) or ("loss" in low and _LOSS_ANY.search(line)) or None
     if lm:
         try:
             r.loss = float(lm.group(1))  # "nan" / "inf" too: a diverged run says so
@@ -338,6 +341,8 @@ def _dict_record(line: str) -> _Rec | None:
             return None
     if not isinstance(d, dict):
         return None
+    if d.get("loss") is None and any(str(k).startswith("eval_") and v is not None for k, v in d.items()):
+        return None  # an evaluation record
 
     def num(keys: tuple[str, ...]) -> float | None:
         for k in keys:
