@@ -34,7 +34,7 @@ _LOADED: set[str] = set()
 _JOB_KEYS: dict[tuple, tuple[str, tuple]] = {}  # (seed, group, index, template, trace cause) -> (cause, log key)
 _DIRTY: set[tuple[str, int]] = set()  # (kind, seed) with values not yet written to the disk cache
 #: The code that makes job texts and logs and reads them: a change invalidates the disk cache.
-_CORPUS_CODE = ("features/jobcorpus", "models/schedmate")
+_CORPUS_CODE = ("features/jobcorpus", "features/schedmate_text", "models/schedmate")
 
 _use_disk = True  # read and write the disk cache (use_disk_cache)
 
