@@ -21,6 +21,10 @@ so the work is per distinct text, not per job:
   kept answer never holds a job finished after the asker's ``now``. Calls with ``exclude_key`` or an
   earlier ``now`` are answered afresh.
 
+A fresh advisor warmed with the same distinct texts (same embedder instance, threshold and list length)
+as one earlier in the process installs that warm-up (``_WARM_CACHE``, keyed by a content hash and checked
+text by text): the replays of one workload under several policies embed and score their texts once.
+
 Texts never seen by ``warm`` are added on first use and scored against the known texts then.
 ``n_scored`` counts similarity computations (text pairs scored) so tests can bound the work.
 Similarities are computed in float64 from the embedder's float32 unit vectors and rounded to float32,
@@ -29,6 +33,7 @@ so a pair's score does not depend on how the product was blocked; ties go to the
 from __future__ import annotations
 
 import bisect
+import hashlib
 import math
 from dataclasses import dataclass
 from typing import Iterable, Mapping, NamedTuple, Sequence
@@ -44,6 +49,10 @@ CANDIDATES = 64
 #: similarities per block in warm(): bounds the temporary (block x texts) matrix (float64: 32 MB)
 BLOCK_ELEMENTS = 1 << 22
 _EPS = 1e-6  # scores within this of t_score count as matches (float rounding)
+#: warmed text sets kept per process (see ``warm``): the replays of one workload share one
+WARM_CACHE_SIZE = 4
+# content hash -> (embedder, threshold, texts, unit rows, candidate lists, reverse lists, pairs scored)
+_WARM_CACHE: dict[str, tuple] = {}
 
 
 def _cos(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -117,6 +126,7 @@ class SchedulingAdvisor:
         self.n_embedded = 0  # texts added (each embedded once)
         self.n_fallbacks = 0  # queries answered by scoring every known text
         self.n_kept = 0  # queries answered from the kept answer of their text
+        self.n_warm_cached = 0  # warm-ups installed from an earlier advisor's (same texts, embedder, threshold)
 
     def _reset_candidates(self) -> None:
         self._cand_t = self.t_score
@@ -158,6 +168,9 @@ class SchedulingAdvisor:
         and build every candidate list in one blocked product (per distinct text, not per job).
         Returns the number of distinct texts."""
         unique = list(dict.fromkeys(texts))
+        fresh = self._rows == 0 and not self._cands and self._cand_t == self.t_score
+        if fresh and self._from_warm_cache(unique):
+            return len(unique)
         new = [t for t in unique if t not in self._text_index]
         if new:
             self._add_texts(new)
@@ -178,7 +191,53 @@ class SchedulingAdvisor:
             for i, q in enumerate(block):
                 lo, hi = bounds[i], bounds[i + 1]
                 self._keep(q, vl[lo:hi], cl[lo:hi], rows, True)
+        if fresh and self._rows == len(unique):
+            self._to_warm_cache(unique, scored_before=0)
         return len(unique)
+
+    # -- the process-wide cache of warmed text sets ------------------------------------------------
+    def _warm_key(self, unique: list[str]) -> str:
+        """Content hash of a warm-up: the embedder (this instance: its vectors), the threshold, the list
+        cut and the distinct texts in order."""
+        h = hashlib.sha1(f"{id(self.embedder)}|{self.embedder.name}|{self.t_score!r}|{CANDIDATES}|{len(unique)}".encode())
+        for t in unique:
+            h.update(t.encode())
+            h.update(b"\x1e")
+        return h.hexdigest()
+
+    def _to_warm_cache(self, unique: list[str], scored_before: int) -> None:
+        if WARM_CACHE_SIZE <= 0:
+            return
+        while len(_WARM_CACHE) >= WARM_CACHE_SIZE:
+            _WARM_CACHE.pop(next(iter(_WARM_CACHE)))
+        rows = self._rows
+        _WARM_CACHE[self._warm_key(unique)] = (
+            self.embedder, self.t_score, tuple(unique), self._matrix[:rows].copy(), dict(self._cands),
+            {c: dict(h) for c, h in self._rev.items()}, self.n_scored - scored_before)
+
+    def _from_warm_cache(self, unique: list[str]) -> bool:
+        """Install a fresh advisor's warm-up from a replay of the same texts earlier in this process
+        (the same vectors and candidate lists that scoring them again would give: the lists are a
+        function of the texts, the embedder and the threshold only). False: not cached."""
+        got = _WARM_CACHE.get(self._warm_key(unique))
+        if got is None:
+            return False
+        emb, t_score, texts, matrix, cands, rev, _ = got
+        if emb is not self.embedder or t_score != self.t_score or list(texts) != unique:
+            return False  # a hash collision or another embedder: score them
+        rows = len(texts)
+        self._matrix = np.zeros((max(16, rows), matrix.shape[1]))
+        self._matrix[:rows] = matrix
+        self._first_finish = np.full(max(16, rows), math.inf)
+        self._text_index = {t: i for i, t in enumerate(texts)}
+        self._entries = [_TextEntry() for _ in range(rows)]
+        self._rows = rows
+        self._cands = dict(cands)  # values are never changed in place (a longer list replaces them)
+        self._rev = {c: dict(h) for c, h in rev.items()}
+        self._memo.clear()
+        self.n_embedded += rows
+        self.n_warm_cached += 1
+        return True
 
     prepare = warm
 

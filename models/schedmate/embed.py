@@ -72,6 +72,9 @@ class HashEmbedder(Embedder):
         self.dim = dim
         self.ngrams = ngrams
         self._feature_cache: dict[str, tuple[int, float]] = {}
+        # segment -> (bucket indices, signed weights): canonical texts of one replay share most of their
+        # "key: value" segments (a model, a dataset, a GPU count), so a text costs a few cached look-ups
+        self._segment_cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
     def _feature(self, f: str) -> tuple[int, float]:
         hit = self._feature_cache.get(f)
@@ -85,25 +88,60 @@ class HashEmbedder(Embedder):
         """Tokens and n-grams; in "key: value; key: value" texts (canonical metadata) each feature is
         tagged with its field and weighted by FIELD_WEIGHTS, and the field names themselves are not
         features (they are the same in every text)."""
-        lo, hi = self.ngrams
         for seg in text.split(";"):
-            key, sep, value = seg.partition(":")
-            key = key.strip().lower()
-            if sep and key in FIELD_WEIGHTS:
-                tag, weight = key + "|", FIELD_WEIGHTS[key]
-            else:
-                tag, weight, value = "", 1.0, seg
-            for tok in _TOKEN.findall(value.lower()):
-                if tok[0].isdigit():  # one feature, as heavy as a word's n-grams
-                    yield tag + "w:" + tok, 6.0 * weight
-                    continue
-                yield tag + "w:" + tok, 2.0 * weight
-                padded = f"<{tok}>"
-                for n in range(lo, hi + 1):
-                    for i in range(max(1, len(padded) - n + 1)):
-                        yield tag + padded[i:i + n], weight
+            yield from self._segment_features(seg)
+
+    def _segment_features(self, seg: str) -> Iterable[tuple[str, float]]:
+        """The features of one ";"-separated segment (they depend on nothing else in the text)."""
+        lo, hi = self.ngrams
+        key, sep, value = seg.partition(":")
+        key = key.strip().lower()
+        if sep and key in FIELD_WEIGHTS:
+            tag, weight = key + "|", FIELD_WEIGHTS[key]
+        else:
+            tag, weight, value = "", 1.0, seg
+        for tok in _TOKEN.findall(value.lower()):
+            if tok[0].isdigit():  # one feature, as heavy as a word's n-grams
+                yield tag + "w:" + tok, 6.0 * weight
+                continue
+            yield tag + "w:" + tok, 2.0 * weight
+            padded = f"<{tok}>"
+            for n in range(lo, hi + 1):
+                for i in range(max(1, len(padded) - n + 1)):
+                    yield tag + padded[i:i + n], weight
+
+    def _segment(self, seg: str) -> tuple[np.ndarray, np.ndarray]:
+        """A segment's features as (bucket indices, signed weights), cached per distinct segment."""
+        hit = self._segment_cache.get(seg)
+        if hit is None:
+            idx, val = [], []
+            for f, w in self._segment_features(seg):
+                i, sign = self._feature(f)
+                idx.append(i)
+                val.append(sign * w)
+            hit = self._segment_cache[seg] = (np.asarray(idx, dtype=np.intp), np.asarray(val, dtype=np.float64))
+        return hit
 
     def _encode_new(self, texts: list[str]) -> np.ndarray:
+        """Sum of the features' signed weights per bucket. Every weight is a multiple of 1/4 and a text
+        has far fewer than 2**20 features, so each partial sum is exact in float32 and float64 alike:
+        summing per cached segment (np.add.at, float64) gives the bit-for-bit vector of adding one
+        feature at a time in float32 (``encode_plain``; tests compare the two)."""
+        if not self._dyadic():
+            return self.encode_plain(texts)
+        acc = np.zeros((len(texts), self.dim), dtype=np.float64)
+        for row, text in enumerate(texts):
+            out = acc[row]
+            for seg in text.split(";"):
+                idx, val = self._segment(seg)
+                np.add.at(out, idx, val)
+        return acc.astype(np.float32)
+
+    def _dyadic(self) -> bool:
+        return all(float(w * 4).is_integer() and abs(w) < 1024 for w in FIELD_WEIGHTS.values())
+
+    def encode_plain(self, texts: list[str]) -> np.ndarray:
+        """The reference: one feature at a time into a float32 row (no segment cache, not normalised)."""
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for row, text in enumerate(texts):
             for f, w in self._features(text):
