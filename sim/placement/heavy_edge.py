@@ -46,6 +46,9 @@ class HeavyEdge(Consolidate):
     (the performance model reads it from here when the replay's placement is this one)."""
 
     name = "heavy-edge"
+    #: A request that does not fit cannot fit after further starts (sim.policies.base.misfits_stay):
+    #: Consolidate's fit, or g free GPUs on servers in order.
+    misfits_stay = True
 
     def __init__(self, most_free: bool = True, refine: bool = False):
         super().__init__(strict=False)
