@@ -128,6 +128,11 @@ class ReplayResult:
         """The metrics row (evaluation.catalog names, unit-less keys)."""
         return self.evaluation["summary"]
 
+    @property
+    def policy_stats(self) -> dict[str, Any]:
+        """What the policy counted during the replay (``Policy.stats()``, summed over partitions)."""
+        return self.result.policy_stats
+
 
 # -- the workload -------------------------------------------------------------------------------------
 def trace_path(path: str) -> Path:
@@ -286,11 +291,14 @@ def replay_extras(spec: ReplaySpec, workload, failures: str,
 
 
 def prepare_replay(spec: ReplaySpec, *, built: tuple[Any, Any] | None = None, predictor: Any = None,
-                   announce: Callable[[str], None] | None = None) -> PreparedReplay:
+                   announce: Callable[[str], None] | None = None,
+                   extras: dict[str, Any] | None = None) -> PreparedReplay:
     """Build what ``spec`` replays on: the workload (``built`` = (table, workload) a caller already has,
     e.g. from a per-worker cache or a paper's own generator; else :meth:`WorkloadSource.build`), the
     extras and the duration predictor (``predictor``: an object the caller already resolved, else
-    built from ``spec.predictor``). Share the result between policies with ``run_replay(spec,
+    built from ``spec.predictor``). ``extras``: extras the caller built itself, over those of the spec
+    (``performance``: a model object shared by several replays, ``predictions``: per-kind arrays, as
+    :func:`sim.simulate` takes them). Share the result between policies with ``run_replay(spec,
     prepared)``."""
     table, workload = built if built is not None else spec.workload.build(spec.seed)
     if not len(workload):
@@ -298,7 +306,7 @@ def prepare_replay(spec: ReplaySpec, *, built: tuple[Any, Any] | None = None, pr
     failures = spec.failures
     if failures is None:  # default: a workload that carries failures (the failure presets) replays them
         failures = "trace" if carries_failures(workload) else "none"
-    extras = replay_extras(spec, workload, failures, announce)
+    extras = {**replay_extras(spec, workload, failures, announce), **(extras or {})}
     if predictor is None:
         predictor = make_predictor(spec.predictor, spec.seed, spec.tracking_uri)
     return PreparedReplay(table=table, workload=workload, extras=extras, predictor=predictor, failures=failures,

@@ -62,3 +62,36 @@ def test_runner_returns_every_claim_measure(tmp_path, monkeypatch):
                                                                   "perfect", "work_conserving", "load"}
     assert (tmp_path / "asrpt_replays.csv").is_file() and (tmp_path / "asrpt_table2.csv").is_file()
     assert 0 <= got["t2_heavy_edge_gap"].value
+
+
+def test_runner_replays_through_the_one_replay_path(monkeypatch):
+    # Was: the runner built its own Engine. Now every replay is pipelines.replay.run_replay with the runner's
+    # shared iteration-time model and predictions as extras, and A-SRPT's counters come from the result.
+    import pipelines.replay as R
+
+    calls = []
+    real = R.run_replay
+
+    def spy(spec, prepared=None, **kw):
+        calls.append((spec.policy, spec.placement, sorted(prepared.extras)))
+        return real(spec, prepared, **kw)
+
+    monkeypatch.setattr(R, "run_replay", spy)
+    case = asrpt.make_case(150_000, seed=0, scale=1 / 1500, servers=10, span_scale=1 / 6)
+    a = asrpt.replay(case, "a-srpt", asrpt.QUICK, pred="median", nic="whole")
+    w = asrpt.replay(case, "wcs-duration", asrpt.QUICK, pred="median", refine=True)
+    assert calls == [("a-srpt:nic=whole", "heavy-edge", ["performance", "predictions"]),
+                     ("wcs-duration", "heavy-edge:refine=true", ["performance", "predictions"])]
+    assert a["virtual_completions"] == len(case.w) and "delayed_heads" in a and "virtual_completions" not in w
+    assert asrpt.performance(case, nic="whole") is asrpt.performance(case, nic="whole")  # shared alpha caches
+
+
+def test_prepare_replay_takes_extras_the_caller_built():
+    from pipelines.replay import ReplaySpec, WorkloadSource, prepare_replay, run_replay
+
+    spec = ReplaySpec(workload=WorkloadSource(synthetic="pai-paper", jobs=60), policy="spjf", predictor="unused",
+                      failures="none")
+    prepared = prepare_replay(spec, extras={"predictions": {"duration": [1.0] * 60}})
+    assert prepared.extras == {"predictions": {"duration": [1.0] * 60}}
+    rr = run_replay(spec, prepared)
+    assert rr.policy_stats == rr.result.policy_stats and len(rr.result.end) == 60
