@@ -5,6 +5,7 @@ GA2M estimate, a detection-rate ablation and the replay time with and without Sc
     python benchmarks/bench_schedmate.py              # small sizes, a few minutes on 2 shared cores
     python benchmarks/bench_schedmate.py --full       # 2,000 jobs per synthetic workload, 5,000 Philly jobs
     python benchmarks/bench_schedmate.py --speed      # only the replay CPU time with / without SchedMate
+    python benchmarks/bench_schedmate.py --latency    # ms per job of advise / track / diagnose, warm process
 
 Writes benchmarks/results/schedmate/report.md (and results.json). The job material SchedMate reads is
 SYNTHETIC (features.jobcorpus): its link to a trace job is the job's group key only, so every result
@@ -302,6 +303,59 @@ def speed(args, sm: str) -> list[dict]:
     return rows
 
 
+def latency(n: int, history: int, seed: int, embedder: str) -> dict:
+    """Milliseconds per job of `schedcast advise` / `track` / `diagnose`'s work in a warm process (imports
+    done, models loaded, one job of each kind read first): advise = metadata extraction from the job's
+    repository and command + retrieval over ``history`` finished jobs (each asked job's text new to the
+    Advisor: no kept answer); track = the Metric Tracker on the job's whole progress log; diagnose = the
+    Failure Handler (locator + classifier) on the job's failed log. Per call: CPU mean, p95 and max, and
+    wall mean and p95."""
+    from features.jobcorpus import iter_corpus
+    from models.schedmate.advisor import SchedulingAdvisor
+    from models.schedmate.extract import extract_metadata
+    from models.schedmate.failures import FailureHandler
+    from models.schedmate.tracker import MetricTracker
+
+    mats = list(iter_corpus(history + n + 1, seed))
+    past, asked = mats[:history], mats[history:]
+    adv = SchedulingAdvisor(t_score=0.9, embedder=embedder)
+    for i, m in enumerate(past):
+        adv.observe(f"h{i}", extract_metadata(m.command, m.files).canonical_text(), m.truth.duration, float(i))
+    logs = [m.runtime_log(noisy=bool(i % 2))[0] for i, m in enumerate(asked)]
+    flogs = [m.failure_log(noisy=bool(i % 2))[0] for i, m in enumerate(asked)]
+    tracker, handler = MetricTracker(), FailureHandler()
+    times: dict[str, list[float]] = {"advise": [], "track": [], "diagnose": []}
+
+    def advise(m):
+        md = extract_metadata(m.command, m.files)
+        return md, adv.advise(md.canonical_text() + " ", now=float(history))  # a text the Advisor has not seen
+
+    warm = asked[0]  # one of each first: the first call builds lazy tables
+    md0, _ = advise(warm)
+    tracker.track(logs[0], iterations=md0.iterations, iteration_unit=md0.iteration_unit)
+    handler.diagnose(flogs[0])
+    clock = time.process_time  # CPU time: on a shared machine wall time measures the neighbours too
+    walls: dict[str, list[float]] = {k: [] for k in times}
+    for m, lines, flines in zip(asked[1:], logs[1:], flogs[1:]):
+        for k, call in (("advise", lambda: advise(m)),
+                        ("track", lambda: tracker.track(lines, iterations=md.iterations, iteration_unit=md.iteration_unit)),
+                        ("diagnose", lambda: handler.diagnose(flines))):
+            w0, c0 = time.perf_counter(), clock()
+            got = call()
+            times[k].append((clock() - c0) * 1000)
+            walls[k].append((time.perf_counter() - w0) * 1000)
+            if k == "advise":
+                md = got[0]
+    out = {"jobs": n, "history": history, "embedder": embedder,
+           "log_lines_mean": float(np.mean([len(x) for x in logs[1:]])),
+           "failed_log_lines_mean": float(np.mean([len(x) for x in flogs[1:]]))}
+    for k, v in times.items():
+        a, wl = np.asarray(v), np.asarray(walls[k])
+        out[k] = {"mean_ms": float(a.mean()), "p95_ms": float(np.percentile(a, 95)), "max_ms": float(a.max()),
+                  "wall_mean_ms": float(wl.mean()), "wall_p95_ms": float(np.percentile(wl, 95))}
+    return out
+
+
 def speed_table(rows: list[dict]) -> list[str]:
     L = ["| workload | jobs | failures | without | with | without: CPU / wall (s) | with: CPU / wall (s) "
          "| ratio (CPU) | with, first run: CPU (s) | ratio first run | with, disk cache: CPU (s) | ratio disk cache |",
@@ -440,6 +494,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--speed-lucid", action="store_true", help="--speed: Lucid vs Lucid + SchedMate too (slow)")
     ap.add_argument("--max-ratio", type=float, default=None,
                     help="--speed: exit 1 if a ratio (with / without SchedMate, CPU) exceeds this")
+    ap.add_argument("--latency", action="store_true",
+                    help="only the ms per job of advise / track / diagnose in a warm process (writes latency.json)")
+    ap.add_argument("--latency-jobs", type=int, default=200, help="--latency: jobs asked")
+    ap.add_argument("--latency-history", type=int, default=2000, help="--latency: finished jobs the Advisor knows")
+    ap.add_argument("--max-ms", type=float, default=None,
+                    help="--latency: exit 1 if a step's mean ms per job exceeds this (the issue's bound: 50)")
     args = ap.parse_args(argv)
     if args.full:
         args.jobs, args.philly_jobs = max(args.jobs, 2000), max(args.philly_jobs, 5000)
@@ -451,6 +511,22 @@ def main(argv: list[str] | None = None) -> int:
         sm += f",recall={args.recall}"
     if args.precision is not None:
         sm += f",precision={args.precision}"
+    if args.latency:
+        res = latency(args.latency_jobs, args.latency_history, args.seed, args.embedder)
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "latency.json").write_text(json.dumps(res, indent=1) + "\n")
+        print(f"{res['jobs']} jobs asked, {res['history']} finished known, embedder {res['embedder']}; progress logs "
+              f"{res['log_lines_mean']:.0f} lines, failed logs {res['failed_log_lines_mean']:.0f} lines (mean)")
+        for k in ("advise", "track", "diagnose"):
+            r = res[k]
+            print(f"{k:9s} CPU mean {r['mean_ms']:.2f} ms, p95 {r['p95_ms']:.2f} ms, max {r['max_ms']:.2f} ms; "
+                  f"wall mean {r['wall_mean_ms']:.2f} ms, p95 {r['wall_p95_ms']:.2f} ms")
+        worst = max(res[k]["mean_ms"] for k in ("advise", "track", "diagnose"))
+        if args.max_ms is not None and worst > args.max_ms:
+            print(f"mean {worst:.1f} ms > --max-ms {args.max_ms}", file=sys.stderr)
+            return 1
+        return 0
     if args.speed:
         t0 = time.perf_counter()
         rows = speed(args, sm)
