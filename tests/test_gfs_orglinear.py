@@ -110,3 +110,92 @@ def test_orglinear_drives_the_quota_inside_the_replay():
     plog = {row[1]: row[3] for row in persistence.policy_stats["sqa_quota_log"]}
     assert all(log[t] == pytest.approx(plog[t]) for t in log if t < 96 * 3600.0)  # before the first fit: the fallback
     assert any(abs(log[t] - plog[t]) > 1e-6 for t in log if t >= 96 * 3600.0)
+
+
+def test_one_token_attention_equals_the_attention_module():
+    # Without organisation attributes the attention has one key: its weight is 1 and the shortcut must give the
+    # module's value and gradients.
+    import torch
+
+    from models.forecast import build_orglinear_net
+
+    torch.manual_seed(0)
+    net = build_orglinear_net(lookback=8, horizon=3, n_orgs=4, n_attrs=0, d=16, kernel=3)
+    tokens = torch.randn(5, 1, 16, requires_grad=True)
+    step = torch.randn(5, 3, 16, requires_grad=True)
+    fast = net.one_token_attention(tokens).expand(5, 3, 16)
+    slow, _ = net.attn(step, tokens, tokens)
+    assert torch.allclose(fast, slow, atol=1e-6)
+    gf = torch.autograd.grad(fast.sum(), [tokens, net.attn.in_proj_weight])
+    gs = torch.autograd.grad(slow.sum(), [tokens, net.attn.in_proj_weight])
+    assert all(torch.allclose(a, b, atol=1e-5) for a, b in zip(gf, gs))
+
+
+def test_foreach_adam_is_the_per_tensor_update():
+    import torch
+
+    from models.forecast import _adam_step
+
+    torch.manual_seed(0)
+    ps = [torch.randn(3, 4), torch.randn(7)]
+    ref = [p.clone() for p in ps]
+    ms, vs = [torch.zeros_like(p) for p in ps], [torch.zeros_like(p) for p in ps]
+    rm, rv = [torch.zeros_like(p) for p in ps], [torch.zeros_like(p) for p in ps]
+    for t in range(1, 6):
+        grads = [torch.randn_like(p) for p in ps]
+        for p, g in zip(ps, grads):
+            p.grad = g
+        _adam_step(ps, ms, vs, t, 3e-3, 0.9, 0.999, 1e-8)
+        for p, m, v, g in zip(ref, rm, rv, grads):  # the loop it replaced
+            m.mul_(0.9).add_(g, alpha=0.1)
+            v.mul_(0.999).addcmul_(g, g, value=0.001)
+            p.addcdiv_(m, (v / (1 - 0.999 ** t)).sqrt_().add_(1e-8), value=-3e-3 / (1 - 0.9 ** t))
+    assert all(torch.allclose(a, b, atol=1e-7) for a, b in zip(ps, ref))
+
+
+def test_persistence_init_starts_as_the_persistence_forecast():
+    from models.forecast import OrgLinear
+
+    idx = pd.date_range("2020-05-01", periods=60, freq="h")
+    rng = np.random.default_rng(1)
+    demand = pd.DataFrame({"a": rng.integers(0, 9, 60), "b": rng.integers(0, 3, 60)}, index=idx).astype(float)
+    m = OrgLinear(lookback=24, horizon=1, kernel=5, max_epochs=0, holiday_country=None, engine="torch",
+                  init="persistence", norm="max").fit(demand)
+    assert list(m.scale_) == [demand["a"].max(), max(1.0, demand["b"].max())]  # norm="max": the peak
+    v = demand.to_numpy() / m.scale_
+    rms = float(np.sqrt(np.mean((v[24:] - v[23:-1]) ** 2)))  # every window's target minus its last value
+    fc = m.forecast(demand, None, [idx[40]])
+    assert np.allclose(fc.mean[0, :, 0], demand.iloc[39].to_numpy(), atol=1e-5)
+    assert np.allclose(fc.scale[0, :, 0] / m.scale_, rms, rtol=1e-4)
+    with pytest.raises(ValueError):
+        OrgLinear(norm="median")
+
+
+def test_replay_calendar_is_the_timestamp_calendar():
+    from models.forecast import _calendar
+    from sim.policies.gfs.sqa import _calendar_of_hours
+
+    hours = np.arange(0, 24 * 15, 7)
+    idx = pd.Timestamp("2020-05-01") + pd.to_timedelta(hours, unit="h")
+    for a, b in zip(_calendar_of_hours(hours), _calendar(pd.DatetimeIndex(idx), None)):
+        assert np.array_equal(a, b)
+
+
+def test_in_replay_orglinear_scales_by_the_peak_and_stays_bounded():
+    # An organisation whose mean is under one GPU but whose peak is 20: with the mean as the scale (the old
+    # reading, norm="mean") its inputs reach 40 and the warm starts diverged; the in-replay default divides by
+    # the peak, and forecasts stay of the size of the history through daily warm starts.
+    from sim.policies.gfs.sqa import ModelEstimator
+
+    rng = np.random.default_rng(0)
+    T = 24 * 9
+    a = np.where(rng.random(T) < 0.03, 20.0, 0.0)
+    b = 10 + 5 * np.sin(np.arange(T) * 2 * np.pi / 24) + rng.normal(0, 1, T)
+    hist = np.stack([a, np.maximum(b, 0)], axis=1)
+    est = ModelEstimator("orglinear", ["a", "b"], 1)
+    for t in range(96, T + 1, 24):
+        est.fit(hist[:t])
+    assert est.fits >= 4 and est.model.norm == "max" and est.model.init == "persistence"
+    assert est.model.scale_[0] == 20.0
+    mu, sig = est.predict(hist, T, 1)
+    assert np.all(mu <= 2 * hist.max(axis=0)[:, None] + 1) and np.all(sig < hist.max(axis=0)[:, None])
