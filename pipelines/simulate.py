@@ -263,6 +263,29 @@ def _print_load(runs: dict[str, dict[str, Any]], offered: float, sizing: dict | 
               "rest on a handful of jobs (more --jobs or a longer window spread them)")
 
 
+def forecaster_info(stats: dict[str, Any]) -> dict[str, Any] | None:
+    """Which demand forecaster drove a policy's quotas (GFS's SQA: ``sqa_*`` stats), for meta.json, the
+    terminal and the MLflow run; None for a policy without one."""
+    if not stats.get("sqa_estimator"):
+        return None
+    return {"estimator": stats["sqa_estimator"], "model_version": stats.get("sqa_model_version"),
+            "model_fits": int(stats.get("sqa_model_fits") or 0),
+            "model_forecasts": int(stats.get("sqa_model_forecasts") or 0),
+            "fit_cpu_seconds": round(float(stats.get("sqa_fit_cpu_seconds") or 0.0), 3)}
+
+
+def describe_forecaster(fc: dict[str, Any]) -> str:
+    """One line: ``orglinear (trained in the replay: 18 fits, 402 model forecasts)`` or the registry version."""
+    est, ver = fc["estimator"], fc.get("model_version")
+    if ver:
+        how = f"version {ver}"
+    elif fc.get("model_fits"):
+        how = f"trained in the replay: {fc['model_fits']} fits"
+    else:
+        how = "no learned model"
+    return f"{est} ({how}, {fc.get('model_forecasts', 0):,} model forecasts)"
+
+
 def _trace_name(table, args: argparse.Namespace) -> str:
     if args.synthetic:
         return f"synthetic {args.synthetic}"
@@ -373,6 +396,7 @@ def _run(args, t0, out, force, window, predictor, predicted, predictor_info, plo
     progress = _Progress() if _show_progress(args) else None
     has_spot = prepared.has_spot
     runs: dict[str, dict[str, Any]] = {}
+    forecasters: dict[str, dict[str, Any]] = {}
     replayed = None
     t_replay = time.perf_counter()
     for policy in args.policy:
@@ -382,7 +406,11 @@ def _run(args, t0, out, force, window, predictor, predicted, predictor_info, plo
         finally:
             stop()
         runs[policy] = replayed.evaluation
-        print(f"  {policy}: {replayed.result.events:,} events in {replayed.result.wall_seconds:.2f} s")
+        fc = forecaster_info(replayed.result.policy_stats)
+        if fc:
+            forecasters[policy] = fc
+        print(f"  {policy}: {replayed.result.events:,} events in {replayed.result.wall_seconds:.2f} s"
+              + (f"; quotas from {describe_forecaster(fc)}" if fc else ""))
     t_replay = time.perf_counter() - t_replay
     trace_name = _trace_name(table, args)
     title = f"\n{workload.cluster.name} | {trace_name} | "
@@ -406,7 +434,7 @@ def _run(args, t0, out, force, window, predictor, predicted, predictor_info, plo
     meta = ordered_meta({"kind": kind, "command": shlex.join(["schedcast", *getattr(args, "argv", sys.argv[1:])]),
             **replayed.meta, "trace_name": trace_name, "offered_load": load, "policies": args.policy,
             "predictor_resolved": predictor_info, "failures": getattr(args, "failures", "none"),
-            "measured_jobs": measured or len(workload)})
+            "measured_jobs": measured or len(workload), **({"forecasters": forecasters} if forecasters else {})})
     plots = getattr(args, "plots", True)
     t_write = time.perf_counter()
     write_results(out, runs, meta, force=force, plots=plots, plotter=plotter)

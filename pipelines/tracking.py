@@ -339,6 +339,11 @@ def replay_params(policy: str, meta: Mapping[str, Any], code: str) -> tuple[dict
         models.append(resolved)
     else:
         params["predictor"] = "unused"
+    fc = (meta.get("forecasters") or {}).get(policy)
+    if fc:  # the demand forecaster that drove the policy's quotas (GFS's SQA)
+        params.update({"forecaster": fc.get("estimator"), "forecaster.model_version": fc.get("model_version"),
+                       "forecaster.model_fits": fc.get("model_fits")})
+        tags["schedcast.forecaster"] = f"{fc.get('estimator')}" + (f"/{fc['model_version']}" if fc.get("model_version") else "")
     for kind, info in (meta.get("predict_resolved") or {}).items():
         lp, _ = model_lineage(info, f"predict.{kind}")
         params.update(lp)

@@ -116,11 +116,31 @@ def test_generator_follows_the_series_and_is_seeded(tmp_path):
         GfsSpec(hp_pod_mix={0: 1.0})
 
 
-def test_cli_simulates_the_gfs_preset(shared_data, tmp_path):
+def test_cli_simulates_the_gfs_preset(shared_data, tmp_path, capsys):
+    import json
+
     from pipelines.cli import main
 
     out = tmp_path / "out"
     code = main(["simulate", "--synthetic", "gfs-low", "--jobs", "300", "--policy", "gfs", "yarn-cs",
-                 "--no-plots", "--out", str(out)])
+                 "--no-plots", "--no-track", "--out", str(out)])
     assert code == 0
     assert any(out.rglob("*.csv")) or any(out.rglob("*.parquet"))
+    # meta.json and the terminal name the forecaster that drove GFS's quotas (OrgLinear, trained in the replay)
+    meta = json.loads((out / "meta.json").read_text())
+    fc = meta["forecasters"]
+    assert list(fc) == ["gfs"] and fc["gfs"]["estimator"] == "orglinear"
+    assert fc["gfs"]["model_fits"] > 0 and fc["gfs"]["model_forecasts"] > 0 and fc["gfs"]["model_version"] is None
+    printed = capsys.readouterr().out
+    assert "gfs: " in printed and "quotas from orglinear (trained in the replay:" in printed
+
+
+def test_mlflow_params_name_the_forecaster():
+    from pipelines.tracking import replay_params
+
+    meta = {"forecasters": {"gfs": {"estimator": "models:/demand@champion", "model_version": "3", "model_fits": 0}}}
+    params, tags, _ = replay_params("gfs", meta, "abc")
+    assert params["forecaster"] == "models:/demand@champion" and params["forecaster.model_version"] == "3"
+    assert tags["schedcast.forecaster"] == "models:/demand@champion/3"
+    params, tags, _ = replay_params("yarn-cs", meta, "abc")
+    assert "forecaster" not in params and "schedcast.forecaster" not in tags
