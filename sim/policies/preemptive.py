@@ -7,6 +7,7 @@ import heapq
 import math
 from typing import Any, Literal
 
+from sim.placement import Consolidate
 from sim.states import LOADING, RUNNING, SAVING
 from sim.policies.base import Policy, SortedQueue
 
@@ -34,6 +35,8 @@ class HeadPreemptive(Policy):
         self.preemptions = 0
         self.version = 0  # bumped whenever the running set or a running rank changes
         self._blocked: tuple[int, int] | None = None  # (job, version) of the last failed search
+        # (pool, pool version, placement, GPU counts the placement could not place there): see _start
+        self._misfits: tuple[Any, int, Any, set[int]] = (None, -1, None, set())
 
     # Ranks: smaller is better. ``rank`` must be comparable across waiting and running jobs.
     def rank(self, job: int) -> Any:
@@ -135,9 +138,27 @@ class HeadPreemptive(Policy):
                 self.saving_gpus += ctx.jobs.gpus[v]
 
     def _start(self, job: int) -> bool:
-        if self.ctx.jobs.gpus[job] <= self.ctx.free_gpus and self.ctx.try_start(job):
+        """Start ``job`` if the placement places it now.
+
+        A GPU count that the built-in ``consolidate`` could not place is remembered until the pool
+        changes (``pool.version``): that placement's answer depends only on the pool and the count
+        (``ctx.fits_monotonically``), so asking again gives the same None. Most events change no GPU
+        (arrivals, demotion timers), and every pass used to ask again for the blocked head and for
+        each backfill shape."""
+        ctx = self.ctx
+        g = ctx.jobs.gpus[job]
+        if g > ctx.free_gpus:
+            return False
+        pool, memo = ctx.pool, self._misfits
+        if memo[0] is not pool or memo[1] != pool.version or memo[2] is not ctx.placement:
+            memo = self._misfits = (pool, pool.version, ctx.placement, set())
+        elif g in memo[3] and ctx.fits_monotonically(job):
+            return False
+        if ctx.try_start(job):
             self.started(job)
             return True
+        if ctx.fits_monotonically(job):
+            memo[3].add(g)
         return False
 
     def schedule(self) -> None:
@@ -187,6 +208,8 @@ class HeadPreemptive(Policy):
 
 
 _LEVEL = 1 << 40  # Tiresias' rank: queue * _LEVEL + job (job indices stay far below it)
+_JOB = _LEVEL - 1  # rank & _JOB is the job
+_ACTIVE = (LOADING, RUNNING)
 
 
 def _neg(key: Any) -> Any:
@@ -303,32 +326,144 @@ class Tiresias(HeadPreemptive):
         # the pool's nodes change; starts only take GPUs. Each of these clears it (see the hooks). On
         # Philly ~2/3 of the searches failed and each walked every running job.
         self._failed: tuple | None = None
+        # The ranks of the jobs this policy started and that hold GPUs (loading or running), ascending:
+        # the eligible victims of a search are a suffix of it, found by bisection. Ranks change only
+        # when a running job drops a queue (on_timer -> track), so the list is kept exact by the hooks
+        # through which a job stops holding GPUs (finish, preempt, requeue, failure) instead of a lazy
+        # heap that every search popped and pushed back whole.
+        self._keys: list[int] = []
+        self._key_of: dict[int, int] = {}
+        # level(): a >= t - 1e-6 for exactly bisect_right(cuts, a) thresholds t (the same floats)
+        self._cuts = [t - 1e-6 for t in self.thresholds]
+        self._arrivals = 0  # jobs queued so far (arrivals, requeues, transfers)
+        self._still: tuple | None = None  # the inputs of the last pass, if it decided nothing
 
     def _pool_shape(self) -> tuple:
         pool = self.ctx.pool
         return (pool.total_capacity, frozenset(pool.cordoned), frozenset(pool.down), tuple(pool.offline))
 
+    def track(self, job: int) -> None:
+        self.version += 1
+        self._untrack(job)
+        key = self._key_of[job] = self.rank(job)
+        bisect.insort(self._keys, key)
+
+    def _untrack(self, job: int) -> None:
+        key = self._key_of.pop(job, None)
+        if key is not None:
+            keys = self._keys
+            del keys[bisect.bisect_left(keys, key)]
+
     def candidates(self, job: int) -> list[int] | None:
         failed = self._failed
         if failed is not None and failed[0] == job and failed[2] == self._pool_shape():
             return None
-        victims = super().candidates(job)
+        victims = self._search(job)
         self._failed = None
         if victims is None and self.ctx.fits_monotonically(job):
             self._failed = (job, self.rank(job), self._pool_shape())
         return victims
 
+    def _search(self, job: int) -> list[int] | None:
+        """The answer of :meth:`HeadPreemptive.candidates` — the shortest prefix of the running jobs
+        ranked worse than ``job``, worst first, whose release lets ``job`` be placed — asked in another
+        order. The eligible jobs are a suffix of the rank list; the prefixes are asked one by one as
+        before, except that once one prefix holds enough GPUs and still does not fit, a monotone
+        placement is asked whether all eligible jobs would do: most failing searches end there with
+        one more question instead of one per further prefix, and most successful ones (a 1-GPU head
+        and a 1-GPU victim) end at the first prefix without it. The placement's answers do not depend
+        on the order of the questions, so the victims are the same."""
+        ctx = self.ctx
+        keys = self._keys
+        low = bisect.bisect_right(keys, self.rank(job))
+        i = len(keys)
+        state, excluded = ctx.state, self.excluded
+        gpus, milli = ctx.jobs.gpus, ctx.jobs.gpu_milli
+        need = gpus[job] if not milli[job] else 0
+        room = ctx.free_gpus
+        eager = self.EAGER
+        victims: list[int] = []
+        misfit = False  # a prefix with GPUs enough for the job did not fit
+        while i > low and len(victims) < eager:
+            i -= 1
+            victim = keys[i] & _JOB
+            if state(victim) not in _ACTIVE or excluded(victim):
+                continue
+            victims.append(victim)
+            room = room + gpus[victim] if not milli[victim] else math.inf
+            if room >= need:
+                if ctx.would_fit(job, victims) is not None:
+                    return victims
+                misfit = True
+                break
+        rest = self._eligible(low, i)
+        if not rest:
+            return None  # every prefix was asked, or lacked the GPUs
+        asked = len(victims)
+        victims += rest
+        if misfit and ctx.fits_monotonically(job) and ctx.would_fit(job, victims) is None:
+            return None  # not even all of them would do
+        for k in range(asked + 1, min(eager, len(victims)) + 1):
+            victim = victims[k - 1]
+            room = room + gpus[victim] if not milli[victim] else math.inf
+            if room >= need and ctx.would_fit(job, victims[:k]) is not None:
+                return victims[:k]
+        if len(victims) <= eager:
+            return None
+        found = ctx.fitting_prefix(job, victims, eager)
+        return victims[:found] if found else None
+
+    def _eligible(self, low: int, high: int) -> list[int]:
+        """The jobs of ``self._keys[low:high]`` that may be preempted now, worst-ranked first."""
+        state, excluded = self.ctx.state, self.excluded
+        out = []
+        for key in reversed(self._keys[low:high]):
+            victim = key & _JOB
+            if state(victim) in _ACTIVE and not excluded(victim):
+                out.append(victim)
+        return out
+
+    def preempt(self, victims: list[int]) -> None:
+        super().preempt(victims)
+        for victim in victims:
+            self._untrack(victim)
+
     def on_requeue(self, job: int) -> None:
         self._failed = None
+        self._untrack(job)
         super().on_requeue(job)
 
     def on_failure(self, job: int) -> float | None:
         self._failed = None
+        self._untrack(job)
         return super().on_failure(job)
 
     def level(self, job: int) -> int:
-        a = self.ctx.attained(job)
-        return sum(1 for t in self.thresholds if a >= t - 1e-6)
+        return bisect.bisect_right(self._cuts, self.ctx.attained(job))
+
+    def _inputs(self) -> tuple | None:
+        """What a pass of :meth:`HeadPreemptive.schedule` decides from, or None when that is not known
+        to be all: the waiting jobs (arrival count and queue length), the running jobs' ranks
+        (``version``), saving GPUs, and the pool (its version) with the built-in ``consolidate``,
+        whose answers depend on the pool and the request only. Ranks do not change with time here
+        (unlike SRTF's remaining times), so a pass with the same inputs as a pass that decided
+        nothing decides nothing either."""
+        ctx = self.ctx
+        placement = ctx.placement
+        if type(placement) is not Consolidate:
+            return None
+        pool = ctx.pool
+        return (pool, pool.version, placement, self.version, self.saving_gpus, self._arrivals,
+                len(self.queue.items))
+
+    def schedule(self) -> None:
+        # Skipped when nothing it reads changed since a pass that decided nothing: most of Tiresias'
+        # extra events on Philly are demotion timers of jobs that finished before their crossing.
+        before = self._inputs()
+        if before is not None and before == self._still:
+            return
+        super().schedule()
+        self._still = before if before is not None and self._inputs() == before else None
 
     def rank(self, job: int) -> Any:
         # (queue, job) packed into one int, ordered as the pair: preemption searches sort and compare
@@ -340,12 +475,14 @@ class Tiresias(HeadPreemptive):
 
     def on_arrival(self, job: int) -> None:
         self.level_of[job] = self.level(job)
+        self._arrivals += 1
         super().on_arrival(job)
 
     def on_finish(self, job: int) -> None:
         if self._failed is not None and self.rank(job) < self._failed[1]:
             self._failed = None  # a better-ranked job freed its GPUs
         self.level_of.pop(job, None)
+        self._untrack(job)
 
     def _demotion_timer(self, job: int) -> None:
         ctx = self.ctx
