@@ -48,3 +48,58 @@ def test_runner_measures_every_claim(tmp_path, monkeypatch, quick):
     verdicts = judge_all(claims, out, quick=quick)
     assert len(verdicts) == len(claims.claims)
     assert (tmp_path / "gfs_replays.md").is_file()
+
+
+def test_plan_lists_every_replay_the_claims_read(tmp_path, monkeypatch):
+    from pipelines.papers import gfs
+
+    for quick in (True, False):
+        asked = []
+
+        def get(self, level, policy):
+            asked.append((level, policy))
+            s = dict(SUMMARY["gfs"], alloc_mean=0.9, hp_jct_mean=1.0, cpu_s=1.0)
+            self.summaries[(level, policy)] = s
+            return s
+
+        monkeypatch.setattr(gfs._Runs, "get", get)
+        monkeypatch.setattr(gfs._Runs, "workload", lambda self, level: [0] * 7)
+        monkeypatch.setattr(gfs._Runs, "prefetch", lambda self, pairs: None)
+        try:  # the forecasting table (no replays) is not what this test covers
+            import pipelines.papers.gfs_forecasting as fcm
+
+            monkeypatch.setattr(fcm, "forecasting_measurements", lambda ctx: {})
+        except ImportError:
+            pass
+        gfs.run(_ctx(tmp_path, quick))
+        assert set(asked) == set(gfs.plan(quick)), quick
+    assert len(gfs.plan(False)) == 30 and len(gfs.plan(True)) == 7
+
+
+def test_replays_on_worker_processes_equal_the_serial_ones(tmp_path, monkeypatch):
+    import numpy as np
+
+    from pipelines.papers import gfs
+    from pipelines.replay import ReplaySpec, prepare_replay
+    from tests.helpers import workload
+
+    rng = np.random.default_rng(0)
+    rows, orgs, cls = [], [], []
+    for k in range(120):
+        spot = k % 3 == 0
+        rows.append((k * 600.0, float(rng.integers(1800, 9000)), int(rng.choice([1, 2, 4]))))
+        orgs.append("s" if spot else f"o{k % 2}")
+        cls.append("spot" if spot else "hp")
+    w = workload(rows, nodes=2, gpus=8, org=orgs, job_class=cls,
+                 checkpoint_interval=[3600.0 if c == "spot" else None for c in cls])
+    prepared = prepare_replay(ReplaySpec(failures="none"), built=(None, w))
+    monkeypatch.setattr(gfs._Runs, "prepared", lambda self, level: prepared)
+    pairs = [("medium", "gfs:estimator=persistence"), ("medium", "yarn-cs"), ("medium", "gfs-e")]
+    serial = gfs._Runs(ReproduceContext(quick=True, out=tmp_path, seeds=[0], data_dir=tmp_path))
+    forked = gfs._Runs(ReproduceContext(quick=True, out=tmp_path, seeds=[0], data_dir=tmp_path, workers=2))
+    forked.prefetch(pairs)
+    assert set(forked.summaries) == set(pairs)
+    for pair in pairs:
+        timing = lambda s: {k: v for k, v in s.items() if not k.endswith(("seconds", "cpu_s"))}  # noqa: E731
+        a, b = timing(serial.get(*pair)), timing(forked.summaries[pair])
+        assert a.keys() == b.keys() and all(a[k] == b[k] or (a[k] != a[k] and b[k] != b[k]) for k in a), pair
