@@ -205,19 +205,22 @@ def replay_spec(policy: str, nic: str = "share", refine: bool = False, time_deci
 def replay(case: Case, policy: str, cfg: dict, pred: str = "rf", nic_gbit: float = 10.0, nic: str = "share",
            refine: bool = False, time_decisions: bool = False) -> dict[str, Any]:
     """One replay on the one replay path (pipelines.replay.run_replay): total JCT (h), makespan (h), mean
-    wait (h), replay seconds (``replay_s``: engine; ``scored_s``: with the evaluation); A-SRPT's stats."""
+    wait (h), replay seconds (``replay_s``: engine; ``scored_s``: with the evaluation, wall;
+    ``scored_cpu_s``: the same in CPU seconds of this process, what a loaded machine does not inflate);
+    A-SRPT's stats."""
     from pipelines.replay import prepare_replay, run_replay
 
     w = case.w
     spec = replay_spec(policy, nic, refine, time_decisions)
     prepared = prepare_replay(spec, built=(None, w), extras=replay_inputs(case, cfg, pred, nic_gbit, nic, refine))
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     rr = run_replay(spec, prepared)
+    cpu = time.process_time() - c0
     res = rr.result
     end, start, sub = np.array(res.end), np.array(res.first_start), np.array(w.submit)
     out = {"policy": policy, "jobs": len(w), "total_jct_h": float((end - sub).sum() / 3600),
            "wait_h": float((start - sub).sum() / 3600), "makespan_h": float(end.max() / 3600),
-           "replay_s": res.wall_seconds, "scored_s": time.perf_counter() - t0}
+           "replay_s": res.wall_seconds, "scored_s": time.perf_counter() - t0, "scored_cpu_s": cpu}
     if policy.startswith("a-srpt"):
         out.update({k: v for k, v in rr.policy_stats.items() if not isinstance(v, list)})
     if time_decisions and res.decision_seconds:
