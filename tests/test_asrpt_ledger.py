@@ -61,6 +61,9 @@ def test_runner_returns_every_claim_measure(tmp_path, monkeypatch):
     assert set(got["fig6_min_reduction_vs_baselines"].causes) == {"nic_whole", "start_min", "refine", "tau_100",
                                                                   "perfect", "work_conserving", "load"}
     assert (tmp_path / "asrpt_replays.csv").is_file() and (tmp_path / "asrpt_table2.csv").is_file()
+    # every replay also went to the JSON-lines log as it ended (what a ledger stopped half-way leaves)
+    lines = (tmp_path / "asrpt_replays.jsonl").read_text().splitlines()
+    assert len(lines) == len((tmp_path / "asrpt_replays.csv").read_text().splitlines()) - 1
     assert 0 <= got["t2_heavy_edge_gap"].value
 
 
