@@ -316,3 +316,4 @@ def test_a_lost_gpu_seen_by_nvidia_smi_and_an_info_line_that_reports_an_io_error
     lines += ["2024-01-02 10:00:09,000 INFO (Thread-4-1) Error reported to Coordinator: /mnt/ckpt/checkpoint.tmp01; "
               "Input/output error", "Traceback (most recent call last):", '  File "coordinator.py", line 297, in stop']
     assert _one(lines) == (7, "infrastructure", "storage")
+

@@ -155,3 +155,17 @@ def test_hf_dicts_after_a_host_prefix_and_a_prefixed_loss_name():
               f"time: 4.5  data: 0.0002" for i in range(1, 4)]
     p = MetricTracker().track(logger)
     assert p.step == 30 and p.loss == pytest.approx(0.9)
+
+
+def test_deepspeed_log_dist_steps_without_a_loss():
+    lines = [f"[2024-01-01 10:00:{i:02d},000] [INFO] [logging.py:69:log_dist] [Rank 0] step={i * 10}, skipped=0, "
+             f"lr=[5e-05], mom=[[0.9, 0.999]]" for i in range(1, 4)]
+    p = MetricTracker().track(lines)
+    assert p.step == 30 and p.loss is None
+
+
+def test_glued_records_and_a_header_steps_per_epoch():
+    rec = "[2024/01/01 10:0{m}:00] root INFO: epoch: [1/40], iter: {i}, lr: 0.001000, loss: {l}, reader_cost: 0.1 s"
+    glued = " ".join(rec.format(m=k, i=100 + 10 * k, l=f"{2.0 - k / 10:.6f}") for k in range(4))
+    p = MetricTracker().track(["[2024/01/01 09:59:00] root INFO: train dataloader has 250 iters", glued])
+    assert (p.step, p.total_steps) == (130, 10000) and p.loss == pytest.approx(1.7)

@@ -81,6 +81,9 @@ _IT_S = re.compile(_NUM + r"\s*it/s\b")
 _TIME_S = re.compile(r"(?<![_\w])time:\s*" + _NUM + r"s?\b")
 _TIME_UNIT = re.compile(r"(?<![_\w])(?:time|step_time|iter_time)[:=]?\s*" + _NUM + r"\s*(ms|s)\b", re.I)
 _UPDATES = re.compile(r"\bnum_updates[=:\s]\s*(\d+)")
+_DS_STEP = re.compile(r"\[Rank 0\] step=(\d+), skipped=\d+")  # DeepSpeed's log_dist line (no loss printed)
+# a pasted log whose newlines were lost: records glued together, each behind its bracketed timestamp
+_GLUED = re.compile(r"(?=\[\d{4}[/-]\d{2}[/-]\d{2} \d{2}:\d{2}:\d{2}\])")
 _UPS = re.compile(r"\bups[=:\s]\s*" + _NUM)
 _KERAS = re.compile(r"^\s*(\d+)/(\d+) \[[=>.]*\]\s*-\s*(?:ETA:\s*([\d:]+)|\d+(?:\.\d+)?m?s\b)")
 _EPOCH_HEAD = re.compile(r"^[\s`>]*Epoch (\d+)/(\d+)\s*$")
@@ -94,10 +97,11 @@ _H_EPOCHS = re.compile(r"(?:Num Epochs\s*=|Scheduled epochs:|max_epochs\s*[=:]|\
 _H_STEPS = re.compile(r"(?:Total optimization steps\s*=|max_steps\s*[=:]|train_iters\s*(?:\.+|[=:])|max_iters\s*[=:]|"
                       r"total_steps\s*[=:])\s*([\d,]+)", re.I)
 _H_WIDGET = re.compile(r"description='(?:Iteration|Training|Steps?)'?,\s*max=(\d+)")
+_H_SPE = re.compile(r"(?:train dataloader has|Steps per epoch\s*=|iters per epoch\s*[=:]?)\s*(\d+)", re.I)
 _H_GBS = re.compile(r"(?:Total train batch size[^=]*=|global_batch_size\s*\.+)\s*([\d,]+)", re.I)
 _H_BS = re.compile(r"(?:batch_size\s*[=:]|Instantaneous batch size per device\s*=|train_micro_batch_size_per_gpu\s+)\s*(\d+)", re.I)
 _H_WORLD = re.compile(r"world_size\s*[=:]\s*(\d+)", re.I)
-_H_ANY = ("epoch", "step", "batch", "iters", "world_size", "total", "max=")
+_H_ANY = ("epoch", "step", "batch", "iters", "world_size", "total", "max=", "dataloader has")
 
 # literal hints (lower case) one of which must be in a line before the (slower) pattern is tried
 _HINTS: dict = {}
@@ -246,6 +250,8 @@ def parse_progress(line: str) -> _Rec | None:
         # the epoch is decided in track() from the header's total steps
         r.kind, r.epoch, r.epoch_total = "pairs", int(m.group(1)), int(m.group(2))
         r.s_in, r.spe = int(m.group(3)), int(m.group(4))
+    elif "[Rank 0] step=" in line and (m := _DS_STEP.search(line)):
+        r.kind, r.step = "deepspeed", int(m.group(1))
     elif "num_updates" in line and (m := _UPDATES.search(line)):  # fairseq: the global update count
         r.kind, r.step = "fairseq", int(m.group(1))
         u = _UPS.search(line)
@@ -427,7 +433,11 @@ class MetricTracker:
         log does not print: total steps, or iterations + unit ("epochs" uses the log's steps/epoch)."""
         flat: list[str] = []
         for line in lines:
-            flat.extend(p for p in str(line).replace("\r\n", "\n").split("\r") if p.strip())
+            for p in str(line).replace("\r\n", "\n").split("\r"):
+                if p.count("[") > 3 and len(_GLUED.findall(p)) > 1:
+                    flat.extend(q for q in _GLUED.split(p) if q.strip())
+                elif p.strip():
+                    flat.append(p)
         header = self._header(flat)
 
         def record(i: int) -> _Rec | None:
@@ -442,15 +452,20 @@ class MetricTracker:
 
         # the last `window` records, scanning back from the end (a long log is not parsed whole)
         recs: list[_Rec] = []
+        ds: list[_Rec] = []  # DeepSpeed's step-only lines: used only when the log has no other progress record
         hf_loss = None
         for i in range(len(flat) - 1, -1, -1):
             if hf_loss is None and (m := _HF_DICT.search(flat[i])):
                 hf_loss = (i, float(m.group(1)))
             r = record(i)
-            if r is not None:
+            if r is not None and r.kind == "deepspeed":
+                if len(ds) < self.window:
+                    ds.append(r)
+            elif r is not None:
                 recs.append(r)
                 if len(recs) >= self.window:
                     break
+        recs = recs or ds
         recs.reverse()
         if any(r.kind != "epochs" for r in recs):  # epoch summaries next to finer progress lines
             recs = [r for r in recs if r.kind != "epochs"]
@@ -490,6 +505,8 @@ class MetricTracker:
             total = total_steps or header.get("steps")
             if total is None and iteration_unit == "steps" and iterations:
                 total = iterations
+            if total is None and header.get("spe") and last[-1].epoch_total:
+                total = last[-1].epoch_total * header["spe"]
         # seconds per step: explicit per-step times, else bar rates, else timestamps
         times = [r.step_time or r.rate_time for r in last if r.step_time or r.rate_time]
         if not times:
@@ -524,6 +541,8 @@ class MetricTracker:
                 out["epochs"] = int(m.group(1))
             if "steps" not in out and (m := _find(_H_STEPS, line, low)):
                 out["steps"] = int(m.group(1).replace(",", ""))
+            if "spe" not in out and (m := _H_SPE.search(line)):
+                out["spe"] = int(m.group(1))
             if "steps" not in out and "max=" in low and (m := _H_WIDGET.search(line)):
                 out["steps"] = int(m.group(1))
             if "gbs" not in out and (m := _find(_H_GBS, line, low)):
