@@ -198,7 +198,12 @@ def _fail_scores(rows: list[dict]) -> dict:
             "no_answer": sum(r["line"] is None for r in rows) / n,
             "unknown": sum(r["kind"] == "unknown" for r in rows) / n,
             "infra_precision": prec, "infra_recall": rec, "infra_f1": f1,
-            "ms_per_log": statistics.fmean(r["ms"] for r in rows)}
+            "ms_per_log": statistics.fmean(r["ms"] for r in rows),
+            "per_type": {t: "%d/%d line, %d/%d type" % (sum(r["line"] == r["truth_line"] for r in rows if r["truth_kind"] == t),
+                                                        sum(r["truth_kind"] == t for r in rows),
+                                                        sum(r["kind"] == t for r in rows if r["truth_kind"] == t),
+                                                        sum(r["truth_kind"] == t for r in rows))
+                         for t in sorted({r["truth_kind"] for r in rows})}}
 
 
 def real_progress(folder: Path) -> dict:
