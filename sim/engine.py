@@ -444,7 +444,7 @@ class Engine(Transitions):
             alloc_used=self.alloc_used, alloc_held=self.alloc_held, events=events, wall_seconds=_time.perf_counter() - wall0,
             decision_seconds=self.decision_seconds, evictions=self.evictions, lost=self.lost,
             event_log=self.event_log, policy_stats=stats, failures=self.failures, lost_work=self.lost_work,
-            failed=[st == FAILED for st in state], seed=self.seed,
+            failed=[st == FAILED for st in state], seed=self.seed, loop=self.loop,
         )
 
     def _lifecycle_event(self, entry: tuple) -> None:

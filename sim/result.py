@@ -37,3 +37,4 @@ class SimResult:
     lost_work: list[float] = field(default_factory=list)  # work (s at speed 1) lost to failures and checkpointed evictions, redone
     failed: list[bool] = field(default_factory=list)  # ended in the terminal FAILED state
     seed: int = 0
+    loop: str = "general"  # which loop replayed: "kernel" (sim.kernel) or "general"

@@ -78,6 +78,7 @@ def test_kernel_equals_general_loop_on_real_philly(philly, policy, placement):
     fast_engine, fast = _replay(philly, policy, placement, True)
     general_engine, general = _replay(philly, policy, placement, False)
     assert fast_engine.loop == "kernel" and general_engine.loop == "general"
+    assert (fast.loop, general.loop) == ("kernel", "general")
     assert_same(fast, general)
 
 
