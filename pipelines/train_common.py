@@ -276,7 +276,12 @@ def make_forecaster(algo: str, lookback: int, horizon: int, freq: str, **params)
         return SeasonalNaive(horizon, per_day, lookback=max(lookback, per_day))
     if algo == "gfs-e":
         return PreviousWeekPeak(horizon, 7 * per_day)
-    raise ValueError(f"unknown demand algorithm {algo!r}: orglinear, dlinear, deepar, seasonal-naive, gfs-e")
+    from models.forecast_zoo import GLUONTS_MODELS, GluonTSForecaster
+
+    if algo in GLUONTS_MODELS:  # the Transformer-family baselines of GFS's comparison (GluonTS)
+        return GluonTSForecaster(algo, lookback=lookback, horizon=horizon, freq=freq, **params)
+    raise ValueError(f"unknown demand algorithm {algo!r}: orglinear, dlinear, deepar, seasonal-naive, gfs-e, "
+                     f"{', '.join(GLUONTS_MODELS)}")
 
 
 def score_forecast(model, demand: pd.DataFrame, attrs, origins, horizon: int) -> tuple[dict[str, float], Any]:

@@ -111,6 +111,7 @@ class Case:
 def _cases() -> list[Case]:
     from models.deferral import BODeferralPredictor, GaussianProcess
     from models.forecast import DeepARForecaster, DLinear, OrgLinear, PreviousWeekPeak, SeasonalNaive
+    from models.forecast_zoo import GluonTSForecaster
     from models.packing import PackingClassifier
     from models.tabular import (GA2MRegressor, IterationForest, LastValueBlend, LightGBMRegressorModel,
                                 RandomForestModel)
@@ -135,6 +136,8 @@ def _cases() -> list[Case]:
         Case("dlinear", lambda: DLinear(**small, kernel=5, max_epochs=1, batch_size=64), _demand, _forecast),
         Case("deepar", lambda: DeepARForecaster(**small, max_epochs=1, num_batches_per_epoch=2, num_samples=8),
              _demand, _forecast),
+        Case("gluonts-patchtst", lambda: GluonTSForecaster("patchtst", **small, max_epochs=1, num_batches_per_epoch=2,
+                                                           num_samples=8, patch_len=6), _demand, _forecast),
         Case("seasonal-naive", lambda: SeasonalNaive(HORIZON, 144, lookback=144), _demand, _forecast),
         Case("gfs-e", lambda: PreviousWeekPeak(HORIZON, 144), _demand, _forecast),
         # deferral (Lazer)
