@@ -348,36 +348,27 @@ class OrgLinear(Estimator):
 
     def _fit_early_stopped(self, demand: pd.DataFrame, attrs, positions: np.ndarray) -> None:
         """Time-based early stopping: the windows whose targets lie in the last ``val_steps`` steps are held
-        out; the network trains on the windows before them one epoch at a time (at most ``max_epochs``) and
-        stops after ``patience`` epochs without a lower validation NLL (Eq. 8). The epoch count that scored
-        best is then trained again from the same start on every window, so the newest data is not wasted.
-        Why: a fixed epoch count over- or under-fits as the history grows (rolling origins, retraining);
-        the validation window is the training series' own end, so nothing after it is seen."""
+        out, the net trains on the earlier ones epoch by epoch (at most ``max_epochs``) until ``patience``
+        epochs bring no lower validation NLL (Eq. 8); then the best epoch count is trained again from the same
+        start on every window. Why: a fixed epoch count over- or under-fits as the history grows."""
         import torch
 
         T, H = len(demand), self.horizon
-        first_val = T - self.val_steps
-        train_pos = positions[positions + H <= first_val]
-        val_pos = positions[positions >= first_val]
+        train_pos, val_pos = positions[positions + H <= T - self.val_steps], positions[positions >= T - self.val_steps]
         if len(train_pos) == 0 or len(val_pos) == 0:
-            raise ValueError(f"val_steps={self.val_steps} leaves no training or no validation window in "
-                             f"{T} steps (look-back {self.lookback}, horizon {H})")
+            raise ValueError(f"val_steps={self.val_steps} leaves no training or no validation window in {T} steps")
         start = {k: v.clone() for k, v in self.net_.state_dict().items()}
         train, val = self._tensors(demand, attrs, train_pos), self._tensors(demand, attrs, val_pos)
-        loss_fn = torch.nn.GaussianNLLLoss(full=True)
         losses: list[float] = []
-        for epoch in range(self.max_epochs):
-            self.updates_ = epoch  # a new shuffle each epoch (``_torch_epochs`` seeds it by updates_)
+        while len(losses) < self.max_epochs and len(losses) - int(np.argmin(losses or [0])) <= self.patience:
+            self.updates_ = len(losses)  # a new shuffle each epoch (``_torch_epochs`` seeds it by updates_)
             self._torch_epochs(train, 1)
             with torch.no_grad():
-                mean, scale = self.net_(*val[:1], *val[2:])
-                losses.append(float(loss_fn(mean, val[1], scale ** 2)))
-            if epoch - int(np.argmin(losses)) >= self.patience:
-                break
+                mean, scale = self.net_(val[0], *val[2:])
+                losses.append(float(torch.nn.GaussianNLLLoss(full=True)(mean, val[1], scale ** 2)))
         self.val_losses_, self.best_epochs_ = losses, int(np.argmin(losses)) + 1
         self.net_.load_state_dict(start)
-        self.opt_ = None
-        full = self._tensors(demand, attrs, positions)
+        self.opt_, full = None, self._tensors(demand, attrs, positions)
         for epoch in range(self.best_epochs_):
             self.updates_ = epoch
             self._torch_epochs(full, 1)
