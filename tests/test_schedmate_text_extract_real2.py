@@ -183,3 +183,158 @@ def test_unset_variables_keep_their_name_and_objective_signals():
     assert (md.model, md.task) == ("detx-resnet50", "object-detection")  # the backbone is a part of DETX
     md = extract_metadata("python main.py --dataset_file coco_panoptic", {"main.py": detector})
     assert md.task == "panoptic-segmentation"
+
+
+# ---- batch 5 kinds: bash arrays, ml_collections configs, Composer, a subcommand CLI over function
+# signatures, config model targets, mmengine algorithms around a backbone, functions handed to spawn
+
+
+ARRAY_SCRIPT = '''#!/bin/bash
+GPUS_PER_NODE=4
+NUM_NODES=1
+DATA=$1 # <path to the data prefix>
+DIST=(
+    --nproc_per_node $GPUS_PER_NODE
+    --nnodes $NUM_NODES
+)
+MODEL_ARGS=(
+    --num-layers 24
+    --hidden-size 1024 # see the table (large)
+)
+TRAIN_ARGS=(
+    --micro-batch-size 2
+    --train-iters 3000
+    --data-path $DATA
+)
+torchrun ${DIST[@]} pretrain_bert_like.py ${MODEL_ARGS[@]} ${TRAIN_ARGS[@]}
+'''
+MEGA_ARGS = ('import argparse\np = argparse.ArgumentParser()\n'
+             'p.add_argument("--num-layers-per-virtual-pipeline-stage", type=int)\np.add_argument("--data-path")\n'
+             'args = p.parse_args()\n')
+
+
+def test_bash_arrays_and_comments_in_a_launch_script():
+    files = {"run.sh": ARRAY_SCRIPT, "pretrain_bert_like.py": MEGA_ARGS}
+    md = extract_metadata("bash run.sh /data/wikitext-103/text", files)
+    assert (md.gpus, md.nodes, md.batch_size, md.iterations, md.iteration_unit) == (4, 1, 2, 3000, "steps")
+    # --num-layers is its own option, not an abbreviation of --num-layers-per-...; 24 x 1024 in a BERT entry
+    assert (md.model, md.task, md.dataset) == ("bert-large", "language-modeling", "wikitext-103")
+
+
+MLC_CONFIG = '''import ml_collections as mlc
+def get_config(mode=None):
+  config = mlc.ConfigDict()
+  config.total_epochs = 300
+  config.input = dict()
+  config.input.data = dict(name='imagenet2012', split='train')
+  config.input.batch_size = 4096
+  config.model_name = 'vit'
+  config.model = dict(variant='B/16', pool_type='tok')
+  if mode == 'gpu8':
+    config.total_epochs = 30
+    config.input.batch_size = 256
+  return config
+'''
+
+
+def test_ml_collections_config_with_a_mode_argument():
+    files = {"proj/train.py": "from absl import flags\n", "proj/configs/vit_i1k.py": MLC_CONFIG}
+    md = extract_metadata("python3 -m proj.train --config proj/configs/vit_i1k.py --workdir /tmp/w", files)
+    assert (md.model, md.dataset, md.task, md.iterations, md.iteration_unit) == (
+        "vit-base", "imagenet", "image-classification", 300, "epochs")
+    md = extract_metadata("python3 -m proj.train --config=$(pwd)/proj/configs/vit_i1k.py:gpu8 --workdir /tmp/w", files)
+    assert md.iterations == 30
+    # the words after ':' name a model and a dataset when the config builds the rest in code
+    files["proj/configs/other.py"] = "def get_config(arg):\n  model, ds = arg.split(',')\n  return build(model, ds)\n"
+    md = extract_metadata("python -m proj.train --config=proj/configs/other.py:s16,cifar100", files)
+    assert (md.model, md.dataset) == ("vit-small", "cifar100")
+
+
+COMPOSER_YAML = '''model:
+  name: mpt_causal_lm
+  d_model: 768
+  n_layers: 12
+train_loader:
+  dataset:
+    local: ./my-copy-c4
+max_duration: 4800ba
+global_train_batch_size: 256
+device_train_microbatch_size: 16
+'''
+
+
+def test_composer_launcher_durations_and_micro_batches():
+    files = {"scripts/train/train.py": "import sys\n", "scripts/train/yamls/mpt.yaml": COMPOSER_YAML}
+    md = extract_metadata("cd scripts/train && composer --world_size 16 --node_rank 0 train.py yamls/mpt.yaml", files)
+    assert (md.model, md.dataset, md.task) == ("mpt-125m", "c4", "language-modeling")
+    assert (md.iterations, md.iteration_unit, md.batch_size, md.gpus) == (4800, "steps", 16, 16)
+    md = extract_metadata("cd scripts\ncomposer train/train.py train/yamls/mpt.yaml max_duration=10ba", files)
+    assert (md.iterations, md.entry) == (10, "scripts/train/train.py")
+
+
+CLI_MAIN = '''from jsonargparse import CLI
+from tool.finetune.lora import setup as finetune_fn
+from tool.pretrain import setup as pretrain_fn
+PARSER_DATA = {"finetune": finetune_fn, "pretrain": pretrain_fn}
+def main():
+    CLI(PARSER_DATA)
+'''
+CLI_LORA = '''from dataclasses import dataclass
+def setup(checkpoint_dir, out_dir="out", devices=1, num_nodes=1,
+          train=TrainArgs(global_batch_size=16, micro_batch_size=2, epochs=4)):
+    pass
+'''
+
+
+def test_a_subcommand_cli_over_function_signatures():
+    files = {"tool/__main__.py": CLI_MAIN, "tool/finetune/lora.py": CLI_LORA, "tool/pretrain.py": "def setup(model_name, out_dir=None):\n    pass\n",
+             "pyproject.toml": '[project]\nscripts.tool = "tool.__main__:main"\n'}
+    md = extract_metadata("tool finetune microsoft/phi-2 --data JSON --out_dir out/x", files)
+    assert (md.model, md.task, md.iterations, md.iteration_unit, md.batch_size) == (
+        "phi-2", "language-modeling", 4, "epochs", 2)
+    md = extract_metadata("tool pretrain EleutherAI/pythia-410m", files)
+    assert md.model == "pythia-410m"
+
+
+def test_config_model_targets_mmengine_algorithms_and_spawned_workers():
+    ldm = ("model:\n  target: gen.models.diffusion.LatentDiffusion\n  params:\n    unet_config:\n"
+           "      target: gen.modules.UNetModel\ndata:\n  params:\n    batch_size: 24\n    train:\n"
+           "      target: gen.data.faces.CelebAHQTrain\n")
+    md = extract_metadata("CUDA_VISIBLE_DEVICES=0 python main.py --base configs/ldm.yaml -t",
+                          {"main.py": "import argparse\np = argparse.ArgumentParser()\np.add_argument('--base', nargs='*')\n",
+                           "configs/ldm.yaml": ldm})
+    assert (md.model, md.task, md.dataset, md.batch_size) == ("latent-diffusion", "image-generation", "celeba-hq", 24)
+    byol = ("model = dict(type='BYOL', backbone=dict(type='ResNet', depth=50))\ntrain_dataloader = dict(batch_size=32)\n"
+            "train_cfg = dict(max_epochs=200)\n")
+    md = extract_metadata("python tools/train.py configs/byol_resnet50_8xb32_in1k.py",
+                          {"tools/train.py": "import argparse\np = argparse.ArgumentParser()\np.add_argument('config')\n",
+                           "configs/byol_resnet50_8xb32_in1k.py": byol})
+    assert md.model == "byol-r50"
+    spawn = ("import argparse, torch, torchvision\np = argparse.ArgumentParser(description='Barlow Twins Training')\n"
+             "p.add_argument('data')\np.add_argument('--epochs', type=int, default=10)\n"
+             "def main():\n    args = p.parse_args()\n    torch.multiprocessing.spawn(main_worker, (args,), 2)\n"
+             "def main_worker(gpu, args):\n    model = torchvision.models.resnet50()\n"
+             "if __name__ == '__main__':\n    main()\n")
+    md = extract_metadata("python main.py /data/imagenet/", {"main.py": spawn})
+    assert (md.model, md.task) == ("resnet50", "self-supervised-pretraining")
+
+
+def test_the_per_repository_cache_gives_what_a_fresh_read_gives():
+    files = {"run.sh": ARRAY_SCRIPT, "pretrain_bert_like.py": MEGA_ARGS}
+    first = extract_metadata("bash run.sh /data/wikitext-103/text", files)
+    again = extract_metadata("bash run.sh /data/wikitext-103/text", files)  # cached indexes
+    fresh = extract_metadata("bash run.sh /data/wikitext-103/text", dict(files))  # a new dict: read afresh
+    assert first.to_dict() == again.to_dict() == fresh.to_dict()
+    files["pretrain_bert_like.py"] = MEGA_ARGS.replace('"--data-path"', '"--data-path", default="x"')
+    files["cfg/new.yaml"] = "a: 1\n"  # the caller changed its dict: the cache must not serve the old one
+    assert extract_metadata("bash run.sh /data/wikitext-103/text", files).to_dict() == \
+        extract_metadata("bash run.sh /data/wikitext-103/text", dict(files)).to_dict()
+
+
+def test_a_file_changed_in_place_is_read_afresh():
+    files = {"train.py": MEGA_ARGS.replace('"--data-path"', '"--data-path", default="/d/cifar10"')}
+    for i in range(60):
+        files[f"pad/f{i}.txt"] = "x"
+    assert extract_metadata("python train.py", files).dataset == "cifar10"
+    files["train.py"] = MEGA_ARGS.replace('"--data-path"', '"--data-path", default="/d/mnist"')  # same length
+    assert extract_metadata("python train.py", files).dataset == "mnist"

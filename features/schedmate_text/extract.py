@@ -28,15 +28,47 @@ from typing import Any
 from features.schedmate_text.hydra import compose as _hydra_compose
 from features.schedmate_text.metadata import FIELDS, JobMetadata
 from features.schedmate_text.pyast import (_analysis_of, _attribute_defaults, _parse_argv, _PyInfo, analyse_source,
-                                           _python_config)
+                                           _python_config, function_cli, ml_collections_config, subcommand_target)
 from features.schedmate_text.resolve import resolve as _resolve
 from features.schedmate_text.settings import (P_ARGV, P_CODE, P_CODE_KW, P_CONFIG, P_DEFAULT, P_LAUNCH,
                                               P_OVERRIDE, _as_int, _merge, _Settings, _yaml_value)
-from features.schedmate_text.shell import (_ASSIGN, _LAUNCH_WORDS, _expand, _join_continuations, _join_rel,
-                                           _shell_statements, _unquote)
+from features.schedmate_text.shell import (_ASSIGN, _LAUNCH_WORDS, _NOT_LAUNCH, _expand, _join_continuations,
+                                           _join_rel, _shell_statements, _strip_comment, _unquote)
+from features.schedmate_text.vocab import canonical_dataset, known_model
 
 __all__ = ["FIELDS", "JobMetadata", "extract_metadata", "read_repository"]
 
+
+
+class _Repository:
+    """A repository's files with their paths normalised, and the indexes the extractor builds lazily
+    (file name -> paths, folder -> default configs, every folder)."""
+
+    def __init__(self, files: dict[str, str]) -> None:
+        self.files = {(_norm_path(k) if ("./" in k or "//" in k or k.endswith("/")) else k): v
+                      for k, v in files.items()}
+        self.by_name: dict[str, list[str]] | None = None
+        self.defaults: dict[str, list[str]] | None = None
+        self.folders: set[str] | None = None
+
+
+_REPOS: dict[tuple[int, int], tuple[dict, dict, _Repository]] = {}
+
+
+def _repository(files: dict[str, str]) -> _Repository:
+    """The normalised, indexed form of `files`, reused while the caller passes the same dict with the
+    same entries (checked entry by entry against a snapshot: a warm Advisor answering many jobs of one
+    repository pays for the indexes once; a dict changed in place is read afresh)."""
+    key = (id(files), len(files))
+    hit = _REPOS.get(key)
+    if hit is not None and hit[0] is files and len(hit[1]) == len(files) and \
+            all(hit[1].get(k, _REPOS) is v for k, v in files.items()):
+        return hit[2]
+    repo = _Repository(files)
+    if len(_REPOS) >= 16:
+        _REPOS.pop(next(iter(_REPOS)))
+    _REPOS[key] = (files, dict(files), repo)
+    return repo
 
 
 # a documentation placeholder with spaces, `[your imagenet-folder with train and val folders]` or
@@ -47,11 +79,12 @@ _PLACEHOLDER = re.compile(r"(?<![\w$\[])\[[A-Za-z][^\]\[\n$\"'=]*\s+[A-Za-z][^\]
 
 class _Extractor:
     def __init__(self, files: dict[str, str]) -> None:
-        self.files = {(_norm_path(k) if ("./" in k or "//" in k or k.endswith("/")) else k): v
-                      for k, v in files.items()}
-        self._by_name: dict[str, list[str]] | None = None
-        self._defaults: dict[str, list[str]] | None = None
-        self._folders: set[str] | None = None
+        repo = _repository(files)
+        self.files = repo.files  # shared, read-only: the same repository is normalised and indexed once
+        self._by_name = repo.by_name
+        self._defaults = repo.defaults
+        self._folders = repo.folders
+        self._repo = repo
         self.s = _Settings()
         self.gpus: tuple[int, int, str] | None = None  # (gpus per node, prio, source)
         self.nodes: tuple[int, int, str] | None = None
@@ -59,6 +92,7 @@ class _Extractor:
         self.entry: str | None = None
         self.argv: list[str] = []
         self.task_text: list[str] = []
+        self.task_names: list[str] = []  # entry script and config file names: the first task signals read
         self.loaded: set[str] = set()
         self.depth = 0
         self.cwd = ""  # relative to the repository root, moved by `cd DIR &&`
@@ -67,16 +101,17 @@ class _Extractor:
 
     # -- files ---------------------------------------------------------------------------------
     def _file(self, path: str, rel_to: str | None = None) -> str | None:
-        p = path.strip().strip("'\"")
+        p = re.sub(r"^(\$\(pwd\)|\$\{?PWD\}?|`pwd`)/", "", path.strip().strip("'\""))  # $(pwd)/x: x here
         cands = ([_join_rel(self.cwd, p)] if self.cwd else []) + [p, p.lstrip("./"), p.lstrip("/")]
         if rel_to:
             cands.append(str(PurePosixPath(rel_to).parent / p))
         for c in cands:
             if c in self.files:  # the common case, without building a path object
                 return c
-            c2 = str(PurePosixPath(c)) if c else c
-            if c2 in self.files:
-                return c2
+            if c and ("//" in c or "/." in c or c.startswith("./") or c.endswith("/")):
+                c2 = str(PurePosixPath(c))
+                if c2 in self.files:
+                    return c2
         # normalise ../ segments
         if rel_to:
             c = _join_rel("", str(PurePosixPath(rel_to).parent) + "/" + p)
@@ -105,7 +140,7 @@ class _Extractor:
             if f:
                 return f
         if self._by_name is None:  # basename -> paths, built once: a repository may hold thousands of files
-            self._by_name = {}
+            self._by_name = self._repo.by_name = {}
             for k in self.files:
                 self._by_name.setdefault(k.rsplit("/", 1)[-1], []).append(k)
         leaf = rel.rsplit("/", 1)[-1]
@@ -122,7 +157,7 @@ class _Extractor:
             if not text:
                 continue
             for m in self._CONSOLE.finditer(text):
-                if m.group(1) == name:
+                if m.group(1) == name or m.group(1).rsplit(".", 1)[-1] == name:  # `scripts.litgpt = "..."`
                     return self._module_file(m.group(2))
         return None
 
@@ -176,7 +211,7 @@ class _Extractor:
     _SEPARATORS = ("&&", "||", ";", "|", "&")
     _REDIRECT = re.compile(r"^(?:\d?>>?|&>>?|<)(?:&\d)?$")
     _REDIRECT_JOINED = re.compile(r"^(?:\d?>>?|&>>?|<)\S+$|^\d?>&\d$")
-    _RUNNERS = ("python", "python3", "torchrun", "deepspeed", "accelerate", "srun", "mpirun", "bash", "sh",
+    _RUNNERS = ("python", "python3", "torchrun", "deepspeed", "accelerate", "srun", "mpirun", "composer", "bash", "sh",
                 "sbatch", "zsh")
 
     def _pick_segment(self, toks: list[str], env: dict[str, str] | None = None) -> list[str]:
@@ -252,10 +287,14 @@ class _Extractor:
                 continue
             if stmt.startswith("#"):
                 continue
-            try:
-                words_q = shlex.split(stmt)
-            except ValueError:
-                words_q = stmt.split()
+            stmt = _strip_comment(stmt).strip()  # `DATA=$5 # <path>`: the comment is not part of the value
+            if not stmt:
+                continue
+            words_q = _words(stmt)
+            arr = re.match(r"^(?:export\s+|declare\s+-a\s+|local\s+)?([A-Za-z_][A-Za-z0-9_]*)=\((.*)\)\s*$", stmt, re.S)
+            if arr:  # ARGS=(--a 1 --b 2): the words, expanded now
+                env[arr.group(1)] = _expand(arr.group(2), env, pos, keep_unset=inline)
+                continue
             single = len(words_q) == 1 or (len(words_q) == 2 and words_q[0] == "export")
             m = _ASSIGN.match(stmt) if single else None
             if m:
@@ -278,7 +317,8 @@ class _Extractor:
             while _ASSIGN.match(first) and len(words) > 1:
                 words = words[1:]
                 first = words[0]
-            if PurePosixPath(first).name in _LAUNCH_WORDS or first.endswith(".py"):
+            if PurePosixPath(first).name in _LAUNCH_WORDS or first.endswith(".py") or \
+                    (inline and first not in _NOT_LAUNCH and not _ASSIGN.match(first)):
                 last_launch = _expand(stmt, env, pos, keep_unset=inline)
         if last_launch:
             self.command(last_launch, env)
@@ -309,7 +349,7 @@ class _Extractor:
             return
         if head == "tune" and rest and rest[0] == "run":  # torchtune: torchrun options, then a recipe
             head, rest = "torchrun", rest[1:]
-        elif head not in ("torchrun", "deepspeed", "accelerate", "srun", "mpirun"):
+        elif head not in ("torchrun", "deepspeed", "accelerate", "srun", "mpirun", "composer"):
             # a console script (fairseq-train, a project's own entry point): its argv is the job's; its
             # module comes from the repository's packaging metadata when the repository declares it
             target = self._console_script(head)
@@ -349,6 +389,9 @@ class _Extractor:
             if script in ("python", "python3") or (script and script.endswith(("torchrun", "python"))):
                 self.launcher([script] + args, env)
                 return
+        elif head == "composer":  # MosaicML's launcher: one process per device, --world_size in all
+            self._set_gpn(_as_int(opts.get("nproc") or opts.get("n")), P_LAUNCH, "composer --nproc")
+            self._set_total(_as_int(opts.get("world_size")), P_LAUNCH, "composer --world_size")
         elif head == "mpirun":
             self._set_total(_as_int(opts.get("np") or opts.get("n")), P_LAUNCH, "mpirun -np")
             if script in ("python", "python3"):
@@ -404,6 +447,7 @@ class _Extractor:
         self.entry = name or script
         self.argv = list(argv)
         self.task_text.append(console or PurePosixPath(script).name)
+        self.task_names.append(name or script)  # the entry's own name speaks before its options do
         parsed_info = analyse_source(self.files[name]) if name and name.endswith(".py") else None
         info = parsed_info if parsed_info is not None else _PyInfo()
         if name is not None and parsed_info is not None:
@@ -411,8 +455,13 @@ class _Extractor:
         self.task_text.extend(info.defaults)  # option names say the objective (--mask_ratio, --mlm)
         self.task_text.extend(info.fields)  # so do dataclass fields (vision_tower: a vision-language model)
         self.programs = list(info.programs)
+        self.task_text.extend(info.programs)  # "Barlow Twins Training"
         if name:
             self.task_text.append(name)  # and the package path (a `dinov2/run/train/train.py` entry)
+        if name is not None and argv and re.fullmatch(r"[a-z][\w-]*", argv[0]) and parsed_info is not None:
+            sub = self._subcommand(name, argv[0])
+            if sub is not None:  # `litgpt finetune ...`: the dispatched function's signature is the CLI
+                info, argv = sub, argv[1:]
         # HfArgumentParser with one JSON argument
         if info.hf_parser and len(argv) == 1 and argv[0].endswith(".json"):
             f = self._file(argv[0])
@@ -431,10 +480,17 @@ class _Extractor:
         # config files named by the resolved arguments (argv first, then defaults)
         resolved = {**{d: v for d, v in info.defaults.items()}, **parsed}
         for k, v in resolved.items():
+            mlc = re.fullmatch(r"(.+\.py):(.*)", v) if isinstance(v, str) else None
+            if mlc and self._file(mlc.group(1)):  # ml_collections: `--config=configs/vit.py:b16,cifar10`
+                self.ml_config(self._file(mlc.group(1)), mlc.group(2))
+                continue
             if isinstance(v, str) and re.search(r"\.(json|ya?ml|py)$", v) and not k.startswith("output"):
                 f = self._file(v)
                 if f and f != name:
-                    self.config_file(f, P_CONFIG, f"config {f}")
+                    if f.endswith(".py") and "def get_config" in self.files[f]:
+                        self.ml_config(f, "")
+                    else:
+                        self.config_file(f, P_CONFIG, f"config {f}")
         rest_pos = []
         i = 0
         while i < len(positionals):  # detectron2 / yacs opts: "SOLVER.MAX_ITER 90000" pairs
@@ -447,7 +503,7 @@ class _Extractor:
             i += 1
         positionals = rest_pos
         if self._folders is None:
-            self._folders = {k.rpartition("/")[0] for k in self.files}
+            self._folders = self._repo.folders = {k.rpartition("/")[0] for k in self.files}
             self._folders |= {f.rsplit("/", n)[0] for f in list(self._folders) for n in range(1, f.count("/") + 1)}
         dirs = [str(v) for v in parsed.values() if isinstance(v, str) and v.strip("./") and
                 _join_rel(self.cwd, v).rstrip("/") in self._folders]
@@ -499,6 +555,30 @@ class _Extractor:
         for value in info.dataset_literals:
             self.s.put("code.dataset", value, P_CODE, "code dataset call")
         self.task_text.extend(info.task_words)
+
+    def ml_config(self, name: str, arg: str) -> None:
+        """An ml_collections config and the words after its `:` (a model or dataset they name counts
+        when the config builds its values in code we do not follow)."""
+        data = ml_collections_config(self.files[name], arg)
+        self.task_names.append(PurePosixPath(name).name)
+        if data:
+            self.s.put_tree(data, P_CONFIG, f"ml_collections config {name}")
+        self.s.put("config.filename", PurePosixPath(name).stem, P_CONFIG - 30, f"config name {name}")
+        for w in re.split(r"[,=]", arg):
+            if known_model(w):
+                self.s.put("config_arg.model", w, P_CONFIG - 5, f"config argument {w}")
+            elif canonical_dataset(w):
+                self.s.put("config_arg.dataset", w, P_CONFIG - 5, f"config argument {w}")
+
+    def _subcommand(self, name: str, word: str) -> _PyInfo | None:
+        found = subcommand_target(self.files[name], word)
+        if found is None:
+            return None
+        f = self._module_file(found[0])
+        if f is None:
+            return None
+        self.task_names.append(f)
+        return function_cli(self.files[f], found[1])
 
     def _follow_wrapped(self, name: str, info: _PyInfo) -> None:
         """A wrapper (a submitit launcher, a thin main) that builds its parser from another local
@@ -561,6 +641,16 @@ class _Extractor:
             self.s.put(k, _yaml_value(v), P_OVERRIDE, f"hydra override {k}")
         self._hydra_devices(cfg, set_overrides)
 
+    def _config_model_class(self, data: dict, prio: int, name: str) -> None:
+        """`model: {target: ldm.models.diffusion.ddpm.LatentDiffusion}` (OmegaConf instantiate_from_config,
+        jsonargparse class_path): the class a config builds names the model, and says the objective."""
+        model = data.get("model") if isinstance(data.get("model"), dict) else {}
+        target = next((model[k] for k in ("target", "_target_", "class_path") if isinstance(model.get(k), str)), None)
+        if target and "." in target:
+            words = _class_words(target)
+            self.s.put("hydra.model_class", words, prio - 1, f"config {name} model target {target}")
+            self.task_names.append(words)
+
     def _hydra_targets(self, cfg: dict) -> None:
         """`_target_` classes say what Hydra instantiates: the network under the model config is the
         model (the LightningModule around it is a wrapper); a data module that divides `batch_size` by
@@ -600,6 +690,7 @@ class _Extractor:
         self.loaded.add(name)
         text = self.files[name]
         self.task_text.append(PurePosixPath(name).name)
+        self.task_names.append(PurePosixPath(name).name)
         if name.endswith(".json"):
             try:
                 data = json.loads(text)
@@ -624,6 +715,7 @@ class _Extractor:
                     if f:
                         self.config_file(f, prio - 1, f"config {f}")
                 self.s.put_tree(data, prio, source)
+                self._config_model_class(data, prio, name)
             self.s.put("config.filename", PurePosixPath(name).stem, prio - 30, f"config name {name}")
         elif name.endswith(".py"):
             data, bases = _python_config(text)
@@ -646,7 +738,7 @@ class _Extractor:
         if not keys or "default" in PurePosixPath(name).name:
             return None
         if self._defaults is None:  # {folder: default-named YAML files in it}, built once
-            self._defaults = {}
+            self._defaults = self._repo.defaults = {}
             for k in self.files:
                 folder_k, _, leaf = k.rpartition("/")
                 if "default" in leaf and leaf.endswith((".yaml", ".yml")):
@@ -667,6 +759,15 @@ class _Extractor:
         return _resolve(self)
 
 
+
+
+@lru_cache(maxsize=8192)
+def _words(stmt: str) -> list[str]:
+    """A script statement's words (shlex is slow; scripts repeat across jobs). Callers do not modify it."""
+    try:
+        return shlex.split(stmt)
+    except ValueError:
+        return stmt.split()
 
 
 @lru_cache(maxsize=512)
@@ -734,7 +835,7 @@ def extract_metadata(command: str, files: dict[str, str]) -> JobMetadata:
     finds are None (GPUs and nodes default to 1)."""
     if not isinstance(command, str) or not command.strip():
         raise ValueError("the command is empty")
-    ex = _Extractor(dict(files))
+    ex = _Extractor(files)  # never written to: the normalised, indexed copy is cached per repository
     ex.command(command)
     return ex.resolve()
 

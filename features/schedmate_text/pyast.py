@@ -30,6 +30,7 @@ class _PyInfo:
     positionals: list[str] = field(default_factory=list)   # argparse positional dests, in order
     global_batch: set[str] = field(default_factory=set)    # batch options whose help says "total" / "all GPUs"
     programs: list[str] = field(default_factory=list)      # ArgumentParser prog / description texts
+    pos_lines: dict[str, int] = field(default_factory=dict)  # positional dest -> source line (for their order)
 
 
 def _lit(node: ast.AST, consts: dict[str, Any]) -> Any:
@@ -90,9 +91,13 @@ def _analyse_python(tree: ast.Module, whole: bool = False) -> _PyInfo:
                 elif isinstance(sub.func, ast.Attribute) and isinstance(sub.func.value, ast.Name) and \
                         sub.func.value.id == "self":
                     name = sub.func.attr
-            if name and name in funcs and name not in seen:
-                seen.add(name)
-                todo.append(funcs[name])
+            names = [name] if name else []
+            if isinstance(sub, ast.Call):  # a function handed to another to run: spawn(main_worker, ...), target=fn
+                names += [a.id for a in list(sub.args) + [k.value for k in sub.keywords] if isinstance(a, ast.Name)]
+            for name in names:
+                if name in funcs and name not in seen:
+                    seen.add(name)
+                    todo.append(funcs[name])
     if whole or not reach or all(isinstance(n, ast.Expr) and isinstance(getattr(n, "value", None), ast.Constant)
                                  for n in roots):
         reach = [tree]
@@ -254,6 +259,8 @@ def _argparse_arg(node: ast.Call, consts: dict, info: _PyInfo) -> None:
             info.options[o] = (dest, takes)
     if not opts[0].startswith("-") and dest not in info.positionals:
         info.positionals.append(dest)
+        info.pos_lines[dest] = getattr(node, "lineno", 0)
+        info.positionals.sort(key=lambda d: info.pos_lines.get(d, 0))  # the walk is not in source order
     help_text = _lit(kw["help"], consts) if "help" in kw else None
     if isinstance(help_text, str) and "batch" in dest and _TOTAL_HELP.search(help_text):
         info.global_batch.add(dest)
@@ -275,14 +282,16 @@ def _parse_argv(argv: list[str], info: _PyInfo) -> tuple[dict[str, Any], list[st
             if "=" in t:
                 o, v = t.split("=", 1)
                 dest = info.options.get(o, (o.lstrip("-").replace("-", "_"), True))[0]
-                if o not in info.options and o.startswith("--"):
+                if o not in info.options and o.startswith("--") and "-" not in o[2:] and "_" not in o[2:]:
                     dests = {info.options[x][0] for x in info.options if x.startswith(o)}
                     dest = dests.pop() if len(dests) == 1 else dest
                 parsed[dest] = _yaml_value(v) if not isinstance(v, str) or not v.startswith("/") else v
                 i += 1
                 continue
             opt = info.options.get(t)
-            if opt is None and t.startswith("--"):  # argparse accepts unique prefixes: --batch -> --batch-size
+            if opt is None and t.startswith("--") and "-" not in t[2:] and "_" not in t[2:]:
+                # argparse accepts unique prefixes (--batch -> --batch-size); with a parser we know only in
+                # part, only a one-word prefix is taken for one (--num-layers is its own option)
                 dests = {info.options[o] for o in info.options if o.startswith(t)}
                 opt = dests.pop() if len(dests) == 1 else None
             dest, takes = opt or (t.lstrip("-").replace("-", "_"), None)
@@ -360,6 +369,126 @@ def _python_config(text: str) -> tuple[dict, list[str]]:
             consts[name] = v
             out[name] = v
     return out, bases
+
+
+def ml_collections_config(text: str, arg: str) -> dict | None:
+    """An ml_collections config module (`--config=configs/vit.py:b16,cifar10`): the `config.a.b = literal`
+    assignments of its get_config(), in order; an `if mode == "gpu8":` block counts when "gpu8" is one of
+    the `:arg` words, other conditions are skipped (unknown without running it)."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return None
+    fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "get_config"), None)
+    if fn is None:
+        return None
+    words = {w.strip() for w in re.split(r"[,=]", arg or "") if w.strip()}
+    params = {a.arg for a in fn.args.args}
+    out: dict = {}
+
+    def chain(t: ast.AST) -> list[str] | None:
+        parts = []
+        while isinstance(t, ast.Attribute):
+            parts.append(t.attr)
+            t = t.value
+        return list(reversed(parts)) if isinstance(t, ast.Name) and parts else None
+
+    def put(path: list[str], v: Any) -> None:
+        d = out
+        for k in path[:-1]:
+            d = d.setdefault(k, {}) if isinstance(d.get(k, {}), dict) else d.setdefault(k + "_", {})
+        if isinstance(v, dict) and isinstance(d.get(path[-1]), dict):
+            d[path[-1]].update(v)
+        else:
+            d[path[-1]] = v
+
+    def holds(test: ast.AST) -> bool | None:
+        if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq) and \
+                isinstance(test.comparators[0], ast.Constant):
+            left = test.left
+            root = left.value if isinstance(left, ast.Attribute) else left
+            if isinstance(root, ast.Name) and root.id in params | {"arg", "mode"}:
+                return str(test.comparators[0].value) in words
+        return None
+
+    def walk(body: list[ast.stmt]) -> None:
+        for st in body:
+            if isinstance(st, ast.Assign) and len(st.targets) == 1:
+                path = chain(st.targets[0])
+                if path:
+                    v = _lit(st.value, {})
+                    if isinstance(v, (str, int, float, dict)) and not isinstance(v, bool):
+                        put(path, v)
+            elif isinstance(st, ast.If):
+                h = holds(st.test)
+                if h is True:
+                    walk(st.body)
+                elif h is False:
+                    walk(st.orelse)
+    walk(fn.body)
+    return out
+
+
+def subcommand_target(text: str, word: str) -> tuple[str, str] | None:
+    """A CLI that dispatches its first argument through a dict of imported functions
+    (`PARSER_DATA = {"finetune": finetune_fn}` with `from pkg.finetune import setup as finetune_fn`): the
+    (module, function) that `word` runs."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return None
+    target = None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Dict):
+            for k, v in zip(node.keys, node.values):
+                if isinstance(k, ast.Constant) and k.value == word and isinstance(v, ast.Name):
+                    target = v.id
+    if target is None:
+        return None
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.module:
+            for a in node.names:
+                if (a.asname or a.name) == target:
+                    return node.module, a.name
+    return None
+
+
+def function_cli(text: str, func: str) -> _PyInfo | None:
+    """The options a function-signature CLI (jsonargparse's CLI(fn), fire) gives: each parameter an
+    option with its default; a default built by a call (`train: TrainArgs = TrainArgs(epochs=5)`) gives
+    `train.epochs`; parameters without a default are the positionals, in order."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return None
+    fn = next((n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == func), None)
+    if fn is None:
+        return None
+    info = _PyInfo()
+    a = fn.args
+    params = a.posonlyargs + a.args
+    defaults = [None] * (len(params) - len(a.defaults)) + list(a.defaults)
+    pairs = list(zip(params, defaults)) + list(zip(a.kwonlyargs, a.kw_defaults))
+    for arg, d in pairs:
+        name = arg.arg
+        if name in ("self", "cls"):
+            continue
+        info.options[f"--{name}"] = (name, True)
+        if d is None:
+            if arg in params:
+                info.positionals.append(name)
+            continue
+        if isinstance(d, ast.Call):
+            for kw in d.keywords:
+                v = _lit(kw.value, {})
+                if kw.arg and isinstance(v, (int, float, str)) and not isinstance(v, bool):
+                    info.defaults[f"{name}.{kw.arg}"] = v
+            continue
+        v = _lit(d, {})
+        if v is not None and not isinstance(v, bool):
+            info.defaults[name] = v
+    info.task_words.append(func)
+    return info
 
 
 @lru_cache(maxsize=512)

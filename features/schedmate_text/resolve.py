@@ -19,7 +19,8 @@ def resolve(ex) -> JobMetadata:
     # model: known names first (by priority), then any model-key string
     model_cands = [(k, v, p, s) for k, v, p, s in ranked if isinstance(v, str) and v.strip() and
                    v.strip().lower() not in ("scratch", "resume", "none", "null", "") and
-                   (_last(k) in _MODEL_KEYS or k in ("code.model", "config.filename", "hint.entry", "hint.config", "hydra.model_class")
+                   (_last(k) in _MODEL_KEYS or k in ("code.model", "config.filename", "hint.entry", "hint.config", "hydra.model_class",
+                                                       "config_arg.model")
                     or _last(k) in _WEAK_MODEL_KEYS
                     or (k.lower().startswith("model.") and _last(k) in ("name", "_name", "type", "arch", "model_name"))) and
                    not _EVAL_PATH.search(k.lower())]
@@ -39,11 +40,18 @@ def resolve(ex) -> JobMetadata:
         md.model, md.sources["model"] = mm
     if md.model is None and first_known is not None:
         md.model, md.sources["model"] = first_known[4], first_known[3]
-    if md.model is None:
-        dims = _dims_model(ex)
-        if dims:
-            md.model, md.sources["model"] = dims, "architecture dims (layers, hidden size)"
-    if md.model is None and model_cands and not model_cands[0][0].startswith("hint."):
+    variant = next((v for k, v, p, s in ranked if _last(k) == "variant" and isinstance(v, str) and
+                    k.lower().startswith(("model.", "variant"))), None)
+    if md.model and variant and not re.search(r"\d", md.model):  # model_name "vit" + variant "S/16": ViT-S/16
+        md.model, md.sources["model"] = canonical_model(f"{md.model}-{variant}"), md.sources.get("model", "") + " + variant"
+    dims = _dims_model(ex, md.model)
+    if dims and (md.model is None or not md.sources.get("model", "").startswith(("argv", "hydra override"))
+                 and (md.sources.get("model", "").startswith(("entry name", "config name")) or
+                      not re.search(r"\d", md.model))):
+        # layers x hidden size of a known family beat a name guessed from a file name
+        md.model, md.sources["model"] = dims, "architecture dims (layers, hidden size)"
+    if md.model is None and model_cands and not model_cands[0][0].startswith("hint.") and \
+            _last(model_cands[0][0]) not in ("weights", "init_checkpoint", "checkpoint_dir"):
         md.model, md.sources["model"] = canonical_model(model_cands[0][1]), model_cands[0][3]
     if md.model and _last(md.sources.get("model", "").split()[-1]) == "backbone":
         arch = _program_model(ex)
@@ -70,14 +78,16 @@ def resolve(ex) -> JobMetadata:
     if md.dataset is not None and named is not None and canonical_dataset(named[0]) is None:
         known_prio = next((p for k, v, p, s in ranked if s == md.sources.get("dataset")), 0)
         if named[1] > known_prio:  # the user's own dataset, named above a default we happen to know
-            md.dataset, md.sources["dataset"] = _name_of_path(named[0]), named[2]
+            if _name_of_path(named[0]):
+                md.dataset, md.sources["dataset"] = _name_of_path(named[0]), named[2]
     if md.dataset is None and glue_task:
         md.dataset, md.sources["dataset"] = f"glue-{glue_task[0]}", glue_task[1]
     if md.dataset is None:  # a dataset we do not know: keep the user's name (last path segment)
         for k, v, p, s in ranked:
             if isinstance(v, str) and _last(k) in _NAMED_DATA_KEYS and p >= P_DEFAULT and v.strip("/ "):
-                md.dataset, md.sources["dataset"] = _name_of_path(v), s
-                break
+                if _name_of_path(v):
+                    md.dataset, md.sources["dataset"] = _name_of_path(v), s
+                    break
     # iterations: steps win over epochs when both set at the same priority (HF: max_steps > 0 overrides)
     best = None
     for k, v, p, s in ranked:
@@ -85,9 +95,14 @@ def resolve(ex) -> JobMetadata:
             continue
         lk = _last(k)
         n = _as_int(v)
+        unit = None
+        if lk in ("max_duration", "duration") and isinstance(v, str):  # Composer: "4800ba", "10ep"
+            m = re.fullmatch(r"\s*([\d_]+)\s*(ba|ep)\s*", v)
+            if m:
+                n, unit = int(m.group(1).replace("_", "")), "steps" if m.group(2) == "ba" else "epochs"
         if n is None or n <= 0:
             continue
-        unit = "epochs" if lk in _EPOCH_KEYS else "steps" if lk in _STEP_KEYS else None
+        unit = unit or ("epochs" if lk in _EPOCH_KEYS else "steps" if lk in _STEP_KEYS else None)
         if unit is None:
             continue
         if best is None or (p == best[2] and unit == "steps" and best[1] == "epochs"):
@@ -168,7 +183,9 @@ def resolve(ex) -> JobMetadata:
         elif getattr(ex, "_global_batch", None) is None and md.batch_scope == "global" and md.gpus:
             pass
     # task: code signals, then dataset, then model
-    sig = task_from_signals(" ".join(ex.task_text))
+    # the entry's and configs' names first (pretrain_gpt.py), then everything the code says (a large
+    # shared parser may define options of other objectives: Megatron's DINO options)
+    sig = task_from_signals(" ".join(ex.task_names)) or task_from_signals(" ".join(ex.task_text))
     if sig:
         md.task, md.sources["task"] = sig, "code signal (class / script / config type)"
     if md.task is None and md.dataset in DATASET_TASK:
@@ -191,12 +208,16 @@ def resolve(ex) -> JobMetadata:
 
 # keys whose value names a model only when it is a name we know (a weights file, a checkpoint folder
 # such as BERT's uncased_L-12_H-768_A-12, a model config file)
-_WEAK_MODEL_KEYS = ("weights", "cfg", "init_checkpoint", "bert_config_file", "model_config_file", "model_config")
+_WEAK_MODEL_KEYS = ("weights", "cfg", "init_checkpoint", "bert_config_file", "model_config_file", "model_config",
+                    "checkpoint_dir")
 _FILE_EXT = re.compile(r"\.(jsonl?|csv|tsv|txt|parquet|arrow|tar|tar\.gz|tgz|zip|npz|h5|hdf5|pkl|tfrecords?)$", re.I)
 
 
-def _name_of_path(v: str) -> str:
-    """The name a data path gives: its last segment without a data-file extension."""
+def _name_of_path(v: str) -> str | None:
+    """The name a data path gives: its last segment without a data-file extension (None for a bare
+    variable name a documented command leaves for the user to set, `DATA_PATH`)."""
+    if re.fullmatch(r"[A-Z][A-Z0-9_]*", v.strip().strip("/")):
+        return None
     seg = [x for x in re.split(r"[/\\]", v.strip()) if x][-1]
     return norm(_FILE_EXT.sub("", seg))
 
@@ -298,17 +319,23 @@ def _mm_model(ex) -> tuple[str, str] | None:
     depth = vals.get("model.backbone.depth")
     head = str(vals.get("model.decode_head.type", ""))
     fname = vals.get("config.filename")
+    btype = str(vals.get("model.backbone.type", ""))
+    arch = vals.get("model.backbone.arch")
+    backbone = known_model(f"{btype}{depth or ''}") if btype else None
     if isinstance(fname, str) and known_model(fname):
+        if t not in _MM_WRAPPERS and backbone and known_model(fname) == backbone and t.lower() not in btype.lower():
+            # byol_resnet50_...: the file names the backbone; the model is the algorithm around it
+            return canonical_model(f"{t}-r{depth}" if depth else t), "mmengine model.type around its backbone"
         return known_model(fname), "mmengine config name"
     if "Segformer" in head:
         return "segformer-b2", "mmengine decode_head"
-    btype = str(vals.get("model.backbone.type", ""))
     if t in _MM_WRAPPERS:  # the wrapper names the pipeline, not the model: the head or backbone does
         for key, name in _MM_HEADS:
             if head == key:
                 return (f"{name}-r{depth}" if depth else name), "mmengine decode_head"
+        if isinstance(arch, str) and re.search(r"[a-z]{2,}.*-", arch):  # arch='deit-tiny' is a whole model name
+            return canonical_model(arch), "mmengine backbone arch"
         if btype:
-            arch = vals.get("model.backbone.arch")
             name = f"{btype}{depth or ''}" + (f"-{arch}" if isinstance(arch, str) else "")
             return canonical_model(name), "mmengine backbone of " + t
     name = f"{t}-r{depth}" if depth else t
@@ -319,9 +346,24 @@ _MM_HEADS = (("DepthwiseSeparableASPPHead", "deeplabv3plus"), ("ASPPHead", "deep
              ("FCNHead", "fcn"), ("PSPHead", "pspnet"), ("DAHead", "danet"))
 
 
-def _dims_model(ex) -> str | None:
-    vals = {k: v for k, v, p, s in reversed(ex.s.ranked())}
-    layers = _as_int(vals.get("num_layers", vals.get("n_layer")))
-    hidden = _as_int(vals.get("hidden_size", vals.get("n_embd")))
+_SIZES = {(12, 768): "125m", (24, 1024): "350m", (24, 2048): "1.3b", (32, 2560): "2.7b", (32, 4096): "7b",
+          (40, 5120): "13b", (44, 6144): "20b", (96, 12288): "175b"}
+
+
+def _dims_model(ex, named: str | None = None) -> str | None:
+    """A model from its shape (layers x hidden size) within the family its name, entry or config says:
+    BERT 12x768 is bert-base, GPT 96x12288 is GPT-3 175B, an MPT config 12x768 is mpt-125m."""
+    vals = {_last(k): v for k, v, p, s in reversed(ex.s.ranked()) if not _EVAL_PATH.search(k.lower())}
+    layers = _as_int(vals.get("num_layers", vals.get("n_layer", vals.get("n_layers"))))
+    hidden = _as_int(vals.get("hidden_size", vals.get("n_embd", vals.get("d_model"))))
+    if not (layers and hidden):
+        return None
+    words = " ".join([named or ""] + [str(x) for x in getattr(ex, "task_names", [])]).lower()
+    if re.search(r"(?<![a-z])mpt", words) and (layers, hidden) in _SIZES:
+        return f"mpt-{_SIZES[(layers, hidden)]}"
+    if "bert" in words and not re.search(r"roberta", words):
+        return {(12, 768): "bert-base", (24, 1024): "bert-large"}.get((layers, hidden))
+    if (layers, hidden) == (96, 12288):
+        return "gpt3-175b"
     table = {(12, 768): "gpt2", (24, 1024): "gpt2-medium", (32, 4096): "llama-2-7b", (40, 5120): "llama-2-13b"}
-    return table.get((layers, hidden)) if layers and hidden else None
+    return table.get((layers, hidden))

@@ -12,14 +12,17 @@ _MODEL_KEYS = {"arch", "model", "model_name", "model_type", "network", "net", "b
                "model_name_or_path", "pretrained_model_name_or_path", "model_id", "model_path", "tokenizer_model"}
 _DATA_KEYS = {"dataset", "dataset_name", "data", "data_path", "data_dir", "data_root", "dataset_type", "task_name",
               "env", "env_id", "env_name", "train_file", "root", "dataset_config_name", "name"}
-_EPOCH_KEYS = {"epochs", "num_epochs", "max_epochs", "num_train_epochs", "n_epochs", "epoch", "nepochs", "train_epochs"}
+_EPOCH_KEYS = {"epochs", "num_epochs", "max_epochs", "num_train_epochs", "n_epochs", "epoch", "nepochs", "train_epochs",
+               "total_epochs"}
 _STEP_KEYS = {"max_update", "max_updates", "max_steps", "total_steps", "train_iters", "iters", "max_iters", "num_steps", "total_timesteps",
               "num_iterations", "max_iter", "train_steps", "max_train_steps", "steps", "num_train_steps"}
 _BATCH_KEYS = {"batch_size", "per_device_train_batch_size", "train_micro_batch_size_per_gpu", "micro_batch_size",
                "b", "bs", "mini_batch_size", "train_batch_size_per_gpu", "samples_per_gpu", "per_gpu_train_batch_size",
-               "batch_size_per_gpu"}
-_GLOBAL_BATCH_KEYS = {"ims_per_batch", "global_batch_size", "total_batch_size", "train_batch_size"}
+               "batch_size_per_gpu", "device_train_microbatch_size"}
+_GLOBAL_BATCH_KEYS = {"ims_per_batch", "global_batch_size", "total_batch_size", "train_batch_size",
+                      "global_train_batch_size"}
 _MICRO_BATCH_KEYS = {"micro_batch_size", "per_device_train_batch_size", "train_micro_batch_size_per_gpu",
+                     "device_train_microbatch_size",
                      "per_gpu_train_batch_size", "train_batch_size_per_gpu"}
 _TOKEN_BATCH_KEYS = {"max_tokens", "tokens_per_batch", "max_tokens_per_batch"}
 _ACCUM_KEYS = {"gradient_accumulation_steps", "accum_iter", "update_freq", "accumulate_grad_batches", "grad_accum_steps",
@@ -36,10 +39,12 @@ _EVAL_PATH = re.compile(r"(^|[._])(val|valid|validation|eval|test)([._]|$)|eval_
 class _Settings:
     def __init__(self) -> None:
         self.items: list[tuple[str, Any, int, str]] = []
+        self._ranked: list[tuple[str, Any, int, str]] | None = None
 
     def put(self, key: str, value: Any, prio: int, source: str) -> None:
         if value is None:
             return
+        self._ranked = None
         self.items.append((key.replace("-", "_").lstrip("+"), value, prio, source))
 
     def put_tree(self, tree: Any, prio: int, source: str, prefix: str = "") -> None:
@@ -50,9 +55,12 @@ class _Settings:
             self.put(prefix, tree, prio, source)
 
     def ranked(self) -> list[tuple[str, Any, int, str]]:
-        # stable: the later insertion wins among equal priorities (overrides come after)
-        order = sorted(range(len(self.items)), key=lambda i: (-self.items[i][2], -i))
-        return [self.items[i] for i in order]
+        """Highest priority first; the later insertion wins among equal priorities (overrides come
+        after). Computed once until the next put (callers do not modify it)."""
+        if self._ranked is None:
+            order = sorted(range(len(self.items)), key=lambda i: (-self.items[i][2], -i))
+            self._ranked = [self.items[i] for i in order]
+        return self._ranked
 
 
 def _last(key: str) -> str:

@@ -27,20 +27,55 @@ def _expand(s: str, env: dict[str, str], pos: list[str], keep_unset: bool = Fals
             return name
         return val if val not in (None, "") else (default or "")
     s = re.sub(r'"\$(?:@|\{@\})"', lambda m: shlex.join(pos), s)  # "$@": each argument one word
+    # ${ARGS[@]} / ${ARGS[*]}: a bash array's words (stored as its words joined by spaces)
+    s = re.sub(r'"?\$\{([A-Za-z_][A-Za-z0-9_]*)\[[@*]\]\}"?', lambda m: env.get(m.group(1), ""), s)
     s = re.sub(r'"?\$\{@:(\d+)\}"?', lambda m: shlex.join(pos[int(m.group(1)) - 1:]), s)
     return re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*|\d+|@)(?::?-([^}]*))?\}|\$\{(\d+)\}|\$([A-Za-z_][A-Za-z0-9_]*|\d|@)",
                   repl, s)
 
 
 _ASSIGN = re.compile(r"^(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
-_LAUNCH_WORDS = ("python", "python3", "torchrun", "deepspeed", "accelerate", "srun", "mpirun", "bash", "sh")
+_LAUNCH_WORDS = ("python", "python3", "torchrun", "deepspeed", "accelerate", "srun", "mpirun", "bash", "sh", "composer")
+# inline commands: any other statement may launch (a console script); these never do
+_NOT_LAUNCH = ("cd", "export", "mkdir", "curl", "wget", "pip", "pip3", "echo", "source", ".", "conda", "git", "rm",
+               "cp", "mv", "ls", "cat", "tar", "unzip", "set", "module", "ulimit", "eval")
+
+
+_ARRAY_OPEN = re.compile(r"^\s*(?:export\s+|declare\s+-a\s+|local\s+)?([A-Za-z_][A-Za-z0-9_]*)=\((.*)$")
+
+
+def _strip_comment(line: str) -> str:
+    """A line without its trailing `# comment` (outside quotes)."""
+    quote = None
+    for i, ch in enumerate(line):
+        if ch in "\"'" and (quote is None or quote == ch):
+            quote = None if quote == ch else ch
+        elif ch == "#" and quote is None and (i == 0 or line[i - 1].isspace()):
+            return line[:i]
+    return line
 
 
 def _shell_statements(text: str) -> list[str]:
-    """Statements of a shell script: continuations joined, multi-line quoted values kept whole."""
+    """Statements of a shell script: continuations joined, multi-line quoted values kept whole, a bash
+    array written over several lines (`ARGS=(` ... `)`, comments inside dropped) as one statement
+    `ARGS=(a b c)`."""
     text = _join_continuations(text)
     out, buf, quote = [], "", None
+    array: list[str] | None = None
     for line in text.splitlines():
+        if array is not None:  # inside ARGS=( ... )
+            body = _strip_comment(line)
+            if body.strip().startswith(")") or body.rstrip().endswith(")"):
+                array.append(body.rstrip().rstrip(")"))
+                out.append(" ".join(array).strip() + ")")
+                array = None
+            else:
+                array.append(body.strip())
+            continue
+        m = _ARRAY_OPEN.match(line) if quote is None and not buf else None
+        if m and not _strip_comment(m.group(2)).rstrip().endswith(")"):
+            array = [f"{m.group(1)}=(" + _strip_comment(m.group(2)).strip()]
+            continue
         if quote is None and not buf and line.strip().startswith("#"):
             out.append(line.strip())
             continue

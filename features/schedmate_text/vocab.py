@@ -16,6 +16,8 @@ MODEL_RULES: tuple[tuple[str, str], ...] = (
     (r"(^|-)llama-?7b", "llama-7b"),  # LLaMA-1 7B: another model than LLaMA-2 7B
     (r"gpt-?2-?(medium|345m)", "gpt2-medium"),
     (r"(^|-)gpt-?2($|-small|-124m)", "gpt2"),
+    (r"(^|-)pythia-?(\d+m|\d+(?:-\d+)?b)($|-)", "pythia-\\2"),
+    (r"(^|-)phi-?([1-4](?:-5)?)($|-)", "phi-\\2"),
     (r"roberta-?large", "roberta-large"),
     # Google's BERT checkpoints are folders named by shape: uncased_L-24_H-1024_A-16 is BERT-Large
     (r"(^|-)l-?24-h-?1024-a-?16($|-)", "bert-large"),
@@ -37,6 +39,12 @@ MODEL_RULES: tuple[tuple[str, str], ...] = (
     (r"(^|-)mae-vit-?(l|large)($|-)", "mae-vit-large"),
     (r"(^|-)mae-vit-?(b|base)($|-)", "mae-vit-base"),
     (r"(^|-)mae-vit-?(h|huge)($|-)", "mae-vit-huge"),
+    # ViT's own short names (B/16, S/16, L/14): whole names only
+    (r"^(vit-)?b-?(8|16|32)$", "vit-base"),
+    (r"^(vit-)?s-?(8|16|32)$", "vit-small"),
+    (r"^(vit-)?l-?(14|16|32)$", "vit-large"),
+    (r"^(vit-)?h-?14$", "vit-huge"),
+    (r"(^|-)(mlp-)?mixer($|-)", "mlp-mixer"),
     (r"(^|-)vit-?(b|base)($|-)", "vit-base"),
     (r"(^|-)vit-?(l|large)($|-)", "vit-large"),
     (r"(^|-)vit-?(h|huge)($|-)", "vit-huge"),
@@ -90,6 +98,7 @@ DATASET_RULES: tuple[tuple[str, str], ...] = (
     (r"ml-?1m|movielens", "movielens-1m"),
     (r"breakout", "atari-breakout"),
     (r"halfcheetah", "mujoco-halfcheetah"),
+    (r"celeba-?hq", "celeba-hq"),
     (r"celeba", "celeba"),
     (r"modelnet-?40", "modelnet40"),
     # LAION's aesthetic subsets by name; a mixture that merely includes LAION (blip_laion_cc_sbu) is not one
@@ -108,7 +117,7 @@ DATASET_TASK = {
     "movielens-1m": "recommendation", "atari-breakout": "reinforcement-learning",
     "mujoco-halfcheetah": "reinforcement-learning", "celeba": "image-generation",
     "modelnet40": "point-cloud-classification", "laion-aesthetics": "image-generation",
-    "laion-400m": "image-text-pretraining", "laion-2b": "image-text-pretraining",
+    "celeba-hq": "image-generation", "laion-400m": "image-text-pretraining", "laion-2b": "image-text-pretraining",
     "imagenet-22k": "image-classification", "mnist": "image-classification", "enwik8": "language-modeling",
     "pile": "language-modeling", "c4": "language-modeling", "cc12m": "image-text-pretraining",
     "cc3m": "image-text-pretraining",
@@ -120,14 +129,14 @@ TASK_SIGNALS: tuple[tuple[str, str], ...] = (
     # the objective before the data: a masked-autoencoder or contrastive run on ImageNet is pretraining
     (r"main_pretrain|mask_ratio|audio_pretraining|wav2vec|simclr|(?<![a-z])moco|(?<![a-z])dino(?![a-z])|"
      r"(?<![a-z])byol(?![a-z])|pretrain_mae|mae_vit|masked_autoencoder|dinov2|(?<![a-z])ibot(?![a-z])|simsiam|"
-     r"(?<![a-z])swav(?![a-z])", "self-supervised-pretraining"),
+     r"(?<![a-z])swav(?![a-z])|barlow[_ ]?twins", "self-supervised-pretraining"),
     # image-text contrastive training (CLIP and its reimplementations)
     (r"open_?clip|clip_train|cliploss|clip_loss", "image-text-pretraining"),
     # a language model fed by a vision tower through a projector (LLaVA-style visual instruction tuning)
     (r"vision_tower|mm_projector", "vision-language-modeling"),
     (r"masked_lm|(?<![a-z])run_mlm|(?<![a-z])mlm_probability|max_predictions_per_seq", "language-modeling"),
     (r"imageclassifier", "image-classification"),
-    (r"forcausallm|run_clm|pretrain_gpt|gpt2lmhead", "language-modeling"),
+    (r"forcausallm|run_clm|pretrain_gpt|gpt2lmhead|pretrain_bert|pretrain_t5|causal_lm", "language-modeling"),
     (r"forsequenceclassification|run_glue", "text-classification"),
     (r"forquestionanswering|run_qa|run_squad", "question-answering"),
     (r"forseq2seqlm|run_summarization", "summarization"),
@@ -138,7 +147,9 @@ TASK_SIGNALS: tuple[tuple[str, str], ...] = (
     (r"fasterrcnn|maskrcnn|retinanet|detdatasets|cocodataset", "object-detection"),
     (r"segformerhead|ade20kdataset|encoderdecoder", "semantic-segmentation"),
     # denoising diffusion: its options name the noise process
-    (r"diffusion_steps|noise_schedule|(?<![a-z])ddpm(?![a-z])|image_train\.py", "image-generation"),
+    (r"diffusion_steps|noise_schedule|(?<![a-z])ddpm(?![a-z])|image_train\.py|latent-diffusion", "image-generation"),
+    # an autoencoder trained alone (the first stage of a latent diffusion model)
+    (r"(?<![a-z])autoencoder-kl|(?<![a-z])vq-model(?![a-z])", "image-autoencoding"),
     # last: a timm model with nothing more specific around it
     (r"(?<![a-z])timm(?![a-z])", "image-classification"),
 )
@@ -168,8 +179,9 @@ def known_model(name: str | None, strip: bool = True) -> str | None:
     if m:
         return f"yolov{m.group(1)}{m.group(2)}"
     for pat, key in MODEL_RULES:
-        if re.search(pat, n):
-            return key
+        m = re.search(pat, n)
+        if m:
+            return m.expand(key) if "\\" in key else key
     return None
 
 
