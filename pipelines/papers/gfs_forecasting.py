@@ -103,13 +103,13 @@ def model_factories(spec: RollingSpec, quick: bool) -> dict[str, Callable[[], An
         return out
     gl = dict(lookback=L, horizon=H, freq=spec.freq, max_epochs=8, num_batches_per_epoch=25, num_samples=100)
     out.update({
+        "seasonal naive (1 day)": lambda: SeasonalNaive(H, per_day, lookback=max(L, per_day)),
+        "GFS-e (previous-week peak)": lambda: PreviousWeekPeak(H, 7 * per_day),
         "DeepAR (GluonTS)": lambda: DeepARForecaster(lookback=L, horizon=H, freq=spec.freq, max_epochs=8,
                                                      num_batches_per_epoch=25),
         "PatchTST (GluonTS)": lambda: GluonTSForecaster("patchtst", **gl),
         "TFT (GluonTS)": lambda: GluonTSForecaster("tft", **gl),
         "Lag-TST (GluonTS)": lambda: GluonTSForecaster("lagtst", **gl),
-        "seasonal naive (1 day)": lambda: SeasonalNaive(H, per_day, lookback=max(L, per_day)),
-        "GFS-e (previous-week peak)": lambda: PreviousWeekPeak(H, 7 * per_day),
     })
     return out
 
@@ -124,7 +124,10 @@ def forecasting_table(demand: pd.DataFrame, attrs, factories: dict[str, Callable
         for cut, positions in blocks:
             s = score_block(make(), demand, attrs, cut, positions, spec.horizon)
             rows.append({"model": name, "origin": demand.index[cut], **s})
-        progress(f"forecasting: {name} over {len(blocks)} origins")
+        done = pd.DataFrame(rows[-len(blocks):])
+        progress(f"forecasting: {name} over {len(blocks)} origins: " + ", ".join(
+            f"{m} {done[m].mean():.3f} [{done[m].min():.3f}, {done[m].max():.3f}]" for m in METRICS)
+            + f"; {done['seconds'].sum():.0f} s")
     return pd.DataFrame(rows)
 
 
