@@ -260,6 +260,9 @@ def run(ctx: ReproduceContext) -> dict[str, Measurement]:
                                                    f"{g.get('sqa_fit_cpu_seconds', 0):.2f} s CPU, "
                                                    f"{g.get('sqa_fit_seconds', 0):.2f} s wall)")
     _write_table(ctx, runs)
+    from pipelines.papers.gfs_forecasting import forecasting_measurements  # §4.2: OrgLinear vs the baselines
+
+    out.update(forecasting_measurements(ctx))
     return out
 
 
