@@ -58,6 +58,7 @@ seeds give byte-identical replays and different seeds differ.
 from __future__ import annotations
 
 import heapq
+import operator
 import time as _time
 import zlib
 from array import array
@@ -102,7 +103,7 @@ class Engine(Transitions):
         self.fast_path = fast_path_default() if fast_path is None else bool(fast_path)
         n = len(workload)
         sub = workload.submit
-        if any(sub[i] > sub[i + 1] for i in range(n - 1)):
+        if any(map(operator.gt, sub, sub[1:])):  # sub[i] > sub[i + 1] somewhere (C-level iteration)
             raise SimulationError("workload is not sorted by submission time")
         self.policy_name = policy_name
         self.seed = int(seed)
@@ -188,7 +189,7 @@ class Engine(Transitions):
             self._failures = [f for f in self._failures if getattr(f, "after", None) is None]
         # Attempt starts are tracked for failures and for evictions that keep checkpoints.
         self._track_attempts = (bool(self._failures) or bool(self._after)
-                                or any(c < INF for c in workload.checkpoint))
+                                or any(map(INF.__gt__, workload.checkpoint)))  # a checkpoint < INF
         self.overhead: dict[int, float] = {}  # job -> extra load time of its next start
         if restart is None:
             from sim.failures import RestartRule

@@ -255,7 +255,8 @@ def _run_one_strict(engine: Any) -> int:
         now = heap[0][0] if heap and heap[0][0] < t_arr else t_arr
         if now == INF:
             break
-        engine.now = now
+        if mark:
+            engine.now = now
         while heap and heap[0][0] == now:  # finishes
             job = pop(heap)[1]
             g = gpus[job]
@@ -271,30 +272,36 @@ def _run_one_strict(engine: Any) -> int:
                 since[ai] = now
             insort(items, (key(ai), ai))
             ai += 1
-        if items:  # schedule, as sim.policies.base.start_in_order does for a strict queue
+        if items and count:  # schedule, as sim.policies.base.start_in_order does for a strict queue
             started = 0
-            f = free if count else pool.total_free
             for _, job in items:
                 g = gpus[job]
-                if g > f:
+                if g > free:
                     break
-                if count:
-                    f -= g
-                else:
-                    pl = place(pool, g)
-                    if pl is None:
-                        break
-                    allocate(pl, job)
-                    placed[job] = pl
-                    f = pool.total_free
+                free -= g
                 start[job] = now
                 used += g
                 push(heap, (now + dur[job] / 1.0, job))
                 started += 1
             if started:
                 del items[:started]
-                if count:
-                    free = f
+        elif items:  # the same on the node pool, placed by the plug-in
+            started = 0
+            for _, job in items:
+                g = gpus[job]
+                if g > pool.total_free:
+                    break
+                pl = place(pool, g)
+                if pl is None:
+                    break
+                allocate(pl, job)
+                placed[job] = pl
+                start[job] = now
+                used += g
+                push(heap, (now + dur[job] / 1.0, job))
+                started += 1
+            if started:
+                del items[:started]
         if used != last:
             last = used
             record(now)
@@ -313,9 +320,9 @@ def _series(engine: Any, series: list[float], used: int) -> None:
     engine.used_gpus = engine.held_gpus = used
     if series:
         counts = series[1::2]
-        engine.alloc_times.extend(series[0::2])
-        engine.alloc_used.extend(counts)
-        engine.alloc_held.extend(counts)
+        engine.alloc_times.fromlist(series[0::2])
+        engine.alloc_used.fromlist(counts)
+        engine.alloc_held.fromlist(counts)
 
 
 def _fill(engine: Any, start: list[float], done: int) -> None:
@@ -334,6 +341,8 @@ def _fill(engine: Any, start: list[float], done: int) -> None:
     d = np.asarray(w.duration, dtype=float)
     end = s + d / 1.0
     engine.first_start[:] = start
+    if n:
+        engine.now = float(end.max())  # the last instant, where the general loop leaves its clock
     engine.end[:] = end.tolist()
     engine.wait[:] = (0.0 + (s - np.asarray(w.submit, dtype=float))).tolist()
     engine.train[:] = (0.0 + (end - s)).tolist()

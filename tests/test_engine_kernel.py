@@ -79,6 +79,7 @@ def test_kernel_equals_general_loop_on_real_philly(philly, policy, placement):
     general_engine, general = _replay(philly, policy, placement, False)
     assert fast_engine.loop == "kernel" and general_engine.loop == "general"
     assert (fast.loop, general.loop) == ("kernel", "general")
+    assert fast_engine.now == general_engine.now and fast_engine.unfinished == general_engine.unfinished == 0
     assert_same(fast, general)
 
 
