@@ -155,3 +155,23 @@ def test_simulate_passes_the_switch():
     a = simulate(w, "sjf", fast_path=False)
     b = simulate(w, "sjf")
     assert_same(a, b)
+
+
+def test_a_plug_in_queue_policy_takes_the_kernel_only_when_it_declares_its_key_static():
+    from sim.policies.queueing import OrderedQueuePolicy
+
+    class Widest(OrderedQueuePolicy):  # a key the kernel does not know: the general loop
+        name = "widest"
+
+        def key(self, job):
+            return -self.ctx.jobs.gpus[job]
+
+    class WidestStatic(Widest):
+        static_key = True
+
+    w = workload([(0, 10, 1), (1, 5, 4), (1, 7, 2), (2, 3, 1), (3, 8, 4), (3, 2, 2)])
+    general = Engine(w, Widest, placement="first-fit")
+    fast = Engine(w, WidestStatic, placement="first-fit")
+    a, b = general.run(), fast.run()
+    assert (general.loop, fast.loop) == ("general", "kernel")
+    assert_same(a, b)
