@@ -433,11 +433,9 @@ class MetricTracker:
         log does not print: total steps, or iterations + unit ("epochs" uses the log's steps/epoch)."""
         flat: list[str] = []
         for line in lines:
-            for p in str(line).replace("\r\n", "\n").split("\r"):
-                if p.count("[") > 3 and len(_GLUED.findall(p)) > 1:
-                    flat.extend(q for q in _GLUED.split(p) if q.strip())
-                elif p.strip():
-                    flat.append(p)
+            flat.extend(p for p in str(line).replace("\r\n", "\n").split("\r") if p.strip())
+            if len(flat[-1] if flat else "") > 160 and flat[-1].count("[") > 3 and len(_GLUED.findall(flat[-1])) > 1:
+                flat.extend(q for q in _GLUED.split(flat.pop()) if q.strip())
         header = self._header(flat)
 
         def record(i: int) -> _Rec | None:
