@@ -338,3 +338,43 @@ def test_a_file_changed_in_place_is_read_afresh():
     assert extract_metadata("python train.py", files).dataset == "cifar10"
     files["train.py"] = MEGA_ARGS.replace('"--data-path"', '"--data-path", default="/d/mnist"')  # same length
     assert extract_metadata("python train.py", files).dataset == "mnist"
+
+
+# ---- batch 6 kinds: RL launchers (algorithm as the model, gym ids as the environment, timesteps),
+# hyperparameter tables keyed by the job's arguments, recipes and configs named without their path
+
+
+RL_RUN = "from rlpkg.common.cmd_util import common_arg_parser\nargs = common_arg_parser().parse_args()\n"
+RL_ARGS = ('import argparse\ndef common_arg_parser():\n    p = argparse.ArgumentParser()\n'
+           '    p.add_argument("--env", default="Reacher-v2")\n    p.add_argument("--alg", default="ppo2")\n'
+           '    p.add_argument("--num_timesteps", type=float, default=1e6)\n    p.add_argument("--network")\n    return p\n')
+
+
+def test_rl_launchers_the_algorithm_is_the_model_and_the_gym_id_the_environment():
+    files = {"rlpkg/run.py": RL_RUN, "rlpkg/common/cmd_util.py": RL_ARGS}
+    md = extract_metadata("python -m rlpkg.run --alg=deepq --env=BreakoutNoFrameskip-v4 --network=cnn --num_timesteps=5e6",
+                          files)
+    assert (md.model, md.dataset, md.task, md.iterations, md.iteration_unit) == (
+        "dqn", "atari-breakout", "reinforcement-learning", 5_000_000, "steps")
+    md = extract_metadata("python -m rlpkg.run --env=Hopper-v3", files)
+    assert (md.model, md.dataset, md.iterations) == ("ppo", "mujoco-hopper", 1_000_000)
+
+
+def test_a_hyperparameter_table_keyed_by_the_jobs_arguments():
+    files = {"train.py": "import argparse\np = argparse.ArgumentParser()\np.add_argument('--algo')\np.add_argument('--env')\n",
+             "hyperparams/td3.yml": "AntBulletEnv-v0:\n  n_timesteps: !!float 2e6\n  batch_size: 100\n"
+                                    "Pendulum-v1:\n  n_timesteps: 20000\n  batch_size: 64\n"}
+    md = extract_metadata("python train.py --algo td3 --env AntBulletEnv-v0", files)
+    assert (md.model, md.dataset, md.iterations, md.batch_size) == ("td3", "pybullet-ant", 2_000_000, 100)
+
+
+def test_a_recipe_and_its_config_named_without_their_paths():
+    cfg = ("model:\n  _component_: tt.models.llama3_1.lora_llama3_1_8b\ncheckpointer:\n  model_type: LLAMA3\n"
+           "dataset:\n  _component_: tt.datasets.alpaca_cleaned_dataset\nbatch_size: 4\nepochs: 2\ndevice: cuda\n"
+           "profiler:\n  cpu: True\n")
+    files = {"recipes/lora_finetune_single_device.py": "def recipe_main(cfg):\n    pass\n",
+             "recipes/configs/llama3_1/8B_lora.yaml": cfg}
+    md = extract_metadata("tune run lora_finetune_single_device --config llama3_1/8B_lora", files)
+    assert md.entry == "recipes/lora_finetune_single_device.py"
+    assert (md.model, md.dataset, md.task, md.iterations, md.batch_size, md.gpus) == (
+        "llama3-1-8b", "alpaca", "language-modeling", 2, 4, 1)

@@ -404,6 +404,9 @@ class _Extractor:
             if PurePosixPath(script).name in ("python", "python3", "torchrun"):
                 self.launcher([script] + args, env)
             else:
+                if self._file(script) is None and re.fullmatch(r"[\w-]+", script):
+                    # a recipe named without its path (`tune run lora_finetune_single_device`)
+                    script = self._module_file(script) or script
                 self.entry_script(script, args)
 
     @staticmethod
@@ -514,6 +517,13 @@ class _Extractor:
                 self.config_file(f, P_CONFIG, f"config {f}")
             elif re.fullmatch(r"\d+", p):
                 pass
+        for k in ("config", "cfg", "config_file"):
+            v = parsed.get(k)
+            if isinstance(v, str) and not self._file(v) and re.fullmatch(r"[\w./-]+", v) and not v.endswith(".py"):
+                f = self._named_config(v)
+                if f:
+                    self.config_file(f, P_CONFIG, f"config {f}")
+        self._hyperparameter_table(parsed)
         if "cfg_options" in parsed:
             for item in str(parsed["cfg_options"]).split():
                 if "=" in item:
@@ -555,6 +565,39 @@ class _Extractor:
         for value in info.dataset_literals:
             self.s.put("code.dataset", value, P_CODE, "code dataset call")
         self.task_text.extend(info.task_words)
+
+    def _named_config(self, name: str) -> str | None:
+        """`--config llama3_1/8B_full`: a config named without its folder or suffix, found as
+        `<...>/configs/llama3_1/8B_full.yaml` (a recipe registry's naming)."""
+        leaf = name.rsplit("/", 1)[-1]
+        if self._by_name is None:
+            self._module_file("__none__")  # builds the file-name index
+        for ext in (".yaml", ".yml"):
+            cands = [k for k in (self._by_name or {}).get(leaf + ext, []) if k.endswith("/" + name + ext) and
+                     "config" in k]
+            if cands:
+                return min(cands, key=len)
+        return None
+
+    def _hyperparameter_table(self, parsed: dict) -> None:
+        """RL Zoo style: `--algo sac --env HalfCheetahBulletEnv-v0` reads `hyperparams/sac.yml`, the section
+        named by the environment. A YAML file named by one argument value whose top-level keys include
+        another argument value gives that section's values."""
+        vals = [v for v in parsed.values() if isinstance(v, str) and re.fullmatch(r"[\w.-]+", v)]
+        if len(vals) < 2:
+            return
+        if self._by_name is None:
+            self._module_file("__none__")
+        for v in vals:
+            for ext in (".yml", ".yaml"):
+                for f in (self._by_name or {}).get(v + ext, []):
+                    data = self._yaml(f)
+                    if not isinstance(data, dict):
+                        continue
+                    key = next((w for w in vals if w != v and isinstance(data.get(w), dict)), None)
+                    if key is not None:
+                        self.s.put_tree(data[key], P_CONFIG, f"hyperparameter table {f} [{key}]")
+                        return
 
     def ml_config(self, name: str, arg: str) -> None:
         """An ml_collections config and the words after its `:` (a model or dataset they name counts
@@ -645,7 +688,8 @@ class _Extractor:
         """`model: {target: ldm.models.diffusion.ddpm.LatentDiffusion}` (OmegaConf instantiate_from_config,
         jsonargparse class_path): the class a config builds names the model, and says the objective."""
         model = data.get("model") if isinstance(data.get("model"), dict) else {}
-        target = next((model[k] for k in ("target", "_target_", "class_path") if isinstance(model.get(k), str)), None)
+        target = next((model[k] for k in ("target", "_target_", "class_path", "_component_")
+                       if isinstance(model.get(k), str)), None)
         if target and "." in target:
             words = _class_words(target)
             self.s.put("hydra.model_class", words, prio - 1, f"config {name} model target {target}")
@@ -784,7 +828,7 @@ def _yaml_text(text: str) -> dict | None:
 
 def _class_words(target: str) -> str:
     """`pkg.models.SimpleDenseNet` -> "simple-dense-net" (a class name's words)."""
-    leaf = target.rsplit(".", 1)[-1]
+    leaf = re.sub(r"^(q?lora|dora|adapter)_", "", target.rsplit(".", 1)[-1])  # lora_llama3_1_8b: the base model
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "-", leaf).lower()
 
 

@@ -30,9 +30,16 @@ def resolve(ex) -> JobMetadata:
     first_known = next((c for c in known if c[4]), None)
     explicit = [c for c in model_cands if not c[0].startswith(("hint.", "config.filename", "code.model"))
                 and _last(c[0]) not in _WEAK_MODEL_KEYS and not str(c[1]).startswith(("/", "./"))]
+    # reinforcement learning: the algorithm is the model (its --network is a part of it)
+    explicit.sort(key=lambda c: (-c[2], _last(c[0]) not in ("alg", "algo", "algorithm")))
     if explicit and (first_known is None or explicit[0][2] > first_known[2]) and \
             (not mm or explicit[0][2] > P_CONFIG):
         k, v, p, src = explicit[0]  # the user named a model we do not know: keep their name
+        general = canonical_model(v) or ""
+        finer = next((c for c in explicit[1:] if c[2] >= p - 1 and (canonical_model(c[1]) or "").startswith(general + "-")),
+                     None)
+        if finer is not None:  # model_type LLAMA3 beside the model's own llama3_1_8b: the specific one
+            k, v, p, src = finer
         md.model, md.sources["model"] = canonical_model(v), src
     elif first_known is not None and (not mm or first_known[2] > P_CONFIG - 30 + 1):
         md.model, md.sources["model"] = first_known[4], first_known[3]
@@ -188,6 +195,8 @@ def resolve(ex) -> JobMetadata:
     sig = task_from_signals(" ".join(ex.task_names)) or task_from_signals(" ".join(ex.task_text))
     if sig:
         md.task, md.sources["task"] = sig, "code signal (class / script / config type)"
+    if md.task is None and md.dataset and md.dataset.startswith(("atari-", "mujoco-", "pybullet-", "gym-")):
+        md.task, md.sources["task"] = "reinforcement-learning", f"environment {md.dataset}"
     if md.task is None and md.dataset in DATASET_TASK:
         md.task, md.sources["task"] = DATASET_TASK[md.dataset], f"dataset {md.dataset}"
     if md.task is None and md.model in MODEL_TASK:
@@ -295,7 +304,7 @@ def _cpu_device(ranked) -> str | None:
     a Lightning accelerator "cpu"."""
     for k, v, p, s in ranked:
         lk = _last(k)
-        if lk in _CPU_FLAGS and v is True and p >= P_DEFAULT:
+        if lk in _CPU_FLAGS and v is True and p >= P_DEFAULT and "." not in k:  # not profiler.cpu: True
             return s
     for k, v, p, s in ranked:
         if _last(k) in ("device", "accelerator") and p >= P_CODE and k.count(".") <= 1 and isinstance(v, str):

@@ -8,14 +8,15 @@ from typing import Any
 # source priorities: a value from a higher one is kept
 P_ARGV, P_OVERRIDE, P_CONFIG, P_CODE_KW, P_DEFAULT, P_CODE, P_LAUNCH = 100, 95, 80, 70, 60, 50, 90
 
-_MODEL_KEYS = {"arch", "model", "model_name", "model_type", "network", "net", "backbone", "init_from", "base_model",
+_MODEL_KEYS = {"arch", "model", "model_name", "alg", "algo", "algorithm", "model_type", "network", "net", "backbone", "init_from", "base_model",
                "model_name_or_path", "pretrained_model_name_or_path", "model_id", "model_path", "tokenizer_model"}
 _DATA_KEYS = {"dataset", "dataset_name", "data", "data_path", "data_dir", "data_root", "dataset_type", "task_name",
               "env", "env_id", "env_name", "train_file", "root", "dataset_config_name", "name"}
 _EPOCH_KEYS = {"epochs", "num_epochs", "max_epochs", "num_train_epochs", "n_epochs", "epoch", "nepochs", "train_epochs",
                "total_epochs"}
 _STEP_KEYS = {"max_update", "max_updates", "max_steps", "total_steps", "train_iters", "iters", "max_iters", "num_steps", "total_timesteps",
-              "num_iterations", "max_iter", "train_steps", "max_train_steps", "steps", "num_train_steps"}
+              "num_iterations", "max_iter", "train_steps", "max_train_steps", "steps", "num_train_steps",
+              "num_timesteps", "n_timesteps"}
 _BATCH_KEYS = {"batch_size", "per_device_train_batch_size", "train_micro_batch_size_per_gpu", "micro_batch_size",
                "b", "bs", "mini_batch_size", "train_batch_size_per_gpu", "samples_per_gpu", "per_gpu_train_batch_size",
                "batch_size_per_gpu", "device_train_microbatch_size"}
