@@ -21,6 +21,12 @@ from sim.engine import SimResult
 PERCENTILES = (50, 95, 99, 99.9)
 
 
+def _labels(mask: np.ndarray, yes: str, no: str) -> np.ndarray:
+    """``np.where(mask, yes, no)`` as the object column pandas makes of it, without converting a
+    fixed-width string array one element at a time (1.75 M jobs: two labels, two Python strings)."""
+    return np.array([no, yes], dtype=object)[mask.astype(np.intp)]
+
+
 def job_table(result: SimResult) -> pd.DataFrame:
     """One row per job: times in each state, JCT, preemptions, futile preemption time."""
     w = result.workload
@@ -45,12 +51,12 @@ def job_table(result: SimResult) -> pd.DataFrame:
         "lost": np.asarray(result.lost or [0.0] * len(w)),
         "failures": np.asarray(result.failures or [0] * len(w)),
         "lost_work": np.asarray(result.lost_work or [0.0] * len(w)),
-        "status": np.where(np.asarray(result.failed or [False] * len(w), dtype=bool), "failed", "done"),
+        "status": _labels(np.asarray(result.failed or [False] * len(w), dtype=bool), "failed", "done"),
         "partition": w.frame["partition"].to_numpy(),
         "job_class": w.frame["job_class"].astype(object).fillna("all").to_numpy(),
         "model": w.frame["model"].astype(object).to_numpy(),
     })
-    frame["size"] = np.where(frame["gpus"] > 8, ">8 GPUs", "<=8 GPUs")
+    frame["size"] = _labels(frame["gpus"].to_numpy() > 8, ">8 GPUs", "<=8 GPUs")
     frame["slowdown"] = frame["jct"] / np.maximum(frame["duration"], 1.0)
     return frame
 

@@ -175,3 +175,11 @@ def test_a_plug_in_queue_policy_takes_the_kernel_only_when_it_declares_its_key_s
     a, b = general.run(), fast.run()
     assert (general.loop, fast.loop) == ("general", "kernel")
     assert_same(a, b)
+
+
+def test_job_table_labels_are_the_object_columns_np_where_gave():
+    from evaluation.metrics import _labels
+
+    mask = np.array([True, False, False, True])
+    assert _labels(mask, "failed", "done").tolist() == np.where(mask, "failed", "done").tolist()
+    assert _labels(mask, "a", "b").dtype == object and len(_labels(mask[:0], "a", "b")) == 0
