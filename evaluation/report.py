@@ -63,8 +63,12 @@ def unit_name(column: str) -> str:
 def with_units(frame: pd.DataFrame, job_table: bool = False) -> pd.DataFrame:
     """``frame`` with unit-bearing column names (files only; in-memory keys stay as metrics makes them)."""
     if job_table:
-        return frame.rename(columns={c: f"{c}_s" for c in JOB_SECONDS if c in frame.columns})
-    return frame.rename(columns={c: unit_name(c) for c in frame.columns})
+        names = {c: f"{c}_s" for c in JOB_SECONDS if c in frame.columns}
+    else:
+        names = {c: unit_name(c) for c in frame.columns}
+    out = frame.copy(deep=False)  # new labels on the same columns (rename copied every row of a job table)
+    out.columns = [names.get(c, c) for c in frame.columns]
+    return out
 
 
 def comparison_frame(summaries: list[dict[str, Any]], columns: list[tuple[str, str, float]] | None = None

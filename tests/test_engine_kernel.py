@@ -183,3 +183,14 @@ def test_job_table_labels_are_the_object_columns_np_where_gave():
     mask = np.array([True, False, False, True])
     assert _labels(mask, "failed", "done").tolist() == np.where(mask, "failed", "done").tolist()
     assert _labels(mask, "a", "b").dtype == object and len(_labels(mask[:0], "a", "b")) == 0
+
+
+def test_with_units_renames_without_copying_the_rows():
+    import pandas as pd
+
+    from evaluation.report import with_units
+
+    jobs = pd.DataFrame({"wait": [1.0, 2.0], "job_id": ["a", "b"]})
+    out = with_units(jobs, job_table=True)
+    assert list(out.columns) == ["wait_s", "job_id"] and list(jobs.columns) == ["wait", "job_id"]
+    assert np.shares_memory(out["wait_s"].to_numpy(), jobs["wait"].to_numpy())
