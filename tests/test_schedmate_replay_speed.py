@@ -142,3 +142,32 @@ def test_replay_schedule_is_the_same_with_a_cached_warm_up(monkeypatch, policy):
     assert runs[0] == runs[1] == runs[2]
     assert get_embedder("hash") is get_embedder("hash")
     me.clear_text_cache()
+
+
+def test_job_texts_are_stored_per_workload_and_read_back_without_building(monkeypatch, tmp_path):
+    import pandas as pd
+
+    from features.traces import cache
+    from sim.policies import schedmate_material as me
+
+    monkeypatch.setenv("SCHEDCAST_TRACE_CACHE", str(tmp_path / "cache"))
+    me.clear_text_cache()
+
+    def frame(groups, n):
+        return pd.DataFrame({"group_id": [f"g{i % groups}" for i in range(n)], "num_gpus": [1 + i % 4 for i in range(n)],
+                             "duration": [600.0 * (1 + i % 5) for i in range(n)]})
+
+    a, b = frame(4, 24), frame(6, 30)
+    ta = me.JobTexts(a, a["num_gpus"].tolist(), seed=0)
+    texts_a = ta.all()
+    assert ta.built > 0
+    tb = me.JobTexts(b, b["num_gpus"].tolist(), seed=0)
+    tb.all()
+    assert ta.disk_key() != tb.disk_key()
+    # each workload's entry holds its own texts only: the store does not grow with the workloads of a seed
+    assert cache.get_value(ta.disk_key()) == texts_a
+    me.clear_text_cache()  # a new process: read back, nothing built, the same texts
+    again = me.JobTexts(a, a["num_gpus"].tolist(), seed=0)
+    assert again.all() == texts_a and again.built == 0
+    assert [again.text(j) for j in range(len(a))] == texts_a
+    me.clear_text_cache()

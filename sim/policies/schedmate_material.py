@@ -26,6 +26,7 @@ import math
 from typing import Any
 
 _TEXT_CACHE: dict[tuple, str] = {}  # ("corpus", seed, group key, index, gpus, work, template) -> canonical text
+# (on disk: one list of texts per workload, JobTexts.disk_key)
 _META_CACHE: dict[tuple, str] = {}  # (seed, template, dataset surface, iterations, batch, gpus) -> canonical text
 _FH_SCORES: dict[tuple, dict] = {}
 _DIAGNOSES: dict[tuple, str | None] = {}  # failed-log key -> diagnosed kind (None: no failure found)
@@ -179,15 +180,35 @@ class JobTexts:
         self.built = 0
 
     def all(self) -> list[str]:
-        """Every job's text (built now where not yet), in job order. Corpus texts built by an earlier
-        process are read from the disk cache; new ones are added to it."""
-        if self._trace is None:
-            _load("schedmate-texts2", self.seed, _TEXT_CACHE)
-        built = self.built
+        """Every job's text (built now where not yet), in job order. Corpus texts of a workload replayed
+        by an earlier process are read from the disk cache as one list, stored per workload (a content
+        hash of what the texts are made from), so a replay reads only its own texts and the store does
+        not grow with every workload replayed under a seed."""
+        disk = self.disk_key() if self._trace is None and _use_disk else None
+        if disk is not None:
+            from features.traces import cache
+
+            stored = cache.get_value(disk)
+            if isinstance(stored, list) and len(stored) == len(self.keys) and all(isinstance(t, str) for t in stored):
+                self._texts = list(stored)
+                return list(stored)
         texts = [self.text(j) for j in range(len(self.keys))]
-        if self.built > built:
-            _save("schedmate-texts2", self.seed, _TEXT_CACHE, 1)
+        if disk is not None:
+            from features.traces import cache
+
+            cache.put_value(disk, texts)
         return texts
+
+    def disk_key(self) -> str | None:
+        """The disk-cache key of this workload's texts: the corpus seed and, per job, what its text is made
+        from (group key, index in the group, GPUs, work, template), plus the code that makes texts."""
+        import hashlib
+
+        h = hashlib.sha1(f"{self.seed}|{len(self.keys)}".encode())
+        for parts in zip(self.keys, self.index, self.gpus, self.work):
+            h.update(repr(parts).encode())
+            h.update(self.templates[parts[0]].encode())
+        return _disk_key("schedmate-texts3", h.hexdigest())
 
     def text(self, job: int) -> str:
         t = self._texts[job]
