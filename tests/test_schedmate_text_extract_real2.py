@@ -378,3 +378,30 @@ def test_a_recipe_and_its_config_named_without_their_paths():
     assert md.entry == "recipes/lora_finetune_single_device.py"
     assert (md.model, md.dataset, md.task, md.iterations, md.batch_size, md.gpus) == (
         "llama3-1-8b", "alpaca", "language-modeling", 2, 4, 1)
+
+
+# ---- batch 7 kinds: yacs top-level keys and totals documented in a comment, arch beside a model name,
+# video datasets, sampler step counts that are not the training's length
+
+
+def test_yacs_total_batch_top_level_keys_and_arch_beside_the_model_name():
+    defaults = ("from fvcore.common.config import CfgNode\n_C = CfgNode()\n_C.TRAIN = CfgNode()\n"
+                "# Total mini-batch size.\n_C.TRAIN.BATCH_SIZE = 64\n_C.NUM_GPUS = 1\n_C.SOLVER = CfgNode()\n"
+                "_C.SOLVER.MAX_EPOCH = 300\n")
+    files = {"tools/run.py": "from vid.config.defaults import get_cfg\nimport argparse\np = argparse.ArgumentParser()\n"
+                             "p.add_argument('--cfg', dest='cfg_file')\np.add_argument('opts', nargs='*')\n",
+             "vid/config/defaults.py": defaults,
+             "configs/K/C2D.yaml": "TRAIN:\n  DATASET: kinetics\nSOLVER:\n  MAX_EPOCH: 100\nMODEL:\n  ARCH: c2d\n"
+                                   "  MODEL_NAME: ResNet\nNUM_GPUS: 8\n"}
+    md = extract_metadata("python tools/run.py --cfg configs/K/C2D.yaml NUM_GPUS 4 TRAIN.BATCH_SIZE 32", files)
+    assert (md.model, md.dataset, md.task) == ("c2d", "kinetics", "video-classification")
+    assert (md.iterations, md.iteration_unit, md.gpus, md.batch_size, md.global_batch) == (100, "epochs", 4, 8, 32)
+
+
+def test_a_samplers_steps_are_not_the_training_length():
+    cfg = ("model:\n  target: gen.models.diffusion.DiffusionEngine\n  params:\n    sampler_config:\n"
+           "      params:\n        num_steps: 50\nlightning:\n  trainer:\n    max_epochs: 12\n")
+    md = extract_metadata("python main.py --base configs/toy.yaml",
+                          {"main.py": "import argparse\np = argparse.ArgumentParser()\np.add_argument('--base', nargs='*')\n",
+                           "configs/toy.yaml": cfg})
+    assert (md.iterations, md.iteration_unit, md.task) == (12, "epochs", "image-generation")

@@ -498,7 +498,8 @@ class _Extractor:
         i = 0
         while i < len(positionals):  # detectron2 / yacs opts: "SOLVER.MAX_ITER 90000" pairs
             p = positionals[i]
-            if re.fullmatch(r"[A-Z][A-Z0-9_]*(\.[A-Z0-9_]+)+", p) and i + 1 < len(positionals):
+            if (re.fullmatch(r"[A-Z][A-Z0-9_]*(\.[A-Z0-9_]+)+", p) or re.fullmatch(r"[A-Z][A-Z0-9]*_[A-Z0-9_]+", p)) \
+                    and i + 1 < len(positionals):  # NUM_GPUS 2 too: a top-level yacs key
                 self.s.put(p, _yaml_value(positionals[i + 1]), P_OVERRIDE, f"opts {p}")
                 i += 2
                 continue
@@ -552,6 +553,10 @@ class _Extractor:
             if f and f != name:
                 for key, value in _attribute_defaults(self.files[f]).items():
                     self.s.put(key, value, P_DEFAULT - 10, f"config defaults {f}")
+                # yacs defaults documented as totals: `# Total mini-batch size.` above `_C.TRAIN.BATCH_SIZE = 64`
+                for m in re.finditer(r"#[^\n]*\btotal\b[^\n]*\n\s*_?[A-Za-z]+\.([\w.]*batch[\w.]*)\s*=",
+                                     self.files[f], re.I):
+                    self.global_batch.add(m.group(1))
         self.s.put("hint.entry", PurePosixPath(script).stem, P_CODE - 20, f"entry name {script}")
         for k in ("config", "cfg", "config_name", "config_file"):
             v = parsed.get(k)

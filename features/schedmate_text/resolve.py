@@ -35,6 +35,11 @@ def resolve(ex) -> JobMetadata:
     if explicit and (first_known is None or explicit[0][2] > first_known[2]) and \
             (not mm or explicit[0][2] > P_CONFIG):
         k, v, p, src = explicit[0]  # the user named a model we do not know: keep their name
+        section = k.rsplit(".", 1)[0] if "." in k else ""
+        arch = next((c for c in explicit[1:] if _last(c[0]) == "arch" and _last(k) in ("model_name", "name") and
+                     (c[0].rsplit(".", 1)[0] if "." in c[0] else "") == section and c[2] >= p - 1), None)
+        if arch is not None:  # MODEL.MODEL_NAME: ResNet with MODEL.ARCH: c2d -- the arch names the network
+            k, v, p, src = arch
         general = canonical_model(v) or ""
         finer = next((c for c in explicit[1:] if c[2] >= p - 1 and (canonical_model(c[1]) or "").startswith(general + "-")),
                      None)
@@ -98,7 +103,7 @@ def resolve(ex) -> JobMetadata:
     # iterations: steps win over epochs when both set at the same priority (HF: max_steps > 0 overrides)
     best = None
     for k, v, p, s in ranked:
-        if _EVAL_PATH.search(k.lower()):
+        if _EVAL_PATH.search(k.lower()) or _NOT_TRAINING_LENGTH.search(k.lower()):
             continue
         lk = _last(k)
         n = _as_int(v)
@@ -231,6 +236,8 @@ def _name_of_path(v: str) -> str | None:
     return norm(_FILE_EXT.sub("", seg))
 
 
+# step counts that are not the training's length: a sampler's or a discretization's steps, a scheduler's
+_NOT_TRAINING_LENGTH = re.compile(r"(^|\.)[a-z_]*(sampler|sampling|discretization|guider|scheduler|warmup)[a-z_]*\.")
 _LM_FAMILY = re.compile(r"(gpt|llama|opt-|bloom|falcon|mistral|qwen|pythia|gemma|phi-)")
 
 

@@ -73,6 +73,9 @@ MODEL_TASK = {
 }
 
 DATASET_RULES: tuple[tuple[str, str], ...] = (
+    (r"(^|-)kinetics-?(400|600|700)?($|-)", "kinetics"),
+    (r"(^|-)ucf-?101", "ucf101"),
+    (r"(^|-)hmdb-?51", "hmdb51"),
     (r"imagenet-?2[12]k", "imagenet-22k"),
     (r"imagenet|ilsvrc", "imagenet"),
     (r"(^|-)mnist", "mnist"),
@@ -123,7 +126,8 @@ DATASET_TASK = {
     "movielens-1m": "recommendation", "atari-breakout": "reinforcement-learning",
     "mujoco-halfcheetah": "reinforcement-learning", "celeba": "image-generation",
     "modelnet40": "point-cloud-classification", "laion-aesthetics": "image-generation",
-    "celeba-hq": "image-generation", "laion-400m": "image-text-pretraining", "laion-2b": "image-text-pretraining",
+    "celeba-hq": "image-generation", "kinetics": "video-classification", "ucf101": "video-classification",
+    "hmdb51": "video-classification", "laion-400m": "image-text-pretraining", "laion-2b": "image-text-pretraining",
     "imagenet-22k": "image-classification", "mnist": "image-classification", "enwik8": "language-modeling",
     "pile": "language-modeling", "c4": "language-modeling", "cc12m": "image-text-pretraining",
     "cc3m": "image-text-pretraining",
@@ -153,7 +157,7 @@ TASK_SIGNALS: tuple[tuple[str, str], ...] = (
     (r"fasterrcnn|maskrcnn|retinanet|detdatasets|cocodataset", "object-detection"),
     (r"segformerhead|ade20kdataset|encoderdecoder", "semantic-segmentation"),
     # denoising diffusion: its options name the noise process
-    (r"diffusion_steps|noise_schedule|(?<![a-z])ddpm(?![a-z])|image_train\.py|latent-diffusion", "image-generation"),
+    (r"diffusion_steps|noise_schedule|(?<![a-z])ddpm(?![a-z])|image_train\.py|latent-diffusion|(?<![a-z])diffusion-engine", "image-generation"),
     # an autoencoder trained alone (the first stage of a latent diffusion model)
     (r"(?<![a-z])autoencoder-kl|(?<![a-z])vq-model(?![a-z])", "image-autoencoding"),
     # last: a timm model with nothing more specific around it
