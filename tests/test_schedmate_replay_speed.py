@@ -171,3 +171,27 @@ def test_job_texts_are_stored_per_workload_and_read_back_without_building(monkey
     assert again.all() == texts_a and again.built == 0
     assert [again.text(j) for j in range(len(a))] == texts_a
     me.clear_text_cache()
+
+
+def test_every_replay_the_ledger_asks_for_is_a_valid_policy(tmp_path, monkeypatch):
+    """The claims runner's replays stubbed; each policy spec it asks for must parse (a cause whose spec
+    named a parameter twice stopped a full ledger run after half an hour)."""
+    from evaluation.claims import ReproduceContext
+    from pipelines.papers import schedmate as runner
+    from sim.policies import get_policy
+
+    for full in (False, True):
+        monkeypatch.setattr(runner, "QUICK", {**(runner.FULL if full else runner.QUICK), "jobs": 60})
+        asked = set()
+
+        def fake(self, name, policy, seed, predictions=None):
+            get_policy(policy)  # raises on a bad spec
+            asked.add(policy)
+            return {"jct": 1000.0 + len(policy), "stats": {}, "wall_s": 0.0}
+
+        monkeypatch.setattr(runner._Replays, "run", fake)
+        monkeypatch.setattr(runner, "fig12", lambda rep, cfg: {})
+        monkeypatch.setattr(runner, "table4", lambda cfg: {})
+        ctx = ReproduceContext(quick=True, out=tmp_path, seeds=[0], data_dir=ROOT.parent / "shared" / "data")
+        got = runner.run(ctx)
+        assert "schedmate-sjf:host=prediction" in asked and "f11_smfh_vs_qssf" in got

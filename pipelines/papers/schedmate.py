@@ -127,10 +127,12 @@ def fig11(rep: _Replays, cfg: dict, seeds: list[int]) -> dict[str, Measurement]:
     fh = {n: rep.jct(n, SM_FH, seeds) for n in names}
     oracle = {n: rep.jct(n, "spjf", seeds, predictions=list(rep.works[n].duration)) for n in names}
     # one SchedMate part switched at a time (standalone, without the handler)
-    switches = {"QSSF's order: GPUs x duration (priority=service)": ",priority=service",
-                "the true duration where the Advisor has no match (host=prediction)": ",host=prediction"}
+    # (policy, replayed with the true durations as the replay's prediction)
+    switches = {"QSSF's order: GPUs x duration (priority=service)": (SM + ",priority=service", False),
+                "the true duration where the Advisor has no match (host=prediction)":
+                    ("schedmate-sjf:host=prediction", True)}
     if cfg["t1_causes"]:
-        switches["trace-field texts (text_source=trace)"] = ",text_source=trace"
+        switches["trace-field texts (text_source=trace)"] = (SM + ",text_source=trace", False)
     for label, policy in BASELINES.items():
         for tag, ours, name in (("sm", sm, "SchedMate"), ("smfh", fh, "SchedMate + FH")):
             gains, parts, causes = [], [], {}
@@ -144,8 +146,9 @@ def fig11(rep: _Replays, cfg: dict, seeds: list[int]) -> dict[str, Measurement]:
                 st = rep.run(n, SM, seeds[0])["stats"]
                 causes[f"advisor coverage [{n}]"] = round(float(st.get("schedmate_coverage", 0.0)), 3)
                 if tag == "sm":
-                    for what, extra in switches.items():
-                        causes[f"{what} vs {label} [{n}]"] = round(1.0 - rep.jct(n, SM + extra, seeds) / theirs, 4)
+                    for what, (pol, true) in switches.items():
+                        pred = list(rep.works[n].duration) if true else None
+                        causes[f"{what} vs {label} [{n}]"] = round(1.0 - rep.jct(n, pol, seeds, pred) / theirs, 4)
                 else:
                     causes[f"without the handler vs {label} [{n}]"] = round(1.0 - sm[n] / theirs, 4)
                     perfect = rep.jct(n, SM_FH + ",recall=1,precision=1", seeds)
