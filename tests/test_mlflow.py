@@ -33,6 +33,8 @@ def store(tmp_path, monkeypatch, empty_store_db):
 
 
 SMALL = ("--param", "n_estimators=20")  # a small booster: these tests check the registry, not accuracy
+#: a small booster on the first 15,000 Philly jobs with a 7-day holdout: registry and serving plumbing only
+PLUMBING = ("--jobs", "15000", "--test-days", "7", "--param", "n_estimators=20")
 
 
 def _train(philly_file, *extra):
@@ -154,12 +156,15 @@ def test_lucid_runs_with_registry_models(store, shared_data, philly_file, capsys
     from sim.workload import build_workload
 
     assert main(["train", "packing", "--data-dir", str(shared_data), "--allow-worse-than-baseline"]) == 0
-    assert _train(philly_file, "--param", "n_estimators=20", "--allow-worse-than-baseline") == 0
+    # the first 15,000 jobs are enough for a registry model (this test checks the plumbing, not accuracy)
+    assert _train(philly_file, *PLUMBING, "--allow-worse-than-baseline") == 0
     configure(store)
     w = build_workload(load_trace(philly_file), load_cluster("philly-vc"), limit=2500)
     spec = (f"lucid:packing_model=models:/packing@champion,tracking_uri={store},update_interval=200000,"
             "profiler_nodes=1")
-    r = simulate(w, spec, predictor="models:/duration@champion", check_invariants=True)
+    # invariants are checked on the four ablation replays below (and in the golden tests): on this one they
+    # were 40 % of the test's time
+    r = simulate(w, spec, predictor="models:/duration@champion")
     assert np.isfinite(r.end).all()
     assert r.policy_stats["lucid_updates"] >= 1
     assert "lucid_tuner_log_mae_monotone" in r.policy_stats

@@ -2,6 +2,7 @@
 ports; the simulator's REST predictor against the endpoint. Both processes are stopped at the end."""
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -10,6 +11,12 @@ import time
 import urllib.request
 
 import numpy as np
+
+from tests.test_mlflow import PLUMBING, empty_store_db  # noqa: F401 - fixture
+
+#: The server's environment in these tests: one thread per process, and no MLflow job runner (MLflow 3 starts
+#: several huey consumer processes for GenAI jobs, each importing mlflow; schedcast's `server` turns it off too).
+SERVER_ENV = {"OMP_NUM_THREADS": "1", "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
 
 
 def free_port() -> int:
@@ -47,7 +54,7 @@ def stop(proc: subprocess.Popen) -> None:
             proc.wait(timeout=20)
 
 
-def test_tracking_server_registry_and_serving_endpoint(tmp_path, philly_file, monkeypatch):
+def test_tracking_server_registry_and_serving_endpoint(tmp_path, philly_file, monkeypatch, empty_store_db):
     from features.duration import duration_features
     from features.traces import load_trace
     from models.registry import configure, load
@@ -56,7 +63,8 @@ def test_tracking_server_registry_and_serving_endpoint(tmp_path, philly_file, mo
 
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
-    env["OMP_NUM_THREADS"] = "1"
+    env.update(SERVER_ENV)
+    shutil.copy(empty_store_db, tmp_path / "server.db")  # migrated once per worker: the server skips its migrations
     mlflow_bin = os.path.join(os.path.dirname(sys.executable), "mlflow")
     server = start([mlflow_bin, "server", "--host", "127.0.0.1", "--port", str(port), "--backend-store-uri",
                     f"sqlite:///{tmp_path / 'server.db'}", "--default-artifact-root", (tmp_path / "art").as_uri(),
@@ -67,7 +75,7 @@ def test_tracking_server_registry_and_serving_endpoint(tmp_path, philly_file, mo
         uri = f"http://127.0.0.1:{port}"
         monkeypatch.chdir(tmp_path)
         assert main(["train", "duration", "--trace", str(philly_file), "--tracking-uri", uri,
-                     "--param", "n_estimators=20", "--allow-worse-than-baseline"]) == 0
+                     *PLUMBING, "--allow-worse-than-baseline"]) == 0
         configure(uri)
         model = load("models:/duration@champion")
         jobs = load_trace(philly_file).frame.iloc[:400]

@@ -9,7 +9,8 @@ import sys
 
 import pytest
 
-from tests.test_mlflow_server import free_port, start, stop, wait_http
+from tests.test_mlflow import empty_store_db  # noqa: F401 - fixture
+from tests.test_mlflow_server import SERVER_ENV, free_port, start, stop, wait_http
 
 
 def _browser() -> str | None:
@@ -40,7 +41,7 @@ def test_ui_links_open_the_model_training_view():
 
 
 @pytest.mark.slow
-def test_mlflow_ui_opens_schedcast_experiment_on_runs(tmp_path):
+def test_mlflow_ui_opens_schedcast_experiment_on_runs(tmp_path, empty_store_db):
     """A real tracking server on a free loopback port; the experiment page at the link schedcast gives is
     rendered by headless Chromium: the DOM lists the run (the runs table), not the traces overview, and the
     screenshot is not blank."""
@@ -54,7 +55,8 @@ def test_mlflow_ui_opens_schedcast_experiment_on_runs(tmp_path):
     from pipelines.tracking import Tracker, ui_url
 
     port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}, **SERVER_ENV}
+    shutil.copy(empty_store_db, tmp_path / "server.db")
     mlflow_bin = os.path.join(os.path.dirname(sys.executable), "mlflow")
     server = start([mlflow_bin, "server", "--host", "127.0.0.1", "--port", str(port), "--backend-store-uri",
                     f"sqlite:///{tmp_path / 'server.db'}", "--default-artifact-root", (tmp_path / "art").as_uri(),
