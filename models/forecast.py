@@ -475,6 +475,23 @@ class DLinear(_ResidualQuantiles):
                         residual_quantiles=self.res_q_)
 
 
+def gluonts_entries(demand: pd.DataFrame, freq: str, end: int | None = None, static_cat: bool = True) -> list[dict]:
+    """One GluonTS entry per organisation (its series up to ``end``), the organisation's index as a static
+    category where the model takes one (DeepAR, TFT)."""
+    start = pd.Period(demand.index[0], freq=freq)
+    entries = [{"start": start, "target": demand[c].to_numpy(dtype=np.float32)[:end]} for c in demand.columns]
+    if static_cat:
+        for i, e in enumerate(entries):
+            e["feat_static_cat"] = [i]
+    return entries
+
+
+def gluonts_trainer(max_epochs: int, root: str, **extra) -> dict:
+    """Lightning trainer settings for a GluonTS estimator: CPU, quiet, checkpoints under ``root``."""
+    return {"max_epochs": max_epochs, "accelerator": "cpu", "enable_progress_bar": False, "logger": False,
+            "enable_model_summary": False, "default_root_dir": root, **extra}
+
+
 class DeepARForecaster(Estimator):
     """GluonTS DeepAR (torch backend) with the organisation as a static categorical feature."""
 
@@ -485,9 +502,7 @@ class DeepARForecaster(Estimator):
             max_epochs, num_batches_per_epoch, num_samples, seed)
 
     def _entries(self, demand: pd.DataFrame, end: int | None = None) -> list[dict]:
-        start = pd.Period(demand.index[0], freq=self.freq)
-        return [{"start": start, "target": demand[c].to_numpy(dtype=np.float32)[:end], "feat_static_cat": [i]}
-                for i, c in enumerate(demand.columns)]
+        return gluonts_entries(demand, self.freq, end)
 
     def fit(self, demand: pd.DataFrame, attrs: pd.DataFrame | None = None) -> "DeepARForecaster":
         import lightning as L
@@ -501,9 +516,7 @@ class DeepARForecaster(Estimator):
         est = DeepAREstimator(freq=self.freq, prediction_length=self.horizon, context_length=self.lookback,
                               num_feat_static_cat=1, cardinality=[demand.shape[1]],
                               num_batches_per_epoch=self.num_batches_per_epoch,
-                              trainer_kwargs={"max_epochs": self.max_epochs, "accelerator": "cpu",
-                                              "enable_progress_bar": False, "logger": False,
-                                              "enable_model_summary": False, "default_root_dir": self._tmp})
+                              trainer_kwargs=gluonts_trainer(self.max_epochs, self._tmp))
         try:
             self.predictor_ = est.train(self._entries(demand))
         finally:

@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from models.base import Estimator
-from models.forecast import Forecast
+from models.forecast import Forecast, gluonts_entries, gluonts_trainer
 
 #: model name -> the GluonTS estimator class (module, class)
 GLUONTS_MODELS = {
@@ -67,18 +67,14 @@ class GluonTSForecaster(Estimator):
             raise ValueError(f"model must be one of {', '.join(GLUONTS_MODELS)}, got {self.model!r}")
 
     def _entries(self, demand: pd.DataFrame, end: int | None = None) -> list[dict]:
-        start = pd.Period(demand.index[0], freq=self.freq)
-        return [{"start": start, "target": demand[c].to_numpy(dtype=np.float32)[:end], "feat_static_cat": [i]}
-                for i, c in enumerate(demand.columns)]
+        return gluonts_entries(demand, self.freq, end, static_cat=self.model == "tft")  # TFT: org as category
 
     def _estimator(self, n_orgs: int, root: str):
         import importlib
 
         module, name = GLUONTS_MODELS[self.model]
         cls = getattr(importlib.import_module(module), name)
-        trainer = {"max_epochs": self.max_epochs, "accelerator": "cpu", "enable_progress_bar": False,
-                   "logger": False, "enable_model_summary": False, "default_root_dir": root,
-                   "deterministic": True}
+        trainer = gluonts_trainer(self.max_epochs, root, deterministic=True)
         common = dict(prediction_length=self.horizon, context_length=self.lookback, lr=self.lr,
                       batch_size=self.batch_size, num_batches_per_epoch=self.num_batches_per_epoch,
                       trainer_kwargs=trainer)
@@ -99,11 +95,7 @@ class GluonTSForecaster(Estimator):
         L.seed_everything(self.seed, verbose=False)
         root = tempfile.mkdtemp(prefix="schedcast-gluonts-")
         try:
-            entries = self._entries(demand)
-            if self.model != "tft":
-                for e in entries:
-                    e.pop("feat_static_cat")
-            self.predictor_ = self._estimator(demand.shape[1], root).train(entries)
+            self.predictor_ = self._estimator(demand.shape[1], root).train(self._entries(demand))
         finally:
             shutil.rmtree(root, ignore_errors=True)
         self.orgs_ = list(demand.columns)
@@ -121,9 +113,6 @@ class GluonTSForecaster(Estimator):
         entries = []
         for o in origins:
             entries += self._entries(demand, end=demand.index.get_loc(o))
-        if self.model != "tft":
-            for e in entries:
-                e.pop("feat_static_cat")
         n, O, H = len(origins), demand.shape[1], self.horizon
         # sample (Lag-TST), distribution (PatchTST) and quantile (TFT) forecasts all answer mean and quantile
         fcs = list(self.predictor_.predict(entries, num_samples=self.num_samples) if self.model != "tft"
