@@ -317,3 +317,19 @@ def test_a_lost_gpu_seen_by_nvidia_smi_and_an_info_line_that_reports_an_io_error
               "Input/output error", "Traceback (most recent call last):", '  File "coordinator.py", line 297, in stop']
     assert _one(lines) == (7, "infrastructure", "storage")
 
+
+
+def test_batch_size_mismatch_with_the_target_is_the_scripts_data_not_a_framework_layer():
+    """Issue 25 open decision: "Expected input batch_size (N) to match target batch_size (M)" is what
+    the threads trace to the user's labels / reshapes (script, data); a layer's own shape error stays
+    framework/model. The project's hand-written fixture says the same."""
+    d, at = _diag(["Traceback (most recent call last):", '  File "fit.py", line 51, in run',
+                   "    loss = loss_fn(logits, labels)",
+                   "ValueError: Expected input batch_size (128) to match target batch_size (16)."])
+    assert (d.line_index, d.kind, d.component) == (at + 3, "script", "data")
+    d, at = _diag(["RuntimeError: mat1 and mat2 shapes cannot be multiplied (32x512 and 256x10)"])
+    assert (d.line_index, d.kind, d.component) == (at, "framework", "model")
+    from features.jobcorpus.handwritten import HAND_FAILURES
+
+    hand = {name: (kind, comp) for name, _, _, kind, comp in HAND_FAILURES}
+    assert hand["batch-mismatch"] == ("script", "data")

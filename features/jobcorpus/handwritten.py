@@ -283,7 +283,7 @@ fail("illegal-access", ["Traceback (most recent call last):", '  File "model.py"
 fail("nccl-cuda-oom", ["node-3:4242:4300 [0] include/alloc.h:103 NCCL WARN Cuda failure 'out of memory'"], 0, "framework", "memory")
 fail("batch-mismatch", ["Traceback (most recent call last):", '  File "train.py", line 77, in step',
                         "    loss = criterion(out, target)",
-                        "ValueError: Expected input batch_size (64) to match target batch_size (32)."], 3, "framework", "model")
+                        "ValueError: Expected input batch_size (64) to match target batch_size (32)."], 3, "script", "data")
 fail("gloo-peer-closed", ["RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:598] Connection closed by peer [10.0.0.7]:36213"],
      0, "infrastructure", "network")
 fail("host-oom-killer", ["[2024-05-02 10:30:59] kernel: Out of memory: Killed process 4241 (python) total-vm:98765432kB",

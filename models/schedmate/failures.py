@@ -93,8 +93,11 @@ RULES: tuple[tuple[str, str, str, str], ...] = (
      r"returned nan values|anomaly", "nan_loss", "framework", "model"),
     (r"DataLoader worker .* killed|killed by signal|bus error .* worker|Unexpected bus error", "dataloader_killed",
      "framework", "dataloader"),
+    # the script's outputs and labels disagree in length (the threads trace it to the user's labels,
+    # reshapes or collate): the user's data, not a faulty layer of the framework
+    (r"Expected input batch_size \(\d+\) to match target batch_size", "label_mismatch", "script", "data"),
     (r"shapes cannot be multiplied|size mismatch|must match the size|Expected .* dimension|shape '\[|"
-     r"batch_size \(\d+\) to match target|Expected all tensors to be on the same device", "shape_error",
+     r"Expected all tensors to be on the same device", "shape_error",
      "framework", "model"),
     (r"Error\(s\) in loading state_dict|Missing key\(s\) in state_dict|Unexpected key\(s\)", "state_dict", "script",
      "key"),
