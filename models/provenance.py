@@ -45,15 +45,44 @@ def data_fingerprint(source: str | Path | None, frame: pd.DataFrame, time_col: s
 def code_version(root: str | Path | None = None) -> str:
     """Git commit, plus a short hash of the uncommitted changes to tracked files, so that two dirty trees
     with different edits never share a version: ``abc1234`` or ``abc1234-dirty.1f2e3d4c``; ``unknown``
-    outside a git checkout. ``root``: the checkout (default: the one this package lives in)."""
+    outside a git checkout. ``root``: the checkout (default: the one this package lives in).
+
+    Why the fallbacks: a long run on a loaded machine once recorded ``unknown`` for a real checkout (a git
+    call that failed or timed out); the commit is then read from ``.git`` directly, and a tree whose
+    changes git could not list is ``abc1234-dirty.unknown`` rather than passed off as clean."""
     root = Path(root) if root is not None else Path(__file__).resolve().parents[1]
     try:
         sha = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True,
-                             text=True, timeout=10).stdout.strip()
-        diff = subprocess.run(["git", "-C", str(root), "diff", "HEAD", "--no-color", "--no-ext-diff"],
-                              capture_output=True, timeout=20).stdout
+                             text=True, timeout=30).stdout.strip()
     except (OSError, subprocess.SubprocessError):
-        return "unknown"
+        sha = ""
     if not sha:
-        return "unknown"
-    return sha + (f"-dirty.{hashlib.sha256(diff).hexdigest()[:8]}" if diff.strip() else "")
+        sha = _head_from_files(root)
+        if not sha:
+            return "unknown"
+    try:
+        diff = subprocess.run(["git", "-C", str(root), "diff", "HEAD", "--no-color", "--no-ext-diff"],
+                              capture_output=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return f"{sha}-dirty.unknown"
+    if diff.returncode != 0:
+        return f"{sha}-dirty.unknown"
+    return sha + (f"-dirty.{hashlib.sha256(diff.stdout).hexdigest()[:8]}" if diff.stdout.strip() else "")
+
+
+def _head_from_files(root: Path) -> str:
+    """The short commit of ``root``'s HEAD read from ``.git`` without running git ('' when not a checkout)."""
+    git = root / ".git"
+    try:
+        head = (git / "HEAD").read_text().strip()
+        if head.startswith("ref: "):
+            ref = head[5:].strip()
+            path = git / ref
+            if path.is_file():
+                head = path.read_text().strip()
+            else:
+                packed = (git / "packed-refs").read_text().splitlines()
+                head = next((line.split()[0] for line in packed if line.endswith(" " + ref)), "")
+    except OSError:
+        return ""
+    return head[:7] if len(head) >= 40 and all(c in "0123456789abcdef" for c in head[:40]) else ""

@@ -48,13 +48,14 @@ def reproduce(paper: str, *, quick: bool = False, out: str | Path | None = None,
     work = RESULTS / ".cells" / (paper + ("-quick" if quick else ""))
     say = progress or (lambda message: None)
     t0 = time.perf_counter()
+    code = code_version()  # the code that runs: read before the replays (edits made meanwhile are not it)
 
     def fill(tmp: Path):
         ctx = ReproduceContext(quick=quick, out=tmp, seeds=list(seeds) if seeds else [0], data_dir=data,
                                progress=say, workers=max(1, int(workers)), work=work, seeds_given=bool(seeds))
         measurements = run(ctx)
         verdicts = judge_all(claims, measurements, quick=quick)
-        meta = {"paper": paper, "quick": quick, "seeds": ctx.seeds, "code_version": code_version(),
+        meta = {"paper": paper, "quick": quick, "seeds": ctx.seeds, "code_version": code,
                 "machine": _machine(), "wall_s": time.perf_counter() - t0, "command": command,
                 "data_dir": str(data), "measures": {k: _finite(m.value) for k, m in measurements.items()}}
         write_ledger(tmp, claims, verdicts, meta)

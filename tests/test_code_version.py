@@ -47,3 +47,54 @@ def test_models_and_replays_use_the_same_function():
     from models.provenance import code_version
 
     assert models.registry.code_version is code_version and pipelines.tracking.code_version is code_version
+
+
+def test_a_failing_git_call_still_names_the_commit(repo, monkeypatch):
+    """A git that cannot run (missing, timed out, failed fork on a loaded machine) once made a real checkout's
+    ledger say ``code unknown``: the commit is read from .git, and a tree git could not diff is not 'clean'."""
+    import subprocess as sp
+
+    from models import provenance
+
+    sha = _git(repo, "rev-parse", "--short", "HEAD")
+    real = sp.run
+
+    def no_git(args, *a, **k):
+        raise OSError("git not runnable")
+
+    monkeypatch.setattr(provenance.subprocess, "run", no_git)
+    assert provenance.code_version(repo) == f"{sha}-dirty.unknown"
+
+    def slow_diff(args, *a, **k):
+        if "diff" in args:
+            raise sp.TimeoutExpired(args, 1)
+        return real(args, *a, **k)
+
+    monkeypatch.setattr(provenance.subprocess, "run", slow_diff)
+    assert provenance.code_version(repo) == f"{sha}-dirty.unknown"
+    _git(repo, "pack-refs", "--all")  # the branch only in packed-refs
+    monkeypatch.setattr(provenance.subprocess, "run", no_git)
+    assert provenance.code_version(repo) == f"{sha}-dirty.unknown"
+
+
+def test_reproduce_records_the_code_version_of_the_checkout(tmp_path, monkeypatch):
+    """The ledger's header names the checkout's commit (issue 24: 'code unknown' in the GFS ledger)."""
+    import pipelines.reproduce as rp
+    from models.provenance import code_version
+
+    seen = {}
+
+    def fake_runner(paper):
+        def run(ctx):
+            return {}
+        return run
+
+    def fake_write(tmp, claims, verdicts, meta):
+        seen.update(meta)
+        (tmp / "claims.md").write_text("x")
+
+    monkeypatch.setattr("pipelines.papers.runner", fake_runner)
+    monkeypatch.setattr("evaluation.claims.write_ledger", fake_write)
+    monkeypatch.setattr("evaluation.claims.judge_all", lambda claims, m, quick=False: [])
+    rp.reproduce("gfs", quick=True, out=tmp_path / "out", data_dir=None)
+    assert seen["code_version"] == code_version() != "unknown"
