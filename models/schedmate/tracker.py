@@ -12,6 +12,7 @@ the throughput in samples/s where the log gives the batch size.
 from __future__ import annotations
 
 import ast
+import html
 import json
 import math
 import re
@@ -19,6 +20,8 @@ import statistics
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Iterable, Sequence
+
+from models.schedmate.records import Fields, dict_fields, read_fields, table_header, table_row
 
 CATEGORIES = ("progress", "eval", "checkpoint", "error", "warning", "init", "other")
 
@@ -186,7 +189,8 @@ class _Rec:
     cols: tuple = ()              # a YOLO row's leading columns (named by the header line above it)
 
 
-_CAND = re.compile(r"\]\s*\[|%\||iteration|[Ee]poch|[Ss]tep|Iter|iter |Train:|it/s|s/it|[Ll]oss|num_updates|ETA:")
+_CAND = re.compile(r"\]\s*\[|%\||iteration|[Ee]poch|[Ss]tep|Iter|iter |Train:|it/s|s/it|[Ll]oss|num_updates|ETA:|[Bb]atch|"
+                   r"[Uu]pdate|\b[Ee]p\b|[Ii]tr\b|LOSS|EPOCH|STEP")
 
 
 def parse_progress(line: str) -> _Rec | None:
@@ -262,7 +266,7 @@ def parse_progress(line: str) -> _Rec | None:
         s = _find(_STEP_OF, line, low)
         b = _BRACKET.search(line)
         if not (s or e):
-            return None
+            return _generic(line)
         r.kind = "plain"
         if e:
             r.epoch = int(e.group(1))
@@ -286,13 +290,13 @@ def parse_progress(line: str) -> _Rec | None:
             r.step = int(s.group(1))
             r.total = int(s.group(2)) if s.group(2) else None
         if r.step is None and r.s_in is None:
-            return None
+            return _generic(line)
         if not (e or s):
             return None
         if not (_find(_LOSS, line, low) or _find(_TIME_MS, line, low) or _find(_MS_STEP, line, low)
                 or _find(_S_IT, line, low) or _find(_IT_S, line, low) or _find(_TIME_S, line, low)
                 or _find(_TIME_UNIT, line, low)):
-            return None  # "oldest step 3000", "rank 3 step 12": a number, not a progress record
+            return _generic(line)  # "oldest step 3000", "rank 3 step 12": a number, not a progress record
     # common fields
     if r.step_time is None and r.kind != "bar":
         for rx, scale in ((_TIME_MS, None), (_MS_STEP, 1e-3), (_S_IT, 1.0), (_TIME_UNIT, "unit"), (_TIME_S, 1.0)):
@@ -323,16 +327,11 @@ def parse_progress(line: str) -> _Rec | None:
     return r
 
 
-_D_STEP = ("num_updates", "current_steps", "global_step", "step", "iteration", "iter", "train_step", "steps", "it")
-_D_TOTAL = ("total_steps", "max_steps", "max_iters", "max_iter", "num_training_steps", "total_iters", "max_update")
-_D_LOSS = ("loss", "train_loss", "total_loss", "train/loss", "lm_loss", "train_inner_loss")
-
-
 def _dict_record(line: str) -> _Rec | None:
     """A progress record from a dict on the line: fairseq's JSON log format, LLaMA-Factory's
     trainer_log.jsonl, TF/Keras-style dicts with 'step', a dict after a line number or a logger
-    prefix. Only dicts that carry a step count; Hugging Face's step-less {'loss': ...} dicts are
-    read by the tracker for their loss alone."""
+    prefix (names read by their role: records.dict_fields). Only dicts that carry a step count;
+    Hugging Face's step-less {'loss': ...} dicts are read by the tracker for their loss alone."""
     body = line[line.index("{"):line.rindex("}") + 1]
     if len(body) > 4000:
         return None
@@ -349,34 +348,26 @@ def _dict_record(line: str) -> _Rec | None:
         return None
     if d.get("loss") is None and any(str(k).startswith("eval_") and v is not None for k, v in d.items()):
         return None  # an evaluation record
-
-    def num(keys: tuple[str, ...]) -> float | None:
-        for k in keys:
-            if k in d:
-                try:
-                    v = float(d[k])
-                except (TypeError, ValueError):
-                    continue
-                return v
+    f = dict_fields(d)
+    if f is None:
         return None
-
-    step = num(_D_STEP)
-    if step is None or not math.isfinite(step) or step < 0:
-        return None
-    r = _Rec(idx=-1, kind="dict", step=int(step))
-    total = num(_D_TOTAL)
-    r.total = int(total) if total and math.isfinite(total) and total > 0 else None
-    r.loss = num(_D_LOSS)
-    ep = d.get("epoch")
-    if isinstance(ep, int) and not isinstance(ep, bool):
-        r.epoch = ep
-    ups = num(("ups",))
-    if ups and ups > 0 and math.isfinite(ups):
+    r = _Rec(idx=-1, kind="dict", step=f.step, total=f.total, loss=f.loss, epoch=f.epoch, step_time=f.step_time)
+    ups = d.get("ups")
+    if isinstance(ups, (int, float)) and ups > 0 and math.isfinite(ups):
         r.rate_time = 1.0 / ups
-    t = num(("time/step", "step_time", "iter_time", "time_per_step"))
-    if t and t > 0:
-        r.step_time = t
     r.ts = _parse_ts(line)
+    return r
+
+
+def _generic(line: str, fields: Fields | None = None) -> _Rec | None:
+    """A record from the role grammar (models.schedmate.records) for lines no format rule knows."""
+    f = fields or read_fields(line)
+    if f is None:
+        return None
+    r = _Rec(idx=-1, kind="generic", epoch=f.epoch, epoch_total=f.epoch_total, s_in=f.s_in, spe=f.spe, step=f.step,
+             total=f.total, loss=f.loss, step_time=f.step_time, ts=_parse_ts(line))
+    if r.step is None and r.s_in is None:  # counted in epochs only ("Epoch 4/100 ... loss 0.3")
+        r.kind, r.step, r.total = "epochs", r.epoch, r.epoch_total
     return r
 
 
@@ -433,7 +424,8 @@ class MetricTracker:
         log does not print: total steps, or iterations + unit ("epochs" uses the log's steps/epoch)."""
         flat: list[str] = []
         for line in lines:
-            flat.extend(p for p in str(line).replace("\r\n", "\n").split("\r") if p.strip())
+            line = html.unescape(line) if "&quot;" in line or "&#" in line else str(line)  # a log pasted as HTML
+            flat.extend(p for p in line.replace("\r\n", "\n").split("\r") if p.strip())
             if len(flat[-1] if flat else "") > 160 and flat[-1].count("[") > 3 and len(_GLUED.findall(flat[-1])) > 1:
                 flat.extend(q for q in _GLUED.split(flat.pop()) if q.strip())
         header = self._header(flat)
@@ -465,6 +457,7 @@ class MetricTracker:
                     break
         recs = recs or ds
         recs.reverse()
+        recs = recs or self._table(flat)
         if any(r.kind != "epochs" for r in recs):  # epoch summaries next to finer progress lines
             recs = [r for r in recs if r.kind != "epochs"]
         if not recs:
@@ -526,6 +519,20 @@ class MetricTracker:
             ep = last[-1].epoch + (1 if last[-1].kind == "timm" or base == 0 else 0)
         return Progress(step=step, total_steps=total, step_time=st, loss=loss, throughput=thr, epoch=ep,
                         lines_used=len(last), diverged=loss is not None and not math.isfinite(loss))
+
+    def _table(self, flat: Sequence[str]) -> list[_Rec]:
+        """Rows of a table whose header names a count and a loss ("| epoch | step | loss |"), the last
+        `window` of them: the numbers of such rows carry no names of their own."""
+        out: list[_Rec] = []
+        roles = None
+        for i, line in enumerate(flat):
+            f = table_row(line, roles) if roles else None
+            if f is not None:
+                out.append(_generic(line, f))
+                out[-1].idx = i
+            elif len(line) < 400 and (h := table_header(line)) is not None:
+                roles = h
+        return out[-self.window:]
 
     @staticmethod
     def _header(lines: Sequence[str], limit: int = 400) -> dict:

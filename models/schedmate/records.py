@@ -1,0 +1,247 @@
+"""A small grammar for training-progress records the Metric Tracker has no format rule for.
+
+Why: format rules written one log family at a time missed about a third of the progress logs of each
+new batch of real material (issue 25: step 73 %, loss 65 % at first sight). Most unseen formats are
+still "names next to numbers": `key=value`, `key: value`, `key value`, `key [a/b]`, dicts, JSON objects,
+and table rows whose names sit in a header line above. This module reads any of those shapes by the
+*role* of each name (step-like, epoch-like, total-like, loss-like) instead of by a family's layout:
+
+- every number (or `a/b` pair) on a line is named by the last one or two words before it;
+- names are normalised (`train/global_step` -> `global_step`, `Train Loss` -> `loss`) and mapped to a role;
+- a pair with no name right after an epoch is the step within that epoch (`Epoch: [3][120/500]`);
+- a line is a progress record only if it counts steps or epochs AND gives a loss (or a per-step time):
+  a number next to "step" alone is too weak ("oldest step 3000").
+
+The tracker turns epoch + step-in-epoch into a global step (epoch base inferred from the first record).
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+_STEP = frozenset({"step", "steps", "global_step", "globalstep", "iter", "iters", "iteration", "iterations", "it",
+                   "update", "updates", "num_updates", "train_step", "current_step", "current_steps", "n_iter",
+                   "niter", "step_num", "num_steps", "trained_steps", "batch_idx", "batch", "batches", "itr", "i"})
+#: names that count only when given as a pair ("batch 32" is a batch size; "Batch [20/100]" is progress)
+_PAIR_ONLY = frozenset({"batch", "batches", "i", "it"})
+_EPOCH = frozenset({"epoch", "epochs", "ep", "epoch_num", "cur_epoch", "current_epoch"})
+_TOTAL = frozenset({"total_steps", "max_steps", "max_iters", "max_iter", "num_training_steps", "total_iters",
+                    "max_update", "total_iterations", "max_iterations", "num_train_steps", "total_step"})
+_LOSS = frozenset({"loss", "total_loss", "loss_total", "lm_loss", "avg_loss", "loss_avg", "mean_loss", "tot_loss",
+                   "training_loss", "train_loss", "objective", "overall_loss", "full_loss", "loss_sum", "sum_loss",
+                   "running_loss", "batch_loss", "loss_all", "all_loss"})
+_TIME = frozenset({"time", "step_time", "iter_time", "time_per_step", "batch_time", "time_per_iter", "sec_per_iter",
+                   "s_per_step", "elapsed_time_per_iteration"})
+_NOT_TRAIN = ("val", "valid", "validation", "eval", "test", "dev")
+_PREFIXES = ("train_", "training_", "trainer_", "tr_", "my_", "mean_")
+
+# a number (maybe signed, float, sci, nan/inf) or an a/b pair, not inside a word, a date or a version
+_TOK = re.compile(r"(?<![\w.:/-])(?:(?P<a>\d+)\s*/\s*(?P<b>\d+)(?![\d.%])|"
+                  r"(?P<v>[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+)|[-+]?(?:nan|inf(?:inity)?)\b)(?![\w%/-]|:\d|\.\d))", re.I)
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]*(?:[./][A-Za-z][A-Za-z0-9_]*)*")
+_TABLE_SPLIT = re.compile(r"\s*\|\s*|\s{2,}|\t|,\s*")
+
+
+def normalise(name: str) -> str:
+    """`train/global_step` -> `global_step`, `Train Loss` -> `train_loss`, `loss(avg)` -> `loss_avg`."""
+    n = re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
+    if "_" in n and "/" in name:
+        n = n.split("_", 1)[1] if n.split("_", 1)[0] in ("train", "trainer", "training", "metrics", "charts") else n
+    return n
+
+
+def role(name: str) -> str | None:
+    """step / epoch / total / loss / time, or None. Evaluation names ("val_loss", "eval/loss") are not
+    training progress."""
+    n = normalise(name)
+    if not n or n.split("_")[0] in _NOT_TRAIN:
+        return None
+    for cand in (n, *(n[len(p):] for p in _PREFIXES if n.startswith(p))):
+        if cand in _LOSS:
+            return "loss"
+        if cand in _STEP:
+            return "step"
+        if cand in _EPOCH:
+            return "epoch"
+        if cand in _TOTAL:
+            return "total"
+        if cand in _TIME:
+            return "time"
+    return "loss2" if n.endswith("loss") else None  # a named part of the loss (cls_loss): used when no total loss
+
+
+@dataclass
+class Fields:
+    """What the grammar found on one line (None: not given)."""
+    step: int | None = None
+    total: int | None = None
+    epoch: int | None = None
+    epoch_total: int | None = None
+    s_in: int | None = None
+    spe: int | None = None
+    loss: float | None = None
+    step_time: float | None = None
+
+
+def _key(gap: str) -> str:
+    """The name of the number after `gap`: the last one or two words, when one of them names a role."""
+    words = _WORD.findall(gap[-40:])
+    if not words:
+        return ""
+    if len(words) >= 2:
+        two = words[-2] + "_" + words[-1]
+        if role(two) is not None:
+            return two
+    return words[-1]
+
+
+def read_fields(line: str) -> Fields | None:
+    """Progress fields of one line by the roles of its names, or None when the line is not a training
+    progress record (no step/epoch count, or neither a loss nor a per-step time)."""
+    f = Fields()
+    loss2 = None
+    prev_end, prev_role = 0, None
+    for m in _TOK.finditer(line):
+        gap = line[prev_end:m.start()]
+        prev_end = m.end()
+        name = _key(gap)
+        r = role(name) if name else None
+        if r is None and not name and prev_role == "epoch" and m.group("a") and not re.search(r"[|,;]", gap):
+            r = "in_epoch"  # "Epoch: [3][120/500]": the unnamed pair after the epoch
+        if name and r is None and _WORD.findall(gap):
+            prev_role = None
+            continue
+        prev_role = r
+        if r is None:
+            continue
+        if m.group("a") is not None:
+            a, b = int(m.group("a")), int(m.group("b"))
+            if a > b or b == 0:
+                continue
+            if r == "epoch" and f.epoch is None:
+                f.epoch, f.epoch_total = a, b
+            elif r in ("step", "in_epoch") and f.s_in is None and f.step is None:
+                f.s_in, f.spe = a, b
+            continue
+        v = m.group("v")
+        try:
+            x = float(v)
+        except ValueError:
+            continue
+        is_int = re.fullmatch(r"[-+]?\d+", v) is not None
+        if r == "epoch" and f.epoch is None and is_int:
+            f.epoch = int(x)
+        elif r == "step" and f.step is None and f.s_in is None and is_int and normalise(name) not in _PAIR_ONLY:
+            f.step = int(x)
+        elif r == "total" and is_int and x > 0:
+            f.total = int(x)
+        elif r == "loss" and f.loss is None:
+            f.loss = x
+        elif r == "loss2" and loss2 is None:
+            loss2 = x
+        elif r == "time" and f.step_time is None and x > 0:
+            f.step_time = x
+    if f.loss is None:
+        f.loss = loss2
+    counts = f.step is not None or f.s_in is not None or f.epoch is not None
+    if not counts or (f.loss is None and f.step_time is None):
+        return None
+    if f.s_in is not None and f.epoch is None:  # "step 120/500" without an epoch: the pair counts the run
+        f.step, f.total, f.s_in, f.spe = f.s_in, f.total or f.spe, None, None
+    return f
+
+
+def table_header(line: str) -> list[str | None] | None:
+    """Roles of a table header's columns ("| Epoch | Step | Loss |", "epoch  iter  loss  lr"), or None
+    when the line does not name both a count and a loss."""
+    cells = [c for c in _TABLE_SPLIT.split(line.strip().strip("|")) if c != ""]
+    if len(cells) < 2 or len(cells) > 40 or any(any(ch.isdigit() for ch in c) for c in cells):
+        return None
+    roles = [role(c) for c in cells]
+    if not ({"step", "epoch"} & set(roles)) or not ({"loss", "loss2"} & set(roles)):
+        return None
+    return roles
+
+
+def table_row(line: str, roles: list[str | None]) -> Fields | None:
+    """A data row under a header with these column roles (the same number of cells, numbers where the
+    header names a count or a loss)."""
+    cells = [c for c in _TABLE_SPLIT.split(line.strip().strip("|")) if c != ""]
+    if len(cells) != len(roles):
+        return None
+    f = Fields()
+    loss2 = None
+    for c, r in zip(cells, roles):
+        if r is None:
+            continue
+        pm = re.fullmatch(r"(\d+)\s*/\s*(\d+)", c)
+        try:
+            x = float(c) if not pm else None
+        except ValueError:
+            return None
+        if r == "epoch":
+            if pm:
+                f.epoch, f.epoch_total = int(pm.group(1)), int(pm.group(2))
+            elif x is not None and x.is_integer():
+                f.epoch = int(x)
+        elif r == "step":
+            if pm:
+                f.s_in, f.spe = int(pm.group(1)), int(pm.group(2))
+            elif x is not None and x.is_integer():
+                f.step = int(x)
+        elif r == "loss" and x is not None:
+            f.loss = x
+        elif r == "loss2" and x is not None and loss2 is None:
+            loss2 = x
+        elif r == "total" and x is not None and x > 0:
+            f.total = int(x)
+    f.loss = f.loss if f.loss is not None else loss2
+    if f.loss is None or (f.step is None and f.s_in is None and f.epoch is None):
+        return None
+    if f.s_in is not None and f.epoch is None:
+        f.step, f.total, f.s_in, f.spe = f.s_in, f.total or f.spe, None, None
+    return f
+
+
+_D_STEP = ("num_updates", "current_steps", "global_step", "step", "iteration", "iter", "train_step", "steps", "it")
+_D_TOTAL = ("total_steps", "max_steps", "max_iters", "max_iter", "num_training_steps", "total_iters", "max_update")
+_D_LOSS = ("loss", "train_loss", "total_loss", "train/loss", "lm_loss", "train_inner_loss")
+
+
+def dict_fields(d: dict) -> Fields | None:
+    """Progress fields of a parsed dict / JSON record: the known names first (fairseq, LLaMA-Factory,
+    TF/Keras), then any name by its role (`train/global_step`, `trainer/loss`, `Loss`). None without a
+    step count."""
+    def num(keys) -> float | None:
+        for k in keys:
+            if k in d:
+                try:
+                    return float(d[k])
+                except (TypeError, ValueError):
+                    continue
+        return None
+
+    by_role: dict[str, list] = {}
+    for k in d:
+        r = role(str(k)) if isinstance(k, str) else None
+        if r is not None:
+            by_role.setdefault(r, []).append(k)
+    step = num(_D_STEP)
+    if step is None:
+        step = num([k for k in by_role.get("step", ()) if normalise(k) not in _PAIR_ONLY])
+    if step is None or not math.isfinite(step) or step < 0:
+        return None
+    total = num(_D_TOTAL)
+    if total is None:
+        total = num(by_role.get("total", ()))
+    loss = num(_D_LOSS)
+    if loss is None:
+        loss = num(by_role.get("loss", ()))
+    f = Fields(step=int(step), total=int(total) if total and math.isfinite(total) and total > 0 else None, loss=loss)
+    ep = d.get("epoch")
+    if isinstance(ep, int) and not isinstance(ep, bool):
+        f.epoch = ep
+    t = num(("time/step", "step_time", "iter_time", "time_per_step"))
+    f.step_time = t if t and t > 0 else None
+    return f
