@@ -570,6 +570,31 @@ class _Extractor:
         for value in info.dataset_literals:
             self.s.put("code.dataset", value, P_CODE, "code dataset call")
         self.task_text.extend(info.task_words)
+        self._code_signals(name, info)
+
+    def _code_signals(self, name: str | None, info: _PyInfo) -> None:
+        """The network class the entry instantiates; where a thin entry (an absl/argparse main) leaves
+        the training loop to a local module it imports, that module's network class and its one named
+        dataset (several: a dispatcher over datasets, which names none). Low priority: any option,
+        config or known model name says more."""
+        local: list[_PyInfo] = []
+        if name and (not info.dataset_literals or not info.model_classes):
+            for mod in info.imports:
+                if re.search(r"model|net|layer|block|util|common", mod, re.I):
+                    continue  # the classes a network module builds are its layers, not the job's network
+                rel = mod.replace(".", "/") + ".py"
+                f = self._file(rel, rel_to=name) or self._file(rel)
+                sub = _analysis_of(self.files[f], True) if f and f != name else None
+                if sub is not None:
+                    local.append(sub)
+        classes = info.model_classes or [c for sub in local for c in sub.model_classes]
+        if classes:
+            self.s.put("code.model_class", classes[0], P_CODE - 25, f"code network class {classes[0]}")
+        if not info.dataset_literals:
+            named = {canonical_dataset(v) for sub in local for v in sub.dataset_literals} - {None}
+            if len(named) == 1:
+                value = named.pop()
+                self.s.put("code.dataset", value, P_CODE - 15, f"code dataset call in an imported module ({value})")
 
     def _named_config(self, name: str) -> str | None:
         """`--config llama3_1/8B_full`: a config named without its folder or suffix, found as

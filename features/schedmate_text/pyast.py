@@ -31,6 +31,7 @@ class _PyInfo:
     global_batch: set[str] = field(default_factory=set)    # batch options whose help says "total" / "all GPUs"
     programs: list[str] = field(default_factory=list)      # ArgumentParser prog / description texts
     pos_lines: dict[str, int] = field(default_factory=dict)  # positional dest -> source line (for their order)
+    model_classes: list[str] = field(default_factory=list)  # network classes the reachable code instantiates
 
 
 def _lit(node: ast.AST, consts: dict[str, Any]) -> Any:
@@ -117,6 +118,10 @@ def _analyse_python(tree: ast.Module, whole: bool = False) -> _PyInfo:
             last = name.split(".")[-1]
             if last == "add_argument":
                 _argparse_arg(node, consts, info)
+            elif name in ("click.option", "option") and node.args:
+                _click_option(node, consts, info)
+            elif _DATA_CALL.match(name):
+                _dataset_call(node, name, consts, info)
             elif name.startswith("flags.DEFINE_") or name.startswith("absl.flags.DEFINE_"):
                 _absl_flag(node, last, consts, info)
             elif last == "ArgumentParser":
@@ -167,6 +172,7 @@ def _analyse_python(tree: ast.Module, whole: bool = False) -> _PyInfo:
                     target = node.targets[0].id if isinstance(node.targets[0], ast.Name) else "config"
                     info.keywords += [(f"{target}.{k}", v) for k, v in d.items()
                                       if isinstance(v, (int, float, str)) and not isinstance(v, bool)]
+    info.model_classes = _model_classes(tree, reach, funcs)
     if any(isinstance(n, (ast.Import, ast.ImportFrom)) and "fire" in ast.unparse(n) for n in tree.body):
         _fire_defaults(tree, funcs, consts, info)
     for v in consts.values():
@@ -193,6 +199,88 @@ def _analyse_python(tree: ast.Module, whole: bool = False) -> _PyInfo:
                     if isinstance(v, (str, int, float)) and not isinstance(v, bool):
                         info.fields[item.target.id] = v
     return info
+
+
+#: dataset calls that name the data by their function or class: tfds.load("mnist"), tfds.builder(...),
+#: torchvision.datasets.CIFAR10(...), datasets.MNIST(...) (the "data" in a loader's own name is handled apart)
+_DATA_CALL = re.compile(r"^(tfds\.(load|builder|data_source)|(torchvision\.)?datasets\.[A-Z][A-Za-z0-9]*|"
+                        r"(keras\.)?datasets\.[a-z0-9_]+\.load_data)$")
+_GENERIC_DATA_CLASSES = {"ImageFolder", "DatasetFolder", "VisionDataset", "Dataset", "FakeData"}
+
+
+def _dataset_call(node: ast.Call, name: str, consts: dict, info: _PyInfo) -> None:
+    """A named public dataset: tfds takes its name as the first argument, torchvision / keras name it
+    by the class or module (a generic folder loader names nothing)."""
+    parts = name.split(".")
+    if parts[0] == "tfds":
+        v = _lit(node.args[0], consts) if node.args else next(
+            (_lit(k.value, consts) for k in node.keywords if k.arg == "name"), None)
+        if isinstance(v, str):
+            info.dataset_literals.append(v.split(":")[0].split("/")[0])
+    elif parts[-1] == "load_data":
+        info.dataset_literals.append(parts[-2])
+    elif parts[-1] not in _GENERIC_DATA_CLASSES:
+        info.dataset_literals.append(parts[-1])
+
+
+def _click_option(node: ast.Call, consts: dict, info: _PyInfo) -> None:
+    """`@click.option("--batch", "batch_size", type=int, default=64)`: click's parameter name is the
+    argument without dashes, else the longest option; flags (`is_flag=True`) take no value."""
+    opts = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+    named = [o for o in opts if not o.startswith("-")]
+    dashed = [o for o in opts if o.startswith("-")]
+    if not dashed:
+        return
+    dest = (named[0] if named else max(dashed, key=len).lstrip("-")).replace("-", "_")
+    kw = {k.arg: k.value for k in node.keywords if k.arg}
+    takes = not (_lit(kw["is_flag"], consts) if "is_flag" in kw else False)
+    for o in dashed:
+        info.options[o.split("/")[0]] = (dest, takes)
+    if "default" in kw:
+        v = _lit(kw["default"], consts)
+        if v is not None:
+            info.defaults[dest] = v
+
+
+_MODEL_MODULE = re.compile(r"(^|[._])(models?|nets?|networks?|archs?|modeling\w*|backbones?)$|model|net", re.I)
+_NOT_MODEL_CLASS = re.compile(r"DataParallel|Optimizer|Loss|Scheduler|Config|Args|Dataset|Loader|Sampler|Tokenizer|"
+                              r"Trainer|Writer|Logger|Meter|Metric|Scaler|Transform", re.I)
+
+
+def _model_classes(tree: ast.Module, reach: list[ast.AST], funcs: dict[str, ast.AST]) -> list[str]:
+    """Network classes the reachable code instantiates, first in source order: a class defined here on a
+    `*.Module` base (torch nn.Module, flax nnx/linen Module, LightningModule), a name imported from a
+    model-like module (`from models import ResNet18`, `from .nets import UNet`), or an attribute of
+    such a module (`models.CNN(...)`). What the job trains when no option or config names it."""
+    local = {n for n, d in funcs.items() if isinstance(d, ast.ClassDef) and
+             any(ast.unparse(b).split(".")[-1].endswith("Module") for b in d.bases)}
+    imported: set[str] = set()
+    modules: set[str] = set()
+    star = False
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.module and _MODEL_MODULE.search(node.module.split(".")[-1]):
+            imported |= {a.asname or a.name for a in node.names if a.name != "*" and a.name[:1].isupper()}
+            star = star or any(a.name == "*" for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            modules |= {a.asname or a.name for a in node.names if _MODEL_MODULE.search(a.name)}
+        elif isinstance(node, ast.Import):
+            modules |= {a.asname or a.name.split(".")[-1] for a in node.names
+                        if _MODEL_MODULE.search(a.name.split(".")[-1]) and a.name.split(".")[0] != "torch"}
+    found: list[tuple[int, str]] = []
+    for top in reach:
+        for sub in ast.walk(top):
+            if not isinstance(sub, ast.Call):
+                continue
+            f = sub.func
+            if isinstance(f, ast.Name) and (f.id in local or f.id in imported or
+                                            (star and f.id not in funcs and known_model(f.id))):
+                found.append((sub.lineno, f.id))
+            elif isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id in modules and \
+                    f.attr[:1].isupper():
+                found.append((sub.lineno, f.attr))
+    # a class called Model / Net names nothing (yolov7's Model(cfg) is built from the config it reads)
+    return [n for _, n in sorted(set(found)) if not _NOT_MODEL_CLASS.search(n) and
+            not re.fullmatch(r"(Base|My|Simple)?(Model|Net|Network|Module|Wrapper)\d*", n)]
 
 
 def _fire_defaults(tree: ast.Module, funcs: dict[str, ast.AST], consts: dict, info: _PyInfo) -> None:
@@ -511,4 +599,5 @@ def analyse_source(text: str) -> _PyInfo | None:
                    model_literals=list(info.model_literals), consts=dict(info.consts), fields=dict(info.fields),
                    imports=list(info.imports), dataset_literals=list(info.dataset_literals),
                    task_words=list(info.task_words), positionals=list(info.positionals),
-                   global_batch=set(info.global_batch), programs=list(info.programs))
+                   global_batch=set(info.global_batch), programs=list(info.programs),
+                   model_classes=list(info.model_classes))

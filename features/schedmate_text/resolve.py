@@ -56,6 +56,12 @@ def resolve(ex) -> JobMetadata:
                     k.lower().startswith(("model.", "variant"))), None)
     if md.model and variant and not re.search(r"\d", md.model):  # model_name "vit" + variant "S/16": ViT-S/16
         md.model, md.sources["model"] = canonical_model(f"{md.model}-{variant}"), md.sources.get("model", "") + " + variant"
+    cls = next((c for c in ranked if c[0] == "code.model_class"), None)
+    if cls is not None and (md.model is None or md.sources.get("model", "").startswith(("config name", "entry name"))
+                            and not known_model(md.model)):
+        # the network class the code builds (`model = CNN(...)`) beats an unknown name guessed from a
+        # file name (`configs/default.py`); a known one (`yolov7.yaml`) stays
+        md.model, md.sources["model"] = canonical_model(cls[1]), cls[3]
     dims = _dims_model(ex, md.model)
     if dims and (md.model is None or not md.sources.get("model", "").startswith(("argv", "hydra override"))
                  and (md.sources.get("model", "").startswith(("entry name", "config name")) or

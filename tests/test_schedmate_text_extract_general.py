@@ -1,0 +1,96 @@
+"""General mechanisms added before the fresh held-out command batch (issue 25, item 1): click options
+read like argparse ones, datasets named by their loader call (tfds / torchvision / keras), and the
+network class the code instantiates when no option or config names the model, also where a thin main
+leaves the training loop to a local module. Our own fixtures in the shape of public training code."""
+from __future__ import annotations
+
+from features.schedmate_text.extract import extract_metadata
+
+CLICK_TRAIN = '''import click
+@click.command()
+@click.option("--outdir", required=True)
+@click.option("--batch", "batch_size", type=int, default=48)
+@click.option("--kimg", type=int, default=2500)
+@click.option("--mirror", is_flag=True)
+@click.option("--gpus", type=int, default=1)
+def main(outdir, batch_size, kimg, mirror, gpus):
+    pass
+if __name__ == "__main__":
+    main()
+'''
+
+
+def test_click_options_give_defaults_and_argv_overrides():
+    md = extract_metadata("python train.py --outdir=runs --mirror --gpus=4", {"train.py": CLICK_TRAIN})
+    assert md.batch_size == 48 and md.gpus == 4
+    md = extract_metadata("python train.py --outdir runs --batch 16", {"train.py": CLICK_TRAIN})
+    assert md.batch_size == 16
+
+
+THIN_MAIN = '''from absl import app, flags
+import train
+FLAGS = flags.FLAGS
+flags.DEFINE_string("workdir", None, "where to write")
+def main(argv):
+    train.train_and_evaluate(FLAGS.workdir)
+if __name__ == "__main__":
+    app.run(main)
+'''
+LOOP = '''import tensorflow_datasets as tfds
+from flax import linen as nn
+Array = object
+class ConvNet(nn.Module):
+    def __call__(self, x):
+        return nn.Dense(10)(x)
+def get_datasets():
+    return tfds.load("fashion_mnist", split="train")
+def train_and_evaluate(workdir):
+    ds = get_datasets()
+    model = ConvNet()
+'''
+
+
+def test_a_thin_main_takes_network_and_dataset_from_the_loop_it_imports():
+    md = extract_metadata("python main.py --workdir=/tmp/w", {"main.py": THIN_MAIN, "train.py": LOOP})
+    assert md.model == "convnet" and md.dataset is not None and "mnist" in md.dataset
+    assert md.task == "image-classification"
+
+
+TV_TRAIN = '''import argparse
+import torchvision
+from models import *
+parser = argparse.ArgumentParser()
+parser.add_argument("--lr", default=0.1, type=float)
+args = parser.parse_args()
+trainset = torchvision.datasets.CIFAR10(root="./data", train=True, download=True)
+net = ResNet18()
+for epoch in range(200):
+    pass
+'''
+
+
+def test_torchvision_dataset_class_and_star_imported_network():
+    md = extract_metadata("python main.py --lr 0.01", {"main.py": TV_TRAIN, "models/__init__.py": ""})
+    assert md.dataset == "cifar10" and md.model == "resnet18"
+
+
+GENERIC = '''import argparse
+from models.yolo import Model
+parser = argparse.ArgumentParser()
+parser.add_argument("--cfg", default="")
+args = parser.parse_args()
+model = Model(args.cfg)
+'''
+LAYERS = '''import torch.nn as nn
+class Detect(nn.Module):
+    pass
+class Model(nn.Module):
+    def __init__(self, cfg):
+        self.m = Detect()
+'''
+
+
+def test_a_class_called_model_and_a_network_modules_layers_name_nothing():
+    md = extract_metadata("python train.py --cfg cfg/yolov7.yaml", {"train.py": GENERIC, "models/yolo.py": LAYERS,
+                                                                    "cfg/yolov7.yaml": "nc: 80\n"})
+    assert md.model.startswith("yolov7")
