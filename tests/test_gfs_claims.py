@@ -45,6 +45,8 @@ def test_runner_measures_every_claim(tmp_path, monkeypatch, quick):
         assert out["t5_low_hp_jqt_reduction"].not_testable and out["t6_evict_h4_over_h1"].not_testable
     else:
         assert set(gfs.CAUSES) <= set(out["t5_medium_spot_jqt_reduction"].causes)
+        for level in ("low", "high"):  # GFS taken apart at every load, not only at Medium
+            assert set(out[f"t5_{level}_spot_jqt_reduction"].causes) == set(gfs.MECHANISMS)
     verdicts = judge_all(claims, out, quick=quick)
     assert len(verdicts) == len(claims.claims)
     assert (tmp_path / "gfs_replays.md").is_file()
@@ -73,7 +75,7 @@ def test_plan_lists_every_replay_the_claims_read(tmp_path, monkeypatch):
             pass
         gfs.run(_ctx(tmp_path, quick))
         assert set(asked) == set(gfs.plan(quick)), quick
-    assert len(gfs.plan(False)) == 30 and len(gfs.plan(True)) == 7
+    assert len(gfs.plan(False)) == 42 and len(gfs.plan(True)) == 7  # 30 + 4 mechanisms x 3 loads
 
 
 def test_replays_on_worker_processes_equal_the_serial_ones(tmp_path, monkeypatch):

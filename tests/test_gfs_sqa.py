@@ -185,3 +185,73 @@ def test_a_cluster_without_hp_demand_admits_spot_tasks():
     assert max(r.first_start[j] for j in spot) <= 50 * 3600.0 + 300.0
     old = simulate(w, "gfs:" + OLD, check_invariants=True)
     assert min(old.first_start[j] for j in spot) >= 50 * 3600.0 + 6 * 3600.0
+
+
+class _Prov:
+    """A pool seen by the SQA: 30 HP GPUs of organisation a, ``idle`` idle GPUs, 2 spot GPUs held (none
+    guaranteed H hours yet), the queue head waiting 5,000 s (> theta)."""
+
+    def __init__(self, hp: float = 30.0, idle: float = 0.0):
+        self.hp, self.idle = hp, idle
+
+    def hp_by_org(self, key):
+        return {"a": self.hp}
+
+    def spot_gpus(self, key):
+        return 2.0
+
+    def idle_gpus(self, key):
+        return self.idle
+
+    def spot_matured_gpus(self, key, now, horizon_s):
+        return 0.0
+
+    def max_spot_wait(self, key, now):
+        return 5000.0
+
+
+class _Ctx:
+    seed, unfinished, now = 0, 1, 0.0
+
+    def reschedule(self, partition):
+        pass
+
+
+def _sqa_after_an_hour(eta_raise: str, prov: _Prov) -> float:
+    from sim.policies.gfs.sqa import SpotQuotaAllocator
+
+    sqa = SpotQuotaAllocator()
+    sqa.cctx = _Ctx()
+    sqa.configure(estimator_spec="persistence", eta_raise=eta_raise)
+    sqa.register_pool((0, "*"), 32, ["a"], prov)
+    st = sqa.pools[(0, "*")]
+    for k in range(12):  # 12 quota updates, 300 s apart; one spot start, no eviction: e = 0 < eps / 2
+        st.starts.append(k * 300.0)
+        sqa.update(k * 300.0)
+    return st.eta
+
+
+def test_eq11_raise_as_printed_winds_up_and_binding_stops_it():
+    # 32 GPUs, HP forecast 30 (the hour's demand so far, no spread) -> f = 2; S_0 = 2 spot GPUs held.
+    # As printed (always): e = 0 and l = 5,000 s > theta -> eta x1.5 per update: 1.5^12 = 129.75 after an hour,
+    # though with no idle GPU a larger quota admits nothing (f eta = 2 already covers the 2 GPUs held).
+    assert _sqa_after_an_hour("always", _Prov(idle=0.0)) == pytest.approx(1.5 ** 12)
+    # binding: f eta + S_a = 2 is not below S_0 + idle = 2 -> the quota does not hold spot back: no raise.
+    assert _sqa_after_an_hour("binding", _Prov(idle=0.0)) == pytest.approx(1.0)
+    # With 4 idle GPUs the quota does bind (2 < 6): raised while f eta < 6, i.e. 1 -> 1.5 -> 2.25 -> 3.375
+    # (f eta = 6.75 >= 6: stops).
+    assert _sqa_after_an_hour("binding", _Prov(idle=4.0)) == pytest.approx(3.375)
+    # f = 0 (HP forecast 32 = capacity): no eta admits anything -> no raise (as printed: 129.75 again).
+    assert _sqa_after_an_hour("binding", _Prov(hp=32.0, idle=4.0)) == pytest.approx(1.0)
+    assert _sqa_after_an_hour("always", _Prov(hp=32.0, idle=4.0)) == pytest.approx(1.5 ** 12)
+
+
+def test_gfs_queue_order_and_eta_raise_are_named_parameters():
+    from sim.policies.gfs import Gfs
+
+    assert Gfs().order == "gfs" and Gfs(queue_order="fifo").order == "fifo"
+    assert Gfs().eta_raise == "always"  # Eq. 11 as printed stays the default
+    with pytest.raises(ValueError):
+        Gfs(eta_raise="never")
+    with pytest.raises(ValueError):
+        Gfs(queue_order="lifo")

@@ -39,6 +39,12 @@ ABLATIONS = {"gfs-e": "spot_jqt_mean", "gfs-d": "evict_rate_runs", "gfs-s": "evi
 CAUSES = {"eq19_gpus": "gfs:eq19=gpus", "score3_inverse": "gfs:score3=inverse", "eq10_held_idle": "gfs:eq10=held-idle",
           "wait_current": "gfs:wait=current", "summed_false": "gfs:summed=false",
           "estimator_persistence": "gfs:estimator=persistence", "eta_clamp": "gfs:eta_min=0.05,eta_max=4"}
+#: GFS taken apart, at every load (full mode): the claim's measure with one part of GFS removed or changed.
+#: no_quota: PTS (Alg. 1 + 2) without the SQA; eta_raise_binding: Eq. 11's raise only while the quota holds
+#: spot back (anti-windup: as printed, eta grows 1.5x per 300 s without bound while e < eps / 2); eta_max_1: eta
+#: never above 1 (the forecast's inventory is the ceiling); fifo_order: PTS's queue in submission order.
+MECHANISMS = {"no_quota": "gfs:quota=false", "eta_raise_binding": "gfs:eta_raise=binding",
+              "eta_max_1": "gfs:eta_max=1", "fifo_order": "gfs:queue_order=fifo"}
 #: §4.6.1: OrgLinear vs the production estimator (GFS-e) on spot JCT, JQT and the eviction rate
 ESTIMATOR_METRICS = {"jct": "spot_jct_mean", "jqt": "spot_jqt_mean", "evict": "evict_rate_runs"}
 
@@ -64,6 +70,7 @@ def plan(quick: bool) -> list[tuple[str, str]]:
         medium += ["gfs:H=2", "gfs:H=4", *(a for a in ABLATIONS if a != "gfs-e"), "gfs:estimator=seasonal",
                    *CAUSES.values()]
     pairs = [(lv, "gfs") for lv in levels] + [("medium", p) for p in medium] + \
+        [(lv, m) for lv in levels for m in MECHANISMS.values() if not quick] + \
         [(lv, b) for lv in levels for b in BASELINES]
     return list(dict.fromkeys(pairs))
 
@@ -140,6 +147,7 @@ class _Runs:
                       "sqa_model_version"):
                 if k in r.policy_stats:
                     s[k] = r.policy_stats[k]
+            s.update(_mechanism_stats(r))
             self.summaries[key] = s
             self.ctx.progress(f"gfs {level}: {policy} replayed in {s['cpu_s']:.1f} s CPU")
         return self.summaries[key]
@@ -147,6 +155,31 @@ class _Runs:
     def metric(self, level: str, policy: str, name: str) -> float:
         v = self.get(level, policy).get(name)
         return float(v) if isinstance(v, (int, float)) and v is not None else float("nan")
+
+
+def _mechanism_stats(r) -> dict[str, float]:
+    """What the ledger's causes read besides the metrics: Eq. 11's eta over the quota updates, the share of
+    updates with the quota room (quota - spot GPUs held) below one GPU and with f = 0, and the JQT of the
+    measured 1-GPU spot tasks (the ones no lack of room explains)."""
+    import numpy as np
+
+    from evaluation.gfs_metrics import gfs_jobs
+
+    out: dict[str, float] = {}
+    jobs = gfs_jobs(r)
+    one = jobs[(jobs["klass"] == "spot") & jobs["measured"] & (jobs["status"] == "done") & (jobs["gpu_demand"] == 1)]
+    if len(one):
+        out["spot_jqt_1gpu"] = float(one["wait"].mean())
+    log = r.policy_stats.get("sqa_quota_log") or []
+    if log:
+        eta = np.array([row[4] for row in log], dtype=float)
+        out.update(sqa_eta_median=float(np.median(eta)), sqa_eta_max=float(eta.max()),
+                   sqa_eta_above_10=float(np.mean(eta > 10)),
+                   sqa_f_zero_share=float(np.mean([row[3] <= 0 for row in log])))
+    rooms = r.policy_stats.get("sqa_room_log") or []
+    if rooms:
+        out["sqa_room_zero_share"] = float(np.mean([room < 1 for room in rooms]))
+    return out
 
 
 def _reduction(ours: float, theirs: float) -> float:
@@ -175,6 +208,25 @@ def _forecaster(s: dict[str, Any]) -> str:
             f"{s.get('sqa_model_fits', 0)} fits")
 
 
+def _quota_desc(runs: _Runs, level: str) -> str:
+    """Where GFS's spot tasks wait: the quota's share of the updates at room 0 and the 1-GPU tasks' JQT."""
+    g = runs.get(level, "gfs")
+    if "sqa_room_zero_share" not in g:
+        return ""
+    return (f"; SQA: quota room < 1 GPU at {100 * g['sqa_room_zero_share']:.0f} % of the updates, f = 0 at "
+            f"{100 * g['sqa_f_zero_share']:.0f} %; 1-GPU spot JQT {g.get('spot_jqt_1gpu', float('nan')):.0f} s "
+            f"(YARN-CS {runs.get(level, 'yarn-cs').get('spot_jqt_1gpu', float('nan')):.0f} s)")
+
+
+def _eta_desc(runs: _Runs, level: str) -> str:
+    """Eq. 11's eta as it ran, and the eviction target eps = 1 - p it steers e toward."""
+    g = runs.get(level, "gfs")
+    if "sqa_eta_max" not in g:
+        return ""
+    return (f"; Eq. 11: eta median {g['sqa_eta_median']:.3g}, max {g['sqa_eta_max']:.3g}, > 10 at "
+            f"{100 * g['sqa_eta_above_10']:.0f} % of the updates; target e = 1 - p = 10 %")
+
+
 def run(ctx: ReproduceContext) -> dict[str, Measurement]:
     runs = _Runs(ctx)
     runs.prefetch(plan(ctx.quick))
@@ -182,10 +234,13 @@ def run(ctx: ReproduceContext) -> dict[str, Measurement]:
     levels = ["medium"] if ctx.quick else list(LEVELS)
     quick_reason = "quick mode replays the Medium load only (run without --quick)"
 
-    def with_causes(fn: Callable[[str], float]) -> dict[str, float | str]:
-        """The measure with GFS replaced by each one-deviation variant (at Medium)."""
-        names = ["estimator_persistence"] if ctx.quick else list(CAUSES)
-        return {n: round(v, 4) if math.isfinite(v := fn(CAUSES[n])) else "n/a" for n in names}
+    def with_causes(fn: Callable[[str], float], level: str) -> dict[str, float | str]:
+        """The measure with GFS replaced by each mechanism variant (every load, full mode) and each
+        one-deviation variant (Medium)."""
+        variants = {} if ctx.quick else dict(MECHANISMS)
+        if level == "medium":
+            variants.update({"estimator_persistence": CAUSES["estimator_persistence"]} if ctx.quick else CAUSES)
+        return {n: round(v, 4) if math.isfinite(v := fn(pol)) else "n/a" for n, pol in variants.items()}
 
     # --- Table 5 ---------------------------------------------------------------------------------------------
     for level in LEVELS:
@@ -213,10 +268,9 @@ def run(ctx: ReproduceContext) -> dict[str, Measurement]:
                         for b, s in base.items())
         gdesc = (f"GFS HP JQT {g.get('hp_jqt_mean', float('nan')):.0f} s, spot JQT {g.get('spot_jqt_mean', float('nan')):.0f} s, "
                  f"e {100 * g.get('evict_rate_runs', 0):.2f} % ({_forecaster(g)}); {row}")
-        cz = level == "medium"
-        out[keys[0]] = _m(hp_red("gfs"), gdesc, with_causes(hp_red) if cz else None)
-        out[keys[1]] = _m(spot_red("gfs"), gdesc, with_causes(spot_red) if cz else None)
-        out[keys[2]] = _m(ev_ratio("gfs"), gdesc, with_causes(ev_ratio) if cz else None)
+        out[keys[0]] = _m(hp_red("gfs"), gdesc, with_causes(hp_red, level))
+        out[keys[1]] = _m(spot_red("gfs"), gdesc + _quota_desc(runs, level), with_causes(spot_red, level))
+        out[keys[2]] = _m(ev_ratio("gfs"), gdesc + _eta_desc(runs, level), with_causes(ev_ratio, level))
     out["t5_medium_yarn_evict"] = _m(runs.metric("medium", "yarn-cs", "evict_rate_runs"),
                                      "YARN-CS spot evictions / spot runs at Medium (the workload's contention)")
 

@@ -98,6 +98,8 @@ class Gfs(HpSpotPolicy):
                   "score3": "paper (max(0, 1 - 0.01 m^e_bar), HP to the most-evicted node, breaker at 0) | inverse (old)",
                   "eq10": "paper (Q = f eta + S_a, S_a: spot GPUs guaranteed >= H h) | held-idle (old: min(f eta, S_0 + idle))",
                   "wait": "window (Eq. 11's l: longest spot wait over the past H hours) | current (old)",
+                  "queue_order": "gfs (GPU request, pods, submission: small first) | fifo (submission; a measured cause)",
+                  "eta_raise": "always (Eq. 11 as printed) | binding (raise eta only while the quota holds spot back)",
                   "eta_min": "eta floor (as printed: 0; old 0.05)", "eta_max": "eta ceiling (as printed: none; old 4)",
                   "spread_hours": "persistence / seasonal: hours of history of the spread (default 168; 0: all, old)",
                   "calendar": "OrgLinear calendar embeddings: concat (Eq. 3) | sum (old)",
@@ -109,7 +111,8 @@ class Gfs(HpSpotPolicy):
                  eta0: float = 1.0, period_s: float = 300.0, sample_s: float = 60.0, eta_max: float = math.inf,
                  window_hours: float = 0.0, eq19: str = "paper", score3: str = "paper", eq10: str = "paper",
                  wait: str = "window", eta_min: float = 0.0, spread_hours: int = 168, calendar: str = "concat",
-                 scale_input: str = "cyc"):
+                 scale_input: str = "cyc", eta_raise: str = "always",
+                 queue_order: str = "gfs"):
         super().__init__(preempt=True)
         if H < 1:
             raise ValueError("H must be >= 1 hour")
@@ -122,7 +125,9 @@ class Gfs(HpSpotPolicy):
         for name, value, allowed in (("eq19", eq19, ("paper", "gpus")), ("score3", score3, ("paper", "inverse")),
                                      ("eq10", eq10, ("paper", "held-idle")), ("wait", wait, ("window", "current")),
                                      ("calendar", calendar, ("concat", "sum")),
-                                     ("scale_input", scale_input, ("cyc", "abs"))):
+                                     ("scale_input", scale_input, ("cyc", "abs")),
+                                     ("eta_raise", eta_raise, ("always", "binding")),
+                                     ("queue_order", queue_order, ("gfs", "fifo"))):
             if value not in allowed:
                 raise ValueError(f"{name} must be one of {', '.join(allowed)}, got {value!r}")
         if window_hours < 0 or spread_hours < 0 or eta_min < 0 or eta_max <= 0:
@@ -134,6 +139,8 @@ class Gfs(HpSpotPolicy):
         self.window_hours = window_hours
         self.eq19, self.score3, self.eq10, self.wait = eq19, score3, eq10, wait
         self.spread_hours, self.calendar, self.scale_input = spread_hours, calendar, scale_input
+        self.eta_raise = eta_raise
+        self.order = queue_order  # PTS's queue order (HpSpotPolicy.key / _schedule_spot read it)
 
     def make_placement(self) -> Placement:
         if self.placement_mode == "best-fit":
@@ -150,7 +157,7 @@ class Gfs(HpSpotPolicy):
                             period_s=self.period_s, sample_s=self.sample_s, enabled=self.use_quota,
                             eta_max=self.eta_max, eta_min=self.eta_min,
                             window_s=self.window_hours * 3600.0 if self.window_hours > 0 else None,
-                            eq10=self.eq10, wait_mode=self.wait,
+                            eq10=self.eq10, wait_mode=self.wait, eta_raise=self.eta_raise,
                             estimator_params={"spread_hours": self.spread_hours or None, "calendar": self.calendar,
                                               "scale_input": self.scale_input})
         # Register every pool of this partition now (the coordinator's on_start comes after ours).

@@ -370,6 +370,7 @@ class PoolState:
         self.estimator: Any = None
         self.forecast: tuple[int, np.ndarray, np.ndarray | None] | None = None  # (hour0, mu, sigma)
         self.quota_log: list[tuple[float, float, float, float]] = []  # (t, quota, f, eta)
+        self.room_log: list[float] = []  # quota - spot GPUs held, at each update (what new spot tasks may take)
         self.coverage: list[tuple[int, float, float]] = []  # (hour, predicted quantile sum, observed sum)
         self.evictions: deque[float] = deque()
         self.starts: deque[float] = deque()
@@ -393,6 +394,7 @@ class SpotQuotaAllocator(Coordinator):
         self.wait_mode = "window"  # l: the longest spot wait seen over the past H hours ("current": now)
         self.eq10 = "paper"  # Q_H = f eta + S_a ("held-idle": min(f eta, S_0 + idle))
         self.theta, self.eta_min, self.eta_max, self.eta0 = HOUR, 0.0, math.inf, 1.0
+        self.eta_raise = "always"  # Eq. 11's raise as printed; "binding": only while the quota holds spot back
         self.estimator_params: dict[str, Any] = {}
         self.enabled = True
         self.forecast_seconds = 0.0
@@ -530,15 +532,28 @@ class SpotQuotaAllocator(Coordinator):
             mu, sigma = self._forecast(st, now)
             st.f = inventory(st.capacity, mu, sigma, self.p, self.summed)
             if self.adapt_eta:
-                st.eta = update_eta(st.eta, self.eviction_rate(st, now), self.p,
-                                    self.longest_wait(st, now, prov.max_spot_wait(key, now)),
-                                    self.theta, self.eta_min, self.eta_max)
+                e, l = self.eviction_rate(st, now), self.longest_wait(st, now, prov.max_spot_wait(key, now))
+                if self.eta_raise == "binding" and e < 0.5 * (1.0 - self.p) and not self._binds(st, key, now):
+                    l = 0.0  # the quota is not what holds spot back: no raise (anti-windup)
+                st.eta = update_eta(st.eta, e, self.p, l, self.theta, self.eta_min, self.eta_max)
             if self.eq10 == "paper":
                 st.quota = quota_paper(st.f, st.eta, prov.spot_matured_gpus(key, now, self.H * HOUR))
             else:
                 st.quota = quota(st.f, st.eta, prov.spot_gpus(key), prov.idle_gpus(key))
             st.quota_log.append((now, st.quota, st.f, st.eta))
+            st.room_log.append(st.quota - prov.spot_gpus(key))
             self.cctx.reschedule(key[0])
+
+    def _binds(self, st: PoolState, key: tuple[int, str], now: float) -> bool:
+        """Does the quota hold spot tasks back, i.e. is f eta + S_a below the spot GPUs held plus the idle ones
+        (``eta_raise="binding"``)? Why: Eq. 11 raises eta by up to 1.5x every 300 s while e < eps / 2 and a
+        spot task waited > theta, with no bound; when the wait comes from the lack of GPUs (or f = 0), the
+        raise changes no admission but accumulates (eta reached 9e64 at Medium), and once f is positive the
+        quota f eta admits every spot task: the windup behind GFS's 13.8 % evictions vs 0.74 % for GFS-d."""
+        if st.f <= 0:  # no inventory: no eta admits anything
+            return False
+        prov = self.providers[key]
+        return st.f * st.eta + prov.spot_matured_gpus(key, now, self.H * HOUR) < prov.spot_gpus(key) + prov.idle_gpus(key)
 
     def quota_of(self, key: tuple[int, str]) -> float:
         st = self.pools.get(key)
@@ -566,5 +581,6 @@ class SpotQuotaAllocator(Coordinator):
                                "sqa_model_forecasts": sum(getattr(st.estimator, "model_forecasts", 0)
                                                           for st in self.pools.values())}
         out["sqa_quota_log"] = [(f"{k[0]}:{k[1]}",) + row for k, st in self.pools.items() for row in st.quota_log]
+        out["sqa_room_log"] = [room for st in self.pools.values() for room in st.room_log]
         out["sqa_coverage"] = [(f"{k[0]}:{k[1]}",) + row for k, st in self.pools.items() for row in st.coverage]
         return out
