@@ -94,3 +94,14 @@ def test_a_class_called_model_and_a_network_modules_layers_name_nothing():
     md = extract_metadata("python train.py --cfg cfg/yolov7.yaml", {"train.py": GENERIC, "models/yolo.py": LAYERS,
                                                                     "cfg/yolov7.yaml": "nc: 80\n"})
     assert md.model.startswith("yolov7")
+
+
+def test_model_families_are_known_with_a_size_and_not_without():
+    from features.schedmate_text.vocab import known_model
+    assert known_model("resnet101") == "resnet101" and known_model("densenet121") == "densenet121"
+    assert known_model("wide_resnet50_2") == "wide-resnet50-2"  # not ResNet-50
+    assert known_model("meta-llama/Meta-Llama-3-8B") == "llama-3-8b" and known_model("Qwen/Qwen2-7B") == "qwen2-7b"
+    assert known_model("DiT-XL/2") == "dit-xl-2" and known_model("yolo11n.pt") == "yolo11n"
+    # a bare family names no model the Advisor can compare (a config's `type: ResNet`, `--network mlp`)
+    assert known_model("resnet") is None and known_model("convnext") is None and known_model("llama3") is None
+    assert known_model("default") is None and known_model("mlp") is None

@@ -56,6 +56,7 @@ MODEL_RULES: tuple[tuple[str, str], ...] = (
     (r"efficientnet-?b0", "efficientnet-b0"),
     (r"(^|-)vgg-?19", "vgg19"),
     (r"(^|-)vgg-?16", "vgg16"),
+    (r"(^|-)wide-?resnet-?(\d+)-(\d+)($|-)", "wide-resnet\\2-\\3"),  # WRN-50-2 is not ResNet-50
     (r"(^|-)resnet-?50($|-)", "resnet50"),
     (r"(^|-)resnet-?18($|-)", "resnet18"),
     (r"transformer-?(wmt|base)|^transformer$", "transformer-base"),
@@ -179,6 +180,21 @@ def _strip_org(name: str) -> str:
     return s
 
 
+#: model families people train, as torchvision / timm / the Hugging Face hub spell them: a name that
+#: starts with one (after an organisation prefix) is a model even when no rule above gives it a finer id
+_FAMILIES = re.compile(
+    # convolutional families: the depth or variant follows the name (resnet101, densenet121, efficientnet-b3)
+    r"^(?:preact-?)?(?:(?:wide-?)?resne(?:x|s)?t|densenet|vgg|inception-?v?|mobilenet-?v?|mnasnet|shufflenet-?v?|"
+    r"efficientnet(?:-?v2)?-?[bsml]?|regnet[xy]?-?|darknet|cspdarknet|hrnet-?w?|dla|dpn|repvgg-?[ab]?|yolov?)\d+|"
+    # families whose size is a word or a parameter count (vit-small, deit-small-patch16, llama-3-8b, dit-xl)
+    r"^(?:meta-)?(?:convnext(?:-?v2)?|swin(?:-?v2)?|deit\d*|vit|beit(?:-?v2)?|cait|eva\d*|levit|xcit|dit|sit|"
+    r"clip|siglip|blip\d*|sam\d*|dino(?:v2)?|mae|gpt(?:-?j|-?neo-?x?)?|llama|tinyllama|mistral|mixtral|qwen|gemma|"
+    r"phi|falcon|bloom|opt|mpt|olmo|pythia|vicuna|stablelm|t5|flan-t5|bart|bert|roberta|deberta|electra|albert|"
+    r"distilbert|xlnet|whisper|wav2vec\d*|hubert|stylegan\d*)[\d.]*(?:-v?\d+)*-"
+    r"(?:tiny|small|base|large|huge|giant|xl|xxl|nano|mini|medium|[smblhgt]\d*|\d+(?:-\d+)?[mbk])(?:$|-)")
+_FILE_SUFFIX = re.compile(r"-(pt|pth|ckpt|bin|safetensors|ya?ml|json|py|h5)$")
+
+
 def known_model(name: str | None, strip: bool = True) -> str | None:
     """Canonical id only when the name is a known model (else None): used to rank candidates.
     strip=False matches the whole string ("llama2/7B_full" names a config of LLaMA-2 7B)."""
@@ -192,6 +208,9 @@ def known_model(name: str | None, strip: bool = True) -> str | None:
         m = re.search(pat, n)
         if m:
             return m.expand(key) if "\\" in key else key
+    n = _FILE_SUFFIX.sub("", n)
+    if _FAMILIES.match(n):
+        return re.sub(r"^meta-(?=llama)", "", n)
     return None
 
 
