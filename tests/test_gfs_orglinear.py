@@ -199,3 +199,46 @@ def test_in_replay_orglinear_scales_by_the_peak_and_stays_bounded():
     assert est.model.scale_[0] == 20.0
     mu, sig = est.predict(hist, T, 1)
     assert np.all(mu <= 2 * hist.max(axis=0)[:, None] + 1) and np.all(sig < hist.max(axis=0)[:, None])
+
+
+def _daily_cycle_workload():
+    """The replay of test_orglinear_drives_the_quota_inside_the_replay (5 days, OrgLinear fits from 96 h)."""
+    rows, orgs, cls = [], [], []
+    for h in range(0, 5 * 24):
+        for o, base in enumerate((4, 2)):
+            rows.append((h * 3600.0 + 1.0 + o, 3500.0, base + (2 if 8 <= h % 24 < 20 else 0)))
+            orgs.append(f"o{o}")
+            cls.append("hp")
+    for k in range(4):
+        rows.append((100 * 3600.0 + 60.0 * k, 1800.0, 2))
+        orgs.append("s")
+        cls.append("spot")
+    order = sorted(range(len(rows)), key=lambda i: rows[i][0])
+    rows, orgs, cls = [rows[i] for i in order], [orgs[i] for i in order], [cls[i] for i in order]
+    return workload(rows, nodes=2, gpus=8, org=orgs, job_class=cls,
+                    checkpoint_interval=[3600.0 if c == "spot" else None for c in cls])
+
+
+def test_reused_orglinear_fits_replay_identically(monkeypatch):
+    """The fit cache (estimators.FIT_CACHE: GFS variants on one workload share the HP-only warm-up's fits) is
+    a fast path: replays that reuse every fit equal the replays that train, job by job and quota by quota."""
+    from sim.policies.gfs import estimators
+
+    w = _daily_cycle_workload()
+
+    def trace(r):
+        return (list(r.first_start), list(r.wait), list(r.evictions or []), r.policy_stats["sqa_quota_log"])
+
+    monkeypatch.setattr(estimators, "FIT_CACHE_ENABLED", False)
+    trained = {p: simulate(w, p) for p in ("gfs", "gfs-d")}
+    assert trained["gfs"].policy_stats["sqa_fit_cache_hits"] == 0
+    monkeypatch.setattr(estimators, "FIT_CACHE_ENABLED", True)
+    monkeypatch.setattr(estimators, "FIT_CACHE", {})
+    cold = simulate(w, "gfs")  # trains and fills the cache
+    warm = {p: simulate(w, p) for p in ("gfs", "gfs-d")}  # the same HP history: every fit reused
+    fits = trained["gfs"].policy_stats["sqa_model_fits"]
+    assert fits >= 2 and cold.policy_stats["sqa_fit_cache_hits"] == 0
+    for p, r in warm.items():
+        assert r.policy_stats["sqa_fit_cache_hits"] == r.policy_stats["sqa_model_fits"] == fits, p
+        assert trace(r) == trace(trained[p]), p
+    assert trace(cold) == trace(trained["gfs"])
