@@ -66,7 +66,7 @@ def test_plan_lists_every_replay_the_claims_read(tmp_path, monkeypatch):
 
         monkeypatch.setattr(gfs._Runs, "get", get)
         monkeypatch.setattr(gfs._Runs, "workload", lambda self, level: [0] * 7)
-        monkeypatch.setattr(gfs._Runs, "prefetch", lambda self, pairs: None)
+        monkeypatch.setattr(gfs._Runs, "prefetch", lambda self, pairs, forecasting=False: None)
         try:  # the forecasting table (no replays) is not what this test covers
             import pipelines.papers.gfs_forecasting as fcm
 
@@ -99,7 +99,13 @@ def test_replays_on_worker_processes_equal_the_serial_ones(tmp_path, monkeypatch
     pairs = [("medium", "gfs:estimator=persistence"), ("medium", "yarn-cs"), ("medium", "gfs-e")]
     serial = gfs._Runs(ReproduceContext(quick=True, out=tmp_path, seeds=[0], data_dir=tmp_path))
     forked = gfs._Runs(ReproduceContext(quick=True, out=tmp_path, seeds=[0], data_dir=tmp_path, workers=2))
-    forked.prefetch(pairs)
+    import pipelines.papers.gfs_forecasting as fcm
+    from evaluation.claims import Measurement
+
+    table = {"fc_stub": Measurement(0.5, "the forecasting table, stubbed")}
+    monkeypatch.setattr(fcm, "forecasting_measurements", lambda ctx: table)
+    forked.prefetch(pairs, forecasting=True)  # the table runs on the pool beside the replays
+    assert forked.forecasting == table
     assert set(forked.summaries) == set(pairs)
     for pair in pairs:
         timing = lambda s: {k: v for k, v in s.items() if not k.endswith(("seconds", "cpu_s"))}  # noqa: E731

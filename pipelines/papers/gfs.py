@@ -83,12 +83,22 @@ def _replay_in_worker(pair: tuple[str, str]) -> tuple[tuple[str, str], dict[str,
     return pair, _FORKED.get(*pair)
 
 
+def _forecasting_in_worker() -> dict[str, Measurement]:
+    """The forecasting table (§4.2) on a worker, beside the replays (it is the longest single task)."""
+    from pipelines.papers.gfs_forecasting import forecasting_measurements
+
+    assert _FORKED is not None
+    return forecasting_measurements(_FORKED.ctx)
+
+
 class _Runs:
     """Replays by (level, policy), each run once; the summaries kept."""
 
-    def prefetch(self, pairs: list[tuple[str, str]]) -> None:
+    def prefetch(self, pairs: list[tuple[str, str]], forecasting: bool = False) -> None:
         """Run ``pairs`` on ``ctx.workers`` forked processes (nothing to do with one worker: replays then run
-        lazily, in this process). The workloads are built here first, so the workers inherit them."""
+        lazily, in this process). The workloads are built here first, so the workers inherit them. With
+        ``forecasting`` the forecasting table runs on the pool too, submitted first: it overlaps the replays
+        instead of following them (its measurements land in ``self.forecasting``)."""
         global _FORKED
         workers = min(self.ctx.workers, len(pairs))
         if workers <= 1:
@@ -102,13 +112,17 @@ class _Runs:
         self.ctx.progress(f"gfs: {len(pairs)} replays on {workers} worker processes")
         try:
             with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+                table = pool.submit(_forecasting_in_worker) if forecasting else None
                 for pair, summary in pool.map(_replay_in_worker, pairs):
                     self.summaries[pair] = summary
+                if table is not None:
+                    self.forecasting = table.result()
         finally:
             _FORKED = None
 
     def __init__(self, ctx: ReproduceContext):
         self.ctx, self.workloads, self.summaries, self.cpu = ctx, {}, {}, {}
+        self.forecasting: dict[str, Measurement] | None = None
 
     def workload(self, level: str):
         """The level's Workload."""
@@ -229,7 +243,7 @@ def _eta_desc(runs: _Runs, level: str) -> str:
 
 def run(ctx: ReproduceContext) -> dict[str, Measurement]:
     runs = _Runs(ctx)
-    runs.prefetch(plan(ctx.quick))
+    runs.prefetch(plan(ctx.quick), forecasting=not ctx.quick)
     out: dict[str, Measurement] = {}
     levels = ["medium"] if ctx.quick else list(LEVELS)
     quick_reason = "quick mode replays the Medium load only (run without --quick)"
@@ -314,9 +328,11 @@ def run(ctx: ReproduceContext) -> dict[str, Measurement]:
                                                    f"{g.get('sqa_fit_cpu_seconds', 0):.2f} s CPU, "
                                                    f"{g.get('sqa_fit_seconds', 0):.2f} s wall)")
     _write_table(ctx, runs)
-    from pipelines.papers.gfs_forecasting import forecasting_measurements  # §4.2: OrgLinear vs the baselines
+    if runs.forecasting is None:  # one worker (or quick mode): the table runs here, after the replays
+        from pipelines.papers.gfs_forecasting import forecasting_measurements  # §4.2: OrgLinear vs the baselines
 
-    out.update(forecasting_measurements(ctx))
+        runs.forecasting = forecasting_measurements(ctx)
+    out.update(runs.forecasting)
     return out
 
 
