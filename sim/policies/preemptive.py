@@ -479,6 +479,7 @@ class Tiresias(HeadPreemptive):
         super().on_arrival(job)
 
     def on_finish(self, job: int) -> None:
+        self.version += 1  # GPUs were freed: a head whose search was skipped or failed may place now
         if self._failed is not None and self.rank(job) < self._failed[1]:
             self._failed = None  # a better-ranked job freed its GPUs
         self.level_of.pop(job, None)
