@@ -2,9 +2,9 @@
 
 ``_Brute`` is the algorithm with none of the shortcuts of ``sim.policies.preemptive.Tiresias``: every
 event gets a full pass, the preemption search walks every running job ranked worse than the head
-(worst first) and asks the placement about each prefix in turn, and a start asks the placement every
-time. Only the ranks (queue by attained GPU-seconds, then submission) and the timers at the exact
-crossing times are shared with the policy under test."""
+(worst first) and asks the placement about each prefix in turn, a start asks the placement every time,
+and every demotion timer is set. Only the ranks (queue by attained GPU-seconds, then submission) and
+the timers at the exact crossing times are shared with the policy under test."""
 from __future__ import annotations
 
 import random
@@ -19,6 +19,7 @@ from tests.helpers import workload
 
 
 class _Brute(Tiresias):
+    skip_unreached = False
 
     def track(self, job: int) -> None:
         self.version += 1
@@ -117,3 +118,20 @@ def test_a_finish_lets_the_blocked_head_preempt_at_once():
     brute = Engine(w, lambda: _Brute(thresholds=100.0), placement=Consolidate()).run()
     _same(result, brute)
 
+
+def test_timers_after_a_jobs_end_are_not_set(monkeypatch):
+    # Each job ends before its first crossing (3,600 GPU-s): the policy sets no demotion timer.
+    w = workload([(0, 100, 1), (5, 200, 2), (9, 50, 4)], nodes=2, gpus=4)
+    timers = []
+    original = Engine.set_timer
+
+    def set_timer(self, at, payload, owner):
+        timers.append(payload)
+        return original(self, at, payload, owner)
+
+    monkeypatch.setattr(Engine, "set_timer", set_timer)
+    fast = Engine(w, Tiresias, placement=Consolidate()).run()
+    assert timers == []
+    brute = Engine(w, _Brute, placement=Consolidate()).run()
+    assert timers == [0, 1, 2]
+    _same(fast, brute)
