@@ -306,7 +306,13 @@ def run(ctx: ReproduceContext) -> dict[str, Measurement]:
             out[key] = Measurement(None, not_testable="quick mode runs only the GFS-e ablation")
             continue
         a, g = runs.metric("medium", name, metric), runs.metric("medium", "gfs", metric)
-        out[key] = _m(_ratio(a, g), f"{name} / gfs on {metric} at Medium: {a:.4g} / {g:.4g}")
+        causes: dict[str, float | str] = {}
+        detail = f"{name} / gfs on {metric} at Medium: {a:.4g} / {g:.4g}"
+        if name == "gfs-d" and not ctx.quick:  # is it Eq. 11's windup? GFS with the anti-windup raise instead
+            b = runs.metric("medium", MECHANISMS["eta_raise_binding"], metric)
+            causes["eta_raise_binding"] = round(v, 4) if math.isfinite(v := _ratio(a, b)) else "n/a"
+            detail += _eta_desc(runs, "medium") + f"; GFS with eta_raise=binding: {b:.4g}"
+        out[key] = _m(_ratio(a, g), detail, causes)
 
     # --- §4.6.1 estimator study (spot tasks at Medium) -------------------------------------------------------------
     for short, metric in ESTIMATOR_METRICS.items():
