@@ -47,3 +47,34 @@ def test_names_are_roles_and_evaluation_or_bare_counts_are_not_progress():
     assert table_header("| Name | Type | Params |") is None
     p = MetricTracker().track([f"step {i}: objective = nan" for i in range(1, 5)])
     assert p.step == 4 and math.isnan(p.loss) and p.diverged
+
+
+@pytest.mark.parametrize("lines, step, total, loss", [
+    # names glued to their numbers ("iters:12,"), a cross-entropy printed as the loss
+    ([f"iters:{i}, train acc:0.5, train loss:{40 + i}.5, train loss aux:9.0," for i in range(10, 13)], 12, None, 52.5),
+    ([f"[INFO] Step {s}/9000; acc: 40.1; ppl: 30.2; xent: 3.{s // 100}; lr: 0.0003; 900/80 tok/s; 80 sec"
+      for s in (100, 200, 300)], 300, 9000, 3.3),
+    (["Epoch  2, 150/400; acc: 5.0; ppl: 900.1; xent: 6.80; 20 s elapsed"], 550, None, 6.8),
+    # a "Training ..." record carrying a stale val_ metric, a loss only the grammar names
+    (["Training epoch 0, iteration 7/49 | global_step: 7 | reduced_train_loss: 2.25 | val_loss: 3.0"], 7, 49, 2.25),
+    # numbers named by the word after them: the first epoch's batch range
+    (["host 1epoch:train:1-300batch: iter_time=0.1, loss=9.5", "host 1epoch:train:301-600batch: iter_time=0.1, loss=8.5"],
+     600, None, 8.5),
+    # a nested metric record {"name": "loss", "value": ...}
+    (['{"name": "loss", "data": {"epoch": 0.1, "step": 3, "value": 1.5}}'] * 2, 3, None, 1.5),
+    # an outer bar counting epochs after the inner step bars
+    ([f"Epoch {e}: 100%|##| 50/50 [00:10<00:00, 5.0batch/s, loss={e}.25]" for e in (0, 1)] +
+     ["Run: 100%|####| 2/2 [00:20<00:00, 10.00s/epoch]"], 100, 100, 1.25),
+])
+def test_tuned_shapes_of_batch_9(lines, step, total, loss):
+    p = MetricTracker().track(lines)
+    assert (p.step, p.total_steps) == (step, total)
+    assert p.loss == pytest.approx(loss)
+
+
+def test_records_printed_one_name_per_line_and_the_whole_run_count_wins():
+    block = ["-" * 30, "| rollout/        |        |", "|    mean_len     | 50     |", "| time/           |        |",
+             "|    iterations   | 4      |", "|    total_timesteps | 8192 |", "| train/          |        |",
+             "|    entropy_loss | -1.1   |", "|    loss         | 0.75   |", "|    n_updates    | 40     |", "-" * 30]
+    p = MetricTracker().track(["|    loss         | 9.0   |", "|    n_updates    | 30    |", "-" * 30] + block)
+    assert (p.step, p.loss) == (8192, 0.75)

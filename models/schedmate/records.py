@@ -20,24 +20,28 @@ import math
 import re
 from dataclasses import dataclass
 
-_STEP = frozenset({"step", "steps", "global_step", "globalstep", "iter", "iters", "iteration", "iterations", "it",
-                   "update", "updates", "num_updates", "train_step", "current_step", "current_steps", "n_iter",
+_STEP = frozenset({"step", "steps", "global_step", "total_timesteps", "timesteps", "num_timesteps", "env_steps", "globalstep", "iter", "iters", "iteration", "iterations", "it",
+                   "update", "updates", "num_updates", "n_updates", "train_step", "current_step", "current_steps", "n_iter",
                    "niter", "step_num", "num_steps", "trained_steps", "batch_idx", "batch", "batches", "itr", "i"})
 #: names that count only when given as a pair ("batch 32" is a batch size; "Batch [20/100]" is progress)
 _PAIR_ONLY = frozenset({"batch", "batches", "i", "it"})
+#: step names that count the whole run: they win over a per-epoch or per-rollout counter on the same record
+_STRONG_STEP = frozenset({"global_step", "globalstep", "total_timesteps", "timesteps", "num_timesteps", "env_steps",
+                          "total_steps_done", "num_updates", "trained_steps"})
 _EPOCH = frozenset({"epoch", "epochs", "ep", "epoch_num", "cur_epoch", "current_epoch"})
 _TOTAL = frozenset({"total_steps", "max_steps", "max_iters", "max_iter", "num_training_steps", "total_iters",
                     "max_update", "total_iterations", "max_iterations", "num_train_steps", "total_step"})
 _LOSS = frozenset({"loss", "total_loss", "loss_total", "lm_loss", "avg_loss", "loss_avg", "mean_loss", "tot_loss",
                    "training_loss", "train_loss", "objective", "overall_loss", "full_loss", "loss_sum", "sum_loss",
-                   "running_loss", "batch_loss", "loss_all", "all_loss"})
+                   "running_loss", "batch_loss", "loss_all", "all_loss", "xent", "cross_entropy",
+                   "crossentropy", "nll", "reduced_train_loss", "reduced_loss"})
 _TIME = frozenset({"time", "step_time", "iter_time", "time_per_step", "batch_time", "time_per_iter", "sec_per_iter",
                    "s_per_step", "elapsed_time_per_iteration"})
 _NOT_TRAIN = ("val", "valid", "validation", "eval", "test", "dev")
 _PREFIXES = ("train_", "training_", "trainer_", "tr_", "my_", "mean_")
 
 # a number (maybe signed, float, sci, nan/inf) or an a/b pair, not inside a word, a date or a version
-_TOK = re.compile(r"(?<![\w.:/-])(?:(?P<a>\d+)\s*/\s*(?P<b>\d+)(?![\d.%])|"
+_TOK = re.compile(r"(?<![\w./-])(?<!\d:)(?:(?P<a>\d+)\s*/\s*(?P<b>\d+)(?![\d.%])|"
                   r"(?P<v>[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+)|[-+]?(?:nan|inf(?:inity)?)\b)(?![\w%/-]|:\d|\.\d))", re.I)
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]*(?:[./][A-Za-z][A-Za-z0-9_]*)*")
 _TABLE_SPLIT = re.compile(r"\s*\|\s*|\s{2,}|\t|,\s*")
@@ -96,19 +100,24 @@ def _key(gap: str) -> str:
     return words[-1]
 
 
+# a number named by the word right after it: "1epoch", "1365-2046batch", "12 steps" (the range's end counts)
+_SUFFIXED = re.compile(r"(?<![\w.])(?:\d+-)?(\d+)\s?(epoch|batch|iter|step)s?\b", re.I)
+
+
 def read_fields(line: str) -> Fields | None:
     """Progress fields of one line by the roles of its names, or None when the line is not a training
     progress record (no step/epoch count, or neither a loss nor a per-step time)."""
     f = Fields()
     loss2 = None
+    strong = False
     prev_end, prev_role = 0, None
     for m in _TOK.finditer(line):
         gap = line[prev_end:m.start()]
         prev_end = m.end()
         name = _key(gap)
         r = role(name) if name else None
-        if r is None and not name and prev_role == "epoch" and m.group("a") and not re.search(r"[|,;]", gap):
-            r = "in_epoch"  # "Epoch: [3][120/500]": the unnamed pair after the epoch
+        if r is None and not name and prev_role == "epoch" and m.group("a"):
+            r = "in_epoch"  # "Epoch: [3][120/500]", "Epoch  1, 13400/37527": the unnamed pair after the epoch
         if name and r is None and _WORD.findall(gap):
             prev_role = None
             continue
@@ -130,10 +139,12 @@ def read_fields(line: str) -> Fields | None:
         except ValueError:
             continue
         is_int = re.fullmatch(r"[-+]?\d+", v) is not None
+        n = normalise(name)
         if r == "epoch" and f.epoch is None and is_int:
             f.epoch = int(x)
-        elif r == "step" and f.step is None and f.s_in is None and is_int and normalise(name) not in _PAIR_ONLY:
-            f.step = int(x)
+        elif r == "step" and is_int and n not in _PAIR_ONLY and not strong and (
+                (f.step is None and f.s_in is None) or n in _STRONG_STEP):
+            f.step, strong = int(x), n in _STRONG_STEP  # a whole-run count wins over a per-epoch counter
         elif r == "total" and is_int and x > 0:
             f.total = int(x)
         elif r == "loss" and f.loss is None:
@@ -142,14 +153,51 @@ def read_fields(line: str) -> Fields | None:
             loss2 = x
         elif r == "time" and f.step_time is None and x > 0:
             f.step_time = x
+    if f.step is None and f.s_in is None:
+        for m in _SUFFIXED.finditer(line):
+            word = m.group(2).lower()
+            if word == "epoch" and f.epoch is None:
+                f.epoch = int(m.group(1))
+            elif word != "epoch" and f.s_in is None:
+                f.s_in = int(m.group(1))  # steps within the epoch; steps per epoch unknown
     if f.loss is None:
         f.loss = loss2
     counts = f.step is not None or f.s_in is not None or f.epoch is not None
     if not counts or (f.loss is None and f.step_time is None):
         return None
-    if f.s_in is not None and f.epoch is None:  # "step 120/500" without an epoch: the pair counts the run
-        f.step, f.total, f.s_in, f.spe = f.s_in, f.total or f.spe, None, None
+    if strong or (f.s_in is not None and f.epoch is None):
+        # an explicit whole-run count, or "step 120/500" without an epoch: the pair counts the run
+        if f.step is None:
+            f.step, f.total = f.s_in, f.total or f.spe
+        f.s_in, f.spe = None, None
     return f
+
+
+def block_records(lines: list[str]) -> list[tuple[int, Fields]]:
+    """Records printed one name per line ("|    total_timesteps | 3584 |", "Mean value loss: 19.7"):
+    consecutive lines holding a single name and number are one record, ended by a rule line, a blank
+    line or a line of another shape. (index of the record's last line, fields) for each record."""
+    out: list[tuple[int, Fields]] = []
+    parts: list[str] = []
+
+    def close(i: int) -> None:
+        if len(parts) >= 2 and (f := read_fields(" | ".join(parts))) is not None:
+            out.append((i, f))
+        parts.clear()
+
+    for i, line in enumerate(lines):
+        body = line.strip().strip("|").strip()
+        cells = [c for c in re.split(r"\s*\|\s*|:\s+|\s{2,}", body) if c]
+        if len(cells) == 2 and _WORD.match(cells[0]) and _TOK.fullmatch(cells[1].strip()):
+            parts.append(f"{cells[0].strip()}: {cells[1].strip()}")
+        elif body and not re.fullmatch(r"[-=+*#_~\s]+", body) and len(cells) == 1 and len(body) < 60 \
+                and not any(ch.isdigit() for ch in body):
+            continue  # a section title inside the record ("| train/ |")
+        elif parts:
+            close(i - 1)
+    if parts:
+        close(len(lines) - 1)
+    return out
 
 
 def table_header(line: str) -> list[str | None] | None:
@@ -209,6 +257,22 @@ _D_TOTAL = ("total_steps", "max_steps", "max_iters", "max_iter", "num_training_s
 _D_LOSS = ("loss", "train_loss", "total_loss", "train/loss", "lm_loss", "train_inner_loss")
 
 
+def _flat(d: dict, depth: int = 0) -> dict:
+    """Nested records flattened to their leaf names ({"data": {"step": 2}} -> {"step": 2}); a metric
+    record {"name": "loss", "value": 4.49} becomes {"loss": 4.49}."""
+    out: dict = {}
+    for k, v in d.items():
+        if isinstance(v, dict) and depth < 3:
+            for k2, v2 in _flat(v, depth + 1).items():
+                out.setdefault(k2, v2)
+        else:
+            out.setdefault(k, v)
+    name = next((out[k] for k in ("name", "tag", "metric", "key") if isinstance(out.get(k), str)), None)
+    if name and "value" in out and name not in out:
+        out[name] = out["value"]
+    return out
+
+
 def dict_fields(d: dict) -> Fields | None:
     """Progress fields of a parsed dict / JSON record: the known names first (fairseq, LLaMA-Factory,
     TF/Keras), then any name by its role (`train/global_step`, `trainer/loss`, `Loss`). None without a
@@ -222,6 +286,7 @@ def dict_fields(d: dict) -> Fields | None:
                     continue
         return None
 
+    d = _flat(d)
     by_role: dict[str, list] = {}
     for k in d:
         r = role(str(k)) if isinstance(k, str) else None
@@ -245,3 +310,18 @@ def dict_fields(d: dict) -> Fields | None:
     t = num(("time/step", "step_time", "iter_time", "time_per_step"))
     f.step_time = t if t and t > 0 else None
     return f
+
+
+def robust_mean(values) -> float | None:
+    """Mean after dropping values more than 3 MADs from the median (stalls, eval pauses)."""
+    import statistics
+
+    vals = [v for v in values if v is not None and math.isfinite(v) and v > 0]
+    if not vals:
+        return None
+    if len(vals) < 3:
+        return statistics.median(vals)
+    med = statistics.median(vals)
+    mad = statistics.median(abs(v - med) for v in vals) or 0.01 * med
+    kept = [v for v in vals if abs(v - med) <= 3 * 1.4826 * mad]
+    return statistics.fmean(kept or vals)

@@ -21,7 +21,8 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Iterable, Sequence
 
-from models.schedmate.records import Fields, dict_fields, read_fields, table_header, table_row
+from models.schedmate.records import (Fields, block_records, dict_fields, read_fields, robust_mean, table_header,
+                                      table_row)
 
 CATEGORIES = ("progress", "eval", "checkpoint", "error", "warning", "init", "other")
 
@@ -189,6 +190,7 @@ class _Rec:
     cols: tuple = ()              # a YOLO row's leading columns (named by the header line above it)
 
 
+_TRAIN_HEAD = re.compile(r"\s*Train(?:ing)?\b")
 _CAND = re.compile(r"\]\s*\[|%\||iteration|[Ee]poch|[Ss]tep|Iter|iter |Train:|it/s|s/it|[Ll]oss|num_updates|ETA:|[Bb]atch|"
                    r"[Uu]pdate|\b[Ee]p\b|[Ii]tr\b|LOSS|EPOCH|STEP")
 
@@ -200,8 +202,8 @@ def parse_progress(line: str) -> _Rec | None:
     low = line.lower()
     if "{" in line and "}" in line and (d := _dict_record(line)) is not None:
         return d
-    if _find(_EVAL, line, low) and not _KERAS.match(line):  # a Keras epoch line carries its val_ metrics
-        return None
+    if _find(_EVAL, line, low) and not _KERAS.match(line) and not _TRAIN_HEAD.match(line):
+        return None  # an evaluation line (a Keras epoch line or a "Training ..." record carries val_ metrics)
     if "{" in line and "}" in line:
         d = _dict_record(line)
         if d is not None:
@@ -240,6 +242,8 @@ def parse_progress(line: str) -> _Rec | None:
             r.cols = tuple(desc.rstrip(": ").split())
         else:
             r.kind, r.step, r.total = "bar", n, tot
+            if re.match(r"[^\]]{0,40}(?:s/epoch|epochs?/s)", line[m.end():]):  # an outer bar counting epochs
+                r.kind = "epochs"
         if m.group("rate") not in (None, "?", ""):
             rate = float(m.group("rate"))
             if rate > 0:
@@ -320,6 +324,8 @@ def parse_progress(line: str) -> _Rec | None:
             r.loss = float(lm.group(1))  # "nan" / "inf" too: a diverged run says so
         except ValueError:
             pass
+    elif "loss" in low and (f := read_fields(line)) is not None:
+        r.loss = f.loss  # a loss no format rule names ("reduced_train_loss: 1.34"): the role grammar's
     sm = _find(_SAMPLES, line, low)
     if sm and r.samples is None:
         r.samples = float(sm.group(1))
@@ -458,6 +464,7 @@ class MetricTracker:
         recs = recs or ds
         recs.reverse()
         recs = recs or self._table(flat)
+        ep_total = next((r.total for r in reversed(recs) if r.kind == "epochs" and r.total), None)
         if any(r.kind != "epochs" for r in recs):  # epoch summaries next to finer progress lines
             recs = [r for r in recs if r.kind != "epochs"]
         if not recs:
@@ -470,7 +477,7 @@ class MetricTracker:
                 min_epoch = r.epoch if r.kind != "timm" else None
                 break
         base = 0 if min_epoch == 0 else 1
-        epochs_total = header.get("epochs")
+        epochs_total = header.get("epochs") or ep_total
         if iteration_unit == "epochs" and iterations:
             epochs_total = epochs_total or iterations
         for r in recs:
@@ -487,6 +494,8 @@ class MetricTracker:
                 r.step = e * r.spe + r.s_in
                 et = r.epoch_total or epochs_total
                 r.total = et * r.spe if et else None
+            elif r.kind == "generic" and r.s_in is not None and r.epoch == base:
+                r.step = r.s_in  # the first epoch: steps so far are the steps in it
         last = recs[-self.window:]
         step = last[-1].step
         # totals of records shaped like the last one ("Training: 0/18" before "Epoch 0: 5/18" counts an epoch)
@@ -532,6 +541,10 @@ class MetricTracker:
                 out[-1].idx = i
             elif len(line) < 400 and (h := table_header(line)) is not None:
                 roles = h
+        if not out:  # records printed one name per line
+            for i, f in block_records(list(flat)):
+                out.append(_generic(flat[i], f))
+                out[-1].idx = i
         return out[-self.window:]
 
     @staticmethod
@@ -574,14 +587,4 @@ def _column(flat: Sequence[str], r: _Rec, name: str) -> float | None:
     return None
 
 
-def _robust_mean(values: Sequence[float]) -> float | None:
-    """Mean after dropping values more than 3 MADs from the median (stalls, eval pauses)."""
-    vals = [v for v in values if v is not None and math.isfinite(v) and v > 0]
-    if not vals:
-        return None
-    if len(vals) < 3:
-        return statistics.median(vals)
-    med = statistics.median(vals)
-    mad = statistics.median(abs(v - med) for v in vals) or 0.01 * med
-    kept = [v for v in vals if abs(v - med) <= 3 * 1.4826 * mad]
-    return statistics.fmean(kept or vals)
+_robust_mean = robust_mean  # re-exported under its old name
