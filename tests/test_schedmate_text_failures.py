@@ -333,3 +333,22 @@ def test_batch_size_mismatch_with_the_target_is_the_scripts_data_not_a_framework
 
     hand = {name: (kind, comp) for name, _, _, kind, comp in HAND_FAILURES}
     assert hand["batch-mismatch"] == ("script", "data")
+
+
+def test_general_evidence_warning_level_lines_hedged_cause_lists_and_plain_error_statements():
+    """Batch 9 misses, fixed by general evidence rather than a rule per framework: a warning-level
+    bind line is not the failure (its error-level summary is); a line listing potential causes gives
+    way to the specific error stated right after it; a log no rule knows still yields the line that
+    states an error in general words ("...: write error: ...")."""
+    d, at = _diag(["[W socket.cpp:500] [c10d] The server socket has failed to listen on [::]:29400 (errno: 98 - Address already in use).",
+                   "[E socket.cpp:600] [c10d] The server socket has failed to listen on any local network address."], tail=[])
+    assert (d.line_index, d.kind, d.component) == (at + 1, "script", "config")
+    d, at = _diag(["(raylet) A worker died. There are some potential root causes. (1) The process is killed by SIGKILL "
+                   "by OOM killer due to high memory usage. (2) The worker crashed due to SIGSEGV.",
+                   "(Worker pid=77) mlx5: host_x: got completion with error: [repeated 3x]"], tail=[])
+    assert (d.line_index, d.kind, d.component) == (at + 1, "infrastructure", "network")
+    lines = ["saving model to out/epoch3.bin", "/opt/lua/bin/luajit: /opt/lua/File.lua:99: write error: wrote 10 blocks "
+             "instead of 12 at lib/DiskFile.c:300", "stack traceback:", "\t[C]: in function 'write'"]
+    d = FailureHandler().diagnose(lines)
+    assert (d.line_index, d.kind, d.component) == (1, "infrastructure", "storage")
+    assert FailureHandler().diagnose(_OK).kind is None  # a healthy log has no error statement

@@ -32,8 +32,8 @@ COMPONENTS = {
 UNKNOWN = "unknown"
 
 from models.schedmate.loglines import (  # noqa: E402,F401  (the line rules; re-exported)
-    _BENIGN, _BENIGN_HINT, _EXC, _EXC_LINE, _FAILURE, _FAILURE_KEYS, _FAILURE_LOW, _PREFIX, _TB_FRAME,
-    is_failure_line, strip_prefix,
+    _BENIGN, _BENIGN_HINT, _EXC, _EXC_LINE, _FAILURE, _FAILURE_KEYS, _FAILURE_LOW, _PREFIX, _TB_FRAME, ERROR_WORD,
+    HEDGE, is_failure_line, strip_prefix,
 )
 
 
@@ -85,7 +85,7 @@ RULES: tuple[tuple[str, str, str, str], ...] = (
      r"clients joined|RendezvousTimeoutError|RendezvousClosedError|RendezvousConnectionError|"
      r"client socket has timed out|connection to the C10d store has failed", "node_lost",
      "infrastructure", "node"),
-    (r"Errno 5\b|Input/output error|Stale file handle|Errno 116|No space left|Errno 28|file write failed|"
+    (r"Errno 5\b|Input/output error|Stale file handle|Errno 116|No space left|Errno 28|file write failed|write error|"
      r"Disk quota exceeded|Read-only file system", "storage", "infrastructure", "storage"),
     (r"out of memory|OutOfMemoryError|CUBLAS_STATUS_ALLOC_FAILED", "cuda_oom", "framework", "memory"),
     (r"CUDNN_STATUS_|cuDNN error|CUBLAS_STATUS_|cublas\w*\(.*\) failed", "cuda_library", "framework", "library"),
@@ -297,6 +297,11 @@ def _follow(lines: Sequence[str], i: int, limit: int = 120) -> int:
     if _PYTEST_FAILED.match(body) and i + 1 < len(lines) and _EXC_LINE.match(strip_prefix(lines[i + 1])):
         return i + 1  # a test runner's summary line: the next line states the error
     if "Traceback (most recent call last)" not in body:
+        if HEDGE.search(body):  # a line guessing at causes: the specific error stated soon after it
+            j = next((j for j in range(i + 1, min(i + 6, len(lines))) if not HEDGE.search(lines[j]) and
+                      (is_failure_line(lines[j]) or ERROR_WORD.search(lines[j]))), None)
+            if j is not None:
+                return j
         return _message(lines, i)
     fallback = None
     for j in range(i + 1, min(i + limit, len(lines))):
@@ -479,6 +484,12 @@ class FailureHandler:
         else:
             root, chunks = self.locate(lines)
             read = chunks * self._chunk_size(max(len(lines), 1))
+        if root is None and method != "tail":  # no rule's evidence: a line that states an error in general words
+            hits = [i for i, x in enumerate(lines) if ERROR_WORD.search(x) and not (_BENIGN_HINT.search(x)
+                                                                                  and _BENIGN.search(x))]
+            while len(hits) > 1 and hits[-1] - hits[-2] <= 20:  # the first line of the last cluster
+                hits.pop()
+            root = hits[-1] if hits else None
         if root is None:
             return Diagnosis(None, None, None, None, None, method, chunks, read, "no failure evidence found")
         return self._finish(lines, root, lines[root + 1:root + 7], lines[max(0, root - 200):root], method, chunks,

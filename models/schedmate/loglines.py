@@ -50,6 +50,13 @@ _FAILURE_LOW = re.compile(
     r"rm_init_adapter failed|cannot attach gpu|unable to determine the device handle for gpu")
 # a Python exception line: "torch.OutOfMemoryError: ...", "KeyError: 'x'" (case-sensitive, no backtracking)
 _EXC = re.compile(r"^\s*(?:[a-z_][a-z0-9_]*\.)*[A-Z][A-Za-z0-9_]*(?:Error|Exception|Interrupt)\b")
+# a glog/c10 warning-level line ("[W socket.cpp:401] ...", "W0301 12:00:00.1 ..."): a warning, not the failure
+_WARN_LEVEL = re.compile(r"\s*(?:\[W[\s\d]|W\d{4}\s)")
+# words a line uses when it lists causes it cannot tell apart ("There are some potential root causes. (1) ...")
+HEDGE = re.compile(r"(?:some|several|potential|possible) (?:root )?causes\b", re.I)
+# a generic error statement ("File.lua:210: write error: ...", "got completion with error") for logs
+# whose failure no rule names
+ERROR_WORD = re.compile(r"\b(?:error|fatal|failed|failure|exception)\s*:|\bwith (?:an? )?error\b|\berror \d+\b", re.I)
 _BENIGN_HINT = re.compile(r"err|warn|retr|Exception ignored|NCCL INFO|heartbeat|INFO", re.I)
 
 
@@ -84,6 +91,7 @@ def is_failure_line(line: str) -> bool:
         if not (("Error" in line or "Exception" in line or "Interrupt" in line) and _EXC.match(strip_prefix(line))):
             return False
     if "failed to listen" in low or low.lstrip().startswith("raise "):
-        # the fatal form of a bind warning; a `raise X(` line is a traceback's source code, not evidence
-        return "failed to listen" in low
+        # the fatal form of a bind warning (not its warning-level per-address lines); a `raise X(`
+        # line is a traceback's source code, not evidence
+        return "failed to listen" in low and not _WARN_LEVEL.match(line)
     return not (_BENIGN_HINT.search(line) and _BENIGN.search(line))
