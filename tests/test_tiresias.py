@@ -78,22 +78,28 @@ def _same(a, b) -> None:
     assert a.policy_stats == b.policy_stats
 
 
-def _random_rows(seed: int, n: int = 60) -> list[tuple]:
+def _random_rows(seed: int, sizes: list[int], n: int = 60) -> list[tuple]:
     rng = random.Random(seed)
     t, rows = 0.0, []
     for _ in range(n):
         t += rng.choice([0, 0, 5, 20, 60])
-        rows.append((t, rng.choice([10, 60, 300, 900, 4000]), rng.choice([1, 1, 1, 2, 2, 4, 8])))
+        rows.append((t, rng.choice([10, 60, 300, 900, 4000]), rng.choice(sizes)))
     return rows
 
 
-@pytest.mark.parametrize("seed", range(6))
+# (nodes, GPUs per node, job sizes): jobs of one node and jobs spanning two (or more) nodes
+SHAPES = [(3, 4, [1, 1, 1, 2, 2, 4, 8]), (4, 8, [1, 1, 2, 4, 8, 8, 16, 24])]
+
+
+@pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("thresholds", [200.0, [100.0, 1500.0]])
-def test_same_schedule_as_the_brute_force_algorithm(seed, thresholds):
-    rows = _random_rows(seed)
+@pytest.mark.parametrize("shape", SHAPES)
+def test_same_schedule_as_the_brute_force_algorithm(seed, thresholds, shape):
+    nodes, per_node, sizes = shape
+    rows = _random_rows(seed, sizes)
     save = [0.0 if seed % 2 else 7.0] * len(rows)
     load = [0.0 if seed % 3 else 3.0] * len(rows)
-    w = workload(rows, nodes=3, gpus=4, load=load, save=save)
+    w = workload(rows, nodes=nodes, gpus=per_node, load=load, save=save)
     fast = Engine(w, lambda: Tiresias(thresholds=thresholds), placement=Consolidate(),
                   check_invariants=True).run()
     brute = Engine(w, lambda: _Brute(thresholds=thresholds), placement=Consolidate(),
