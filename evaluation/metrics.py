@@ -27,13 +27,39 @@ def _labels(mask: np.ndarray, yes: str, no: str) -> np.ndarray:
     return np.array([no, yes], dtype=object)[mask.astype(np.intp)]
 
 
+def _objects(values) -> pd.Series:
+    """An object column as pandas builds it from ``values`` (a list or an object array), without the
+    scan pandas makes of every object array for dates when the dtype is left to it."""
+    if not isinstance(values, np.ndarray):
+        out = np.empty(len(values), dtype=object)
+        out[:] = values
+        values = out
+    return pd.Series(values, dtype=object, copy=False)
+
+
+def _text_or(column: pd.Series, fill) -> np.ndarray:
+    """``column.astype(object).fillna(fill).to_numpy()`` (``fill`` None: no fill), at once for a column
+    that is missing throughout (traces without job classes or models)."""
+    if len(column) and column.isna().all():
+        if fill is None:
+            return np.full(len(column), column.iloc[:1].astype(object).iloc[0], dtype=object)
+        return np.full(len(column), fill, dtype=object)
+    values = column.astype(object)
+    return (values.fillna(fill) if fill is not None else values).to_numpy()
+
+
 def job_table(result: SimResult) -> pd.DataFrame:
-    """One row per job: times in each state, JCT, preemptions, futile preemption time."""
+    """One row per job: times in each state, JCT, preemptions, futile preemption time.
+
+    Built column by column without consolidating them into one block (a copy of every number) and
+    without pandas' date scan of the text columns: the same frame, values and dtypes (1.75 M jobs: 3 s
+    less on a loaded machine)."""
     w = result.workload
     submit = np.asarray(w.submit)
     end = np.asarray(result.end)
-    frame = pd.DataFrame({
-        "job_id": w.job_id,
+    n = len(w)
+    columns = {
+        "job_id": _objects(w.job_id),
         "submit": submit,
         "first_start": np.asarray(result.first_start),
         "end": end,
@@ -47,18 +73,18 @@ def job_table(result: SimResult) -> pd.DataFrame:
         "gpu_demand": np.asarray(w.gpu_demand if w.gpu_demand is not None else w.gpus, dtype=float),
         "preemptions": np.asarray(result.preemptions),
         "futile": np.asarray(result.futile),
-        "evictions": np.asarray(result.evictions or [0] * len(w)),
-        "lost": np.asarray(result.lost or [0.0] * len(w)),
-        "failures": np.asarray(result.failures or [0] * len(w)),
-        "lost_work": np.asarray(result.lost_work or [0.0] * len(w)),
-        "status": _labels(np.asarray(result.failed or [False] * len(w), dtype=bool), "failed", "done"),
-        "partition": w.frame["partition"].to_numpy(),
-        "job_class": w.frame["job_class"].astype(object).fillna("all").to_numpy(),
-        "model": w.frame["model"].astype(object).to_numpy(),
-    })
-    frame["size"] = _labels(frame["gpus"].to_numpy() > 8, ">8 GPUs", "<=8 GPUs")
-    frame["slowdown"] = frame["jct"] / np.maximum(frame["duration"], 1.0)
-    return frame
+        "evictions": np.asarray(result.evictions or [0] * n),
+        "lost": np.asarray(result.lost or [0.0] * n),
+        "failures": np.asarray(result.failures or [0] * n),
+        "lost_work": np.asarray(result.lost_work or [0.0] * n),
+        "status": _objects(_labels(np.asarray(result.failed or [False] * n, dtype=bool), "failed", "done")),
+        "partition": _objects(w.frame["partition"].to_numpy()),
+        "job_class": _objects(_text_or(w.frame["job_class"], "all")),
+        "model": _objects(_text_or(w.frame["model"], None)),
+    }
+    columns["size"] = _objects(_labels(columns["gpus"] > 8, ">8 GPUs", "<=8 GPUs"))
+    columns["slowdown"] = columns["jct"] / np.maximum(columns["duration"], 1.0)
+    return pd.DataFrame(columns, copy=False)
 
 
 def in_window(jobs: pd.DataFrame, window: tuple[float | None, float | None] | None) -> pd.DataFrame:
@@ -161,10 +187,22 @@ def sharing_factor(result: SimResult) -> float:
     return used / held if held > 0 else 1.0
 
 
+#: The job-table columns summarize reads (a breakdown hands its groups only these).
+SUMMARY_COLUMNS = ("status", "jct", "wait", "futile", "preemptions", "load", "end", "submit", "slowdown", "failures",
+                   "lost_work")
+
+
 def breakdown(jobs: pd.DataFrame, by: str) -> pd.DataFrame:
-    """Summary per group (by = 'partition', 'size', 'job_class' or any job-table column)."""
+    """Summary per group (by = 'partition', 'size', 'job_class' or any job-table column).
+
+    The groups carry only the columns summarize reads (copying every column of 1.75 M jobs per group cost
+    seconds); a text column holding one value throughout is one group: the jobs themselves, uncopied."""
+    keys = jobs[by]
+    if len(keys) and keys.dtype == object and isinstance(keys.iloc[0], str) and keys.eq(keys.iloc[0]).all():
+        return pd.DataFrame([{by: keys.iloc[0], **summarize(jobs)}])
+    slim = jobs[[c for c in SUMMARY_COLUMNS if c in jobs and c != by] + [by]]
     rows = []
-    for key, group in jobs.groupby(by, sort=True):
+    for key, group in slim.groupby(by, sort=True):
         rows.append({by: key, **summarize(group)})
     return pd.DataFrame(rows)
 
