@@ -21,7 +21,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-#: Columns every JobTable has, in this order, with their pandas dtypes.
+#: The dtype of every text column of a JobTable: pandas' string dtype stored as a pyarrow array (what the
+#: fast CSV reader gives; keeping it costs nothing, turning 1.75 M ids into Python strings costs seconds).
+#: Its semantics are those of ``"string"`` (pd.NA for missing, nullable boolean comparisons, ``== "string"``).
+TEXT_DTYPE = pd.StringDtype("pyarrow")
+
+#: Columns every JobTable has, in this order, with their pandas dtypes ("string": TEXT_DTYPE).
 REQUIRED_COLUMNS: dict[str, str] = {
     "job_id": "string",
     "submit_time": "float64",  # seconds from trace start (first submission = 0)
@@ -177,6 +182,20 @@ _PLAIN_DECIMAL = r"^[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)$"
 _FAST_MAX_CHARS = 15
 
 
+def as_text(values: pd.Series) -> pd.Series:
+    """``values`` as TEXT_DTYPE: pyarrow-backed text as it is (no copy), anything else converted once."""
+    if is_arrow_text(values):
+        return values
+    return values.astype(TEXT_DTYPE)
+
+
+def null_text(index: pd.Index) -> pd.Series:
+    """A TEXT_DTYPE column of nulls only, made without repeating pd.NA per row."""
+    import pyarrow as pa
+
+    return pd.Series(pd.arrays.ArrowStringArray(pa.nulls(len(index), pa.large_string())), index=index)
+
+
 def is_arrow_text(values: pd.Series) -> bool:
     """Whether ``values`` holds pyarrow-backed strings (what the fast CSV reader gives)."""
     dtype = values.dtype
@@ -190,7 +209,26 @@ def as_object_text(values: pd.Series) -> pd.Series:
     return pd.Series(values.to_numpy(dtype=object, na_value=np.nan), index=values.index, name=values.name)
 
 
+#: _plain_numbers' last answers, by the identity of the (immutable) pyarrow array they were computed on (kept,
+#: so that its id cannot be reused): a loader asks up to three times about one column (the GPU count).
+_PLAIN: dict[int, tuple[Any, tuple[np.ndarray, bool] | None]] = {}
+
+
 def _plain_numbers(values: pd.Series) -> tuple[np.ndarray, bool] | None:
+    """:func:`_parse_plain` of ``values``, remembered for the last few columns (a copy of the numbers each
+    time: callers may write into theirs)."""
+    if not is_arrow_text(values):
+        return None
+    arr = values.array.__arrow_array__()
+    hit = _PLAIN.get(id(arr))
+    if hit is None or hit[0] is not arr:
+        if len(_PLAIN) >= 8:
+            _PLAIN.clear()
+        hit = _PLAIN[id(arr)] = (arr, _parse_plain(values))
+    return None if hit[1] is None else (hit[1][0].copy(), hit[1][1])
+
+
+def _parse_plain(values: pd.Series) -> tuple[np.ndarray, bool] | None:
     """(float64 values with NaN for nulls, whether every value is a whole number) of pyarrow-backed text
     when every present value is a plain number (see _PLAIN_DECIMAL), else None.
 
@@ -344,7 +382,7 @@ def finalize(frame: pd.DataFrame, report: LoadReport, *, path: str | Path, sort:
     keep file order. ``require_jobs`` (set by the file loaders) turns an empty trace, or one whose rows
     are all rejected, into a TraceError: every format treats "no job to replay" as an error.
     """
-    frame = frame.copy()
+    frame = frame.copy(deep=False)  # columns are replaced below, never written into: the caller's frame stays as it is
     for col in REQUIRED_COLUMNS:
         if col not in frame:
             raise TraceError(path, f"loader produced no '{col}' column (internal error)")
@@ -353,8 +391,7 @@ def finalize(frame: pd.DataFrame, report: LoadReport, *, path: str | Path, sort:
     r = _Rejecter(frame.index, report)
     job_id = frame["job_id"]
     unique = all_distinct(job_id)  # pyarrow-backed ids are checked here, fast, instead of in validate
-    if not is_arrow_text(job_id):
-        job_id = job_id.astype("string")
+    job_id = frame["job_id"] = as_text(job_id)
     r(job_id.isna() | (job_id == ""), REASONS["missing_id"])
 
     ts = frame["submit_ts"]
@@ -392,23 +429,27 @@ def finalize(frame: pd.DataFrame, report: LoadReport, *, path: str | Path, sort:
 
     for col, dtype in REQUIRED_COLUMNS.items():
         if dtype == "string":
-            frame[col] = frame[col].astype(dtype)
-        elif dtype == "float64":
+            frame[col] = as_text(frame[col])
+        elif dtype == "float64" and frame[col].dtype != np.float64:
             frame[col] = frame[col].astype(float)
     for col, dtype in OPTIONAL_COLUMNS.items():
         if col not in frame:
-            frame[col] = pd.Series(pd.NA, index=frame.index, dtype=dtype)
+            frame[col] = (null_text(frame.index) if dtype == "string"
+                          else pd.Series(pd.NA, index=frame.index, dtype=dtype))
         elif dtype == "Int64":
             frame[col] = _to_int64(frame[col], col, report, low=1 if col == "num_nodes" else 0)
         else:
-            frame[col] = frame[col].astype(dtype)
+            frame[col] = as_text(frame[col])
     if sort and not frame["submit_time"].is_monotonic_increasing:  # a sorted trace stays as it is (stable)
         frame = frame.sort_values("submit_time", kind="stable")
     if len(frame):
         frame["submit_time"] = frame["submit_time"] - frame["submit_time"].iloc[0 if sort else frame["submit_time"].argmin()]
-    frame = frame.reset_index(drop=True)
     extras = [c for c in frame.columns if c not in REQUIRED_COLUMNS and c not in OPTIONAL_COLUMNS]
-    frame = frame[list(REQUIRED_COLUMNS) + list(OPTIONAL_COLUMNS) + extras]
+    # the canonical order on a fresh 0..n-1 index, sharing the columns built above (frame[cols] and
+    # reset_index would each copy all of them: seconds for 1.75 M rows)
+    index = pd.RangeIndex(len(frame))
+    frame = pd.DataFrame({c: frame[c].set_axis(index, copy=False)
+                          for c in list(REQUIRED_COLUMNS) + list(OPTIONAL_COLUMNS) + extras}, index=index, copy=False)
     report.rows_kept = len(frame)
     report.check_balance()
     if require_jobs and report.rows_kept == 0:

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from features.jobtable import JobTable
+from features.jobtable import TEXT_DTYPE, JobTable, is_arrow_text, null_text
 from sim.cluster import Cluster
 from sim.profiles import CostModel, ProfileCatalog
 
@@ -159,7 +159,10 @@ class Workload:
 def _partition_of(frame: pd.DataFrame, cluster: Cluster, report: dict) -> np.ndarray:
     if not cluster.partitioned:
         return np.zeros(len(frame), dtype=int)
-    orgs = frame["org"].astype("string").fillna("<none>")
+    orgs = frame["org"]
+    if not isinstance(orgs.dtype, pd.StringDtype):  # pyarrow-backed text (the job table's) is used as it is
+        orgs = orgs.astype("string")
+    orgs = orgs.fillna("<none>")
     part = orgs.map(cluster.index)
     unknown = part.isna()
     if unknown.any():
@@ -194,7 +197,8 @@ def build_workload(table: JobTable | pd.DataFrame, cluster: Cluster, *, costs: C
         if isinstance(limit, bool) or not isinstance(limit, (int, np.integer)) or limit < 1:
             raise ValueError(f"the job limit must be a whole number >= 1, got {limit!r}")
         frame = frame.iloc[:int(limit)]
-    report: dict[str, Any] = {"jobs_in": int(len(frame)), "rejected": {}, "notes": []}
+    n_in = len(frame)
+    report: dict[str, Any] = {"jobs_in": int(n_in), "rejected": {}, "notes": []}
     gpus = frame["num_gpus"].astype("Float64")
     if gpus.isna().any():
         if default_gpus is None:
@@ -212,9 +216,13 @@ def build_workload(table: JobTable | pd.DataFrame, cluster: Cluster, *, costs: C
         report["too_big_examples"] = frame.loc[too_big, ["job_id", "num_gpus"]].head(5).astype(str).values.tolist()
     keep = (part >= 0) & (gpus_np > 0) & ~too_big
     keep &= _fits_models(req, cluster, part, keep, report)
-    kept = frame[keep].reset_index(drop=True)  # a copy of its own: columns are added to it in place below
+    # a frame of its own (columns are added to it below): every row kept (the common case) shares the table's
+    # columns, never written into (frame[keep] would copy all of them: seconds for 1.75 M rows)
+    kept = (frame.copy(deep=False).set_axis(pd.RangeIndex(n_in), copy=False) if keep.all()
+            else frame[keep].reset_index(drop=True))
     part, gpus_np = part[keep], gpus_np[keep]
-    req = {k: v[keep] for k, v in req.items()}
+    if not keep.all():
+        req = {k: v[keep] for k, v in req.items()}
     n = len(kept)
     duration = kept["duration"].to_numpy(dtype=float)
 
@@ -232,34 +240,53 @@ def build_workload(table: JobTable | pd.DataFrame, cluster: Cluster, *, costs: C
         report["catalog"] = {"name": catalog.name, "seed": seed, "assignment_strength": assignment_strength,
                              "models": {p.name: p.param_source for p in catalog.profiles}}
     # column by column into the copy made above (assign would copy all 1.75 M rows again); no per-job Python
-    kept["model"] = (pd.array(model, dtype="string") if catalog is not None
-                     else pd.Series(pd.NA, index=kept.index, dtype="string").array)
+    kept["model"] = (pd.array(model, dtype=TEXT_DTYPE) if catalog is not None else null_text(kept.index).array)
     kept["sim_gpus"] = gpus_np
     kept["partition"] = np.array([p.name for p in cluster.partitions], dtype=object)[part]
     kept["load_time"], kept["save_time"] = load, save
     report["jobs_kept"] = n
     report["jobs_rejected"] = int(sum(report["rejected"].values()))
     return Workload(
-        job_id=kept["job_id"].astype(str).tolist(),
+        job_id=_ids(kept["job_id"]),
         submit=kept["submit_time"].to_numpy(dtype=float).tolist(),
         duration=duration.tolist(),
-        gpus=gpus_np.tolist(),
-        partition=part.tolist(),
-        load_time=np.asarray(load, dtype=float).tolist(),
-        save_time=np.asarray(save, dtype=float).tolist(),
+        gpus=_as_list(gpus_np),
+        partition=_as_list(part),
+        load_time=_as_list(np.asarray(load, dtype=float)),
+        save_time=_as_list(np.asarray(save, dtype=float)),
         model=model,
         frame=kept,
         cluster=cluster,
         report=report,
-        pods=req["pods"].astype(int).tolist(),
-        gpus_per_pod=req["gpp"].astype(int).tolist(),
-        gpu_milli=req["milli"].astype(int).tolist(),
+        pods=_as_list(req["pods"].astype(int)),
+        gpus_per_pod=_as_list(req["gpp"].astype(int)),
+        gpu_milli=_as_list(req["milli"].astype(int)),
         gpu_type=req["gpu_type"].tolist(),
         job_class=req["job_class"].tolist(),
         stages=_stages_list(req["stages"]),
-        checkpoint=req["checkpoint"].astype(float).tolist(),
-        spread=req["spread"].astype(bool).tolist(),
+        checkpoint=_as_list(req["checkpoint"].astype(float)),
+        spread=_as_list(req["spread"].astype(bool)),
     )
+
+
+def _as_list(values: np.ndarray) -> list:
+    """``values.tolist()``; a column holding one value throughout (no pods, no checkpoints, one partition:
+    most traces) is that value repeated, without converting every element (the same Python objects' values;
+    floats are compared bit for bit, so 0.0 and -0.0 or NaNs never merge)."""
+    n = len(values)
+    if n and values.dtype.kind in "biuf":
+        bits = values.view(np.uint64) if values.dtype == np.float64 else values
+        if (bits == bits[0]).all():
+            return [values[0].item()] * n
+    return values.tolist()
+
+
+def _ids(values: pd.Series) -> list[str]:
+    """Job ids as a list of str (``values.astype(str).tolist()``): pyarrow-backed text without nulls (the
+    canonical table's ids) is turned into Python strings once, not twice."""
+    if is_arrow_text(values) and not values.hasnans:
+        return values.array.__arrow_array__().to_pylist()
+    return values.astype(str).tolist()
 
 
 def _stages_list(stages: np.ndarray) -> list[tuple[int, int] | None]:
@@ -278,9 +305,14 @@ def _column(frame: pd.DataFrame, name: str) -> np.ndarray | None:
 
 
 def _labels(frame: pd.DataFrame, name: str) -> np.ndarray:
+    """A text column as objects, None where missing or empty."""
     if name not in frame:
         return np.full(len(frame), None, dtype=object)
-    col = frame[name].astype("string")
+    col = frame[name]
+    if not isinstance(col.dtype, pd.StringDtype):  # any storage will do: no conversion of pyarrow text
+        col = col.astype("string")
+    if col.isna().all():  # the common case (traces without the column): nothing to convert
+        return np.full(len(frame), None, dtype=object)
     missing = (col.isna() | (col.fillna("") == "")).to_numpy()
     out = col.astype(object).to_numpy(dtype=object, na_value=None)
     out[missing] = None

@@ -142,6 +142,10 @@ NA_VALUES = ["", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan
              "NA", "NULL", "NaN", "None", "n/a", "nan", "null"]
 
 
+#: A byte that bytes.strip() keeps (not ASCII whitespace).
+_NOT_SPACE = re.compile(rb"[^ \t\n\r\x0b\x0c]")
+
+
 def _plain_width(data: bytes) -> int | None:
     """The header's field count of a file the fast reader reads exactly as pandas does (no quotes, no
     carriage return but in CRLF line ends, no empty line, at least two columns and one data line), else
@@ -153,7 +157,7 @@ def _plain_width(data: bytes) -> int | None:
     if crs and (crs != data.count(b"\r\n") or b"\n\r\n" in data):
         return None
     end = data.find(b"\n")
-    if end < 0 or not data[end + 1:].strip():
+    if end < 0 or _NOT_SPACE.search(data, end + 1) is None:  # no data line (strip() would copy the whole file)
         return None
     width = data[:end].count(b",") + 1
     return width if 2 <= width <= MAX_COLUMNS else None
@@ -197,13 +201,13 @@ def read_csv(path: str | Path, *, required: Iterable[str] = (), header: bool = T
     data = read_bytes(path)
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
+    width = _plain_width(data) if fast and header else None
+    frame = _read_arrow(data, width) if width else None
+    if frame is not None:  # pyarrow checked the UTF-8 of every field; _plain_width found a header and a data line
+        return _finish(path, data, frame, np.full(len(frame), width), required, header, names, report)
     text = decode_utf8(path, data)
     if not text or text.isspace():
         raise TraceError(path, "file is empty")
-    width = _plain_width(data) if fast and header else None
-    frame = _read_arrow(data, width) if width else None
-    if frame is not None:
-        return _finish(path, data, frame, np.full(len(frame), width), required, header, names, report)
     counts = _field_counts(data, text)
     width = int(counts.max()) if len(counts) else 1
     if width > MAX_COLUMNS:
@@ -272,7 +276,7 @@ def parse_datetimes(values: pd.Series, report: LoadReport, *, tz: str, column: s
     oor = pd.Series(False, index=values.index)
     if pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values):
         return out, oor  # bare numbers are not calendar times
-    text = values[values.notna()]
+    text = values[values.notna()] if values.hasnans else values  # no copy of a column without gaps
     if text.empty:
         return out, oor
     if not pd.api.types.is_string_dtype(text):
@@ -338,6 +342,10 @@ def parse_datetimes(values: pd.Series, report: LoadReport, *, tz: str, column: s
 def _localize(parsed: pd.Series, tz: str, report: LoadReport, column: str) -> pd.Series:
     if tz.upper() in ("UTC", "ETC/UTC", "GMT"):
         return parsed.dt.tz_localize("UTC")
+    try:  # the common case, one pass: no time falls in a repeated or skipped hour of the zone
+        return parsed.dt.tz_localize(tz, ambiguous="raise", nonexistent="raise").dt.tz_convert("UTC")
+    except Exception:  # noqa: BLE001 - such a time (or an unknown zone): the three passes below say which
+        pass
     first = np.ones(len(parsed), dtype=bool)  # True = daylight time = first occurrence of a repeated hour
     try:
         local = parsed.dt.tz_localize(tz, ambiguous=first, nonexistent="shift_forward")
@@ -362,7 +370,7 @@ def reject_where(frame: pd.DataFrame, mask: pd.Series, reason: str, report: Load
     """Drop rows where mask holds, counting them under reason."""
     mask = pd.Series(mask, index=frame.index).astype("boolean").fillna(False).astype(bool)
     report.reject(reason, int(mask.sum()))
-    return frame[~mask]
+    return frame[~mask] if mask.any() else frame  # nothing rejected: no copy of every column
 
 
 def reject_text(frame: pd.DataFrame, column: str, report: LoadReport) -> pd.DataFrame:

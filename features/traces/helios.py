@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from features.jobtable import (REASONS, JobTable, LoadReport, as_object_text, finalize, gpu_rejects, is_arrow_text,
+from features.jobtable import (REASONS, JobTable, LoadReport, as_object_text, as_text, finalize, gpu_rejects,
                                to_numeric)
 from features.traces._io import (drop_exact_duplicates, drop_repeated_ids, parse_datetimes, read_csv,
                                  reject_where)
@@ -36,10 +36,13 @@ def _optional(raw: pd.DataFrame, column: str) -> pd.Series:
 def _common(raw: pd.DataFrame, report: LoadReport, path, tz: str, org_col: str | None) -> JobTable:
     raw = drop_exact_duplicates(raw, report)
     ts, out_of_range = parse_datetimes(raw["submit_time"], report, tz=tz, column="submit_time")
-    raw = raw.assign(_ts=ts)
+    raw = raw.copy(deep=False)  # a new column on a frame sharing raw's (assign would copy every column)
+    raw["_ts"] = ts
     raw = reject_where(raw, out_of_range, REASONS["submit_range"], report)
     raw = reject_where(raw, raw["_ts"].isna(), "unparseable or missing submit_time", report)
-    raw = raw[gpu_rejects(raw["gpu_num"], report)]
+    gpus_ok = gpu_rejects(raw["gpu_num"], report)
+    if not gpus_ok.all():
+        raw = raw[gpus_ok]
     if "node_num" in raw:
         nodes = raw["node_num"]
     else:
@@ -47,22 +50,22 @@ def _common(raw: pd.DataFrame, report: LoadReport, path, tz: str, org_col: str |
         report.notes.append(f"no node_num column (Lucid format): num_nodes derived as ceil(gpu_num / "
                             f"{GPUS_PER_NODE})")
     out = pd.DataFrame({
-        "job_id": raw["job_id"] if is_arrow_text(raw["job_id"]) else raw["job_id"].astype("string"),
+        "job_id": as_text(raw["job_id"]),
         "submit_ts": raw["_ts"],
         "submit_time": np.nan,  # from submit_ts in finalize
         "duration": raw["duration"],
         "num_gpus": raw["gpu_num"],
         "num_nodes": nodes,
-        "user": raw["user"].astype("string"),
-        "status": _optional(raw, "state").astype("string"),
+        "user": as_text(raw["user"]),
+        "status": as_text(_optional(raw, "state")),
         "cpu_num": to_numeric(_optional(raw, "cpu_num")),
-    })
+    }, copy=False)  # the columns above are fresh or raw's own (finalize replaces, never writes into, them)
     if org_col and org_col in raw:
-        out["org"] = raw[org_col].astype("string")
+        out["org"] = as_text(raw[org_col])
     if "jobname" in raw:
-        out["job_name"] = raw["jobname"].astype("string")
+        out["job_name"] = as_text(raw["jobname"])
     if "model" in raw:
-        out["model"] = raw["model"].astype("string")
+        out["model"] = as_text(raw["model"])
     for col in LUCID_PROFILE_COLUMNS:
         if col in raw:
             out[col] = as_object_text(raw[col]) if col == "dataset" else to_numeric(raw[col])
