@@ -52,7 +52,7 @@ def train_and_evaluate(workdir):
 
 def test_a_thin_main_takes_network_and_dataset_from_the_loop_it_imports():
     md = extract_metadata("python main.py --workdir=/tmp/w", {"main.py": THIN_MAIN, "train.py": LOOP})
-    assert md.model == "convnet" and md.dataset is not None and "mnist" in md.dataset
+    assert md.model == "conv-net" and md.dataset is not None and "mnist" in md.dataset
     assert md.task == "image-classification"
 
 

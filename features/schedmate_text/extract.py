@@ -50,6 +50,8 @@ class _Repository:
         self.by_name: dict[str, list[str]] | None = None
         self.defaults: dict[str, list[str]] | None = None
         self.folders: set[str] | None = None
+        # (cwd, path, relative-to) -> the file it names: the same lookups recur for every job of a repository
+        self.found: dict[tuple[str | None, str, str | None], str | None] = {}
 
 
 _REPOS: dict[tuple[int, int], tuple[dict, dict, _Repository]] = {}
@@ -93,6 +95,7 @@ class _Extractor:
         self.argv: list[str] = []
         self.task_text: list[str] = []
         self.task_names: list[str] = []  # entry script and config file names: the first task signals read
+        self.code_texts: list[str] = []  # the entry's source and its training-loop modules': the objective
         self.loaded: set[str] = set()
         self.depth = 0
         self.cwd = ""  # relative to the repository root, moved by `cd DIR &&`
@@ -101,6 +104,13 @@ class _Extractor:
 
     # -- files ---------------------------------------------------------------------------------
     def _file(self, path: str, rel_to: str | None = None) -> str | None:
+        key = (self.cwd, path, rel_to)
+        found = self._repo.found
+        if key not in found:
+            found[key] = self._find_file(path, rel_to)
+        return found[key]
+
+    def _find_file(self, path: str, rel_to: str | None = None) -> str | None:
         p = re.sub(r"^(\$\(pwd\)|\$\{?PWD\}?|`pwd`)/", "", path.strip().strip("'\""))  # $(pwd)/x: x here
         cands = ([_join_rel(self.cwd, p)] if self.cwd else []) + [p, p.lstrip("./"), p.lstrip("/")]
         if rel_to:
@@ -330,6 +340,9 @@ class _Extractor:
         m = re.match(r"--gpus-per-node[= ](?:\w+:)?(\d+)", spec) or re.match(r"--gres[= ]gpu(?::\w+)?:(\d+)", spec)
         if m:
             self._set_gpn(int(m.group(1)), 85, "#SBATCH gpus per node")
+        m = re.match(r"(?:--gpus|-G)[= ](?:\w+:)?(\d+)\s*$", spec)
+        if m:  # --gpus: the job's GPUs in all
+            self._set_total(int(m.group(1)), 85, "#SBATCH --gpus")
 
     def launcher(self, toks: list[str], env: dict[str, str]) -> None:
         head = PurePosixPath(toks[0]).name
@@ -349,6 +362,18 @@ class _Extractor:
             return
         if head == "tune" and rest and rest[0] == "run":  # torchtune: torchrun options, then a recipe
             head, rest = "torchrun", rest[1:]
+        elif head in ("lightning", "fabric") and rest[:2] in (["run", "model"], ["run", "app"]) or \
+                head == "fabric" and rest[:1] == ["run"]:
+            # Lightning Fabric's launcher: --devices per node, --num-nodes, then the script
+            opts, script, args = self._split_launcher(rest[2:] if rest[1:2] == ["model"] else rest[1:])
+            if str(opts.get("accelerator", "")).lower() == "cpu":
+                self._set_total(0, P_LAUNCH, "lightning --accelerator cpu")
+            else:
+                self._set_gpn(_as_int(opts.get("devices")), P_LAUNCH, "lightning run --devices")
+            self._set_nodes(_as_int(opts.get("num_nodes")), P_LAUNCH, "lightning run --num-nodes")
+            if script:
+                self.entry_script(script, args)
+            return
         elif head not in ("torchrun", "deepspeed", "accelerate", "srun", "mpirun", "composer"):
             # a console script (fairseq-train, a project's own entry point): its argv is the job's; its
             # module comes from the repository's packaging metadata when the repository declares it
@@ -409,6 +434,8 @@ class _Extractor:
                     script = self._module_file(script) or script
                 self.entry_script(script, args)
 
+    _PROGRAMS = ("python", "python3", "torchrun", "deepspeed", "accelerate", "bash", "sh")
+
     @staticmethod
     def _split_launcher(rest: list[str]) -> tuple[dict[str, Any], str | None, list[str]]:
         """Launcher options up to the first positional (the script)."""
@@ -432,7 +459,11 @@ class _Extractor:
                 i += 1
                 continue
             k = key.replace("-", "_")
-            if k in flags or i + 1 >= len(rest) or (rest[i + 1].startswith("-") and not re.fullmatch(r"-\d+", rest[i + 1])):
+            nxt = rest[i + 1] if i + 1 < len(rest) else ""
+            if k in flags or i + 1 >= len(rest) or (nxt.startswith("-") and not re.fullmatch(r"-\d+", nxt)) or \
+                    PurePosixPath(nxt).name in _Extractor._PROGRAMS or nxt.endswith(".py"):
+                # a value that is a program or a script is where the launcher's options end: the option
+                # before it is a flag (`srun --label python -u train.py`)
                 opts[k] = True
                 i += 1
             else:
@@ -546,8 +577,12 @@ class _Extractor:
         for key, value in info.fields.items():
             if key not in parsed:
                 self.s.put(key, value, P_DEFAULT - 5, f"dataclass field default {key}")
-        for key, value in info.consts.items():
-            self.s.put(key, value, P_CODE, f"module constant {key}")
+        for key, value in info.consts.items():  # a constant computed from others is derived: the literal one first
+            self.s.put(key, value, P_CODE - (3 if key in info.derived else 0), f"module constant {key}")
+        if info.loop_epochs:
+            self.s.put("loop.epochs", info.loop_epochs, P_CODE - 10, f"epoch loop range({info.loop_epochs})")
+        if info.loader_batch:
+            self.s.put("dataloader.batch_size", info.loader_batch, P_CODE - 10, "training DataLoader batch_size")
         for mod in info.imports:
             f = self._file(mod.replace(".", "/") + ".py", rel_to=name) or self._file(mod.replace(".", "/") + ".py")
             if f and f != name:
@@ -578,13 +613,17 @@ class _Extractor:
         dataset (several: a dispatcher over datasets, which names none). Low priority: any option,
         config or known model name says more."""
         local: list[_PyInfo] = []
-        if name and (not info.dataset_literals or not info.model_classes):
-            for mod in info.imports:
+        if name:
+            self.code_texts.append(self.files.get(name, ""))
+            for mod in info.imports + info.submodules:
                 if re.search(r"model|net|layer|block|util|common", mod, re.I):
                     continue  # the classes a network module builds are its layers, not the job's network
                 rel = mod.replace(".", "/") + ".py"
                 f = self._file(rel, rel_to=name) or self._file(rel)
-                sub = _analysis_of(self.files[f], True) if f and f != name else None
+                if not f or f == name or f.endswith("__init__.py"):
+                    continue
+                self.code_texts.append(self.files[f])
+                sub = _analysis_of(self.files[f], True)
                 if sub is not None:
                     local.append(sub)
         classes = info.model_classes or [c for sub in local for c in sub.model_classes]

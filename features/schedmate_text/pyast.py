@@ -25,13 +25,18 @@ class _PyInfo:
     consts: dict[str, Any] = field(default_factory=dict)   # module-level str/int/float constants
     fields: dict[str, Any] = field(default_factory=dict)   # @dataclass field defaults
     imports: list[str] = field(default_factory=list)       # modules imported (local ones may hold defaults)
+    submodules: list[str] = field(default_factory=list)    # `from pkg import mod`: pkg.mod (maybe a module)
     dataset_literals: list[str] = field(default_factory=list)
     task_words: list[str] = field(default_factory=list)
     positionals: list[str] = field(default_factory=list)   # argparse positional dests, in order
+    multi: set[str] = field(default_factory=set)           # dests with nargs "+" / "*" (take every value)
     global_batch: set[str] = field(default_factory=set)    # batch options whose help says "total" / "all GPUs"
     programs: list[str] = field(default_factory=list)      # ArgumentParser prog / description texts
     pos_lines: dict[str, int] = field(default_factory=dict)  # positional dest -> source line (for their order)
     model_classes: list[str] = field(default_factory=list)  # network classes the reachable code instantiates
+    derived: set[str] = field(default_factory=set)         # constants computed from other names (batch = g // n)
+    loop_epochs: int | None = None                         # `for epoch in range(start, start + 200)`
+    loader_batch: int | None = None                        # `DataLoader(trainset, batch_size=128)`
 
 
 def _lit(node: ast.AST, consts: dict[str, Any]) -> Any:
@@ -41,6 +46,21 @@ def _lit(node: ast.AST, consts: dict[str, Any]) -> Any:
         pass
     if isinstance(node, ast.Name) and node.id in consts:
         return consts[node.id]
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Pow)):
+        a, b = _lit(node.left, consts), _lit(node.right, consts)  # `max_step = 715256 * 2`, `B = 2**4`
+        nums = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (a, b))
+        if not nums or (isinstance(node.op, ast.Pow) and abs(b) > 64):
+            return None
+        try:
+            if isinstance(node.op, ast.Add):
+                return a + b
+            if isinstance(node.op, ast.Sub):
+                return a - b
+            if isinstance(node.op, ast.Mult):
+                return a * b
+            return a // b if isinstance(node.op, ast.FloorDiv) else a ** b
+        except (ZeroDivisionError, OverflowError):
+            return None
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict":
         return {kw.arg: _lit(kw.value, consts) for kw in node.keywords if kw.arg}
     if isinstance(node, ast.List):
@@ -73,6 +93,8 @@ def _analyse_python(tree: ast.Module, whole: bool = False) -> _PyInfo:
             v = _lit(node.value, consts)
             if isinstance(v, (str, int, float)):
                 consts[node.targets[0].id] = v
+                if any(isinstance(n, ast.Name) for n in ast.walk(node.value)):
+                    info.derived.add(node.targets[0].id)
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             funcs[node.name] = node
     # reachable code: the __main__ block and module-level statements, then called functions/classes
@@ -173,17 +195,20 @@ def _analyse_python(tree: ast.Module, whole: bool = False) -> _PyInfo:
                     info.keywords += [(f"{target}.{k}", v) for k, v in d.items()
                                       if isinstance(v, (int, float, str)) and not isinstance(v, bool)]
     info.model_classes = _model_classes(tree, reach, funcs)
+    _loop_and_loader(reach, consts, info)
     if any(isinstance(n, (ast.Import, ast.ImportFrom)) and "fire" in ast.unparse(n) for n in tree.body):
         _fire_defaults(tree, funcs, consts, info)
-    for v in consts.values():
-        if isinstance(v, str) and known_model(v):
-            info.model_literals.append(v)
+    if not any(k.lower() in ("model_name", "model", "arch", "model_type", "model_id") for k in consts):
+        for v in consts.values():
+            if isinstance(v, str) and known_model(v):
+                info.model_literals.append(v)
     info.consts = {k: v for k, v in consts.items() if isinstance(v, (str, int, float)) and not isinstance(v, bool)}
     if any(isinstance(n, (ast.Import, ast.ImportFrom)) and re.search(r"\btimm\b", ast.unparse(n)) for n in tree.body):
         info.task_words.append("timm")  # timm's models are image classifiers unless another signal says otherwise
     for node in tree.body:
         if isinstance(node, ast.ImportFrom) and node.module and not node.level:
             info.imports.append(node.module)
+            info.submodules += [f"{node.module}.{a.name}" for a in node.names if a.name != "*"]
         elif isinstance(node, ast.Import):
             info.imports += [a.name for a in node.names]
     for node in tree.body:
@@ -242,9 +267,36 @@ def _click_option(node: ast.Call, consts: dict, info: _PyInfo) -> None:
             info.defaults[dest] = v
 
 
+_BUILTIN_CALLS = set(dir(__builtins__)) if isinstance(__builtins__, dict) else set(dir(__builtins__))
 _MODEL_MODULE = re.compile(r"(^|[._])(models?|nets?|networks?|archs?|modeling\w*|backbones?)$|model|net", re.I)
 _NOT_MODEL_CLASS = re.compile(r"DataParallel|Optimizer|Loss|Scheduler|Config|Args|Dataset|Loader|Sampler|Tokenizer|"
                               r"Trainer|Writer|Logger|Meter|Metric|Scaler|Transform", re.I)
+
+
+def _loop_and_loader(reach: list[ast.AST], consts: dict, info: _PyInfo) -> None:
+    """A script with no option for them: the epoch loop's bound (`for epoch in range(start, start+200)`,
+    `range(200)`) and the training DataLoader's literal `batch_size=` (the first loader not over a
+    test / validation set)."""
+    loops, loaders = [], []
+    for top in reach:
+        for node in ast.walk(top):
+            if isinstance(node, ast.For) and isinstance(node.target, ast.Name) and "epoch" in node.target.id.lower() \
+                    and isinstance(node.iter, ast.Call) and _call_name(node.iter) == "range" and node.iter.args:
+                end = node.iter.args[1] if len(node.iter.args) > 1 else node.iter.args[0]
+                v = _lit(end, consts)
+                if v is None and isinstance(end, ast.BinOp) and isinstance(end.op, ast.Add):
+                    v = _lit(end.right, consts)  # range(start_epoch, start_epoch + 200)
+                if isinstance(v, int) and not isinstance(v, bool) and v > 0:
+                    loops.append((node.lineno, v))
+            elif isinstance(node, ast.Call) and _call_name(node).split(".")[-1] == "DataLoader":
+                first = ast.unparse(node.args[0]).lower() if node.args else ""
+                if re.search(r"test|val|eval", first):
+                    continue
+                v = next((_lit(k.value, consts) for k in node.keywords if k.arg == "batch_size"), None)
+                if isinstance(v, int) and not isinstance(v, bool) and v > 0:
+                    loaders.append((node.lineno, v))
+    info.loop_epochs = min(loops)[1] if loops else None
+    info.loader_batch = min(loaders)[1] if loaders else None
 
 
 def _model_classes(tree: ast.Module, reach: list[ast.AST], funcs: dict[str, ast.AST]) -> list[str]:
@@ -258,8 +310,9 @@ def _model_classes(tree: ast.Module, reach: list[ast.AST], funcs: dict[str, ast.
     modules: set[str] = set()
     star = False
     for node in tree.body:
-        if isinstance(node, ast.ImportFrom) and node.module and _MODEL_MODULE.search(node.module.split(".")[-1]):
-            imported |= {a.asname or a.name for a in node.names if a.name != "*" and a.name[:1].isupper()}
+        if isinstance(node, ast.ImportFrom) and node.module and any(_MODEL_MODULE.search(p) for p in node.module.split(".")):
+            imported |= {a.asname or a.name for a in node.names if a.name != "*" and (a.name[:1].isupper() or
+                         not re.match(r"(create|build|get|load|init|make|set|save|check|convert|count|is)_", a.name))}
             star = star or any(a.name == "*" for a in node.names)
         elif isinstance(node, ast.ImportFrom):
             modules |= {a.asname or a.name for a in node.names if _MODEL_MODULE.search(a.name)}
@@ -273,7 +326,8 @@ def _model_classes(tree: ast.Module, reach: list[ast.AST], funcs: dict[str, ast.
                 continue
             f = sub.func
             if isinstance(f, ast.Name) and (f.id in local or f.id in imported or
-                                            (star and f.id not in funcs and known_model(f.id))):
+                                            (star and f.id not in funcs and f.id not in _BUILTIN_CALLS and
+                                             (f.id[:1].isupper() or known_model(f.id)))):
                 found.append((sub.lineno, f.id))
             elif isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id in modules and \
                     f.attr[:1].isupper():
@@ -342,6 +396,8 @@ def _argparse_arg(node: ast.Call, consts: dict, info: _PyInfo) -> None:
     dest = str(dest).replace("-", "_")
     action = _lit(kw["action"], consts) if "action" in kw else None
     takes = action not in ("store_true", "store_false", "count", "store_const")
+    if "nargs" in kw and _lit(kw["nargs"], consts) in ("+", "*"):
+        info.multi.add(dest)
     for o in opts:
         if o.startswith("-"):
             info.options[o] = (dest, takes)
@@ -388,6 +444,13 @@ def _parse_argv(argv: list[str], info: _PyInfo) -> tuple[dict[str, Any], list[st
             if takes and i + 1 < len(argv):
                 vals = [argv[i + 1]]
                 j = i + 2
+                if dest in info.multi:  # nargs="+": every value up to the next option
+                    while j < len(argv) and not argv[j].startswith("-"):
+                        vals.append(argv[j])
+                        j += 1
+                    parsed[dest] = [_scalar(x) for x in vals] if len(vals) > 1 else _scalar(vals[0])
+                    i = j
+                    continue
                 if dest == "cfg_options":
                     while j < len(argv) and not argv[j].startswith("-"):
                         vals.append(argv[j])
@@ -599,5 +662,5 @@ def analyse_source(text: str) -> _PyInfo | None:
                    model_literals=list(info.model_literals), consts=dict(info.consts), fields=dict(info.fields),
                    imports=list(info.imports), dataset_literals=list(info.dataset_literals),
                    task_words=list(info.task_words), positionals=list(info.positionals),
-                   global_batch=set(info.global_batch), programs=list(info.programs),
+                   global_batch=set(info.global_batch), programs=list(info.programs), multi=set(info.multi), submodules=list(info.submodules), derived=set(info.derived),
                    model_classes=list(info.model_classes))

@@ -3,13 +3,15 @@ iterations, batch size and its scope, GPUs, nodes), by priority and meaning."""
 from __future__ import annotations
 
 import re
+from pathlib import PurePosixPath
 
 from features.schedmate_text.metadata import JobMetadata
 from features.schedmate_text.settings import (_ACCUM_KEYS, _CPU_FLAGS, _MICRO_BATCH_KEYS, _NODE_KEYS,
                                               _TOKEN_BATCH_KEYS, _TOTAL_GPU_KEYS, P_CODE, P_LAUNCH, _BATCH_KEYS, _DATA_KEYS, _EPOCH_KEYS, _EVAL_PATH, _GLOBAL_BATCH_KEYS,
                                               _GPU_ARG_KEYS, _MODEL_KEYS, _NAMED_DATA_KEYS, _STEP_KEYS, P_CODE_KW,
-                                              P_CONFIG, P_DEFAULT, _as_int, _last)
+                                              P_ARGV, P_CONFIG, P_DEFAULT, _as_int, _last)
 from features.schedmate_text.vocab import (DATASET_TASK, MODEL_TASK, canonical_dataset, canonical_model, known_model,
+                                           task_from_names, task_from_objective,
                                            norm, task_from_signals)
 
 
@@ -56,12 +58,19 @@ def resolve(ex) -> JobMetadata:
                     k.lower().startswith(("model.", "variant"))), None)
     if md.model and variant and not re.search(r"\d", md.model):  # model_name "vit" + variant "S/16": ViT-S/16
         md.model, md.sources["model"] = canonical_model(f"{md.model}-{variant}"), md.sources.get("model", "") + " + variant"
+    depth = next(((m.group(1), _as_int(v), s) for k, v, p, s in ranked if p >= P_DEFAULT
+                  for m in [re.fullmatch(r"(resnet|resnext|wide_resnet|vgg|densenet|wrn)_?depth", _last(k))] if m and _as_int(v)),
+                 None)
+    if depth and (md.model is None or md.sources.get("model", "").startswith(("config name", "entry name"))):
+        # `--resnet_depth=18`: the family's option names the depth (TF SimCLR, many CIFAR repos)
+        md.model, md.sources["model"] = canonical_model(f"{depth[0]}{depth[1]}"), depth[2]
     cls = next((c for c in ranked if c[0] == "code.model_class"), None)
     if cls is not None and (md.model is None or md.sources.get("model", "").startswith(("config name", "entry name"))
                             and not known_model(md.model)):
         # the network class the code builds (`model = CNN(...)`) beats an unknown name guessed from a
         # file name (`configs/default.py`); a known one (`yolov7.yaml`) stays
-        md.model, md.sources["model"] = canonical_model(cls[1]), cls[3]
+        name = cls[1] if known_model(cls[1]) else re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "-", cls[1])
+        md.model, md.sources["model"] = canonical_model(name), cls[3]  # SimpleDLA -> simple-dla
     dims = _dims_model(ex, md.model)
     if dims and (md.model is None or not md.sources.get("model", "").startswith(("argv", "hydra override"))
                  and (md.sources.get("model", "").startswith(("entry name", "config name")) or
@@ -123,8 +132,10 @@ def resolve(ex) -> JobMetadata:
         unit = unit or ("epochs" if lk in _EPOCH_KEYS else "steps" if lk in _STEP_KEYS else None)
         if unit is None:
             continue
-        if best is None or (p == best[2] and unit == "steps" and best[1] == "epochs"):
-            best = (n, unit, p, s)
+        whole = lk.startswith(("total_", "max_", "num_train", "train_"))  # the run's length, not a rollout's
+        if best is None or (p == best[2] and unit == "steps" and best[1] == "epochs") or \
+                (p == best[2] and unit == best[1] and whole and not best[4]):
+            best = (n, unit, p, s, whole)
         elif p < best[2]:
             break
     if best:
@@ -156,8 +167,9 @@ def resolve(ex) -> JobMetadata:
     code_dev = _code_int(ex, {"devices", "gpus", "n_gpu", "num_gpus"})
     if code_dev is None:
         for k, v, p, s in ranked:
-            if _last(k) in _GPU_ARG_KEYS and p >= P_DEFAULT and "." not in k:
-                n = _as_int(v)
+            if (_last(k) in _GPU_ARG_KEYS or _last(k) in _DEVICE_LIST_KEYS) and p >= P_DEFAULT and "." not in k:
+                n = _as_int(v) if _last(k) in _GPU_ARG_KEYS else None
+                n = n or _device_count(v)
                 if n and n > 0:
                     code_dev = (n, s)
                     break
@@ -206,15 +218,29 @@ def resolve(ex) -> JobMetadata:
     sig = task_from_signals(" ".join(ex.task_names)) or task_from_signals(" ".join(ex.task_text))
     if sig:
         md.task, md.sources["task"] = sig, "code signal (class / script / config type)"
+    named = task_from_names(" ".join(PurePosixPath(str(n)).stem for n in ex.task_names[:1]))
+    if named and (sig is None or sig in ("image-classification", "object-detection")):
+        md.task, md.sources["task"] = named, f"entry name {ex.task_names[0]}"
+    obj = task_from_objective(ex.code_texts) if md.task is None else None
+    if obj:
+        md.task, md.sources["task"] = obj[0], f"objective in the training code ({obj[1]} signals)"
+        modes = {str(v).lower() for k, v, p, s in ranked if p >= P_ARGV - 5 and "mode" in _last(k)}
+        mode = next(iter(modes & {"finetune", "fine_tune", "linear", "lincls", "linear_eval", "eval_linear"}), "")
+        if obj[0] == "self-supervised-pretraining" and mode:
+            # the same pretraining program run to fit a classifier on the features (SimCLR's finetune mode)
+            md.task, md.sources["task"] = "image-classification", f"{obj[0]} code run in mode {mode}"
     if md.task is None and md.dataset and md.dataset.startswith(("atari-", "mujoco-", "pybullet-", "gym-")):
         md.task, md.sources["task"] = "reinforcement-learning", f"environment {md.dataset}"
     if md.task is None and md.dataset in DATASET_TASK:
         md.task, md.sources["task"] = DATASET_TASK[md.dataset], f"dataset {md.dataset}"
+    elif obj and obj[0] == "image-classification" and DATASET_TASK.get(md.dataset, "").endswith("-classification"):
+        # a classifier's objective on clips or point clouds: the data says which kind of classification
+        md.task, md.sources["task"] = DATASET_TASK[md.dataset], f"classification objective on {md.dataset}"
     if md.task is None and md.model in MODEL_TASK:
         md.task, md.sources["task"] = MODEL_TASK[md.model], f"model {md.model}"
     if md.task is None and md.model and _LM_FAMILY.match(md.model):  # a size we do not list (gpt2-xl, opt-1.3b)
         md.task, md.sources["task"] = "language-modeling", f"model family of {md.model}"
-    if md.sources.get("task", "").startswith("dataset") and ds_raw and "panoptic" in ds_raw.lower():
+    if md.task == "object-detection" and ds_raw and "panoptic" in ds_raw.lower():
         md.task = "panoptic-segmentation"  # COCO's panoptic annotations: the same images, another task
     if md.task == "summarization" and md.dataset == "wmt14-en-de":
         md.task = "translation"
@@ -244,7 +270,7 @@ def _name_of_path(v: str) -> str | None:
 
 # step counts that are not the training's length: a sampler's or a discretization's steps, a scheduler's
 _NOT_TRAINING_LENGTH = re.compile(r"(^|\.)[a-z_]*(sampler|sampling|discretization|guider|scheduler|warmup)[a-z_]*\.")
-_LM_FAMILY = re.compile(r"(gpt|llama|opt-|bloom|falcon|mistral|qwen|pythia|gemma|phi-)")
+_LM_FAMILY = re.compile(r"(gpt|llama|opt-|bloom|falcon|mistral|mixtral|qwen|pythia|gemma|phi-|olmo|mpt-|stablelm|vicuna)")
 
 
 _GENERIC_PROGRAM = {"pytorch", "tensorflow", "imagenet", "pytorch-lightning", "jax", "keras", "cuda", "gpu", "ddp"}
@@ -298,6 +324,26 @@ def _batch_model(ex, md: JobMetadata, ranked, batch_key: str | None) -> None:
             md.batch_unit, md.batch_scope = "tokens", "per-device"
     if md.batch_size is None:
         md.batch_scope = md.batch_unit = None
+
+
+#: options that name the devices (or processes) of one node: `--devices cuda:0 cuda:1`, `--gpu_ids 0,1`,
+#: submitit / Slurm `--tasks-per-node 8` (one task per GPU)
+_DEVICE_LIST_KEYS = {"devices", "gpu_ids", "gpu_id_list", "device_ids", "tasks_per_node", "ntasks_per_node", "gpus_per_node"}
+
+
+def _device_count(v) -> int | None:
+    """How many devices a value names: a count, or a list of device ids (`cuda:0 cuda:1`, `0,1,2`)."""
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, int):
+        return v if v > 0 else None
+    items = v if isinstance(v, (list, tuple)) else re.split(r"[\s,]+", str(v).strip()) if isinstance(v, str) else []
+    items = [str(x).strip() for x in items if str(x).strip()]
+    if len(items) == 1 and re.fullmatch(r"\d+", items[0]):
+        return int(items[0]) or None
+    if items and all(re.fullmatch(r"(cuda:|gpu:)?\d+", x, re.I) for x in items):
+        return len(items)
+    return None
 
 
 def _argv_nodes(ranked) -> tuple[int, str] | None:

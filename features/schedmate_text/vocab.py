@@ -4,6 +4,7 @@ Face hub ids, mmengine types, free text) to canonical ids, so that "vit_base_pat
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 # (pattern over the normalised name, canonical id); first match wins, so specific before generic
 MODEL_RULES: tuple[tuple[str, str], ...] = (
@@ -33,6 +34,8 @@ MODEL_RULES: tuple[tuple[str, str], ...] = (
     (r"(^|-)(deepq|dqn)($|-)", "dqn"),
     (r"(^|-)sac($|-)", "sac"),
     (r"(^|-)td3($|-)", "td3"),
+    # other reinforcement-learning algorithms, as script or --algo names (c51.py, ddpg_continuous_action.py)
+    (r"(^|-)(c51|ddpg|a2c|a3c|trpo|ppg|rpo|pqn|rainbow|qdagger|impala|cql|iql|her)($|-)", "\\2"),
     (r"pointnet", "pointnet"),
     (r"(^|-)tnt-?(s|small)", "tnt-small"),
     (r"swin-?(b|base)($|-)|swin-?transformer-?base|^swin-?b$", "swin-base"),
@@ -109,6 +112,8 @@ DATASET_RULES: tuple[tuple[str, str], ...] = (
     (r"halfcheetah", "mujoco-halfcheetah"),
     (r"^(humanoid|hopper|walker2d|ant|swimmer|reacher|humanoidstandup|invertedpendulum)-v\d+$", "mujoco-\\1"),
     (r"celeba-?hq", "celeba-hq"),
+    (r"(^|-)sharegpt($|-)", "sharegpt"),
+    (r"fineweb-?edu|edu-?fineweb", "fineweb-edu"),
     (r"celeba", "celeba"),
     (r"modelnet-?40", "modelnet40"),
     # LAION's aesthetic subsets by name; a mixture that merely includes LAION (blip_laion_cc_sbu) is not one
@@ -116,6 +121,8 @@ DATASET_RULES: tuple[tuple[str, str], ...] = (
     (r"(^|-)laion-?400m", "laion-400m"),
     (r"(^|-)laion-?2b", "laion-2b"),
     (r"^laion($|-)", "laion-aesthetics"),
+    # any other gym / gymnasium id: the environment without its version (CartPole-v1 -> cartpole)
+    (r"^([a-z][a-z0-9]*)-v\d+$", "\\1"),
 )
 
 DATASET_TASK = {
@@ -231,6 +238,58 @@ def canonical_dataset(value: str | None) -> str | None:
         if m:
             return m.expand(key).replace("sts-b", "stsb") if "\\" in key else key
     return None
+
+
+# the objective as the training code writes it: identifiers of the loss, the sampler, the environment loop.
+# Read from the entry and the training-loop modules it imports (comments dropped), so that a diffusion model
+# or a self-supervised run on ImageNet is not taken for classification because of the dataset's name.
+OBJECTIVE_SIGNALS: dict[str, tuple[str, ...]] = {
+    "reinforcement-learning": (r"gym(nasium)?\.make", r"envpool", r"\benvs?\.step\(", r"replay_?buffer", r"vectorenv",
+                               r"q_?network", r"advantages?\b", r"td_target", r"episodic_return", r"policy_loss"),
+    "image-generation": (r"diffusion", r"noise_schedul", r"\bq_sample", r"\bp_sample", r"\bddpm", r"\bddim",
+                         r"denois", r"discriminator", r"\bgenerator\b", r"\bvae\.(encode|decode)", r"\bfid\d*k?\b",
+                         r"score_(fn|model)", r"\bsde\b"),
+    # (a tokenizer and a vocabulary belong to every text task: only the next-token objective counts)
+    "language-modeling": (r"lm_head", r"next_token", r"causal", r"block_size", r"perplexity", r"autoregress",
+                          r"forcausallm", r"shift_(logits|labels)", r"\bgpt\w*\(", r"\bllama"),
+    "text-classification": (r"num_labels", r"sequenceclassification", r"\bglue\b", r"label2id", r"\bsst2?\b"),
+    "self-supervised-pretraining": (r"info_?nce", r"nt_?xent", r"contrastive", r"mask_ratio", r"target_encoder",
+                                    r"momentum_encoder", r"sinkhorn", r"prototypes", r"queue_length", r"n_views",
+                                    r"projection_head", r"\bpredictor\b", r"jepa", r"masked_autoencoder"),
+    "image-classification": (r"num_classes", r"\btop-?1\b", r"\btop-?5\b", r"label_smoothing", r"\bmixup",
+                             r"\bcutmix", r"crossentropyloss", r"correct\s*\+=", r"\baccuracy\b"),
+    "object-detection": (r"\bbbox", r"box_loss", r"\banchors?\b", r"\bnms\b", r"\broi_"),
+}
+_COMMENT = re.compile(r"(?m)#.*$")
+
+
+def task_from_objective(texts: list[str]) -> tuple[str, int] | None:
+    """The task whose objective identifiers occur most (distinct patterns; at least 2 and more than any
+    other task's), with the count; None when the code does not say clearly."""
+    return _objective(tuple(texts))
+
+
+@lru_cache(maxsize=2048)
+def _objective(texts: tuple[str, ...]) -> tuple[str, int] | None:
+    """Cached per distinct set of sources: a warm Advisor reads one repository's files many times."""
+    text = _COMMENT.sub("", "\n".join(texts)).lower()
+    hits = sorted(((sum(1 for p in pats if re.search(p, text)), task) for task, pats in OBJECTIVE_SIGNALS.items()),
+                  reverse=True)
+    (n1, t1), (n2, _) = hits[0], hits[1]
+    return (t1, n1) if n1 >= 2 and n1 > n2 else None
+
+
+# the entry's own name says the downstream task (train_caption.py, train_vqa.py, train_retrieval.py)
+NAME_TASK_SIGNALS: tuple[tuple[str, str], ...] = (
+    (r"caption", "image-captioning"),
+    (r"(?<![a-z])vqa", "visual-question-answering"),
+    (r"retrieval", "image-text-retrieval"),
+)
+
+
+def task_from_names(text: str) -> str | None:
+    t = text.lower()
+    return next((task for pat, task in NAME_TASK_SIGNALS if re.search(pat, t)), None)
 
 
 def task_from_signals(text: str) -> str | None:
