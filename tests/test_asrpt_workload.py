@@ -52,9 +52,9 @@ def test_pai_250_cluster():
 
 
 def test_paper_preset_load_is_the_calibrated_one():
-    """A-SRPT's paper-scale shape offers 150,000 jobs in 60 days a load of ~0.75 on 2,000 GPUs (best
+    """A-SRPT's paper-scale shape offers 150,000 jobs in 60 days a load of ~0.6 on 2,000 GPUs (best
     placements), calibrated on the baselines (sim/asrpt/pai_workload.py); the first preset offered 1.37
-    and every policy's queue ran away. The YAML presets carry the same iteration median."""
+    and every policy's queue ran away, 0.75 ran away at 75,000 and 112,500 jobs. The YAML presets carry the same iteration median."""
     from pathlib import Path
 
     import yaml
@@ -63,7 +63,7 @@ def test_paper_preset_load_is_the_calibrated_one():
 
     f = generate_pai(PaiSpec(jobs=150_000, **PAPER), seed=0).frame
     load = float((f["duration"] * f["num_gpus"]).sum()) / (2000 * PAPER["span_days"] * 86400)
-    assert 0.65 <= load <= 0.85
+    assert 0.55 <= load <= 0.68
     root = Path(__file__).resolve().parents[1] / "configs" / "workloads"
     for name in ("pai-paper.yaml", "pai-paper-multi.yaml"):
         preset = yaml.safe_load((root / name).read_text())

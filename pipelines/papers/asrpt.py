@@ -4,8 +4,8 @@ exact ILP), measured on schedcast's replays of the PAI-shaped trace at the paper
 
 Workload (sim/asrpt/pai_workload.py, ``PAPER``; configs/workloads/pai-paper.yaml): N jobs at the rate of
 150,000 in 60 days (2,500 a day: N / 2,500 days) on pai-250 (250 x 8 V100, 10 Gb/s NICs), so every size
-has the same offered load, 0.75 on the jobs' best placements (the iteration median is calibrated on the
-baselines to the largest at which WCS-SubTime keeps up at 150,000 jobs; pai_workload's docstring has the
+has the same offered load, ~0.6 on the jobs' best placements (the iteration median is calibrated on the
+baselines to the largest at which they keep up at these sizes; pai_workload's docstring has the
 measurements). A history of N/4 jobs of the same groups precedes the replayed N. Fig. 7 and 8 keep
 75,000 jobs, so fewer single-GPU jobs are a heavier load (as in the paper, whose job count is fixed).
 Quick mode keeps the offered loads with a sixtieth of the jobs on a tenth of the cluster (25 x 8) over

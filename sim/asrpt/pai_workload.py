@@ -12,7 +12,7 @@ two months: 37,500-150,000 jobs over 60 days on 250 x 8 GPUs). Everything is see
 synthetic.
 
 Paper-scale preset (``configs/workloads/pai-paper.yaml``, :data:`PAPER`): iterations per group
-log-normal with median 13,000 and sigma 2.0 (a PAI-like heavy tail: median run ~0.9 h, mean ~8.5 h on
+log-normal with median 11,000 and sigma 2.0 (a PAI-like heavy tail: median run ~0.8 h, mean ~7 h on
 the best placement), capped at 14 days of run time; inside a group sigma 0.3, so the random forest on
 (group, user) has something to learn. Arrivals follow a daily cycle (``diurnal`` 0.5: the rate swings
 1 +- 0.5) and half of a group's repeat submissions come with its previous one (``batch_share`` 0.5:
@@ -26,19 +26,20 @@ the rate of 150,000 jobs in 60 days (2,500 jobs a day) at every size, so every s
 offered load. Offered load = sum(duration x GPUs) / (2,000 GPUs x span), durations on the best
 placement, seed 0, 150,000 jobs over 60 days (measured on this generator):
 
-    median iterations   26,000 (the first preset)   17,000   14,000   13,000 (now)   10,000
-    offered load        1.37                         ~0.98    ~0.81    0.75           ~0.58
+    median iterations   26,000 (the first preset)   17,000   14,000   13,000   11,000 (now)   10,000
+    offered load        1.37                         ~0.98    ~0.81    0.75     0.60-0.64      0.55-0.58
 
-Replayed with group-median predictions and Heavy-Edge on pai-250 (the busy GPU-hours of WCS-SubTime,
-the work-conserving submission-order baseline, over 2,000 x 1,440 h): 26,000 and 17,000 overload the
-cluster (WCS-Duration's makespan 7,682 h, WCS-SubTime 1.56 x the capacity of the span at 17,000),
-14,000 already collapses (a queue fragments the multi-GPU jobs' placements, they run slower, the
-queue grows: busy 1.32 x the span's capacity, makespan 4,449 h), 13,000 does not (busy 2.18 M GPU-h =
-the best-placement work, makespan 1,885 h = the span plus the last jobs' runs). 13,000 is the largest
-median of that grid at which the submission-order baseline keeps up at the paper's largest size. The
-knee is sharp: at 10,000 no job of any baseline waits at all (every baseline gives the same total
-JCT), and at 13,000 WCS-Duration (predicted-duration order) already collapses (makespan 4,397 h)
-while WCS-SubTime waits 222 h in all. tests/test_asrpt_workload.py holds the load.
+Replayed with group-median predictions and Heavy-Edge on pai-250 (busy GPU-hours: what the jobs ran on
+the placements they got): 26,000 and 17,000 overload the cluster (WCS-Duration's makespan 7,682 h for
+a 1,440 h span at 26,000; WCS-SubTime busy 1.56 x the span's capacity at 17,000); 14,000 collapses
+(a queue fragments the multi-GPU jobs' placements, they run slower, the queue grows: WCS-SubTime busy
+1.32 x, makespan 4,449 h); 13,000 keeps up at 150,000 jobs under WCS-SubTime (makespan 1,885 h) but not
+at the ledger's 75,000 and 112,500 (every baseline's makespan 4,756-8,170 h for 720-1,080 h spans) and
+WCS-Duration collapses at 150,000 too (4,397 h); 11,000 keeps every baseline tried (WCS-SubTime, SPJF)
+up at 75,000 and 112,500 (makespan 1,112 and 1,496 h, 12-34 h of waiting in all). 11,000 is the
+largest median of that grid at which the baselines keep up at the ledger's sizes. The knee is sharp
+and this shape has no middle: at 11,000 almost no job waits (the policies tie), 2,000 more and queues
+run away. tests/test_asrpt_workload.py holds the load.
 """
 from __future__ import annotations
 
@@ -170,7 +171,7 @@ def generate_pai(spec: PaiSpec | None = None, seed: int = 0) -> JobTable:
 
 
 #: the paper-scale shape (A-SRPT §V: two months, 250 x 8 GPUs); ``jobs`` and ``single_gpu_share`` vary
-PAPER = dict(span_days=60.0, median_iterations=13000.0, iteration_sigma=2.0, group_sigma=0.3,
+PAPER = dict(span_days=60.0, median_iterations=11000.0, iteration_sigma=2.0, group_sigma=0.3,
              max_duration_days=14.0, single_gpu_share=0.75, recurring_share=0.65, diurnal=0.5, batch_share=0.5)
 
 
