@@ -349,6 +349,10 @@ def test_general_evidence_warning_level_lines_hedged_cause_lists_and_plain_error
     assert (d.line_index, d.kind, d.component) == (at + 1, "infrastructure", "network")
     lines = ["saving model to out/epoch3.bin", "/opt/lua/bin/luajit: /opt/lua/File.lua:99: write error: wrote 10 blocks "
              "instead of 12 at lib/DiskFile.c:300", "stack traceback:", "\t[C]: in function 'write'"]
-    d = FailureHandler().diagnose(lines)
-    assert (d.line_index, d.kind, d.component) == (1, "infrastructure", "storage")
+    for d in (FailureHandler().diagnose(lines), FailureHandler().diagnose_stream(iter(lines))):  # the CLI streams
+        assert (d.line_index, d.kind, d.component) == (1, "infrastructure", "storage")
     assert FailureHandler().diagnose(_OK).kind is None  # a healthy log has no error statement
+    assert FailureHandler().diagnose_stream(iter(_OK)).kind is None
+    went_on = _OK[:40] + ["urllib3.exceptions.HTTPError: 502 Server Error: Bad Gateway for url: /upload"] + _OK[40:]
+    for d in (FailureHandler().diagnose(went_on), FailureHandler().diagnose_stream(iter(went_on))):
+        assert d.kind is None  # an error the job logged and trained on after is not why it stopped

@@ -391,6 +391,20 @@ def _survived(lines: Sequence[str], root: int, quiet: int = SURVIVED_QUIET, fail
     return None
 
 
+def _error_statement(line: str) -> bool:
+    return bool(ERROR_WORD.search(line)) and not (_BENIGN_HINT.search(line) and _BENIGN.search(line))
+
+
+#: a general error statement counts only where the log ends with it: this close to the end, no progress after
+END_REACH = 60
+
+
+def _ends_with(lines: Sequence[str], first: int, last: int) -> bool:
+    """The log ends with the error statement at [first, last] (a transient error the job logged and
+    went on after — a retried HTTP 502 — is not why it stopped)."""
+    return len(lines) - 1 - last <= END_REACH and not any(_is_progress(x) for x in lines[first + 1:])
+
+
 class FailureHandler:
     """diagnose(lines) -> Diagnosis: locate the root cause, classify it.
 
@@ -485,11 +499,11 @@ class FailureHandler:
             root, chunks = self.locate(lines)
             read = chunks * self._chunk_size(max(len(lines), 1))
         if root is None and method != "tail":  # no rule's evidence: a line that states an error in general words
-            hits = [i for i, x in enumerate(lines) if ERROR_WORD.search(x) and not (_BENIGN_HINT.search(x)
-                                                                                  and _BENIGN.search(x))]
+            hits = [i for i, x in enumerate(lines) if _error_statement(x)]
+            last = hits[-1] if hits else None
             while len(hits) > 1 and hits[-1] - hits[-2] <= 20:  # the first line of the last cluster
                 hits.pop()
-            root = hits[-1] if hits else None
+            root = hits[-1] if hits and _ends_with(lines, hits[-1], last) else None
         if root is None:
             return Diagnosis(None, None, None, None, None, method, chunks, read, "no failure evidence found")
         return self._finish(lines, root, lines[root + 1:root + 7], lines[max(0, root - 200):root], method, chunks,
@@ -524,6 +538,7 @@ class FailureHandler:
         last_fail = -1
         prog = 0
         n = 0
+        ew: dict | None = None  # the last cluster of general error statements (when no rule's evidence is found)
         for n, raw in enumerate(lines, 1):
             line = str(raw).rstrip("\r\n")
             i = n - 1
@@ -540,6 +555,14 @@ class FailureHandler:
                     prog += 1
                 if prog >= SURVIVED_PROGRESS or i - last_fail >= SURVIVED_QUIET:
                     ep["closed"] = method != "scan"
+            if _error_statement(line):
+                if ew is None or i - ew["last"] > 20:
+                    ew = {"start": i, "before": list(prev), "buf": [], "prog": False}
+                ew["last"] = i
+            elif ew is not None and not ew["prog"] and i > ew["start"] and _is_progress(line):
+                ew["prog"] = True
+            if ew is not None and len(ew["buf"]) < keep_after:
+                ew["buf"].append(line)
             if ep is not None and len(ep["buf"]) < keep_after:
                 ep["buf"].append(line)
             elif ep is not None and method == "scan" and len(ep["buf"]) >= keep_after:
@@ -556,6 +579,9 @@ class FailureHandler:
         size = self._chunk_size(max(n, 1))
         tail_from = max(0, -(-n // size) - self.window) * size  # the last `window` chunks, as locate() checks
         if ep is None or (method == "locator" and (ep["closed"] or last_fail < tail_from)):
+            if ew is not None and not ew["prog"] and n - 1 - ew["last"] <= END_REACH:  # as diagnose()
+                b = ew["buf"]
+                return self._finish(b, ew["start"], b[1:7], ew["before"][-200:], method, 0, n, b, offset=ew["start"])
             return Diagnosis(None, None, None, None, None, method, 0, n, "no failure evidence found")
         buf = ep["buf"]
         r = _follow(buf, 0)
