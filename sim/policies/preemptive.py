@@ -45,8 +45,12 @@ class Tiresias(HeadPreemptive):
         # ranked better (or saving). That stays so until one of those releases GPUs (a finish of a better
         # job, a requeue, a failure), a better-ranked running job drops below the head (a demotion), or
         # the pool's nodes change; starts only take GPUs. Each of these clears it (see the hooks). On
-        # Philly ~2/3 of the searches failed and each walked every running job.
+        # Philly ~2/3 of the searches failed and each walked every running job. A search that failed
+        # under the one-node rule (_search_nodes) also keeps what each node lacked (_fail_nodes): a
+        # release then clears it only if one of the released job's nodes now holds the head (_freed).
         self._failed: tuple | None = None
+        self._fail_nodes: tuple | None = None  # (free GPUs per node, victims' GPUs per node, the head's GPUs)
+        self._where: dict[int, Any] = {}  # job -> the GPUs it was started on, while it holds them
         # The ranks of the jobs this policy started and that hold GPUs (loading or running), ascending:
         # the eligible victims of a search are a suffix of it, found by bisection. Ranks change only
         # when a running job drops a queue (on_timer -> track), so the list is kept exact by the hooks
@@ -80,11 +84,32 @@ class Tiresias(HeadPreemptive):
         failed = self._failed
         if failed is not None and failed[0] == job and failed[2] == self._pool_shape():
             return None
+        self._fail_nodes = None
         victims = self._search(job)
         self._failed = None
         if victims is None and self.ctx.fits_monotonically(job):
-            self._failed = (job, self.rank(job), self._pool_shape())
+            self._failed = (job, self.rank(job), self._pool_shape(), self._fail_nodes)
         return victims
+
+    def _freed(self, placement: Any) -> None:
+        """GPUs that the remembered failed search counted neither free nor as a victim's are now one of
+        these (a better-ranked job ended or dropped below the head, a saved job was requeued): keep the
+        memo only while every node of ``placement`` still lacks GPUs for the head. Starts and
+        preemptions since the search only lowered what the nodes could give, so the counts kept are
+        never below the truth and a memo kept this way still fails."""
+        failed = self._failed
+        if failed is None:
+            return
+        nodes = failed[3]
+        if nodes is None or placement is None or len(placement[0]) != 2:
+            self._failed = None
+            return
+        free, added, g = nodes
+        for node, count in placement:
+            total = added[node] = added.get(node, 0) + count
+            if free[node] + total >= g:
+                self._failed = None
+                return
 
     def _search(self, job: int) -> list[int] | None:
         """The answer of :meth:`HeadPreemptive.candidates` — the shortest prefix of the running jobs
@@ -176,6 +201,7 @@ class Tiresias(HeadPreemptive):
                     total = added[node] = added.get(node, 0) + count
                     if free[node] + total >= g:
                         return victims
+        self._fail_nodes = (list(free), added, g)
         return None
 
     def _search_nodes_wide(self, job: int) -> list[int] | None:
@@ -225,12 +251,13 @@ class Tiresias(HeadPreemptive):
             self._untrack(victim)
 
     def on_requeue(self, job: int) -> None:
-        self._failed = None
+        self._freed(self._where.pop(job, None))  # its GPUs (saving, or a victim's) are free now
         self._untrack(job)
         super().on_requeue(job)
 
     def on_failure(self, job: int) -> float | None:
         self._failed = None
+        self._where.pop(job, None)
         self._untrack(job)
         return super().on_failure(job)
 
@@ -276,8 +303,9 @@ class Tiresias(HeadPreemptive):
 
     def on_finish(self, job: int) -> None:
         self.version += 1  # GPUs were freed: a head whose search was skipped or failed may place now
+        where = self._where.pop(job, None)
         if self._failed is not None and self.rank(job) < self._failed[1]:
-            self._failed = None  # a better-ranked job freed its GPUs
+            self._freed(where)  # a better-ranked job freed its GPUs
         self.level_of.pop(job, None)
         self._untrack(job)
 
@@ -319,6 +347,7 @@ class Tiresias(HeadPreemptive):
         return memo[1] and ctx.performance is None and type(ctx.placement) is Consolidate and not ctx.pool.typed
 
     def started(self, job: int) -> None:
+        self._where[job] = self.ctx.placement_of(job)
         self.track(job)
         self._demotion_timer(job)
 
@@ -327,8 +356,8 @@ class Tiresias(HeadPreemptive):
             new = self.level(job)
             if new != self.level_of.get(job):
                 failed = self._failed
-                if failed is not None and self.rank(job) < failed[1]:
-                    self._failed = None  # it may drop below the head: a victim now
+                if failed is not None and self.rank(job) < failed[1] < new * _LEVEL + job:
+                    self._freed(self._where.get(job))  # it drops below the head: a victim now
                 self.level_of[job] = new
                 self.track(job)
             self._demotion_timer(job)
