@@ -22,12 +22,43 @@ SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 ONE_WORKER_MODULES = ("test_serving_model", "test_cli_predictors")
 
 
+#: The slowest tests, slowest first (seconds on the quiet 2-core machine, 2026-11-25): they are started
+#: first. xdist hands the workers their tests in collection order (groups of several tests first), and these
+#: sit late in the alphabet (test_mlflow*, test_train_*): started last, they kept one core busy alone for
+#: the last minute of the run. Longest first leaves the short tests to fill the gaps at the end.
+SLOW_FIRST = (
+    "test_mlflow::test_lucid_runs_with_registry_models",  # 63
+    "test_train_output::test_training_is_quiet_by_default_and_the_models_table_is_fast",  # 52
+    "test_mlflow_server::test_tracking_server_registry_and_serving_endpoint",  # 33
+    "test_mlflow::test_train_registers_and_simulator_uses_champion",  # 24
+    "test_gfs_registry::test_gfs_quota_uses_the_registered_demand_champion",  # 23
+    "test_train_lifecycle::test_killed_first_train_leaves_a_failed_run_and_no_half_version",  # 23
+    "test_cli::test_simulate_every_policy_on_real_philly",  # 8-22 per chunk
+    "test_train_lifecycle::test_two_first_trains_on_a_new_store_both_succeed",  # 22
+    "test_reproduce::test_reproduce_lazer_quick_gives_every_claim_a_verdict",  # 22
+    "test_serving_processes::test_server_banner_after_readiness_and_sigterm_leaves_nothing",  # 19
+    "test_mlflow::test_other_tasks_train_and_register",  # 17
+    "test_ux_mlflow_ui::test_mlflow_ui_opens_schedcast_experiment_on_runs",  # 16
+    "test_mlflow::test_retrain_promotes_refuses_and_survives_a_crash",  # 53 on the full trace, now 15,000 jobs
+    "test_lucid::test_every_lucid_variant_and_horus_run_on_philly",  # 7-13 per variant
+    "test_corpus_determinism::test_corpus_is_the_same_under_every_hash_seed",  # 12
+    "test_retrain_gate::test_concurrent_retrains_promote_at_most_one",  # 11
+    "test_experiment_run::test_serial_and_dask_two_workers_agree",  # 10
+)
+
+
+def _module(item: pytest.Item) -> str:
+    return item.nodeid.split("::", 1)[0].rsplit("/", 1)[-1].removesuffix(".py")
+
+
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the marks
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        module = item.nodeid.split("::", 1)[0].rsplit("/", 1)[-1].removesuffix(".py")
-        if module in ONE_WORKER_MODULES:
-            item.add_marker(pytest.mark.xdist_group(module))
+        if _module(item) in ONE_WORKER_MODULES:
+            item.add_marker(pytest.mark.xdist_group(_module(item)))
+    rank = {name: i for i, name in enumerate(SLOW_FIRST)}
+    # stable: every other test keeps its place (xdist needs the same order on every worker: it is)
+    items.sort(key=lambda item: rank.get(f"{_module(item)}::{getattr(item, 'originalname', item.name)}", len(rank)))
 
 
 @pytest.fixture(scope="session")
