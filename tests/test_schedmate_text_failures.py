@@ -356,3 +356,17 @@ def test_general_evidence_warning_level_lines_hedged_cause_lists_and_plain_error
     went_on = _OK[:40] + ["urllib3.exceptions.HTTPError: 502 Server Error: Bad Gateway for url: /upload"] + _OK[40:]
     for d in (FailureHandler().diagnose(went_on), FailureHandler().diagnose_stream(iter(went_on))):
         assert d.kind is None  # an error the job logged and trained on after is not why it stopped
+
+
+def test_stream_steps_back_to_the_first_line_of_a_multi_line_kernel_message():
+    """A driver message wrapped over indented NVRM lines is only recognised on its continuation line;
+    diagnose() steps back to the message's first line, and the streamed diagnosis (which opens its
+    episode at the continuation) must give the same line, kind and component (nvsentinel-155 shape)."""
+    lines = ["[  900.100000] nvidia-modeset: Loading NVIDIA Kernel Mode Setting Driver",
+             "[ 1200.200000] NVRM: GPU at PCI:0000:41:00 (PCI ID: 10de:2330)",
+             "               NVRM: attached to this host has",
+             "               NVRM: fallen off the bus and is not responding to commands.",
+             "[ 1200.300000] NVRM: GPU 0000:41:00.0: RmInitAdapter failed! (0x26:0x65:1474)"]
+    d, s = FailureHandler().diagnose(lines), FailureHandler().diagnose_stream(iter(lines))
+    assert d.line_index == 1
+    assert (s.line_index, s.kind, s.component, s.line) == (d.line_index, d.kind, d.component, d.line)

@@ -583,8 +583,9 @@ class FailureHandler:
                 b = ew["buf"]
                 return self._finish(b, ew["start"], b[1:7], ew["before"][-200:], method, 0, n, b, offset=ew["start"])
             return Diagnosis(None, None, None, None, None, method, 0, n, "no failure evidence found")
-        buf = ep["buf"]
-        r = _follow(buf, 0)
-        before = ep["before"] + buf[:r]
-        return self._finish(buf, ep["start"] + r, buf[r + 1:r + 7], before[-200:], method, 0, n, buf,
-                            offset=ep["start"])
+        # _follow sees the lines before the episode too, as in diagnose(): it may step back from the
+        # first failure line (an indented continuation of a multi-line kernel message) to the message's start
+        buf = ep["before"] + ep["buf"]
+        off = ep["start"] - len(ep["before"])
+        r = _follow(buf, len(ep["before"]))
+        return self._finish(buf, off + r, buf[r + 1:r + 7], buf[max(0, r - 200):r], method, 0, n, buf, offset=off)
