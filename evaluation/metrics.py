@@ -102,8 +102,11 @@ def in_window(jobs: pd.DataFrame, window: tuple[float | None, float | None] | No
 
 def _pcts(values: np.ndarray, prefix: str, out: dict[str, Any]) -> None:
     out[f"{prefix}_mean"] = float(values.mean()) if len(values) else float("nan")
-    for p in PERCENTILES:
-        out[f"{prefix}_p{p:g}"] = float(np.percentile(values, p)) if len(values) else float("nan")
+    # all percentiles from one partition of the values (the same numbers as one np.percentile call each:
+    # the same order statistics, interpolated element by element; tests/test_jobtable_speed_paths.py)
+    pcts = np.percentile(values, PERCENTILES) if len(values) else [float("nan")] * len(PERCENTILES)
+    for p, v in zip(PERCENTILES, pcts):
+        out[f"{prefix}_p{p:g}"] = float(v)
 
 
 def summarize(jobs: pd.DataFrame) -> dict[str, Any]:
@@ -114,8 +117,8 @@ def summarize(jobs: pd.DataFrame) -> dict[str, Any]:
     _pcts(done["jct"].to_numpy(), "jct", out)
     _pcts(done["wait"].to_numpy(), "wait", out)
     futile = jobs["futile"].to_numpy()
-    out["futile_p50"] = float(np.percentile(futile, 50)) if len(futile) else float("nan")
-    out["futile_p95"] = float(np.percentile(futile, 95)) if len(futile) else float("nan")
+    p50, p95 = np.percentile(futile, (50, 95)) if len(futile) else (float("nan"), float("nan"))
+    out["futile_p50"], out["futile_p95"] = float(p50), float(p95)
     out["futile_total"] = float(futile.sum())
     out["preemptions"] = int(jobs["preemptions"].sum())
     out["load_total"] = float(jobs["load"].sum())
@@ -192,14 +195,15 @@ SUMMARY_COLUMNS = ("status", "jct", "wait", "futile", "preemptions", "load", "en
                    "lost_work")
 
 
-def breakdown(jobs: pd.DataFrame, by: str) -> pd.DataFrame:
+def breakdown(jobs: pd.DataFrame, by: str, whole: dict[str, Any] | None = None) -> pd.DataFrame:
     """Summary per group (by = 'partition', 'size', 'job_class' or any job-table column).
 
     The groups carry only the columns summarize reads (copying every column of 1.75 M jobs per group cost
-    seconds); a text column holding one value throughout is one group: the jobs themselves, uncopied."""
+    seconds); a text column holding one value throughout is one group: the jobs themselves, uncopied,
+    whose summary is ``whole`` when the caller has it already (``summarize(jobs)``)."""
     keys = jobs[by]
     if len(keys) and keys.dtype == object and isinstance(keys.iloc[0], str) and keys.eq(keys.iloc[0]).all():
-        return pd.DataFrame([{by: keys.iloc[0], **summarize(jobs)}])
+        return pd.DataFrame([{by: keys.iloc[0], **(whole if whole is not None else summarize(jobs))}])
     slim = jobs[[c for c in SUMMARY_COLUMNS if c in jobs and c != by] + [by]]
     rows = []
     for key, group in slim.groupby(by, sort=True):
@@ -220,7 +224,8 @@ def evaluate(result: SimResult, window: tuple[float | None, float | None] | None
     """Everything a report needs for one run: summary, breakdowns, utilisation, run statistics."""
     jobs = job_table(result)
     sel = in_window(jobs, window)
-    summary = summarize(sel)
+    whole = summarize(sel)
+    summary = dict(whole)
     summary.update({
         "policy": result.policy,
         "gpu_utilisation": utilisation(result),
@@ -239,9 +244,9 @@ def evaluate(result: SimResult, window: tuple[float | None, float | None] | None
     return {
         "summary": summary,
         "jobs": jobs,
-        "by_partition": breakdown(sel, "partition"),
-        "by_size": breakdown(sel, "size"),
-        "by_class": breakdown(sel, "job_class"),
+        "by_partition": breakdown(sel, "partition", whole),
+        "by_size": breakdown(sel, "size", whole),
+        "by_class": breakdown(sel, "job_class", whole),
         "allocation": allocation(result),
     }
 

@@ -211,7 +211,7 @@ def has_spot_jobs(workload) -> bool:
     """Does the workload have spot (preemptible) jobs, so that the HP / spot metrics apply?"""
     from sim.workload import is_spot
 
-    return any(is_spot(c) for c in workload.job_class)
+    return any(is_spot(c) for c in set(workload.job_class))  # each label once (1.75 M jobs: a few labels)
 
 
 # -- the duration predictor ---------------------------------------------------------------------------

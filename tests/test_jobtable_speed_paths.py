@@ -150,3 +150,40 @@ def test_evaluation_tables_equal_the_general_path(columns):
     assert fast.to_csv(index=False) == slow.to_csv(index=False)
     for by in ("partition", "size", "job_class", "status"):
         pd.testing.assert_frame_equal(breakdown(fast, by), _breakdown_of_whole_groups(slow, by), check_exact=True)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_percentiles_from_one_partition_equal_one_call_each(seed):
+    from evaluation.metrics import PERCENTILES, _pcts
+
+    rng = np.random.default_rng(seed)
+    for values in (rng.lognormal(3, 2, 10_001), rng.integers(0, 50, 999).astype(float), rng.random(2), np.array([7.0]),
+                   np.array([1.0, np.nan]), np.zeros(0)):
+        out: dict = {}
+        _pcts(values, "x", out)
+        for p in PERCENTILES:
+            one = float(np.percentile(values, p)) if len(values) else float("nan")
+            assert repr(out[f"x_p{p:g}"]) == repr(one), (p, values[:3])
+
+
+def test_single_group_breakdown_reuses_the_whole_summary():
+    from evaluation.metrics import breakdown, summarize
+
+    jobs = pd.DataFrame({c: np.arange(5.0) for c in ("jct", "wait", "futile", "load", "end", "submit", "slowdown",
+                                                       "lost_work")})
+    jobs["preemptions"] = jobs["failures"] = np.zeros(5, dtype=int)
+    jobs["status"] = np.array(["done"] * 5, dtype=object)
+    jobs["size"] = np.array(["<=8 GPUs"] * 5, dtype=object)
+    whole = summarize(jobs)
+    assert breakdown(jobs, "size", whole).to_dict("records") == [{"size": "<=8 GPUs", **whole}]
+    marked = {**whole, "jobs": -1}  # the given summary is used as it is, not recomputed
+    assert breakdown(jobs, "size", marked)["jobs"].tolist() == [-1]
+    pd.testing.assert_frame_equal(breakdown(jobs, "size"), _breakdown_of_whole_groups(jobs, "size"), check_exact=True)
+
+
+def test_spot_detection_reads_each_label_once():
+    from pipelines.replay import has_spot_jobs
+    from sim.workload import build_workload
+
+    assert not has_spot_jobs(build_workload(table([(0, 1, 1), (1, 1, 1)], job_class=["hp", None]), cluster(gpus=8)))
+    assert has_spot_jobs(build_workload(table([(0, 1, 1), (1, 1, 1)], job_class=["hp", "Spot"]), cluster(gpus=8)))
