@@ -78,3 +78,25 @@ def test_records_printed_one_name_per_line_and_the_whole_run_count_wins():
              "|    entropy_loss | -1.1   |", "|    loss         | 0.75   |", "|    n_updates    | 40     |", "-" * 30]
     p = MetricTracker().track(["|    loss         | 9.0   |", "|    n_updates    | 30    |", "-" * 30] + block)
     assert (p.step, p.loss) == (8192, 0.75)
+
+
+def test_boxes_drawn_with_box_characters_bullet_lists_and_metric_paths():
+    """Held-out misses of batches 10-11, fixed by general rules: a result box drawn with `│`/`─` is read
+    like an ASCII one; `- name: value` bullets form a record, with the count from a title line ending
+    in ":" right above them; a metric path whose component is a loss (`loss/train/total`) names the
+    loss, an evaluation path does not; a list with a loss and no count anywhere still gives the loss."""
+    box = ["\u256d" + "\u2500" * 30 + "\u256e", "\u2502 Trial fit_00001 result        \u2502", "\u251c" + "\u2500" * 30 + "\u2524"]
+    box += [f"\u2502 {k:<20}{v:>9} \u2502" for k, v in (("time_this_iter_s", "0.2"), ("training_iteration", "12"),
+                                                           ("loss", "0.413"))]
+    box += ["\u2570" + "\u2500" * 30 + "\u256f"]
+    p = MetricTracker().track(box)
+    assert (p.step, p.loss) == (12, 0.413)
+    assert role("loss/train/total") == "loss" and role("Train_loss/train/total") == "loss"
+    assert role("loss/val/total") is None and role("metrics/eval/loss") is None
+    titled = []
+    for i in (1, 2):
+        titled += [f"[step={i * 100}/900]:", "- Train mem/used_gb: 7.5", f"- Train loss/train/total: {3 - i / 10:.2f}"]
+    p = MetricTracker().track(titled)
+    assert (p.step, p.total_steps, p.loss) == (200, 900, 2.8)
+    p = MetricTracker().track(["- Train mem/used_gb: 7.5", "- Train loss/train/total: 9.25", "- Train throughput: 3.1"])
+    assert (p.step, p.loss) == (None, 9.25)

@@ -45,6 +45,16 @@ _TOK = re.compile(r"(?<![\w./-])(?<!\d:)(?:(?P<a>\d+)\s*/\s*(?P<b>\d+)(?![\d.%])
                   r"(?P<v>[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+)|[-+]?(?:nan|inf(?:inity)?)\b)(?![\w%/-]|:\d|\.\d))", re.I)
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]*(?:[./][A-Za-z][A-Za-z0-9_]*)*")
 _TABLE_SPLIT = re.compile(r"\s*\|\s*|\s{2,}|\t|,\s*")
+# box-drawing characters (Ray's result boxes, rich tables): vertical strokes are column bars, the rest rules
+_BOX = {c: ("|" if c in "\u2502\u2503\u2551\u2506\u2507\u250a\u250b\u254e\u254f" else "-") for c in map(chr, range(0x2500, 0x2580))}
+_BOX_TABLE = str.maketrans(_BOX)
+# a bullet before a `name: value` item ("- Train loss: 2.1", "* step: 40")
+_BULLET = re.compile(r"^[-*\u2022\u00b7]\s+")
+
+
+def unbox(line: str) -> str:
+    """Box-drawing characters as the ASCII table characters the grammar reads."""
+    return line.translate(_BOX_TABLE) if any("\u2500" <= ch < "\u2580" for ch in line) else line
 
 
 def normalise(name: str) -> str:
@@ -72,6 +82,10 @@ def role(name: str) -> str | None:
             return "total"
         if cand in _TIME:
             return "time"
+    if "/" in name:  # a metric path ("loss/train/total", "Train_loss/train/total"): a loss component names it
+        comps = [normalise(c) for c in name.split("/")]
+        if not any(c.split("_")[0] in _NOT_TRAIN for c in comps) and any(c in _LOSS for c in comps):
+            return "loss"
     return "loss2" if n.endswith("loss") else None  # a named part of the loss (cls_loss): used when no total loss
 
 
@@ -104,9 +118,10 @@ def _key(gap: str) -> str:
 _SUFFIXED = re.compile(r"(?<![\w.])(?:\d+-)?(\d+)\s?(epoch|batch|iter|step)s?\b", re.I)
 
 
-def read_fields(line: str) -> Fields | None:
+def read_fields(line: str, need_count: bool = True) -> Fields | None:
     """Progress fields of one line by the roles of its names, or None when the line is not a training
-    progress record (no step/epoch count, or neither a loss nor a per-step time)."""
+    progress record (no step/epoch count, or neither a loss nor a per-step time). need_count=False
+    accepts a record with a loss and no count (a metrics list printed without its step)."""
     f = Fields()
     loss2 = None
     strong = False
@@ -163,7 +178,7 @@ def read_fields(line: str) -> Fields | None:
     if f.loss is None:
         f.loss = loss2
     counts = f.step is not None or f.s_in is not None or f.epoch is not None
-    if not counts or (f.loss is None and f.step_time is None):
+    if (not counts and (need_count or f.loss is None)) or (f.loss is None and f.step_time is None):
         return None
     if strong or (f.s_in is not None and f.epoch is None):
         # an explicit whole-run count, or "step 120/500" without an epoch: the pair counts the run
@@ -173,28 +188,35 @@ def read_fields(line: str) -> Fields | None:
     return f
 
 
-def block_records(lines: list[str]) -> list[tuple[int, Fields]]:
-    """Records printed one name per line ("|    total_timesteps | 3584 |", "Mean value loss: 19.7"):
-    consecutive lines holding a single name and number are one record, ended by a rule line, a blank
-    line or a line of another shape. (index of the record's last line, fields) for each record."""
+def block_records(lines: list[str], need_count: bool = True) -> list[tuple[int, Fields]]:
+    """Records printed one name per line ("|    total_timesteps | 3584 |", "Mean value loss: 19.7",
+    "- Train loss: 2.1", a box drawn with `│`): consecutive lines holding a single name and number are one
+    record, ended by a rule line, a blank line or a line of another shape; a short title line ending in
+    ":" right above the items ("[batch=12/100]:") belongs to the record (it may hold the count).
+    (index of the record's last line, fields) for each record; need_count as in read_fields."""
     out: list[tuple[int, Fields]] = []
     parts: list[str] = []
+    title = None
 
     def close(i: int) -> None:
-        if len(parts) >= 2 and (f := read_fields(" | ".join(parts))) is not None:
+        if len(parts) >= 2 and (f := read_fields(" | ".join(parts), need_count)) is not None:
             out.append((i, f))
         parts.clear()
 
     for i, line in enumerate(lines):
-        body = line.strip().strip("|").strip()
+        body = _BULLET.sub("", unbox(line).strip().strip("|").strip())
         cells = [c for c in re.split(r"\s*\|\s*|:\s+|\s{2,}", body) if c]
         if len(cells) == 2 and _WORD.match(cells[0]) and _TOK.fullmatch(cells[1].strip()):
+            if not parts and title is not None and title[0] == i - 1:
+                parts.append(title[1])
             parts.append(f"{cells[0].strip()}: {cells[1].strip()}")
         elif body and not re.fullmatch(r"[-=+*#_~\s]+", body) and len(cells) == 1 and len(body) < 60 \
                 and not any(ch.isdigit() for ch in body):
             continue  # a section title inside the record ("| train/ |")
         elif parts:
             close(i - 1)
+        if not parts and len(body) < 60 and body.endswith(":") and any(ch.isdigit() for ch in body):
+            title = (i, body.rstrip(":"))
     if parts:
         close(len(lines) - 1)
     return out
@@ -203,7 +225,7 @@ def block_records(lines: list[str]) -> list[tuple[int, Fields]]:
 def table_header(line: str) -> list[str | None] | None:
     """Roles of a table header's columns ("| Epoch | Step | Loss |", "epoch  iter  loss  lr"), or None
     when the line does not name both a count and a loss."""
-    cells = [c for c in _TABLE_SPLIT.split(line.strip().strip("|")) if c != ""]
+    cells = [c for c in _TABLE_SPLIT.split(unbox(line).strip().strip("|")) if c != ""]
     if len(cells) < 2 or len(cells) > 40 or any(any(ch.isdigit() for ch in c) for c in cells):
         return None
     roles = [role(c) for c in cells]
@@ -215,7 +237,7 @@ def table_header(line: str) -> list[str | None] | None:
 def table_row(line: str, roles: list[str | None]) -> Fields | None:
     """A data row under a header with these column roles (the same number of cells, numbers where the
     header names a count or a loss)."""
-    cells = [c for c in _TABLE_SPLIT.split(line.strip().strip("|")) if c != ""]
+    cells = [c for c in _TABLE_SPLIT.split(unbox(line).strip().strip("|")) if c != ""]
     if len(cells) != len(roles):
         return None
     f = Fields()

@@ -467,8 +467,9 @@ class MetricTracker:
         ep_total = next((r.total for r in reversed(recs) if r.kind == "epochs" and r.total), None)
         if any(r.kind != "epochs" for r in recs):  # epoch summaries next to finer progress lines
             recs = [r for r in recs if r.kind != "epochs"]
-        if not recs:
-            return Progress(None, None, None, hf_loss[1] if hf_loss else None, None)
+        if not recs:  # no count anywhere: a metrics list's loss (printed without its step) is still news
+            lo = block_records(flat[-400:], need_count=False) if hf_loss is None else []
+            return Progress(None, None, None, hf_loss[1] if hf_loss else (lo[-1][1].loss if lo else None), None)
         # the first record says whether epochs count from 0 (Lightning) or 1
         min_epoch = None
         for i in range(len(flat)):
