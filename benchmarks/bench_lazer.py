@@ -149,6 +149,8 @@ def bo_efficiency(workload, n_contexts: int, evaluations: int, seed: int) -> tup
     a threat at F* = a* - t0: F(X) = F* if F* <= X + l else 0, and f(X|c) = |X - F(X)|. Each searcher
     then gets `evaluations` evaluations of f for that fixed context.
     """
+    # Not a scheduling result: the replay only records the deferral predictor's decision situations
+    # (the policy objects' observations), so it runs the Engine itself rather than the replay path.
     _, factory, _ = get_policy("lazer:deferral=100")
     engine = Engine(workload, factory)
     engine.run()
@@ -216,6 +218,9 @@ def speed(args) -> pd.DataFrame:
     w = workloads(args)["philly"]
     rows = []
     for policy in args.policies if args.policies != POLICIES else SPEED_POLICIES:
+        # Engine speed: the timed call is the simulator alone (no evaluation or identity checks), so it
+        # stays on sim.simulate; the JCT / futile / preemption columns only identify the timed replay
+        # (the scheduling results are bench_lazer's Table 2 and the ledger, on pipelines.replay.run_replay).
         t0, c0 = time.perf_counter(), time.process_time()
         r = simulate(w, policy, seed=args.seed, time_decisions=True)
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0

@@ -36,16 +36,26 @@ def _summary(w, r) -> dict:
             "wall_s": float(r.wall_seconds)}
 
 
-def _replay(w, policy: str, failures_spec: str, seed: int) -> tuple[dict, dict, float, float]:
-    """One replay: summary, policy stats, wall and CPU seconds of the whole simulate() call."""
+def _replay(w, policy: str, failures_spec: str, seed: int) -> tuple[dict, dict]:
+    """One replay on the one replay path (pipelines.replay.run_replay: the same failure events from
+    ``failures_spec`` and ``seed``, evaluated, identities checked): summary and policy stats."""
+    from pipelines.replay import ReplaySpec, prepare_replay, run_replay
+
+    spec = ReplaySpec(policy=policy, predictor="unused", failures=failures_spec, seed=seed)
+    done = run_replay(spec, prepare_replay(spec, built=(None, w)))
+    return _summary(w, done.result), dict(done.policy_stats)
+
+
+def _timed(w, policy: str, failures_spec: str, seed: int) -> tuple[float, float]:
+    """Wall and CPU seconds of one simulate() call. Engine speed only, so it times the engine itself
+    (no evaluation); the scheduling results come from :func:`_replay`."""
     from sim import simulate
     from sim.failures import failures_from_spec
 
     failures, rule = failures_from_spec(failures_spec, w, seed)
     t0, c0 = time.perf_counter(), time.process_time()
-    r = simulate(w, policy, failures=failures, restart=rule, seed=seed)
-    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-    return _summary(w, r), dict(r.policy_stats), wall, cpu
+    simulate(w, policy, failures=failures, restart=rule, seed=seed)
+    return time.perf_counter() - t0, time.process_time() - c0
 
 
 def _replay_mean(w, policy: str, failures_spec: str, seeds: list[int]) -> tuple[dict, dict]:
@@ -114,9 +124,9 @@ def table1(works: dict, args, sm: str) -> list[dict]:
         spec = "none" if name == "philly" else args.failures
         base = "lucid:initial=history"
         ours = f"lucid-schedmate:initial=history,{sm}"  # the Metric Tracker reads the generated logs
-        a, _, _, _ = _replay(w, base, spec, args.seed)
-        b, stats, _, _ = _replay(w, ours, spec, args.seed)
-        kept, _, _, _ = _replay(w, ours + ",skip_profiling=false", spec, args.seed)
+        a, _ = _replay(w, base, spec, args.seed)
+        b, stats = _replay(w, ours, spec, args.seed)
+        kept, _ = _replay(w, ours + ",skip_profiling=false", spec, args.seed)
         rows.append({"workload": name, "failures": spec, "jobs": len(w), "lucid_jct": a["avg_jct"],
                      "kept_jct": kept["avg_jct"],
                      "lucid_wait": a["avg_wait"], "lucid_sm_jct": b["avg_jct"], "lucid_sm_wait": b["avg_wait"],
@@ -229,7 +239,7 @@ def detection_sweep(works: dict, args, sm: str) -> list[dict]:
 
 def _best(w, policy: str, spec: str, seed: int, reps: int) -> tuple[float, float]:
     """Best CPU and best wall seconds of ``reps`` replays (the machine may be shared: CPU is the figure)."""
-    runs = [_replay(w, policy, spec, seed)[2:] for _ in range(max(1, reps))]
+    runs = [_timed(w, policy, spec, seed) for _ in range(max(1, reps))]
     return min(c for _, c in runs), min(wl for wl, _ in runs)
 
 
@@ -241,18 +251,18 @@ def timing_pair(w, name: str, base: str, ours: str, spec: str, seed: int, reps: 
     later process: `schedcast simulate` run again)."""
     from sim.policies.schedmate import clear_text_cache, use_disk_cache
 
-    _replay(w, base, spec, seed)  # warm-up: imports, shared caches
+    _timed(w, base, spec, seed)  # warm-up: imports, shared caches
     bc, bw = _best(w, base, spec, seed, reps)
     clear_text_cache()
     use_disk_cache(False)
     try:
-        _, _, cw, cc = _replay(w, ours, spec, seed)
+        cw, cc = _timed(w, ours, spec, seed)
     finally:
         use_disk_cache(True)
     clear_text_cache()
-    _replay(w, ours, spec, seed)  # fills the disk cache
+    _timed(w, ours, spec, seed)  # fills the disk cache
     clear_text_cache()
-    _, _, dw, dc = _replay(w, ours, spec, seed)
+    dw, dc = _timed(w, ours, spec, seed)
     oc, ow = _best(w, ours, spec, seed, reps)
     return {"workload": name, "jobs": len(w), "failures": spec, "without": base, "with": ours.split(":")[0],
             "without_cpu_s": bc, "without_wall_s": bw, "with_cpu_s": oc, "with_wall_s": ow,
