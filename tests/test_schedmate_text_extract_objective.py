@@ -162,3 +162,90 @@ model = blip_decoder(pretrained="x")
 '''
     md = extract_metadata("python train.py", {"train.py": blip, "configs/caption_coco.yaml": "batch_size: 32\n"})
     assert md.model.startswith("blip")
+
+
+# --- batch 10's misses (batch 10 is `tuned` since) ---------------------------------------------------
+
+MPI = '''import argparse
+def create_argparser():
+    defaults = dict(data_dir="", global_batch_size=2048, total_training_steps=600000, lr=1e-4)
+    p = argparse.ArgumentParser()
+    for k, v in defaults.items():
+        p.add_argument(f"--{k}", default=v, type=type(v))
+    return p
+def main():
+    args = create_argparser().parse_args()
+if __name__ == "__main__":
+    main()
+'''
+
+
+def test_mpiexec_is_a_launcher_and_a_global_batch_is_divided():
+    md = extract_metadata("cd scripts && mpiexec -n 8 python cm_train.py --total_training_steps 600000 "
+                          "--global_batch_size 2048 --lr 1e-5",
+                          {"scripts/cm_train.py": MPI})
+    assert md.entry == "scripts/cm_train.py"
+    assert (md.gpus, md.batch_size, md.iterations, md.iteration_unit) == (8, 256, 600000, "steps")
+
+
+CLICK_TOTAL = '''import click
+@click.command()
+@click.option("--data", type=str, required=True)
+@click.option("--batch", help="Total batch size", type=int, default=512)
+def main(data, batch):
+    pass
+if __name__ == "__main__":
+    main()
+'''
+
+
+def test_a_click_batch_documented_as_total_is_per_gpu_after_division():
+    md = extract_metadata("torchrun --standalone --nproc_per_node=8 train.py --data=datasets/ffhq-64x64.zip",
+                          {"train.py": CLICK_TOTAL})
+    assert (md.batch_size, md.gpus, md.dataset, md.task) == (64, 8, "ffhq", "image-generation")
+
+
+THIN_FIRE = '''import fire
+from cookbook.finetuning import main
+if __name__ == "__main__":
+    fire.Fire(main)
+'''
+PKG_MAIN = '''from cookbook.configs import train_config
+def main(**kwargs):
+    update_config(train_config, **kwargs)
+'''
+PKG_INIT = "from .training import train_config\n"
+PKG_TRAINING = '''from dataclasses import dataclass
+@dataclass
+class train_config:
+    model_name: str = "PATH/to/Model"
+    batch_size_training: int = 4
+    num_epochs: int = 3
+    dataset = "samsum_dataset"
+'''
+
+
+def test_fire_entry_into_an_installed_package_reads_its_config_dataclass():
+    files = {"recipes/finetuning.py": THIN_FIRE, "src/cookbook/finetuning.py": PKG_MAIN,
+             "src/cookbook/configs/__init__.py": PKG_INIT, "src/cookbook/configs/training.py": PKG_TRAINING}
+    md = extract_metadata("torchrun --nnodes 1 --nproc_per_node 4 recipes/finetuning.py --use_peft", files)
+    assert (md.iterations, md.iteration_unit, md.batch_size, md.dataset, md.gpus) == (3, "epochs", 4, "samsum", 4)
+    # `python -m finetuning.py` as a doc writes it: the file
+    md = extract_metadata("cd recipes && python -m finetuning.py --dataset alpaca_dataset", files)
+    assert md.entry == "recipes/finetuning.py" and (md.dataset, md.iterations) == ("alpaca", 3)
+
+
+JSONARG = '''from pathlib import Path
+learning_rate = 3e-4
+micro_batch_size = 4
+def main(data_dir: str = "data/alpaca", out_dir: str = "out/lora"):
+    pass
+if __name__ == "__main__":
+    from jsonargparse.cli import CLI
+    CLI(main)
+'''
+
+
+def test_a_cli_imported_in_the_main_block_exposes_the_function_defaults():
+    md = extract_metadata("python finetune/lora.py", {"finetune/lora.py": JSONARG})
+    assert (md.dataset, md.batch_size) == ("alpaca", 4)

@@ -52,6 +52,7 @@ class _Repository:
         self.folders: set[str] | None = None
         # (cwd, path, relative-to) -> the file it names: the same lookups recur for every job of a repository
         self.found: dict[tuple[str | None, str, str | None], str | None] = {}
+        self.package_fields: dict[str, dict] = {}  # entry -> the config dataclass defaults its package gives
 
 
 _REPOS: dict[tuple[int, int], tuple[dict, dict, _Repository]] = {}
@@ -221,7 +222,7 @@ class _Extractor:
     _SEPARATORS = ("&&", "||", ";", "|", "&")
     _REDIRECT = re.compile(r"^(?:\d?>>?|&>>?|<)(?:&\d)?$")
     _REDIRECT_JOINED = re.compile(r"^(?:\d?>>?|&>>?|<)\S+$|^\d?>&\d$")
-    _RUNNERS = ("python", "python3", "torchrun", "deepspeed", "accelerate", "srun", "mpirun", "composer", "bash", "sh",
+    _RUNNERS = ("python", "python3", "torchrun", "deepspeed", "accelerate", "srun", "mpirun", "mpiexec", "composer", "bash", "sh",
                 "sbatch", "zsh")
 
     def _pick_segment(self, toks: list[str], env: dict[str, str] | None = None) -> list[str]:
@@ -355,6 +356,9 @@ class _Extractor:
                 rest = rest[1:]
             if rest and rest[0] == "-m":
                 mod = rest[1] if len(rest) > 1 else ""
+                if mod.endswith(".py") and self._file(mod):  # `python -m finetuning.py`: the doc means the file
+                    self.entry_script(mod, rest[2:])
+                    return
                 self.entry_script(self._module_file(mod) or mod.replace(".", "/") + ".py", rest[2:])
                 return
             if rest:
@@ -374,7 +378,7 @@ class _Extractor:
             if script:
                 self.entry_script(script, args)
             return
-        elif head not in ("torchrun", "deepspeed", "accelerate", "srun", "mpirun", "composer"):
+        elif head not in ("torchrun", "deepspeed", "accelerate", "srun", "mpirun", "mpiexec", "composer"):
             # a console script (fairseq-train, a project's own entry point): its argv is the job's; its
             # module comes from the repository's packaging metadata when the repository declares it
             target = self._console_script(head)
@@ -417,7 +421,7 @@ class _Extractor:
         elif head == "composer":  # MosaicML's launcher: one process per device, --world_size in all
             self._set_gpn(_as_int(opts.get("nproc") or opts.get("n")), P_LAUNCH, "composer --nproc")
             self._set_total(_as_int(opts.get("world_size")), P_LAUNCH, "composer --world_size")
-        elif head == "mpirun":
+        elif head in ("mpirun", "mpiexec"):
             self._set_total(_as_int(opts.get("np") or opts.get("n")), P_LAUNCH, "mpirun -np")
             if script in ("python", "python3"):
                 self.launcher([script] + args, env)
@@ -725,6 +729,50 @@ class _Extractor:
             if info.hf_parser or "dataclass" in text or not own_options:
                 for k, v in sub.fields.items():
                     info.fields.setdefault(k, v)
+        if not own_options and not info.options and re.search(r"\b(fire|jsonargparse|tyro|typer)\b", text):
+            self._package_fields(name, info)
+
+    def _package_fields(self, name: str, info: _PyInfo, depth: int = 3, limit: int = 40) -> None:
+        """A thin entry that hands its argv to a function of an installed package (`fire.Fire(main)` with
+        `main` imported from `pkg.finetuning`): that function updates config dataclasses by keyword, so the
+        dataclass defaults of the modules it imports (packages followed through their `__init__.py`,
+        relative imports included, up to `depth` levels) are the job's defaults."""
+        memo = self._repo.package_fields
+        if name in memo:
+            for k, v in memo[name].items():
+                info.fields.setdefault(k, v)
+            return
+        before = dict(info.fields)
+        self._walk_package(name, info, depth, limit)
+        memo[name] = {k: v for k, v in info.fields.items() if k not in before}
+
+    def _walk_package(self, name: str, info: _PyInfo, depth: int, limit: int) -> None:
+        seen, frontier = {name}, [(name, info)]
+        for _ in range(depth):
+            nxt = []
+            for f, fi in frontier:
+                base = PurePosixPath(f).parent
+                mods = [m.replace(".", "/") for m in fi.imports + fi.submodules]
+                for r in fi.relative:
+                    level = len(r) - len(r.lstrip("."))
+                    up = base
+                    for _ in range(level - 1):
+                        up = up.parent
+                    mods.append(str(up / r.lstrip(".").replace(".", "/")) if r.lstrip(".") else str(up))
+                for m in mods:
+                    g = next((c for c in (self._file(m + ".py", rel_to=f) or self._file(m + ".py"),
+                                          self._file(m + "/__init__.py"), self._file("src/" + m + ".py"),
+                                          self._file("src/" + m + "/__init__.py")) if c), None)
+                    if g is None or g in seen or len(seen) >= limit:
+                        continue
+                    seen.add(g)
+                    sub = _analysis_of(self.files[g], True)
+                    if sub is None:
+                        continue
+                    for k, v in sub.fields.items():
+                        info.fields.setdefault(k, v)
+                    nxt.append((g, sub))
+            frontier = nxt
 
     def hydra(self, script: str, spec: tuple[str | None, str | None], overrides: list[tuple[str, str]],
               config_dir: str | None = None) -> None:

@@ -26,6 +26,8 @@ class _PyInfo:
     fields: dict[str, Any] = field(default_factory=dict)   # @dataclass field defaults
     imports: list[str] = field(default_factory=list)       # modules imported (local ones may hold defaults)
     submodules: list[str] = field(default_factory=list)    # `from pkg import mod`: pkg.mod (maybe a module)
+    relative: list[str] = field(default_factory=list)      # `from .configs import x`: ".configs" (dots = level)
+    cli_functions: list[str] = field(default_factory=list)  # functions whose signature is the CLI (fire & co.)
     dataset_literals: list[str] = field(default_factory=list)
     task_words: list[str] = field(default_factory=list)
     positionals: list[str] = field(default_factory=list)   # argparse positional dests, in order
@@ -196,7 +198,8 @@ def _analyse_python(tree: ast.Module, whole: bool = False) -> _PyInfo:
                                       if isinstance(v, (int, float, str)) and not isinstance(v, bool)]
     info.model_classes = _model_classes(tree, reach, funcs)
     _loop_and_loader(reach, consts, info)
-    if any(isinstance(n, (ast.Import, ast.ImportFrom)) and "fire" in ast.unparse(n) for n in tree.body):
+    if any(isinstance(n, (ast.Import, ast.ImportFrom)) and re.search(r"\b(fire|jsonargparse|tyro|typer)\b", ast.unparse(n))
+           for n in ast.walk(tree)):  # often imported inside the `__main__` block
         _fire_defaults(tree, funcs, consts, info)
     if not any(k.lower() in ("model_name", "model", "arch", "model_type", "model_id") for k in consts):
         for v in consts.values():
@@ -206,6 +209,8 @@ def _analyse_python(tree: ast.Module, whole: bool = False) -> _PyInfo:
     if any(isinstance(n, (ast.Import, ast.ImportFrom)) and re.search(r"\btimm\b", ast.unparse(n)) for n in tree.body):
         info.task_words.append("timm")  # timm's models are image classifiers unless another signal says otherwise
     for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.level:
+            info.relative += ["." * node.level + (node.module or "")]
         if isinstance(node, ast.ImportFrom) and node.module and not node.level:
             info.imports.append(node.module)
             info.submodules += [f"{node.module}.{a.name}" for a in node.names if a.name != "*"]
@@ -214,6 +219,11 @@ def _analyse_python(tree: ast.Module, whole: bool = False) -> _PyInfo:
     for node in tree.body:
         if isinstance(node, ast.ClassDef) and any("dataclass" in ast.unparse(d) for d in node.decorator_list):
             for item in node.body:
+                if isinstance(item, ast.Assign) and len(item.targets) == 1 and isinstance(item.targets[0], ast.Name):
+                    v = _lit(item.value, consts)  # an unannotated default in a config dataclass (`dataset = "x"`)
+                    if isinstance(v, (str, int, float)) and not isinstance(v, bool):
+                        info.fields.setdefault(item.targets[0].id, v)
+                    continue
                 if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name) and item.value is not None:
                     val = item.value
                     if isinstance(val, ast.Call) and _call_name(val).split(".")[-1] == "field":
@@ -265,6 +275,9 @@ def _click_option(node: ast.Call, consts: dict, info: _PyInfo) -> None:
         v = _lit(kw["default"], consts)
         if v is not None:
             info.defaults[dest] = v
+    help_text = _lit(kw["help"], consts) if "help" in kw else None
+    if isinstance(help_text, str) and "batch" in dest and _TOTAL_HELP.search(help_text):
+        info.global_batch.add(dest)
 
 
 _BUILTIN_CALLS = set(dir(__builtins__)) if isinstance(__builtins__, dict) else set(dir(__builtins__))
@@ -340,7 +353,9 @@ def _model_classes(tree: ast.Module, reach: list[ast.AST], funcs: dict[str, ast.
 def _fire_defaults(tree: ast.Module, funcs: dict[str, ast.AST], consts: dict, info: _PyInfo) -> None:
     """`fire.Fire(train)`: the keyword defaults of `train` are the job's options (`--num_epochs=2`)."""
     for node in ast.walk(tree):
-        if not (isinstance(node, ast.Call) and _call_name(node).split(".")[-1] == "Fire" and node.args):
+        # fire.Fire(main), jsonargparse's CLI(main), tyro.cli(main), typer.run(main): the signature is the CLI
+        if not (isinstance(node, ast.Call) and _call_name(node).split(".")[-1] in ("Fire", "CLI", "cli", "run")
+                and node.args):
             continue
         target = node.args[0]
         fn = funcs.get(target.id) if isinstance(target, ast.Name) else None
@@ -356,6 +371,7 @@ def _fire_defaults(tree: ast.Module, funcs: dict[str, ast.AST], consts: dict, in
             if v is not None and v != "" and not isinstance(v, bool):
                 info.defaults.setdefault(arg.arg, v)
         info.task_words.append("fire")
+        info.cli_functions.append(fn.name)
 
 
 _TOTAL_HELP = re.compile(r"total batch|batch size (for|of|across) all|all (gpus|devices|processes)|global batch|"
@@ -607,7 +623,15 @@ def subcommand_target(text: str, word: str) -> tuple[str, str] | None:
 def function_cli(text: str, func: str) -> _PyInfo | None:
     """The options a function-signature CLI (jsonargparse's CLI(fn), fire) gives: each parameter an
     option with its default; a default built by a call (`train: TrainArgs = TrainArgs(epochs=5)`) gives
-    `train.epochs`; parameters without a default are the positionals, in order."""
+    `train.epochs`; parameters without a default are the positionals, in order. Parsed once per
+    (source, function); callers get a private copy (they merge into it)."""
+    info = _function_cli(text, func)
+    return None if info is None else replace(info, options=dict(info.options), defaults=dict(info.defaults),
+                                                 positionals=list(info.positionals), task_words=list(info.task_words))
+
+
+@lru_cache(maxsize=256)
+def _function_cli(text: str, func: str) -> _PyInfo | None:
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
@@ -662,5 +686,5 @@ def analyse_source(text: str) -> _PyInfo | None:
                    model_literals=list(info.model_literals), consts=dict(info.consts), fields=dict(info.fields),
                    imports=list(info.imports), dataset_literals=list(info.dataset_literals),
                    task_words=list(info.task_words), positionals=list(info.positionals),
-                   global_batch=set(info.global_batch), programs=list(info.programs), multi=set(info.multi), submodules=list(info.submodules), derived=set(info.derived),
+                   global_batch=set(info.global_batch), programs=list(info.programs), multi=set(info.multi), submodules=list(info.submodules), relative=list(info.relative), cli_functions=list(info.cli_functions), derived=set(info.derived),
                    model_classes=list(info.model_classes))

@@ -70,6 +70,8 @@ def resolve(ex) -> JobMetadata:
         # the network class the code builds (`model = CNN(...)`) beats an unknown name guessed from a
         # file name (`configs/default.py`); a known one (`yolov7.yaml`) stays
         name = cls[1] if known_model(cls[1]) else re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "-", cls[1])
+        if min(len(w) for w in name.split("-")) < 2:  # LLaMA, QNetwork: not words run together
+            name = cls[1]
         md.model, md.sources["model"] = canonical_model(name), cls[3]  # SimpleDLA -> simple-dla
     dims = _dims_model(ex, md.model)
     if dims and (md.model is None or not md.sources.get("model", "").startswith(("argv", "hydra override"))

@@ -35,7 +35,8 @@ def _expand(s: str, env: dict[str, str], pos: list[str], keep_unset: bool = Fals
 
 
 _ASSIGN = re.compile(r"^(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
-_LAUNCH_WORDS = ("python", "python3", "torchrun", "deepspeed", "accelerate", "srun", "mpirun", "bash", "sh", "composer")
+_LAUNCH_WORDS = ("python", "python3", "torchrun", "deepspeed", "accelerate", "srun", "mpirun", "mpiexec", "bash", "sh",
+                 "composer")
 # inline commands: any other statement may launch (a console script); these never do
 _NOT_LAUNCH = ("cd", "export", "mkdir", "curl", "wget", "pip", "pip3", "echo", "source", ".", "conda", "git", "rm",
                "cp", "mv", "ls", "cat", "tar", "unzip", "set", "module", "ulimit", "eval")
