@@ -68,7 +68,7 @@ def _repository(files: dict[str, str]) -> _Repository:
             all(hit[1].get(k, _REPOS) is v for k, v in files.items()):
         return hit[2]
     repo = _Repository(files)
-    if len(_REPOS) >= 16:
+    if len(_REPOS) >= 128:  # a scheduler interleaves jobs of many repositories (entries share the file texts)
         _REPOS.pop(next(iter(_REPOS)))
     _REPOS[key] = (files, dict(files), repo)
     return repo

@@ -630,7 +630,7 @@ def function_cli(text: str, func: str) -> _PyInfo | None:
                                                  positionals=list(info.positionals), task_words=list(info.task_words))
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=2048)
 def _function_cli(text: str, func: str) -> _PyInfo | None:
     try:
         tree = ast.parse(text)
@@ -666,7 +666,7 @@ def _function_cli(text: str, func: str) -> _PyInfo | None:
     return info
 
 
-@lru_cache(maxsize=512)
+@lru_cache(maxsize=8192)
 def _analysis_of(text: str, whole: bool = False) -> _PyInfo | None:
     """The analysis of a Python source (None: not Python), computed once per distinct text: a warm
     process (the Advisor answering many jobs of one repository) parses each file once. `whole`: every
