@@ -70,7 +70,7 @@ def test_plan_lists_every_replay_the_claims_read(tmp_path, monkeypatch):
         try:  # the forecasting table (no replays) is not what this test covers
             import pipelines.papers.gfs_forecasting as fcm
 
-            monkeypatch.setattr(fcm, "forecasting_measurements", lambda ctx: {})
+            monkeypatch.setattr(fcm, "forecasting_measurements", lambda ctx, **kw: {})
         except ImportError:
             pass
         gfs.run(_ctx(tmp_path, quick))
@@ -100,12 +100,19 @@ def test_replays_on_worker_processes_equal_the_serial_ones(tmp_path, monkeypatch
     serial = gfs._Runs(ReproduceContext(quick=True, out=tmp_path, seeds=[0], data_dir=tmp_path))
     forked = gfs._Runs(ReproduceContext(quick=True, out=tmp_path, seeds=[0], data_dir=tmp_path, workers=2))
     import pipelines.papers.gfs_forecasting as fcm
-    from evaluation.claims import Measurement
+    from models.forecast import PreviousWeekPeak, SeasonalNaive
+    from tests.test_forecast_zoo import SPEC, _demand
 
-    table = {"fc_stub": Measurement(0.5, "the forecasting table, stubbed")}
-    monkeypatch.setattr(fcm, "forecasting_measurements", lambda ctx: table)
+    demand, attrs = _demand()  # a small study whose fits run on the pool, one task per (model, origin)
+    factories = {"OrgLinear": lambda: SeasonalNaive(6, 144), "DLinear": lambda: PreviousWeekPeak(6, 288),
+                 "TFT (GluonTS)": lambda: SeasonalNaive(6, 72)}  # named heavy: submitted before the replays
+    study = fcm.ForecastingStudy(demand, attrs, SPEC, factories, fcm.rolling_blocks(len(demand), SPEC, 72))
+    monkeypatch.setattr(fcm.ForecastingStudy, "load", classmethod(lambda cls, ctx: study))
     forked.prefetch(pairs, forecasting=True)  # the table runs on the pool beside the replays
-    assert forked.forecasting == table
+    serial_table = fcm.forecasting_measurements(serial.ctx, study=study)  # the same fits, in this process
+    assert forked.forecasting is not None and set(forked.forecasting) == set(serial_table)
+    assert {k: (m.value, m.detail) for k, m in forked.forecasting.items()} == \
+        {k: (m.value, m.detail) for k, m in serial_table.items()}
     assert set(forked.summaries) == set(pairs)
     for pair in pairs:
         timing = lambda s: {k: v for k, v in s.items() if not k.endswith(("seconds", "cpu_s"))}  # noqa: E731

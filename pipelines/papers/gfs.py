@@ -83,12 +83,10 @@ def _replay_in_worker(pair: tuple[str, str]) -> tuple[tuple[str, str], dict[str,
     return pair, _FORKED.get(*pair)
 
 
-def _forecasting_in_worker() -> dict[str, Measurement]:
-    """The forecasting table (§4.2) on a worker, beside the replays (it is the longest single task)."""
-    from pipelines.papers.gfs_forecasting import forecasting_measurements
-
-    assert _FORKED is not None
-    return forecasting_measurements(_FORKED.ctx)
+def _forecast_fit_in_worker(task: tuple[str, int]) -> dict[str, Any]:
+    """One (model, origin) fit of the forecasting table (§4.2) on a worker, beside the replays."""
+    assert _FORKED is not None and _FORKED.study is not None and not isinstance(_FORKED.study, str)
+    return _FORKED.study.run(task)
 
 
 class _Runs:
@@ -97,8 +95,9 @@ class _Runs:
     def prefetch(self, pairs: list[tuple[str, str]], forecasting: bool = False) -> None:
         """Run ``pairs`` on ``ctx.workers`` forked processes (nothing to do with one worker: replays then run
         lazily, in this process). The workloads are built here first, so the workers inherit them. With
-        ``forecasting`` the forecasting table runs on the pool too, submitted first: it overlaps the replays
-        instead of following them (its measurements land in ``self.forecasting``)."""
+        ``forecasting`` the forecasting table's fits run on the pool too, one task per (model, origin):
+        the slow models' fits first, then the replays, then the quick fits — longest first, so the two
+        workers finish together (its measurements land in ``self.forecasting``)."""
         global _FORKED
         workers = min(self.ctx.workers, len(pairs))
         if workers <= 1:
@@ -106,23 +105,37 @@ class _Runs:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
+        import pandas as pd
+
+        from pipelines.papers.gfs_forecasting import ForecastingStudy, forecasting_measurements
+
         for level in dict.fromkeys(lv for lv, _ in pairs):
             self.prepared(level)
+        self.study = ForecastingStudy.load(self.ctx) if forecasting else None
+        fits = isinstance(self.study, ForecastingStudy)
         _FORKED = self
-        self.ctx.progress(f"gfs: {len(pairs)} replays on {workers} worker processes")
+        self.ctx.progress(f"gfs: {len(pairs)} replays"
+                          + (f" and {len(self.study.tasks())} forecasting fits" if fits else "")
+                          + f" on {workers} worker processes")
         try:
             with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-                table = pool.submit(_forecasting_in_worker) if forecasting else None
-                for pair, summary in pool.map(_replay_in_worker, pairs):
+                slow = [pool.submit(_forecast_fit_in_worker, t) for t in self.study.tasks(heavy=True)] if fits else []
+                replays = [pool.submit(_replay_in_worker, pair) for pair in pairs]
+                quick = [pool.submit(_forecast_fit_in_worker, t) for t in self.study.tasks(heavy=False)] if fits else []
+                for done in replays:
+                    pair, summary = done.result()
                     self.summaries[pair] = summary
-                if table is not None:
-                    self.forecasting = table.result()
+                rows = [f.result() for f in slow + quick]
         finally:
             _FORKED = None
+        if forecasting:
+            self.forecasting = forecasting_measurements(
+                self.ctx, rows=pd.DataFrame(rows) if fits else None, study=self.study)
 
     def __init__(self, ctx: ReproduceContext):
         self.ctx, self.workloads, self.summaries, self.cpu = ctx, {}, {}, {}
         self.forecasting: dict[str, Measurement] | None = None
+        self.study = None  # the forecasting table's inputs while a pool runs its fits
 
     def workload(self, level: str):
         """The level's Workload."""

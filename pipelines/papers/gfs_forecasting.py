@@ -157,25 +157,72 @@ def markdown(summary: pd.DataFrame, spec: RollingSpec, quick: bool) -> str:
     return "\n".join(lines) + "\n"
 
 
-def forecasting_measurements(ctx: ReproduceContext) -> dict[str, Measurement]:
-    """The forecasting claims: OrgLinear / DLinear on each metric (mean over origins), and OrgLinear / the
-    best other model on MAE and QL 0.9; the table goes to ``ctx.out / gfs_forecasting.md``."""
-    from pathlib import Path
+#: models whose fits take minutes (GluonTS, DeepAR): a pool runs their fits first, the cheap ones last
+HEAVY_MODELS = ("DeepAR (GluonTS)", "TFT (GluonTS)", "Lag-TST (GluonTS)", "PatchTST (GluonTS)")
 
-    from features.paths import resolve_data_path
-    from features.series import EARTH_VC, load_demand
+
+@dataclass
+class ForecastingStudy:
+    """The table's inputs, loaded once. Every (model, origin) fit is an independent task, so a process pool
+    can spread one model's origins over its workers (the table is the ledger's longest part)."""
+
+    demand: pd.DataFrame
+    attrs: Any
+    spec: RollingSpec
+    factories: dict[str, Callable[[], Any]]
+    blocks: list[tuple[int, list[int]]]
+
+    @classmethod
+    def load(cls, ctx: ReproduceContext) -> "ForecastingStudy | str":
+        """The study, or why the table is not testable here (quick mode, no series)."""
+        from features.paths import resolve_data_path
+        from features.series import EARTH_VC, load_demand
+
+        if ctx.quick:
+            return ("quick mode skips the forecasting table (its model fits take minutes on 2 cores; run "
+                    "without --quick)")
+        path = resolve_data_path(EARTH_VC, ctx.data_dir)
+        if not path.exists():
+            return f"the Earth per-VC series is not at {path}"
+        spec = RollingSpec()
+        demand, attrs = load_demand(path, ctx.data_dir, freq=spec.freq)
+        per_day = pd.Timedelta("1D") / pd.Timedelta(spec.freq)
+        blocks = rolling_blocks(len(demand), spec, int(round(spec.block_days * per_day)))
+        return cls(demand, attrs, spec, model_factories(spec, ctx.quick), blocks)
+
+    def tasks(self, heavy: bool | None = None) -> list[tuple[str, int]]:
+        """(model, block index) pairs in table order; ``heavy`` keeps only the slow (True) or fast (False)."""
+        return [(name, b) for name in self.factories for b in range(len(self.blocks))
+                if heavy is None or (name in HEAVY_MODELS) == heavy]
+
+    def run(self, task: tuple[str, int]) -> dict[str, Any]:
+        """One fit and its scores, as a row of the table."""
+        name, b = task
+        cut, positions = self.blocks[b]
+        s = score_block(self.factories[name](), self.demand, self.attrs, cut, positions, self.spec.horizon)
+        return {"model": name, "origin": self.demand.index[cut], **s}
+
+
+def forecasting_measurements(ctx: ReproduceContext, rows: pd.DataFrame | None = None,
+                             study: "ForecastingStudy | str | None" = None) -> dict[str, Measurement]:
+    """The forecasting claims: OrgLinear / DLinear on each metric (mean over origins), and OrgLinear / the
+    best other model on MAE and QL 0.9; the table goes to ``ctx.out / gfs_forecasting.md``. ``rows`` are the
+    table's rows when a pool has computed them (``ForecastingStudy.run`` per task); otherwise they are
+    computed here, in order."""
+    from pathlib import Path
 
     keys = [f"fc_orglinear_over_dlinear_{m.replace('.', '')}" for m in METRICS] + \
         [f"fc_orglinear_over_best_{m.replace('.', '')}" for m in ("mae", "ql_0.9")]
-    path = resolve_data_path(EARTH_VC, ctx.data_dir)
-    why = ("quick mode skips the forecasting table (its model fits take minutes on 2 cores; run without "
-           "--quick)" if ctx.quick else None) or (None if path.exists() else f"the Earth per-VC series is not at {path}")
-    if why:
-        return {k: Measurement(None, not_testable=why) for k in keys}
-    spec = RollingSpec()
-    demand, attrs = load_demand(path, ctx.data_dir, freq=spec.freq)
-    rows = forecasting_table(demand, attrs, model_factories(spec, ctx.quick), spec, ctx.progress)
+    study = ForecastingStudy.load(ctx) if study is None else study
+    if isinstance(study, str):
+        return {k: Measurement(None, not_testable=study) for k in keys}
+    if rows is None:
+        rows = forecasting_table(study.demand, study.attrs, study.factories, study.spec, ctx.progress)
+    order = {name: i for i, name in enumerate(study.factories)}
+    rows = rows.sort_values(["model", "origin"], key=lambda c: c.map(order) if c.name == "model" else c,
+                            kind="stable").reset_index(drop=True)
     summary = summarise(rows)
+    spec = study.spec
     out = Path(ctx.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "gfs_forecasting.md").write_text(markdown(summary, spec, ctx.quick))
