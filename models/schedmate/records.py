@@ -104,17 +104,21 @@ class Fields:
 
 def _key(gap: str) -> str:
     """The name of the number after `gap`: the last one or two words, when one of them names a role."""
-    words = _WORD.findall(gap[-40:])
+    words = _WORD.findall(re.sub(r"\([^()]*\)\W*$", "", gap[-40:]))  # "loss (avg):": the qualifier is not the name
     if not words:
         return ""
     if len(words) >= 2:
         two = words[-2] + "_" + words[-1]
         if role(two) is not None:
             return two
+        if words[-1].lower() in ("train", "training") and role(words[-2]) is not None:
+            return words[-2]  # "loss train: 1.2": the split named after the quantity
     return words[-1]
 
 
 # a number named by the word right after it: "1epoch", "1365-2046batch", "12 steps" (the range's end counts)
+# an unnamed bracketed count that opens a record of `name=value` items (metric writers: "[500] a=1, b=2")
+_BRACKET_STEP = re.compile(r"(?:^|[\]:]\s)\s*\[(\d+)\]\s+[A-Za-z_][\w/]*=[-+\d.]+,?\s+[A-Za-z_][\w/]*=")
 _SUFFIXED = re.compile(r"(?<![\w.])(?:\d+-)?(\d+)\s?(epoch|batch|iter|step)s?\b", re.I)
 
 
@@ -168,6 +172,8 @@ def read_fields(line: str, need_count: bool = True) -> Fields | None:
             loss2 = x
         elif r == "time" and f.step_time is None and x > 0:
             f.step_time = x
+    if f.step is None and f.s_in is None and f.epoch is None and (m := _BRACKET_STEP.search(line)):
+        f.step = int(m.group(1))  # "] [500] steps_per_second=..., train_loss=...": a writer's step before its metrics
     if f.step is None and f.s_in is None:
         for m in _SUFFIXED.finditer(line):
             word = m.group(2).lower()

@@ -58,7 +58,7 @@ class Progress:
 
 _NUM = r"([-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)"
 _RANK = re.compile(r"^\s*\[rank(\d+)\]:\s?")
-_EVAL = re.compile(r"Validation|Validating|Test:|\bTesting\b|Epoch\(val\)|Epoch\(test\)|\bEval\b|\beval\b|val_loss|"
+_EVAL = re.compile(r"Validation|Validating|\bvalid\b|Test:|\bTesting\b|Epoch\(val\)|Epoch\(test\)|\bEval\b|\beval\b|val_loss|"
                    r"\bval loss\b|Predicting|mAP@|\bClass\s+Images\b", re.I)
 _TQDM = re.compile(r"(?P<pct>\d+)%\|[^|]*\|\s*(?P<n>\d+)/(?P<tot>\d+)\s*\[(?P<el>[\d:]+)<(?P<rem>[\d:?]+),\s*"
                    r"(?P<rate>[\d.]+|\?)\s*(?P<unit>it/s|s/it)?")
@@ -89,7 +89,8 @@ _DS_STEP = re.compile(r"\[Rank 0\] step=(\d+), skipped=\d+")  # DeepSpeed's log_
 # a pasted log whose newlines were lost: records glued together, each behind its bracketed timestamp
 _GLUED = re.compile(r"(?=\[\d{4}[/-]\d{2}[/-]\d{2} \d{2}:\d{2}:\d{2}\])")
 _UPS = re.compile(r"\bups[=:\s]\s*" + _NUM)
-_KERAS = re.compile(r"^\s*(\d+)/(\d+) \[[=>.]*\]\s*-\s*(?:ETA:\s*([\d:]+)|\d+(?:\.\d+)?m?s\b)")
+_KERAS = re.compile(r"^\s*(\d+)/(\d+) (?:\[[=>.]*\]\s*)?-\s*(?:ETA:\s*([\d:]+)|\d+(?:\.\d+)?m?s\b)")
+_WRAPPED = re.compile(r"^\s{8,}[A-Za-z_][\w/.]*=[-+]?[\d.]")  # a console-wrapped record's `name=number` rest
 _EPOCH_HEAD = re.compile(r"^[\s`>]*Epoch (\d+)/(\d+)\s*$")
 _SAMPLES = re.compile(r"(?:CurrSamplesPerSec|samples/s|samples_per_second|SamplesPerSec)\s*[=:]?\s*" + _NUM, re.I)
 _TIMM_RATE = re.compile(r"Time:\s*" + _NUM + r"s,\s*" + _NUM + r"/s")
@@ -108,16 +109,14 @@ _H_WORLD = re.compile(r"world_size\s*[=:]\s*(\d+)", re.I)
 _H_ANY = ("epoch", "step", "batch", "iters", "world_size", "total", "max=", "dataloader has")
 
 # literal hints (lower case) one of which must be in a line before the (slower) pattern is tried
-_HINTS: dict = {}
-_HINTS.update({_EVAL: ("valid", "test", "eval", "val)", "val_loss", "val loss", "predict", "map@", "class"), _EPOCH_OF: ("epoch",),
+_HINTS: dict = {_EVAL: ("valid", "test", "eval", "val)", "val_loss", "val loss", "predict", "map@", "class"), _EPOCH_OF: ("epoch",),
                _STEP_OF: ("step", "iter", "it"), _H_EPOCHS: ("epoch",),
                _H_STEPS: ("total optimization", "max_steps", "train_iters", "max_iters", "total_steps"),
                _H_GBS: ("total train batch", "global_batch_size"),
-               _H_BS: ("batch_size", "batch size per device", "train_micro_batch"), _H_WORLD: ("world_size",)})
-_HINTS.update({_TIME_UNIT: ("time",)})
-_HINTS.update({_TIME_MS: ("elapsed time", "time/step", "step time", "iter time"), _MS_STEP: ("ms",),
+               _H_BS: ("batch_size", "batch size per device", "train_micro_batch"), _H_WORLD: ("world_size",),
+               _TIME_UNIT: ("time",), _TIME_MS: ("elapsed time", "time/step", "step time", "iter time"), _MS_STEP: ("ms",),
                _S_IT: ("s/it",), _IT_S: ("it/s",), _TIME_S: ("time:",), _LOSS: ("loss",),
-               _SAMPLES: ("samples", "persec"), _GBS: ("global batch",), _TIMM_RATE: ("time:",)})
+               _SAMPLES: ("samples", "persec"), _GBS: ("global batch",), _TIMM_RATE: ("time:",)}
 
 _TB_LINE = re.compile(r'^\s*File "[^"]+", line \d+|^Traceback \(most recent call last\)')
 _WARN = re.compile(r"^\[?W\d{4} |^\[W |\bWARN(?:ING)?\b|Warning\b|warnings\.warn|Exception ignored in|"
@@ -431,8 +430,14 @@ class MetricTracker:
         flat: list[str] = []
         for line in lines:
             line = html.unescape(line) if "&quot;" in line or "&#" in line else str(line)  # a log pasted as HTML
-            flat.extend(p for p in line.replace("\r\n", "\n").split("\r") if p.strip())
-            if len(flat[-1] if flat else "") > 160 and flat[-1].count("[") > 3 and len(_GLUED.findall(flat[-1])) > 1:
+            line = line.replace("^M", "\r") if "^M" in line else line  # carriage returns pasted in caret notation
+            if line[:1].isspace() and flat and _WRAPPED.match(line) and len(line) - len(line.lstrip()) >= len(flat[-1]) - len(flat[-1].lstrip()) + 8:
+                flat[-1] += " " + line.strip()  # a record the console wrapped onto a deeper-indented line
+            elif "\r" in line or not line.strip():
+                flat.extend(p for p in line.replace("\r\n", "\n").split("\r") if p.strip())
+            else:
+                flat.append(line)  # the common case, without a generator per line
+            if flat and len(flat[-1]) > 160 and flat[-1].count("[") > 3 and len(_GLUED.findall(flat[-1])) > 1:
                 flat.extend(q for q in _GLUED.split(flat.pop()) if q.strip())
         header = self._header(flat)
 
@@ -490,8 +495,10 @@ class MetricTracker:
             if r.kind == "pairs" and r.spe and header.get("steps") == r.spe:  # the pair counts the run
                 r.step, r.total = r.s_in, r.spe
                 continue
+            if (one_based := r.kind == "bar0" and header.get("epochs") == (r.epoch_total or 0) - 1):  # epochs=300: 261/300
+                r.epoch_total -= 1
             if r.s_in is not None and r.spe and r.epoch is not None:
-                e = r.epoch - {"timm": 0, "bar0": 0, "keras": 1}.get(r.kind, base)
+                e = r.epoch - (1 if one_based else {"timm": 0, "bar0": 0, "keras": 1}.get(r.kind, base))
                 r.step = e * r.spe + r.s_in
                 et = r.epoch_total or epochs_total
                 r.total = et * r.spe if et else None
@@ -517,6 +524,7 @@ class MetricTracker:
         loss = next((r.loss for r in reversed(last) if r.loss is not None), None)  # NaN stays NaN
         if loss is None and last[-1].cols:
             loss = _column(flat, last[-1], "total")
+            loss = _column(flat, last[-1], None) if loss is None else loss
         if hf_loss and (loss is None or hf_loss[0] > last[-1].idx - 50):
             loss = hf_loss[1] if loss is None else loss
         samples = [r.samples for r in last if r.samples]
@@ -575,14 +583,15 @@ class MetricTracker:
         return out
 
 
-def _column(flat: Sequence[str], r: _Rec, name: str) -> float | None:
-    """A YOLO row's value under `name` in the nearest header line above it ("Epoch gpu_mem box obj cls
-    total targets img_size"): the row prints its numbers without their names."""
+def _column(flat: Sequence[str], r: _Rec, name: str | None) -> float | None:
+    """A YOLO row's value under `name` in the header line above it ("Epoch gpu_mem box obj cls total ..."): the row
+    has no names. name=None: the sum of the loss parts (YOLOv8 prints box_loss cls_loss dfl_loss, no total)."""
     for j in range(r.idx - 1, max(-1, r.idx - 12), -1):
         head = flat[j].split()
-        if head[:1] == ["Epoch"] and name in head and len(head) == len(r.cols):
+        if head[:1] == ["Epoch"] and len(head) == len(r.cols) and (name in head or name is None):
+            idx = [head.index(name)] if name else [i for i, c in enumerate(head) if c.lower().endswith("_loss")]
             try:
-                return float(r.cols[head.index(name)])
+                return sum(float(r.cols[i]) for i in idx) if idx else None
             except ValueError:
                 return None
     return None
