@@ -13,6 +13,15 @@ def check(engine: Any) -> None:
     holds GPUs while not active, GPU totals are out of sync, or a finished job did not do exactly
     its work (GPU-seconds conserved)."""
     now, w = engine.now, engine.workload
+    # Nothing changed since the last check that passed (no pool mutation — every NodePool mutator bumps
+    # its version —, no job started, released or finished, the same GPUs held): the state it would read
+    # is the one already checked, so the check is skipped. Per-minute ticks of tick-driven policies
+    # (Lucid, rounds) are most events and change nothing; a corruption made behind the pool's API is
+    # still caught at the next real change, since each check reads the whole state.
+    signature = (tuple(ctx.pool.version for ctx in engine.contexts),
+                 tuple(len(ctx.running) for ctx in engine.contexts), engine.held_gpus)
+    if not engine.finished_unchecked and signature == getattr(engine, "_checked_signature", None):
+        return
     total_held = 0
     for p, ctx in enumerate(engine.contexts):
         pool = ctx.pool
@@ -65,5 +74,6 @@ def check(engine: Any) -> None:
             raise InvariantViolation("GPU-seconds conserved: a finished job did exactly its work", time=now,
                                      job=j, detail=f"work done {engine.work_done[j]}, duration {w.duration[j]}")
     engine.finished_unchecked.clear()
+    engine._checked_signature = signature
 
 # -- the loop --------------------------------------------------------------------------------

@@ -68,3 +68,25 @@ def test_per_gpu_capacity_with_fractions():
     pool.shares[0][0][2] = 500  # 1100 milli-GPUs on one GPU
     with pytest.raises(InvariantViolation, match="no GPU over its capacity.*node 0"):
         pool.check()
+
+
+def test_unchanged_state_is_not_rechecked_but_a_hidden_corruption_is_caught_at_the_next_change(monkeypatch):
+    calls = []
+    from sim.placement import NodePool
+
+    original = NodePool.check
+    monkeypatch.setattr(NodePool, "check", lambda self: (calls.append(1), original(self))[1])
+    w = workload([(0, 10, 2), (0, 10, 2), (1, 1, 4), (2, 1, 4), (3, 1, 4)], nodes=1, gpus=4)
+    Engine(w, Greedy, check_invariants=True).run()
+    # arrivals at t=1, 2, 3 of jobs that cannot start change nothing: the pool is not re-checked there
+    assert 0 < len(calls) < 7, calls
+
+    class Corrupt(Greedy):
+        def schedule(self):
+            super().schedule()
+            if self.ctx.now == 1:  # a 4-GPU job arrives and cannot start: nothing else changes at t=1
+                self.ctx.pool.total_free += 1  # the free-GPU total out of sync
+
+    with pytest.raises(InvariantViolation) as info:
+        Engine(w, Corrupt, check_invariants=True).run()
+    assert info.value.invariant == "free GPU total in sync" and info.value.time == 10  # at the next change
