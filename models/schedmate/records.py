@@ -16,6 +16,7 @@ The tracker turns epoch + step-in-epoch into a global step (epoch base inferred 
 """
 from __future__ import annotations
 
+import html
 import math
 import re
 from dataclasses import dataclass
@@ -353,3 +354,28 @@ def robust_mean(values) -> float | None:
     mad = statistics.median(abs(v - med) for v in vals) or 0.01 * med
     kept = [v for v in vals if abs(v - med) <= 3 * 1.4826 * mad]
     return statistics.fmean(kept or vals)
+
+
+# a pasted log whose newlines were lost: records glued together, each behind its bracketed timestamp
+_GLUED = re.compile(r"(?=\[\d{4}[/-]\d{2}[/-]\d{2} \d{2}:\d{2}:\d{2}\])")
+_WRAPPED = re.compile(r"^\s{8,}[A-Za-z_][\w/.]*=[-+]?[\d.]")  # a console-wrapped record's `name=number` rest
+
+def flatten(lines) -> list[str]:
+    """A log's non-blank records, one per item: carriage-return redraws (also pasted as `^M`) split into
+    records, HTML-pasted logs unescaped, a record the console wrapped onto a deeper-indented line joined,
+    records glued onto one pasted line split. Plain lines take the cheapest branch (no generator per line):
+    a running job's log has thousands of them."""
+    flat: list[str] = []
+    for line in lines:
+        line = html.unescape(line) if "&quot;" in line or "&#" in line else str(line)
+        line = line.replace("^M", "\r") if "^M" in line else line
+        if line[:1].isspace() and flat and _WRAPPED.match(line) and \
+                len(line) - len(line.lstrip()) >= len(flat[-1]) - len(flat[-1].lstrip()) + 8:
+            flat[-1] += " " + line.strip()
+        elif "\r" in line or not line.strip():
+            flat.extend(p for p in line.replace("\r\n", "\n").split("\r") if p.strip())
+        else:
+            flat.append(line)
+        if flat and len(flat[-1]) > 160 and flat[-1].count("[") > 3 and len(_GLUED.findall(flat[-1])) > 1:
+            flat.extend(q for q in _GLUED.split(flat.pop()) if q.strip())
+    return flat

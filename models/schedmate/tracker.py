@@ -12,7 +12,6 @@ the throughput in samples/s where the log gives the batch size.
 from __future__ import annotations
 
 import ast
-import html
 import json
 import math
 import re
@@ -21,7 +20,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Iterable, Sequence
 
-from models.schedmate.records import (Fields, block_records, dict_fields, read_fields, robust_mean, table_header,
+from models.schedmate.records import (Fields, block_records, dict_fields, flatten, read_fields, robust_mean, table_header,
                                       table_row)
 
 CATEGORIES = ("progress", "eval", "checkpoint", "error", "warning", "init", "other")
@@ -86,11 +85,8 @@ _TIME_S = re.compile(r"(?<![_\w])time:\s*" + _NUM + r"s?\b")
 _TIME_UNIT = re.compile(r"(?<![_\w])(?:time|step_time|iter_time)[:=]?\s*" + _NUM + r"\s*(ms|s)\b", re.I)
 _UPDATES = re.compile(r"\bnum_updates[=:\s]\s*(\d+)")
 _DS_STEP = re.compile(r"\[Rank 0\] step=(\d+), skipped=\d+")  # DeepSpeed's log_dist line (no loss printed)
-# a pasted log whose newlines were lost: records glued together, each behind its bracketed timestamp
-_GLUED = re.compile(r"(?=\[\d{4}[/-]\d{2}[/-]\d{2} \d{2}:\d{2}:\d{2}\])")
 _UPS = re.compile(r"\bups[=:\s]\s*" + _NUM)
 _KERAS = re.compile(r"^\s*(\d+)/(\d+) (?:\[[=>.]*\]\s*)?-\s*(?:ETA:\s*([\d:]+)|\d+(?:\.\d+)?m?s\b)")
-_WRAPPED = re.compile(r"^\s{8,}[A-Za-z_][\w/.]*=[-+]?[\d.]")  # a console-wrapped record's `name=number` rest
 _EPOCH_HEAD = re.compile(r"^[\s`>]*Epoch (\d+)/(\d+)\s*$")
 _SAMPLES = re.compile(r"(?:CurrSamplesPerSec|samples/s|samples_per_second|SamplesPerSec)\s*[=:]?\s*" + _NUM, re.I)
 _TIMM_RATE = re.compile(r"Time:\s*" + _NUM + r"s,\s*" + _NUM + r"/s")
@@ -427,18 +423,7 @@ class MetricTracker:
               iteration_unit: str | None = None, global_batch: int | None = None) -> Progress:
         """Progress of a running job from its log lines. Hints (from the job's metadata) fill what the
         log does not print: total steps, or iterations + unit ("epochs" uses the log's steps/epoch)."""
-        flat: list[str] = []
-        for line in lines:
-            line = html.unescape(line) if "&quot;" in line or "&#" in line else str(line)  # a log pasted as HTML
-            line = line.replace("^M", "\r") if "^M" in line else line  # carriage returns pasted in caret notation
-            if line[:1].isspace() and flat and _WRAPPED.match(line) and len(line) - len(line.lstrip()) >= len(flat[-1]) - len(flat[-1].lstrip()) + 8:
-                flat[-1] += " " + line.strip()  # a record the console wrapped onto a deeper-indented line
-            elif "\r" in line or not line.strip():
-                flat.extend(p for p in line.replace("\r\n", "\n").split("\r") if p.strip())
-            else:
-                flat.append(line)  # the common case, without a generator per line
-            if flat and len(flat[-1]) > 160 and flat[-1].count("[") > 3 and len(_GLUED.findall(flat[-1])) > 1:
-                flat.extend(q for q in _GLUED.split(flat.pop()) if q.strip())
+        flat = flatten(lines)
         header = self._header(flat)
 
         def record(i: int) -> _Rec | None:
