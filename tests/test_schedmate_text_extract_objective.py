@@ -249,3 +249,25 @@ if __name__ == "__main__":
 def test_a_cli_imported_in_the_main_block_exposes_the_function_defaults():
     md = extract_metadata("python finetune/lora.py", {"finetune/lora.py": JSONARG})
     assert (md.dataset, md.batch_size) == ("alpaca", 4)
+
+
+def test_a_versioned_model_name_is_not_read_as_a_gym_environment():
+    """The gym-id rule (CartPole-v1 -> cartpole) took `model=mobilenet_v2` of a Hydra app for the dataset
+    and overrode the dataset group's imagenet (synthetic held-out corpus: dataset 100 % -> 98 %)."""
+    from features.schedmate_text.vocab import canonical_dataset
+
+    assert canonical_dataset("CartPole-v1") == "cartpole" and canonical_dataset("pong-v5") == "pong"
+    for model in ("mobilenet_v2", "efficientnet-v2", "resnet_v1", "shufflenet-v2"):
+        assert canonical_dataset(model) is None, model
+
+
+def test_dataset_names_in_the_code_are_not_an_objective():
+    """A translation script whose argparse default (and a loader table) names glue-sst2, launched on wmt14:
+    dataset names are not the training objective, so the task stays the model's (translation)."""
+    from features.schedmate_text.vocab import task_from_objective
+
+    code = ('parser.add_argument("--dataset", default="glue-sst2")\n'
+            "DATASETS = {'cifar10': 50000, 'glue-sst2': 0}\n")
+    assert task_from_objective([code]) is None
+    assert task_from_objective([code + "model = AutoModelForSequenceClassification(num_labels=2)\n"]) == \
+        ("text-classification", 2)

@@ -133,7 +133,7 @@ DATASET_RULES: tuple[tuple[str, str], ...] = (
     (r"(^|-)laion-?2b", "laion-2b"),
     (r"^laion($|-)", "laion-aesthetics"),
     # any other gym / gymnasium id: the environment without its version (CartPole-v1 -> cartpole)
-    (r"^([a-z][a-z0-9]*)-v\d+$", "\\1"),
+    (_GYM_ID := r"^([a-z][a-z0-9]*)-v\d+$", "\\1"),
 )
 
 DATASET_TASK = {
@@ -241,6 +241,11 @@ def canonical_model(name: str | None) -> str | None:
     return known_model(name) or norm(_strip_org(name)) or None
 
 
+#: model families written with a version suffix (mobilenet-v2, efficientnet-v2, resnet-v1): not gym ids
+_VERSIONED_MODELS = re.compile(r"(mobilenet|efficientnet|shufflenet|inception|resnet|resnext|convnext|swin|beit|"
+                               r"deit|yolo|squeezenet|mnasnet|regnet|densenet|vgg|xception|nasnet)-v\d+$")
+
+
 def canonical_dataset(value: str | None) -> str | None:
     """Canonical dataset of a name or a path (searched segment by segment); None when unknown."""
     if value is None:
@@ -249,6 +254,8 @@ def canonical_dataset(value: str | None) -> str | None:
     for pat, key in DATASET_RULES:
         m = re.search(pat, n)
         if m:
+            if pat == _GYM_ID and (known_model(n) or _VERSIONED_MODELS.match(n)):  # a model, not a gym id
+                return None
             return m.expand(key).replace("sts-b", "stsb") if "\\" in key else key
     return None
 
@@ -265,7 +272,8 @@ OBJECTIVE_SIGNALS: dict[str, tuple[str, ...]] = {
     # (a tokenizer and a vocabulary belong to every text task: only the next-token objective counts)
     "language-modeling": (r"lm_head", r"next_token", r"causal", r"block_size", r"perplexity", r"autoregress",
                           r"forcausallm", r"shift_(logits|labels)", r"\bgpt\w*\(", r"\bllama"),
-    "text-classification": (r"num_labels", r"sequenceclassification", r"\bglue\b", r"label2id", r"\bsst2?\b"),
+    # (dataset names such as glue / sst2 are not objectives: a default or a decoy in the code is not the run)
+    "text-classification": (r"num_labels", r"sequenceclassification", r"label2id"),
     "self-supervised-pretraining": (r"info_?nce", r"nt_?xent", r"contrastive", r"mask_ratio", r"target_encoder",
                                     r"momentum_encoder", r"sinkhorn", r"prototypes", r"queue_length", r"n_views",
                                     r"projection_head", r"\bpredictor\b", r"jepa", r"masked_autoencoder"),
