@@ -140,6 +140,12 @@ def _python_model_base():
     return mlflow.pyfunc.PythonModel
 
 
+#: built history states by content digest (pickled: each load unpickles its own copy), most recent last
+_STATE_CACHE: dict[str, bytes] = {}
+_STATE_CACHE_SIZE = 4
+_STATE_LOCK = threading.Lock()
+
+
 class RawRecordModel(_python_model_base()):
     """Raw job records in, predictions out; the features are computed inside (see the module doc)."""
 
@@ -210,10 +216,35 @@ class RawRecordModel(_python_model_base()):
         return self
 
     def _build_state(self) -> _History:
+        """The per-key state of the history, from a process-wide cache when the same history (by content)
+        was built before: MLflow loads a logged model to validate its serving input, then a user's
+        ``load`` and each replay load it again, and building Philly's state is seconds of per-row work
+        (a cached copy is one unpickling, ~0.15 s; every caller gets its own copy to update)."""
+        import hashlib
+        import pickle
+
         keys = HISTORY_KEYS if any(c.startswith("hist_") for c in self.columns) else {}
-        state = _History(keys)
         if not keys or not len(self.history):
-            return state
+            return _History(keys)
+        digest = hashlib.sha256(repr((sorted(keys.items()), list(self.history.columns),
+                                      list(map(str, self.history.dtypes)))).encode())
+        digest.update(pd.util.hash_pandas_object(self.history, index=False).to_numpy().tobytes())
+        key = digest.hexdigest()
+        with _STATE_LOCK:
+            cached = _STATE_CACHE.pop(key, None)
+            if cached is not None:
+                _STATE_CACHE[key] = cached  # most recently used last
+        if cached is not None:
+            return pickle.loads(cached)
+        state = self._build_state_rows(keys)
+        with _STATE_LOCK:
+            _STATE_CACHE[key] = pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
+            while len(_STATE_CACHE) > _STATE_CACHE_SIZE:
+                _STATE_CACHE.pop(next(iter(_STATE_CACHE)))
+        return state
+
+    def _build_state_rows(self, keys: dict[str, tuple[str, ...]]) -> _History:
+        state = _History(keys)
         hist = self.history
         order = np.argsort(hist["submit_time"].to_numpy(), kind="stable")  # history_features' job order
         recs = hist.iloc[order].astype(object).where(hist.iloc[order].notna(), None).to_dict(orient="records")

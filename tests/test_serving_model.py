@@ -86,6 +86,30 @@ def test_finished_jobs_sent_along_extend_the_history(trained):
     np.testing.assert_array_equal(one, expected[::7])  # one job per call, as a scheduler asks
 
 
+def test_a_cached_history_state_is_each_models_own(trained):
+    """Models of the same history share one build (process cache, by content) but never the state: a
+    model's finished records do not reach another model loaded from the same history, and a cache hit
+    predicts exactly what a fresh build does."""
+    import models.serving as S
+
+    frame, train, test, result, _ = trained
+    S._STATE_CACHE.clear()
+    first, _ = S.raw_record_model("duration", result.estimator, frame[train])
+    stale = first.predict(None, records(frame[test]))
+    assert len(S._STATE_CACHE) == 1
+    updated, _ = S.raw_record_model("duration", result.estimator, frame[train])
+    updated.predict(None, finished(frame[test]))  # its history now holds the holdout's finished jobs
+    np.testing.assert_array_equal(updated.predict(None, records(frame[test])),
+                                  result.estimator.predict(result.holdout[0]))
+    again, _ = S.raw_record_model("duration", result.estimator, frame[train])  # a cache hit, still stale
+    np.testing.assert_array_equal(again.predict(None, records(frame[test])), stale)
+    np.testing.assert_array_equal(first.predict(None, records(frame[test])), stale)
+    assert len(S._STATE_CACHE) == 1
+    S._STATE_CACHE.clear()  # a fresh build gives the same
+    np.testing.assert_array_equal(S.raw_record_model("duration", result.estimator, frame[train])[0]
+                                  .predict(None, records(frame[test])), stale)
+
+
 def to_dicts(frame: pd.DataFrame) -> list[dict]:
     return [{k: v for k, v in rec.items() if not (isinstance(v, float) and np.isnan(v))}
             for rec in frame.to_dict(orient="records")]
