@@ -153,3 +153,32 @@ def test_orglinear_early_stopping_validates_on_the_series_end_and_retrains_on_al
         OrgLinear(val_steps=len(demand), **kw).fit(demand, attrs)
     with pytest.raises(ValueError, match="needs engine='torch'"):
         OrgLinear(val_steps=72, **{**kw, "engine": "lightning"}).fit(demand, attrs)
+
+
+def test_library_chatter_during_a_fit_stays_out_of_the_ledger_output(capfd, monkeypatch):
+    """GluonTS' Lightning checkpoint callback logs 'Epoch 3, global step 100: ...' at INFO on every fit; the
+    forecasting table ran 24 fits inside `reproduce gfs` and printed them all."""
+    import logging
+    import sys
+    import warnings
+
+    class Chatty(SeasonalNaive):
+        def fit(self, demand, attrs=None):
+            logging.getLogger("lightning.pytorch.callbacks.model_checkpoint").info("Epoch 3, global step 100")
+            warnings.warn("a library warning")
+            return super().fit(demand, attrs)
+
+    handler = logging.StreamHandler(sys.stderr)  # Lightning attaches one like it to its logger
+    logging.getLogger("lightning.pytorch").addHandler(handler)
+    logging.getLogger("lightning.pytorch").setLevel(logging.INFO)
+    monkeypatch.delenv("SCHEDCAST_VERBOSE", raising=False)
+    try:
+        demand, attrs = _demand()
+        score_block(Chatty(6, 144), demand, attrs, 504, [504, 510], 6)
+        out, err = capfd.readouterr()
+        assert "global step" not in out + err and "library warning" not in out + err
+        monkeypatch.setenv("SCHEDCAST_VERBOSE", "1")
+        score_block(Chatty(6, 144), demand, attrs, 504, [504, 510], 6)
+        assert "global step" in capfd.readouterr().err  # --verbose-style runs keep it
+    finally:
+        logging.getLogger("lightning.pytorch").removeHandler(handler)

@@ -64,18 +64,24 @@ def masked_history(demand: pd.DataFrame, pos: int, horizon: int) -> pd.DataFrame
 def score_block(model, demand: pd.DataFrame, attrs, cut: int, positions: list[int],
                 horizon: int) -> dict[str, float]:
     """Fit ``model`` on the series before ``cut``; MAE and pinball losses of its forecasts at ``positions``."""
+    import os
+
     from evaluation.scores import quantile_loss
+    from pipelines.modelops import quiet
 
     t0 = time.perf_counter()
-    model.fit(demand.iloc[:cut], attrs)
-    fit_s = time.perf_counter() - t0
-    means, q9, q95, truth = [], [], [], []
-    for p in positions:
-        fc = model.forecast(masked_history(demand, p, horizon), attrs, [demand.index[p]])
-        means.append(fc.mean[0])
-        q9.append(fc.quantile(0.9)[0])
-        q95.append(fc.quantile(0.95)[0])
-        truth.append(demand.iloc[p: p + horizon].to_numpy().T)
+    # Lightning's checkpoint lines and the libraries' warnings stay out of the ledger's output (as in
+    # `schedcast train demand`), unless SCHEDCAST_VERBOSE=1
+    with quiet(os.environ.get("SCHEDCAST_VERBOSE") == "1", task="demand", algo="deepar"):
+        model.fit(demand.iloc[:cut], attrs)
+        fit_s = time.perf_counter() - t0
+        means, q9, q95, truth = [], [], [], []
+        for p in positions:
+            fc = model.forecast(masked_history(demand, p, horizon), attrs, [demand.index[p]])
+            means.append(fc.mean[0])
+            q9.append(fc.quantile(0.9)[0])
+            q95.append(fc.quantile(0.95)[0])
+            truth.append(demand.iloc[p: p + horizon].to_numpy().T)
     y, m = np.stack(truth).ravel(), np.stack(means).ravel()
     return {"mae": float(np.mean(np.abs(y - m))), "ql_0.9": quantile_loss(y, np.stack(q9).ravel(), 0.9),
             "ql_0.95": quantile_loss(y, np.stack(q95).ravel(), 0.95), "fit_s": fit_s,
