@@ -58,6 +58,8 @@ class ReproduceContext:
     work: Path | None = None
     #: True when the user chose ``seeds`` (--seeds); else runners may use their specs' own seeds
     seeds_given: bool = False
+    #: named parts of the evaluation left out (--skip; a runner's PARTS): their claims become not testable
+    skip: frozenset[str] = frozenset()
 
 
 class Threshold(BaseModel):

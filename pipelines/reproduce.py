@@ -32,15 +32,19 @@ def _machine() -> str:
 
 def reproduce(paper: str, *, quick: bool = False, out: str | Path | None = None, seeds: list[int] | None = None,
               data_dir: str | None = None, workers: int = 1, force: bool = False, tracking_uri: str | None = None,
-              progress=None, command: str = "") -> tuple[Path, list]:
+              progress=None, command: str = "", skip: list[str] | None = None) -> tuple[Path, list]:
     """Run ``paper``'s runner, judge its claims, write the ledger; returns (folder, verdicts)."""
     from evaluation.claims import ReproduceContext, counts, judge_all, load_claims, write_ledger
     from evaluation.outdir import check_output, replace_folder
     from features.paths import data_dir as resolve_data_dir
-    from pipelines.papers import paper_dir, runner
+    from pipelines.papers import paper_dir, parts, runner
     from pipelines.tracking import code_version
 
     run = runner(paper)  # an unknown paper fails here, before anything is written
+    unknown = sorted(set(skip or ()) - set(parts(paper)))
+    if unknown:
+        known = ", ".join(parts(paper)) or "none"
+        raise ValueError(f"--skip: {paper} has no part {', '.join(map(repr, unknown))} (its parts: {known})")
     claims = load_claims(paper_dir(paper) / "claims.yaml")
     out = Path(out) if out else RESULTS / (paper + ("-quick" if quick else ""))
     check_output(out, force)  # before any replay: a file, a foreign folder, an earlier ledger without --force
@@ -52,12 +56,14 @@ def reproduce(paper: str, *, quick: bool = False, out: str | Path | None = None,
 
     def fill(tmp: Path):
         ctx = ReproduceContext(quick=quick, out=tmp, seeds=list(seeds) if seeds else [0], data_dir=data,
-                               progress=say, workers=max(1, int(workers)), work=work, seeds_given=bool(seeds))
+                               progress=say, workers=max(1, int(workers)), work=work, seeds_given=bool(seeds),
+                               skip=frozenset(skip or ()))
         measurements = run(ctx)
         verdicts = judge_all(claims, measurements, quick=quick)
         meta = {"paper": paper, "quick": quick, "seeds": ctx.seeds, "code_version": code,
                 "machine": _machine(), "wall_s": time.perf_counter() - t0, "command": command,
-                "data_dir": str(data), "measures": {k: _finite(m.value) for k, m in measurements.items()}}
+                "data_dir": str(data), "skipped": sorted(set(skip or ())),
+                "measures": {k: _finite(m.value) for k, m in measurements.items()}}
         write_ledger(tmp, claims, verdicts, meta)
         return verdicts, meta
 
@@ -123,7 +129,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 
     out, verdicts = reproduce(args.paper, quick=args.quick, out=args.out, seeds=args.seeds, data_dir=args.data_dir,
                               workers=args.workers, force=args.force, tracking_uri=uri, progress=say,
-                              command="schedcast " + " ".join(getattr(args, "argv", []) or []))
+                              command="schedcast " + " ".join(getattr(args, "argv", []) or []), skip=args.skip)
     _print(args.paper, out, verdicts)
     return 0
 
@@ -159,6 +165,9 @@ def add_parsers(sub) -> None:
     p.add_argument("--workers", type=_workers, default=1, metavar="N",
                    help="run experiment cells on a local Dask cluster of N workers (default 1: in this process)")
     p.add_argument("--data-dir", help="shared data directory (default $SCHEDCAST_DATA or ../shared/data)")
+    p.add_argument("--skip", nargs="+", metavar="PART", default=[],
+                   help="leave out named parts of the evaluation; their claims are 'not testable' in the ledger "
+                   "(gfs: forecasting, the §4.2 model comparison that takes most of the full run)")
     p.add_argument("--track", action=argparse.BooleanOptionalAction, default=None,
                    help="log the ledger as an MLflow run (default: only when --tracking-uri or "
                    "$MLFLOW_TRACKING_URI is set)")

@@ -118,3 +118,36 @@ def test_replays_on_worker_processes_equal_the_serial_ones(tmp_path, monkeypatch
         timing = lambda s: {k: v for k, v in s.items() if not k.endswith(("seconds", "cpu_s"))}  # noqa: E731
         a, b = timing(serial.get(*pair)), timing(forked.summaries[pair])
         assert a.keys() == b.keys() and all(a[k] == b[k] or (a[k] != a[k] and b[k] != b[k]) for k in a), pair
+
+
+def test_skip_forecasting_leaves_its_claims_not_testable_and_an_unknown_part_is_refused(tmp_path, monkeypatch,
+                                                                                        capsys):
+    """`reproduce gfs --skip forecasting`: the scheduling tables alone (the forecasting table's fits are most of
+    the full run's CPU); the table is never loaded and its claims say why they are not testable. A part the
+    paper does not have is a one-line error (exit 2) before anything runs or is written."""
+    import dataclasses
+
+    import pipelines.papers.gfs_forecasting as fcm
+    from pipelines.cli import main
+    from pipelines.papers import gfs, parts
+
+    def get(self, level, policy):
+        base = SUMMARY.get(policy, SUMMARY["gfs-e" if policy.startswith("gfs") and policy != "gfs" else "yarn-cs"])
+        s = dict(base, alloc_mean=0.9, hp_jct_mean=3600.0, cpu_s=1.0, sqa_estimator="orglinear")
+        self.summaries[(level, policy)] = s
+        return s
+
+    monkeypatch.setattr(gfs._Runs, "get", get)
+    monkeypatch.setattr(gfs._Runs, "workload", lambda self, level: [0] * 7)
+    monkeypatch.setattr(fcm.ForecastingStudy, "load", classmethod(lambda cls, ctx: pytest.fail("table loaded")))
+    ctx = dataclasses.replace(_ctx(tmp_path, False), skip=frozenset({"forecasting"}))
+    out = gfs.run(ctx)
+    fc = {k: m for k, m in out.items() if k.startswith("fc_")}
+    assert fc and all(m.value is None and "--skip forecasting" in m.not_testable for m in fc.values())
+    assert out["t5_medium_hp_jqt_reduction"].value is not None  # the scheduling tables still measured
+    assert parts("gfs") == ("forecasting",) and parts("lazer") == ()
+
+    assert main(["reproduce", "gfs", "--skip", "tables", "--out", str(tmp_path / "ledger")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "gfs has no part 'tables' (its parts: forecasting)" in err
+    assert not (tmp_path / "ledger").exists()

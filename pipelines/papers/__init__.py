@@ -37,6 +37,12 @@ def runner(paper: str) -> Callable[..., dict[str, Any]]:
     return importlib.import_module(RUNNERS[paper]).run
 
 
+def parts(paper: str) -> tuple[str, ...]:
+    """The parts of ``paper``'s evaluation a user may leave out with ``--skip`` (a runner's ``PARTS``)."""
+    runner(paper)
+    return tuple(getattr(importlib.import_module(RUNNERS[paper]), "PARTS", ()))
+
+
 def run_spec(ctx, path: str | Path, *, overrides: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """Run the experiment spec at ``path`` (see ``spec_path``) into ``ctx.work / <spec name>`` and return
     the cells' status records (finished cells from an earlier run of the same code are reused).

@@ -75,6 +75,9 @@ def plan(quick: bool) -> list[tuple[str, str]]:
     return list(dict.fromkeys(pairs))
 
 
+#: what `schedcast reproduce gfs --skip` may leave out
+PARTS = ("forecasting",)
+
 _FORKED: "_Runs | None" = None  # the parent's runner, inherited by forked workers (its workloads built)
 
 
@@ -256,7 +259,8 @@ def _eta_desc(runs: _Runs, level: str) -> str:
 
 def run(ctx: ReproduceContext) -> dict[str, Measurement]:
     runs = _Runs(ctx)
-    runs.prefetch(plan(ctx.quick), forecasting=not ctx.quick)
+    skip_table = "forecasting" in ctx.skip
+    runs.prefetch(plan(ctx.quick), forecasting=not ctx.quick and not skip_table)
     out: dict[str, Measurement] = {}
     levels = ["medium"] if ctx.quick else list(LEVELS)
     quick_reason = "quick mode replays the Medium load only (run without --quick)"
@@ -350,7 +354,8 @@ def run(ctx: ReproduceContext) -> dict[str, Measurement]:
     if runs.forecasting is None:  # one worker (or quick mode): the table runs here, after the replays
         from pipelines.papers.gfs_forecasting import forecasting_measurements  # §4.2: OrgLinear vs the baselines
 
-        runs.forecasting = forecasting_measurements(ctx)
+        runs.forecasting = forecasting_measurements(
+            ctx, study="left out with --skip forecasting" if skip_table else None)
     out.update(runs.forecasting)
     return out
 
