@@ -85,21 +85,7 @@ def test_orglinear_drives_the_quota_inside_the_replay():
     # One 16-GPU node pair; two organisations with a daily HP cycle for 5 days; a few spot tasks late on.
     # OrgLinear needs lookback (48) + H (1) + 24 h of hourly maxima: the daily retrain at 96 h fits it, at
     # 120 h it warm-starts; from its first fit the quota's forecasts are the model's.
-    rows, orgs, cls = [], [], []
-    for h in range(0, 5 * 24):
-        for o, base in enumerate((4, 2)):
-            g = base + (2 if 8 <= h % 24 < 20 else 0)
-            rows.append((h * 3600.0 + 1.0 + o, 3500.0, g))
-            orgs.append(f"o{o}")
-            cls.append("hp")
-    for k in range(4):
-        rows.append((100 * 3600.0 + 60.0 * k, 1800.0, 2))
-        orgs.append("s")
-        cls.append("spot")
-    order = sorted(range(len(rows)), key=lambda i: rows[i][0])
-    rows, orgs, cls = [rows[i] for i in order], [orgs[i] for i in order], [cls[i] for i in order]
-    w = workload(rows, nodes=2, gpus=8, org=orgs, job_class=cls,
-                 checkpoint_interval=[3600.0 if c == "spot" else None for c in cls])
+    w = _daily_cycle_workload()
     r = simulate(w, "gfs", check_invariants=True)
     st = r.policy_stats
     assert st["sqa_estimator"] == "orglinear"
