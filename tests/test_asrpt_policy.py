@@ -121,3 +121,65 @@ def test_perfect_uses_true_iterations_and_no_predictions_needed():
     assert st[1] < st[0]
     with pytest.raises(ValueError):
         ASrpt(iterations="oracle")
+
+
+# -- the work-conserving pass: shaped real queue vs the job-by-job scan -------------------------------------
+class _ScanEveryJob(ASrpt):
+    """A-SRPT whose work-conserving pass is the job-by-job reference scan (the code before the shaped queue)."""
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self._shaped, self.real = False, []
+
+
+def _contended(policy, seed: int, order: str, eager: bool, counter: list | None = None):
+    """A runaway queue on 4 x 8 GPUs at 1 Gb/s (no single-GPU jobs): heavy jobs held by the start rule
+    beside jobs that do not fit."""
+    from sim.asrpt.pai_workload import PaiSpec, generate_pai
+    from sim.performance import make_performance
+    from sim.predictors import predict_kind
+    from tests.helpers import cluster
+
+    tab = generate_pai(PaiSpec(jobs=400, single_gpu_share=0.0, mean_interarrival=2.0,
+                               multi_gpu_mix={2: 0.3, 4: 0.3, 8: 0.2, 16: 0.2},
+                               models=("gnmt", "vgg16", "gpt-6.7b"), median_iterations=300), seed=seed)
+    w = build_workload(tab, cluster(4, 8))
+    perf = make_performance("asrpt:inter_gbps=1", w)
+
+    def factory():
+        p = policy(work_conserving=True, order=order, eager=eager)
+        if counter is not None:
+            inner = p._try
+
+            def counted(job):
+                counter.append(job)
+                return inner(job)
+            p._try = counted
+        return p
+
+    eng = Engine(w, factory, placement=HeavyEdge(), performance=perf, record_events=True,
+                 predictions={"iterations": predict_kind("iterations", "oracle", w.frame),
+                              "duration": list(w.duration)})
+    res = eng.run()
+    return res, eng.policies[0].stats()
+
+
+@pytest.mark.parametrize("seed,order,eager", [(1, "virtual", False), (2, "virtual", True), (1, "size", False),
+                                              (2, "size", True)])
+def test_shaped_work_conserving_pass_decides_as_the_job_by_job_scan(seed, order, eager):
+    """Every start (time, job, servers), finish time and counter of the shaped pass equal the reference
+    scan's, on workloads where the start rule holds heavy jobs (delayed_heads > 0) while others misfit."""
+    fast, fs = _contended(ASrpt, seed, order, eager)
+    ref, rs = _contended(_ScanEveryJob, seed, order, eager)
+    assert fs["delayed_heads"] > 0 and fs["max_waiting"] > 100
+    assert fast.event_log == ref.event_log
+    assert list(fast.end) == list(ref.end) and fs == rs
+
+
+def test_shaped_work_conserving_pass_does_not_try_every_waiting_job():
+    """The reference scan tries each waiting job at every event (O(queue)); the shaped pass tries the
+    heads of the request shapes and the jobs behind a head held by the start rule."""
+    fast, ref = [], []
+    _contended(ASrpt, 1, "virtual", False, fast)
+    _contended(_ScanEveryJob, 1, "virtual", False, ref)
+    assert len(fast) * 5 < len(ref)

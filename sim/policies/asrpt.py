@@ -34,7 +34,13 @@ non-preemptive, strictly ordered real cluster with communication-aware placement
 - **Work-conserving variant** (``work_conserving=True``, ours, not the paper's): when the head cannot
   start, later jobs of the real queue that fit start (in real-queue order); a communication-heavy job's
   delay then runs from when it was first tried. The benchmark uses it to measure how much of the gap to
-  the work-conserving (WCS) baselines is the strict order.
+  the work-conserving (WCS) baselines is the strict order. Its real queue is a
+  :class:`sim.policies.base.ShapedQueue` keyed by real-queue position: a pass looks at the head of each
+  request shape and drops a shape for the pass once a job of it does not *fit* (starts only take GPUs
+  away), but goes on to the next job of a shape whose job was refused by the start rule (a heavy job in
+  its window), so the jobs tried, their order and every decision are those of the job-by-job scan
+  (``_wc_pass_reference``, kept for the test that compares both); with a runaway queue (Fig. 7's 0 %
+  single-GPU set at 1 Gb/s) that scan made each event O(queue).
 - **Eager variant** (``eager=True``, ours): a job waits on the virtual machine until it completes there,
   even while real GPUs sit idle (on an empty cluster a job still waits its own virtual time, and a burst
   is released at the virtual machine's pace). With ``eager`` idle GPUs take jobs still on the virtual
@@ -56,7 +62,7 @@ import bisect
 import heapq
 from typing import Any
 
-from sim.policies.base import Policy
+from sim.policies.base import Policy, ShapedQueue, misfits_stay, request_shape
 
 _EPS = 1e-9
 
@@ -106,7 +112,12 @@ class ASrpt(Policy):
         self.eager_starts = 0
         self.virtual: list[tuple[float, int]] = []  # (remaining virtual work, job): a heap
         self.vnow = 0.0
-        self.real: list[int] = []  # real queue in virtual completion order
+        self.real: list[int] | ShapedQueue = []  # real queue in virtual completion order (work-conserving: shaped)
+        self._shaped = self.work_conserving  # the real queue is a ShapedQueue (until a requeue in size order)
+        if self._shaped:
+            self.real = ShapedQueue()
+        self._seq = 0  # real-queue position keys of the shaped queue
+        self._fit_failed = False  # why the last _try returned False: the job did not fit (else: the start rule)
         self.size: dict[int, float] = {}
         self.heavy: dict[int, bool] = {}
         self.window_end: dict[int, float] = {}
@@ -180,11 +191,27 @@ class ASrpt(Policy):
     def _virtual_complete(self, job: int, at: float) -> None:
         self.virtual_done += 1
         self.virtual_delay += max(0.0, at - self.arrived.pop(job, at))
-        if self.order == "size":  # ours: smallest virtual size first (ties: virtual completion order)
+        if self._shaped:
+            self._seq += 1
+            key = (1, self.size[job], self._seq) if self.order == "size" else (1, self._seq)
+            self.real.add(key, job, self._shape(job))
+        elif self.order == "size":  # ours: smallest virtual size first (ties: virtual completion order)
             size = self.size
             bisect.insort_right(self.real, job, key=lambda j: size[j])
         else:
             self.real.append(job)
+
+    def _shape(self, job: int) -> Any:
+        """The shaped real queue's bucket of ``job``: jobs of one shape fit or not together, and a misfit
+        stays one for the rest of a pass. Heavy-Edge's own path (``_try``: one spread pod of whole GPUs, untyped
+        pool) fits iff ``g`` GPUs are free on uncordoned servers; a request the partition places (``try_start``)
+        shares a shape only under :func:`sim.policies.base.misfits_stay`; None: a bucket of its own."""
+        ctx = self.ctx
+        jobs = ctx.jobs
+        if jobs.spread[job] and jobs.gpu_type[job] is None and not ctx.pool.typed:
+            shape = request_shape(ctx, job)
+            return None if shape is None else ("own", shape)
+        return request_shape(ctx, job) if misfits_stay(ctx) else None
 
     # -- events --------------------------------------------------------------------------------------
     def on_arrival(self, job: int) -> None:
@@ -203,6 +230,14 @@ class ASrpt(Policy):
             self.max_waiting = waiting
 
     def on_requeue(self, job: int) -> None:
+        if self._shaped and self.order == "size":
+            # bisect.insort on a list whose head broke the size order has no key form: the list from now on
+            self.real = [j for _, j in self.real.items]
+            self._shaped = False
+        if self._shaped:
+            self._seq += 1
+            self.real.add((0, -self._seq), job, self._shape(job))  # the latest requeued job is the head
+            return
         self.real.insert(0, job)  # restarted after a failure: back at the head
 
     def on_transfer(self, job: int) -> None:
@@ -231,19 +266,53 @@ class ASrpt(Policy):
                     del real[:started]
                 if self.real and not self.eager:
                     return
+            elif self._shaped:
+                self._wc_pass_shaped()
             else:
-                pool = self.ctx.pool
-                keep = []
-                for i, job in enumerate(real):
-                    if pool.total_free <= 0:
-                        keep.extend(real[i:])
-                        break
-                    if not self._try(job):
-                        keep.append(job)
-                if len(keep) != len(real):
-                    self.real = keep
+                self._wc_pass_reference()
         if self.eager and self.virtual and (not self.real or self.work_conserving):
             self._start_virtual()
+
+    def _wc_pass_shaped(self) -> None:
+        """The work-conserving pass over the shaped real queue: the heads of the shapes merged in real-queue
+        order; a shape whose job did not fit is done for the pass (every later job of it would not fit either:
+        same request, fewer free GPUs), one whose job started or was held by the start rule offers its next
+        job. The jobs tried and their order are those of :meth:`_wc_pass_reference` minus misfits, which
+        change nothing there (``_try`` returns before any side effect)."""
+        queue, pool = self.real, self.ctx.pool
+        if pool.total_free <= 0:
+            return
+        shapes = queue.shapes
+        heads = [(bucket[0], 0, shape) for shape, bucket in shapes.items()]
+        heapq.heapify(heads)
+        started = []
+        pop, push = heapq.heappop, heapq.heappush
+        while heads and pool.total_free > 0:
+            (_, job), i, shape = pop(heads)
+            if self._try(job):
+                started.append(job)
+            elif self._fit_failed:
+                continue
+            bucket = shapes[shape]
+            if i + 1 < len(bucket):
+                push(heads, (bucket[i + 1], i + 1, shape))
+        for job in started:
+            queue.remove(job)
+
+    def _wc_pass_reference(self) -> None:
+        """The job-by-job work-conserving pass over a list real queue (every waiting job tried in order):
+        the definition :meth:`_wc_pass_shaped` must match (tests/test_asrpt_policy.py replays both), and
+        the pass after a requeue in ``order="size"``."""
+        real, pool = self.real, self.ctx.pool
+        keep = []
+        for i, job in enumerate(real):
+            if pool.total_free <= 0:
+                keep.extend(real[i:])
+                break
+            if not self._try(job):
+                keep.append(job)
+        if len(keep) != len(real):
+            self.real = keep
 
     def _start_virtual(self) -> None:
         """``eager`` (ours): GPUs left idle take jobs still on the virtual machine, in virtual SRPT order
@@ -284,6 +353,7 @@ class ASrpt(Policy):
         ctx = self.ctx
         jobs = ctx.jobs
         g = jobs.gpus[job]
+        self._fit_failed = True  # until the job fits: a False from here on is the start rule's
         if not ctx.may_fit(job):
             return False
         if not (jobs.spread[job] and jobs.gpu_type[job] is None) or ctx.pool.typed:
@@ -294,6 +364,7 @@ class ASrpt(Policy):
         placement = place_ordered(ctx.pool, g, None, most_free=heavy)  # lines 1-2: tightest / most available
         if placement is None:
             return False
+        self._fit_failed = False
         if heavy and len(placement) > 1:
             amin, _ = self.alphas(job)
             perf = self._performance()
@@ -331,7 +402,10 @@ class ASrpt(Policy):
         return len(self.virtual) + len(self.real)
 
     def release(self, job: int) -> bool:
-        if job in self.real:
+        if self._shaped:
+            if self.real.remove(job):
+                return True
+        elif job in self.real:
             self.real.remove(job)
             return True
         for i, (_, j) in enumerate(self.virtual):
