@@ -19,7 +19,10 @@ from __future__ import annotations
 import html
 import math
 import re
+from collections import deque
 from dataclasses import dataclass
+from itertools import islice
+from typing import Iterable, Sequence
 
 _STEP = frozenset({"step", "steps", "global_step", "total_timesteps", "timesteps", "num_timesteps", "env_steps", "globalstep", "iter", "iters", "iteration", "iterations", "it",
                    "update", "updates", "num_updates", "n_updates", "train_step", "current_step", "current_steps", "n_iter",
@@ -379,3 +382,15 @@ def flatten(lines) -> list[str]:
         if flat and len(flat[-1]) > 160 and flat[-1].count("[") > 3 and len(_GLUED.findall(flat[-1])) > 1:
             flat.extend(q for q in _GLUED.split(flat.pop()) if q.strip())
     return flat
+
+
+def bounded(lines: Iterable[str], head: int, tail: int) -> Sequence[str]:
+    """The first `head` and last `tail` lines of a log: a running job's log grows without end, and its
+    header and newest records are all the tracker reads. A sequence is sliced (lines between are never
+    touched); an iterator is consumed but only head + tail lines are kept."""
+    if isinstance(lines, Sequence) and not isinstance(lines, str):
+        n = len(lines)
+        return lines if n <= head + tail else [*lines[:head], *lines[n - tail:]]
+    it = iter(lines)
+    first = list(islice(it, head))
+    return first + list(deque(it, maxlen=tail))

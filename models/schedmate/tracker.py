@@ -20,8 +20,9 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Iterable, Sequence
 
-from models.schedmate.records import (Fields, block_records, dict_fields, flatten, read_fields, robust_mean, table_header,
-                                      table_row)
+from models.schedmate.records import (Fields, block_records, bounded, dict_fields, flatten, read_fields, robust_mean,
+                                      table_header, table_row)
+from models.schedmate.templates import mine, with_templates
 
 CATEGORIES = ("progress", "eval", "checkpoint", "error", "warning", "init", "other")
 
@@ -36,7 +37,7 @@ class Progress:
     epoch: int | None = None
     lines_used: int = 0
     diverged: bool = False      # the last loss the log gives is NaN or infinite
-
+    decided_by: str = "rules"   # "rules", "templates" (models.schedmate.templates) or "rules+templates"
 
     @property
     def fraction(self) -> float | None:
@@ -51,6 +52,7 @@ class Progress:
 
     def to_dict(self) -> dict:
         d = asdict(self)
+        d.pop("decided_by")  # provenance, not a reading: the record's fields stay what they were
         d["fraction"], d["remaining_s"] = self.fraction, self.remaining
         return d
 
@@ -375,8 +377,12 @@ def _generic(line: str, fields: Fields | None = None) -> _Rec | None:
 class MetricTracker:
     """track(lines) -> Progress from the last `window` progress lines."""
 
-    def __init__(self, window: int = 20, embedder: str = "hash", use_prototypes: bool = True) -> None:
+    def __init__(self, window: int = 20, embedder: str = "hash", use_prototypes: bool = True,
+                 head_lines: int = 400, tail_lines: int = 2000) -> None:
         self.window = int(window)
+        # a log is read as its first head_lines (the run's header: totals, batch sizes, the first record's
+        # epoch base) and its last tail_lines (the newest records; the paper's tail is 500 lines)
+        self.head_lines, self.tail_lines = int(head_lines), int(tail_lines)
         self.embedder = embedder
         self.use_prototypes = use_prototypes
         self._proto = None
@@ -423,7 +429,7 @@ class MetricTracker:
               iteration_unit: str | None = None, global_batch: int | None = None) -> Progress:
         """Progress of a running job from its log lines. Hints (from the job's metadata) fill what the
         log does not print: total steps, or iterations + unit ("epochs" uses the log's steps/epoch)."""
-        flat = flatten(lines)
+        flat = flatten(bounded(lines, self.head_lines, self.tail_lines))
         header = self._header(flat)
 
         def record(i: int) -> _Rec | None:
@@ -457,6 +463,10 @@ class MetricTracker:
         ep_total = next((r.total for r in reversed(recs) if r.kind == "epochs" and r.total), None)
         if any(r.kind != "epochs" for r in recs):  # epoch summaries next to finer progress lines
             recs = [r for r in recs if r.kind != "epochs"]
+        if not recs and (m := mine(flat)) is not None:  # no rule reads it: the repeated template does
+            return Progress(m.step, m.total or total_steps or header.get("steps"), None, m.loss, None, epoch=m.epoch,
+                            lines_used=m.repeats, diverged=m.loss is not None and not math.isfinite(m.loss),
+                            decided_by="templates")
         if not recs:  # no count anywhere: a metrics list's loss (printed without its step) is still news
             lo = block_records(flat[-400:], need_count=False) if hf_loss is None else []
             return Progress(None, None, None, hf_loss[1] if hf_loss else (lo[-1][1].loss if lo else None), None)
@@ -517,11 +527,12 @@ class MetricTracker:
         if thr is None and st:
             gbs = global_batch or next((r.gbs for r in reversed(last) if r.gbs), None) or header.get("gbs")
             thr = gbs / st if gbs else None
+        step, total, loss, decided = with_templates(flat, last[-1].idx, last[-1].kind, step, total, loss)
         ep = None
         if last[-1].epoch is not None:
             ep = last[-1].epoch + (1 if last[-1].kind == "timm" or base == 0 else 0)
         return Progress(step=step, total_steps=total, step_time=st, loss=loss, throughput=thr, epoch=ep,
-                        lines_used=len(last), diverged=loss is not None and not math.isfinite(loss))
+                        lines_used=len(last), diverged=loss is not None and not math.isfinite(loss), decided_by=decided)
 
     def _table(self, flat: Sequence[str]) -> list[_Rec]:
         """Rows of a table whose header names a count and a loss ("| epoch | step | loss |"), the last
@@ -583,3 +594,4 @@ def _column(flat: Sequence[str], r: _Rec, name: str | None) -> float | None:
 
 
 _robust_mean = robust_mean  # re-exported under its old name
+
