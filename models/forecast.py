@@ -167,6 +167,7 @@ CALENDAR_MODES = ("concat", "sum")
 SCALE_INPUTS = ("cyc", "abs")
 NORMS = ("mean", "max")
 INITS = ("mean", "last", "persistence")
+ENGINES = ("lightning", "torch", "numpy")
 
 
 class OrgLinear(Estimator):
@@ -204,8 +205,8 @@ class OrgLinear(Estimator):
             raise ValueError(f"calendar must be one of {', '.join(CALENDAR_MODES)}, got {self.calendar!r}")
         if self.scale_input not in SCALE_INPUTS:
             raise ValueError(f"scale_input must be one of {', '.join(SCALE_INPUTS)}, got {self.scale_input!r}")
-        if self.engine not in ("lightning", "torch"):
-            raise ValueError(f"engine must be lightning or torch, got {self.engine!r}")
+        if self.engine not in ENGINES:
+            raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {self.engine!r}")
         if getattr(self, "init", "mean") not in INITS:
             raise ValueError(f"init must be one of {', '.join(INITS)}, got {self.init!r}")
         if getattr(self, "norm", "mean") not in NORMS:
@@ -251,12 +252,15 @@ class OrgLinear(Estimator):
             return self.fit(demand, attrs)
         if list(demand.columns) != self.orgs_:
             raise ValueError("update needs the organisations the model was trained on, in the same order")
-        import torch
-
         t0 = time.perf_counter()
-        torch.manual_seed(self.seed)
         positions = np.arange(self.lookback, len(demand) - self.horizon + 1, self.stride)
-        if len(positions):
+        if len(positions) and self.engine == "numpy":
+            self.updates_ = getattr(self, "updates_", 0) + 1
+            self._numpy_epochs(self._arrays(demand, attrs, positions), epochs, min_steps)
+        elif len(positions):
+            import torch
+
+            torch.manual_seed(self.seed)
             self.updates_ = getattr(self, "updates_", 0) + 1
             self._torch_epochs(self._tensors(demand, attrs, positions), epochs, min_steps)
         self.fit_seconds_ = time.perf_counter() - t0
@@ -271,6 +275,9 @@ class OrgLinear(Estimator):
     def _tensors(self, demand: pd.DataFrame, attrs, positions):
         import torch
 
+        return tuple(torch.from_numpy(a) for a in self._arrays(demand, attrs, positions))
+
+    def _arrays(self, demand: pd.DataFrame, attrs, positions) -> tuple[np.ndarray, ...]:
         v = (demand.to_numpy(dtype=float) / self.scale_[None, :]).astype(np.float32)
         hour, wday, hol = _calendar(demand.index, self.holiday_country)
         O, H, L = v.shape[1], self.horizon, self.lookback
@@ -279,18 +286,43 @@ class OrgLinear(Estimator):
         steps = np.stack([np.arange(p, p + H) for p in positions]).clip(max=len(v) - 1)
         n = len(positions)
         A = self._attr_matrix(attrs, list(demand.columns))
-        x = torch.from_numpy(xs.reshape(n * O, L))
-        y = torch.from_numpy(ys.reshape(n * O, H))
-        rep = lambda a: torch.from_numpy(np.repeat(a[steps], O, axis=0))  # noqa: E731
-        org = torch.from_numpy(np.tile(np.arange(O), n))
-        attr = torch.from_numpy(np.tile(A, (n, 1)))
-        return x, y, rep(hour), rep(wday), rep(hol), org, attr
+        rep = lambda a: np.repeat(a[steps], O, axis=0)  # noqa: E731
+        return (xs.reshape(n * O, L), ys.reshape(n * O, H), rep(hour), rep(wday), rep(hol),
+                np.tile(np.arange(O), n), np.tile(A, (n, 1)))
+
+    def _numpy_epochs(self, arrays: tuple[np.ndarray, ...], epochs: int, min_steps: int = 0) -> None:
+        """``_torch_epochs`` on the numpy network (models.orglinear_np): no torch import, no dispatch cost."""
+        per_epoch = max(1, math.ceil(len(arrays[0]) / self.batch_size))
+        self.net_.train_epochs(arrays[:6], max(epochs, math.ceil(min_steps / per_epoch)), self.batch_size, self.lr,
+                               self.seed + getattr(self, "updates_", 0))
+
+    def _fit_numpy(self, demand: pd.DataFrame, attrs: pd.DataFrame | None) -> "OrgLinear":
+        """``engine="numpy"``: the plain loop on the numpy network (no attributes, no early stopping)."""
+        from models.orglinear_np import NumpyOrgLinearNet
+
+        if (attrs is not None and not attrs.empty) or getattr(self, "val_steps", 0) > 0:
+            raise ValueError("engine='numpy' takes no organisation attributes and no val_steps; use engine='torch'")
+        t0 = time.perf_counter()
+        self.orgs_, self.scale_, self.attr_max_ = list(demand.columns), _scales(demand, None, self.norm), np.zeros(0)
+        positions = np.arange(self.lookback, len(demand) - self.horizon + 1, self.stride)
+        arrays = self._arrays(demand, None, positions)
+        spread = None
+        if self.init == "persistence" and len(arrays[0]):
+            spread = float(np.sqrt(np.mean((arrays[1].astype(float) - arrays[0][:, -1:]) ** 2)))
+        self.net_ = NumpyOrgLinearNet(self.lookback, self.horizon, len(self.orgs_), self.d_model, self.kernel,
+                                      self.calendar, self.scale_input, self.init, spread, self.seed)
+        self._numpy_epochs(arrays, self.max_epochs, self.min_steps)
+        self.fit_seconds_ = time.perf_counter() - t0
+        self.windows_ = int(len(positions) * len(self.orgs_))
+        return self
 
     def fit(self, demand: pd.DataFrame, attrs: pd.DataFrame | None = None) -> "OrgLinear":
+        self._validate()
+        if self.engine == "numpy":
+            return self._fit_numpy(demand, attrs)
         import torch
         from torch.utils.data import DataLoader, TensorDataset
 
-        self._validate()
         t0 = time.perf_counter()
         torch.manual_seed(self.seed)
         self.orgs_ = list(demand.columns)
@@ -380,33 +412,42 @@ class OrgLinear(Estimator):
         """One origin, fast: ``window`` (lookback, orgs) in demand units, ``steps`` the horizon's timestamps
         (or ``calendar``: their (hour, weekday, holiday) arrays already computed, as the replay does);
         returns (mean, scale), each (orgs, horizon). No attributes (a model fitted without them)."""
+        O, L = window.shape[1], self.lookback
+        hour, wday, hol = calendar if calendar is not None else _calendar(steps, self.holiday_country)
+        s = self.scale_[:, None]
+        if self.engine == "numpy":
+            rep = lambda a: np.repeat(np.asarray(a)[None, :], O, axis=0)  # noqa: E731
+            mean, scale = self.net_.forward((window[-L:] / self.scale_[None, :]).T, rep(hour), rep(wday), rep(hol),
+                                            np.arange(O))
+            return mean * s, scale * s
         import torch
 
-        O, L = window.shape[1], self.lookback
         x = torch.from_numpy((window[-L:] / self.scale_[None, :]).T.astype(np.float32))
-        hour, wday, hol = calendar if calendar is not None else _calendar(steps, self.holiday_country)
         rep = lambda a: torch.from_numpy(np.repeat(a[None, :], O, axis=0))  # noqa: E731
         org = torch.arange(O)
         attrs = torch.zeros((O, 0))
         with torch.no_grad():
             mean, scale = self.net_(x, rep(hour), rep(wday), rep(hol), org, attrs)
-        s = self.scale_[:, None]
         return mean.numpy() * s, scale.numpy() * s
 
     def forecast(self, demand: pd.DataFrame, attrs: pd.DataFrame | None, origins) -> Forecast:
         self.check_is_fitted()
-        import torch
-
         if list(demand.columns) != self.orgs_:
             raise ValueError("forecast needs the organisations the model was trained on, in the same order")
         positions = [demand.index.get_loc(o) for o in origins]
-        x, _, h, w, hol, org, a = self._tensors(demand, attrs, positions)
-        with torch.no_grad():
-            mean, scale = self.net_(x, h, w, hol, org, a)
+        if self.engine == "numpy":
+            x, _, h, w, hol, org, _a = self._arrays(demand, None, positions)
+            mean, scale = self.net_.forward(x, h, w, hol, org)
+        else:
+            import torch
+
+            x, _, h, w, hol, org, a = self._tensors(demand, attrs, positions)
+            with torch.no_grad():
+                mean, scale = self.net_(x, h, w, hol, org, a)
+            mean, scale = mean.numpy(), scale.numpy()
         shape = (len(origins), len(self.orgs_), self.horizon)
         s = self.scale_[None, :, None]
-        return Forecast(list(origins), self.orgs_, mean.numpy().reshape(shape) * s,
-                        scale=scale.numpy().reshape(shape) * s)
+        return Forecast(list(origins), self.orgs_, mean.reshape(shape) * s, scale=scale.reshape(shape) * s)
 
 
 class DLinear(_ResidualQuantiles):

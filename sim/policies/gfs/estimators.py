@@ -150,7 +150,7 @@ class ModelEstimator:
     def __init__(self, spec: str, orgs: list[str], horizon: int, seed: int = 0, lookback: int = 48,
                  train_hours: int = 336, epochs: int = 4, warm_epochs: int = 2, calendar: str = "concat",
                  scale_input: str = "cyc", new_hours: int = 48, batch_size: int = 256, min_steps: int = 0,
-                 warm_steps: int = 0, norm: str = "max", init: str = "persistence"):
+                 warm_steps: int = 0, norm: str = "max", init: str = "persistence", engine: str = "numpy"):
         self.spec, self.orgs, self.horizon, self.seed = spec, orgs, horizon, seed
         self.name = spec
         self.fallback = Persistence()
@@ -159,7 +159,7 @@ class ModelEstimator:
         self.lookback, self.train_hours, self.epochs, self.warm_epochs = lookback, train_hours, epochs, warm_epochs
         self.calendar, self.scale_input = calendar, scale_input
         self.new_hours, self.batch_size, self.min_steps, self.warm_steps = new_hours, batch_size, min_steps, warm_steps
-        self.norm, self.init = norm, init
+        self.norm, self.init, self.engine = norm, init, engine
         self.fits = 0
         self.cache_hits = 0  # fits answered from FIT_CACHE
         self.fit_key: str | None = None  # names the model's state (the chain of fits that made it)
@@ -180,7 +180,7 @@ class ModelEstimator:
         self.fallback.fit(hist)
         if self.pyfunc is not None or len(hist) < self.lookback + self.horizon + 24:
             return
-        with _one_torch_thread():
+        with _one_torch_thread(self.engine):
             self._fit(hist)
 
     def _fit(self, hist: np.ndarray) -> None:
@@ -201,7 +201,7 @@ class ModelEstimator:
         key = hashlib.sha256(repr((self.fit_key, first, window.shape, self.orgs, self.lookback, self.horizon,
                                    self.seed, self.epochs, self.warm_epochs, self.batch_size, self.min_steps,
                                    self.warm_steps, self.calendar, self.scale_input, self.norm, self.init,
-                                   self.train_hours, self.new_hours)).encode() + window.tobytes()).hexdigest()
+                                   self.train_hours, self.new_hours, self.engine)).encode() + window.tobytes()).hexdigest()
         self.fit_key = key
         hit = FIT_CACHE.get(key) if FIT_CACHE_ENABLED else None
         if hit is not None:
@@ -214,7 +214,7 @@ class ModelEstimator:
             self.model = OrgLinear(lookback=self.lookback, horizon=self.horizon, kernel=5, max_epochs=self.epochs,
                                    batch_size=self.batch_size, seed=self.seed, holiday_country=None,
                                    calendar=self.calendar, min_steps=self.min_steps, init=self.init,
-                                   scale_input=self.scale_input, engine="torch", norm=self.norm).fit(frame, None)
+                                   scale_input=self.scale_input, engine=self.engine, norm=self.norm).fit(frame, None)
         else:
             self.model.update(frame, None, epochs=self.warm_epochs, min_steps=self.warm_steps)
         self.fits += 1
@@ -248,7 +248,7 @@ class ModelEstimator:
             return mu, sig
         if self.model is None:
             return self.fallback.predict(hist, hour0, horizon)
-        with _one_torch_thread():
+        with _one_torch_thread(self.engine):
             mean, scale = self.model.forecast_window(hist[-self.lookback:], calendar=_calendar_of_hours(
                 len(hist) + np.arange(horizon)))
         self.model_forecasts += 1
@@ -275,9 +275,14 @@ def _calendar_of_hours(hours: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nd
 class _one_torch_thread:
     """torch on one intra-op thread while the replay trains or forecasts (its tensors are a few hundred rows:
     a thread pool only adds hand-offs, and the replay shares the machine with other cells); the caller's
-    setting is restored afterwards."""
+    setting is restored afterwards. The numpy engine needs no torch: nothing is imported or set."""
+
+    def __init__(self, engine: str = "torch"):
+        self.engine = engine
 
     def __enter__(self) -> None:
+        if self.engine == "numpy":
+            return
         import torch
 
         self.before = torch.get_num_threads()
@@ -285,6 +290,8 @@ class _one_torch_thread:
             torch.set_num_threads(1)
 
     def __exit__(self, *exc: object) -> None:
+        if self.engine == "numpy":
+            return
         import torch
 
         if self.before != 1:
