@@ -25,6 +25,7 @@ from functools import lru_cache
 from pathlib import PurePosixPath
 from typing import Any
 
+from features.schedmate_text.follow import _OBJECT_KEYS, FollowMixin, divided_batches
 from features.schedmate_text.hydra import compose as _hydra_compose
 from features.schedmate_text.metadata import FIELDS, JobMetadata
 from features.schedmate_text.pyast import (_analysis_of, _attribute_defaults, _parse_argv, _PyInfo, analyse_source,
@@ -32,7 +33,7 @@ from features.schedmate_text.pyast import (_analysis_of, _attribute_defaults, _p
 from features.schedmate_text.resolve import resolve as _resolve
 from features.schedmate_text.settings import (P_ARGV, P_CODE, P_CODE_KW, P_CONFIG, P_DEFAULT, P_LAUNCH,
                                               P_OVERRIDE, _as_int, _merge, _Settings, _yaml_value)
-from features.schedmate_text.shell import (_ASSIGN, _LAUNCH_WORDS, _NOT_LAUNCH, _expand, _join_continuations,
+from features.schedmate_text.shell import (_ASSIGN, _LAUNCH_WORDS, _NOT_LAUNCH, _arith, _expand, _join_continuations,
                                            _join_rel, _shell_statements, _strip_comment, _unquote)
 from features.schedmate_text.vocab import canonical_dataset, known_model
 
@@ -80,7 +81,7 @@ _PLACEHOLDER = re.compile(r"(?<![\w$\[])\[[A-Za-z][^\]\[\n$\"'=]*\s+[A-Za-z][^\]
                           r"<[A-Za-z][^<>\n$\"'=|&;]*\s+[A-Za-z][^<>\n$\"'=|&;]*>")
 
 
-class _Extractor:
+class _Extractor(FollowMixin):
     def __init__(self, files: dict[str, str]) -> None:
         repo = _repository(files)
         self.files = repo.files  # shared, read-only: the same repository is normalised and indexed once
@@ -157,7 +158,16 @@ class _Extractor:
         leaf = rel.rsplit("/", 1)[-1]
         ends = [k for k in self._by_name.get(leaf + ".py", []) if k.endswith("/" + rel + ".py")] + \
             [k for k in self._by_name.get("__main__.py", []) if k.endswith("/" + rel + "/__main__.py")]
-        return min(ends, key=len) if ends else None
+        if ends:
+            return min(ends, key=len)
+        parts = rel.split("/")
+        for i in range(1, len(parts) - 1):
+            # an import hook or a package_dir mapping (`yolox.tools.train` -> tools/train.py): the module's
+            # trailing path, at least a folder and a file, at the root
+            f = self._file("/".join(parts[i:]) + ".py")
+            if f:
+                return f
+        return None
 
     _CONSOLE = re.compile(r"""["']?([\w.-]+)["']?\s*=\s*["']?([\w.]+):(\w+)""")
 
@@ -221,7 +231,7 @@ class _Extractor:
 
     _SEPARATORS = ("&&", "||", ";", "|", "&")
     _REDIRECT = re.compile(r"^(?:\d?>>?|&>>?|<)(?:&\d)?$")
-    _REDIRECT_JOINED = re.compile(r"^(?:\d?>>?|&>>?|<)\S+$|^\d?>&\d$")
+    _REDIRECT_JOINED = re.compile(r"^(?:\d?>>?|&>>?|<(?![A-Za-z][^<>]*>$))\S+$|^\d?>&\d$")  # <your-path>: a value
     _RUNNERS = ("python", "python3", "torchrun", "deepspeed", "accelerate", "srun", "mpirun", "mpiexec", "composer", "bash", "sh",
                 "sbatch", "zsh")
 
@@ -306,11 +316,21 @@ class _Extractor:
             if arr:  # ARGS=(--a 1 --b 2): the words, expanded now
                 env[arr.group(1)] = _expand(arr.group(2), env, pos, keep_unset=inline)
                 continue
+            if words_q and words_q[0] == "let":  # let "NNODES=GPUS/GPUS_PER_NODE": integer arithmetic
+                for w in words_q[1:]:
+                    k, _, expr = w.partition("=")
+                    val = _arith(expr, env, pos) if expr and re.fullmatch(r"[A-Za-z_]\w*", k) else None
+                    if val is not None:
+                        env[k] = val
+                continue
             single = len(words_q) == 1 or (len(words_q) == 2 and words_q[0] == "export")
             m = _ASSIGN.match(stmt) if single else None
             if m:
                 k, v = m.groups()
                 v = _unquote(v)
+                arith = re.fullmatch(r"\$\(\((.*)\)\)", v.strip(), re.S)
+                if arith:  # N=$((GPUS / PER_NODE))
+                    v = _arith(arith.group(1), env, pos) or ""
                 if k not in env or not k.isupper() or not env.get(k):
                     env[k] = _expand(v, env, pos)
                 continue
@@ -507,9 +527,12 @@ class _Extractor:
                 self.config_file(f, P_ARGV, f"json args {f}")
             argv = []
         parsed, positionals, hydra = _parse_argv(argv, info)
+        launched = list(positionals)  # before yacs pairs are taken out: a launcher's program is one of them
         for k, v in parsed.items():
             self.s.put(k, v, P_ARGV, f"argv --{k}")
         self.global_batch |= info.global_batch
+        if name is not None and parsed_info is not None:
+            self.global_batch |= divided_batches(self.files[name])  # `batch_size // world_size` in the entry
         for dest, value in zip(info.positionals, [p for p in positionals if not re.fullmatch(r"[A-Z][A-Z0-9_.]+", p)]):
             self.s.put(dest, value, P_ARGV, f"argv positional {dest}")  # `main.py -a resnet18 /data/imagenet`
         for dest, default in info.defaults.items():
@@ -559,6 +582,11 @@ class _Extractor:
                 f = self._named_config(v)
                 if f:
                     self.config_file(f, P_CONFIG, f"config {f}")
+        for k in _OBJECT_KEYS:  # a Python experiment class / config function the command names
+            v = parsed.get(k)
+            if isinstance(v, str) and not self._file(v) and not re.search(r"\.(ya?ml|json|py)$", v):
+                if self._python_object(v, P_CONFIG):
+                    break
         self._hyperparameter_table(parsed)
         if "cfg_options" in parsed:
             for item in str(parsed["cfg_options"]).split():
@@ -610,6 +638,7 @@ class _Extractor:
             self.s.put("code.dataset", value, P_CODE, "code dataset call")
         self.task_text.extend(info.task_words)
         self._code_signals(name, info)
+        self._follow_program(name, argv, launched, list(info.positionals))
 
     def _code_signals(self, name: str | None, info: _PyInfo) -> None:
         """The network class the entry instantiates; where a thin entry (an absl/argparse main) leaves
@@ -885,6 +914,10 @@ class _Extractor:
                 if f:
                     self.config_file(f, prio - 1, f"config {f}")
             self.s.put_tree(data, prio, source)
+            attrs = self._class_file_config(name, prio)  # an experiment class: `self.max_epoch = 300`
+            if attrs:
+                self.s.put_tree(attrs, prio, f"{source} (class attributes)")
+                self.task_text.append(json.dumps(attrs, default=str))
             self.s.put("config.filename", PurePosixPath(name).stem, prio - 30, f"config name {name}")
             self.task_text.append(json.dumps(data, default=str))
 

@@ -10,7 +10,7 @@ from features.schedmate_text.settings import (_ACCUM_KEYS, _CPU_FLAGS, _MICRO_BA
                                               _TOKEN_BATCH_KEYS, _TOTAL_GPU_KEYS, P_CODE, P_LAUNCH, _BATCH_KEYS, _DATA_KEYS, _EPOCH_KEYS, _EVAL_PATH, _GLOBAL_BATCH_KEYS,
                                               _GPU_ARG_KEYS, _MODEL_KEYS, _NAMED_DATA_KEYS, _STEP_KEYS, P_CODE_KW,
                                               P_ARGV, P_CONFIG, P_DEFAULT, _as_int, _last)
-from features.schedmate_text.vocab import (DATASET_TASK, MODEL_TASK, canonical_dataset, canonical_model, known_model,
+from features.schedmate_text.vocab import (DATASET_TASK, MODEL_TASK, canonical_dataset, family_task, canonical_model, known_model,
                                            task_from_names, task_from_objective,
                                            norm, task_from_signals)
 
@@ -94,7 +94,7 @@ def resolve(ex) -> JobMetadata:
             continue
         lk = _last(k)
         segs = k.lower().split(".")[:-1]
-        if lk in _DATA_KEYS or k in ("code.dataset", "positional") or "data" in lk or any(
+        if lk in _DATA_KEYS or k in ("code.dataset", "positional") or "data" in lk or _ANN_KEY.search(lk) or any(
                 sg in ("data", "dataset", "datasets") for sg in segs):
             ds = canonical_dataset(v)
             if ds:
@@ -231,6 +231,9 @@ def resolve(ex) -> JobMetadata:
         if obj[0] == "self-supervised-pretraining" and mode:
             # the same pretraining program run to fit a classifier on the features (SimCLR's finetune mode)
             md.task, md.sources["task"] = "image-classification", f"{obj[0]} code run in mode {mode}"
+    fam = family_task(md.model) if md.task is None else None
+    if fam:
+        md.task, md.sources["task"] = fam, f"model family of {md.model}"
     if md.task is None and md.dataset and md.dataset.startswith(("atari-", "mujoco-", "pybullet-", "gym-")):
         md.task, md.sources["task"] = "reinforcement-learning", f"environment {md.dataset}"
     if md.task is None and md.dataset in DATASET_TASK:
@@ -275,6 +278,7 @@ _NOT_TRAINING_LENGTH = re.compile(r"(^|\.)[a-z_]*(sampler|sampling|discretizatio
 _LM_FAMILY = re.compile(r"(gpt|llama|opt-|bloom|falcon|mistral|mixtral|qwen|pythia|gemma|phi-|olmo|mpt-|stablelm|vicuna)")
 
 
+_ANN_KEY = re.compile(r"(^|_)ann(otation)?s?(_(file|path))?(_|$)")  # train_ann, ann_file: the annotation file names the data
 _GENERIC_PROGRAM = {"pytorch", "tensorflow", "imagenet", "pytorch-lightning", "jax", "keras", "cuda", "gpu", "ddp"}
 
 
@@ -282,10 +286,22 @@ def _program_model(ex) -> str | None:
     """The architecture an ArgumentParser's name starts with, when it is written as a model's name is
     (DETR, ConvNeXt, DeiT: two or more capitals, not a framework's name)."""
     for text in getattr(ex, "programs", []):
-        word = text.split()[0] if text.split() else ""
-        if re.fullmatch(r"[A-Z][A-Za-z0-9-]*[A-Z][A-Za-z0-9-]*", word) and word.lower() not in _GENERIC_PROGRAM:
-            return norm(word)
+        words = []
+        for w in text.split():  # the leading capitalised words: `Deformable DETR Detector` -> deformable-detr
+            if not w[:1].isupper():
+                break
+            words.append(w)
+        while words and words[-1].lower() in _PROGRAM_ROLE:
+            words.pop()
+        if words and len(words) <= 3 and any(re.fullmatch(r"[A-Z][A-Za-z0-9-]*[A-Z][A-Za-z0-9-]*", w) and
+                                             w.lower() not in _GENERIC_PROGRAM for w in words):
+            return norm("-".join(words))
     return None
+
+
+# a parser name's trailing role words (not part of the architecture's name)
+_PROGRAM_ROLE = {"detector", "training", "trainer", "model", "script", "evaluation", "pretraining", "finetuning",
+                 "fine-tuning", "args", "arguments", "parser", "train", "options", "config"}
 
 
 def _first_int(ranked, keys: set[str], min_prio: int = P_DEFAULT) -> tuple[int, str] | None:

@@ -34,7 +34,7 @@ _TOTAL_GPU_KEYS = {"distributed_world_size"}
 _CPU_FLAGS = {"no_cuda", "cpu", "use_cpu", "cpu_only", "force_cpu"}
 _GPU_ARG_KEYS = {"num_gpus", "ngpus", "n_gpus", "gpus", "nproc_per_node", "world_size_per_node"}
 _NAMED_DATA_KEYS = {"dataset", "dataset_name", "data_path", "dataset_path", "env_id", "env_name", "train_file"}
-_EVAL_PATH = re.compile(r"(^|[._])(val|valid|validation|eval|test)([._]|$)|eval_|_eval")
+_EVAL_PATH = re.compile(r"(^|[._])(val|valid|validation|validator|evaluator|eval|test)([._]|$)|eval_|_eval")
 
 
 

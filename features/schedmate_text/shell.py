@@ -34,6 +34,21 @@ def _expand(s: str, env: dict[str, str], pos: list[str], keep_unset: bool = Fals
                   repl, s)
 
 
+def _arith(expr: str, env: dict[str, str], pos: list[str]) -> str | None:
+    """Bash integer arithmetic (`let "N=GPUS/PER_NODE"`, `$((A*B))`): names and $-expansions read from the
+    environment; + - * / % and parentheses only (bash's / truncates). None when a name is unset or not a
+    number: an unknown, not a zero."""
+    s = _expand(expr, env, pos)
+    s = re.sub(r"[A-Za-z_][A-Za-z0-9_]*", lambda m: env.get(m.group(0), "?"), s)
+    if not re.fullmatch(r"[\d\s+*/%()-]+", s) or "**" in s:
+        return None
+    s = s.replace("/", "//")
+    try:
+        return str(int(eval(compile(s, "<arith>", "eval"), {"__builtins__": {}}, {})))  # noqa: S307 - digits/operators only
+    except (SyntaxError, ZeroDivisionError, ValueError, TypeError):
+        return None
+
+
 _ASSIGN = re.compile(r"^(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
 _LAUNCH_WORDS = ("python", "python3", "torchrun", "deepspeed", "accelerate", "srun", "mpirun", "mpiexec", "bash", "sh",
                  "composer")

@@ -76,6 +76,24 @@ MODEL_TASK = {
     **{f"yolov{v}{s}": "object-detection" for v in "58" for s in "nsmlx"},
 }
 
+# model families whose task does not depend on the data they are trained on (a detector on any images
+# detects; a diffusion transformer on ImageNet generates): read before the dataset's usual task
+FAMILY_TASK: tuple[tuple[str, str], ...] = (
+    (r"(^|-)(yolo\w*|(deformable-|conditional-|dab-|dn-|rt-?)?detr|(faster|mask|cascade)-?r-?cnn|retinanet|fcos|"
+     r"centernet|rtmdet|efficientdet|atss|ssd\d*|cornernet)($|-|\d)", "object-detection"),
+    (r"(^|-)(dit|sit|stylegan\d?(-ada)?|dcgan|ddpm|ldm|vqgan|edm|consistency-model)($|-)", "image-generation"),
+    (r"(^|-)(deeplab(v3)?\+?|segformer|pspnet|upernet|setr)($|-)", "semantic-segmentation"),
+    (r"(^|-)(wav2vec2?|hubert|whisper|conformer|deepspeech\d?)($|-)", "speech-recognition"),
+)
+
+
+def family_task(model: str | None) -> str | None:
+    """The task a model family implies regardless of its data, or None."""
+    if not model:
+        return None
+    return next((task for pat, task in FAMILY_TASK if re.search(pat, model)), None)
+
+
 DATASET_RULES: tuple[tuple[str, str], ...] = (
     (r"(^|-)kinetics-?(400|600|700)?($|-)", "kinetics"),
     (r"(^|-)ucf-?101", "ucf101"),
@@ -92,6 +110,7 @@ DATASET_RULES: tuple[tuple[str, str], ...] = (
     (r"cifar-?100", "cifar100"),
     (r"cifar-?10", "cifar10"),
     (r"(^|-)coco", "coco"),
+    (r"(^|-)(instances|person-keypoints|captions)-(train|val)20(14|17)($|-)", "coco"),  # COCO's annotation files
     (r"ade20k|(^|-)ade(-|$)|adechallenge", "ade20k"),
     (r"(^|-)sst-?2", "glue-sst2"),
     (r"(^|-)mnli", "glue-mnli"),

@@ -1,0 +1,151 @@
+"""Extractor rules that follow a job past its first entry point: a program that runs another program
+(a repository's own copy of a distributed launcher taking a training script), and hyper-parameters kept
+in Python objects the command names (an experiment class file, a config function in a registry).
+
+A mixin of the extractor (features.schedmate_text.extract._Extractor): it uses the extractor's file
+lookups and settings; kept apart so that each concern stays readable.
+"""
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from pathlib import PurePosixPath
+from typing import Any
+
+from features.schedmate_text.pyconfig import (class_attributes, class_config, config_functions, function_config,
+                                              python_name)
+
+# folders whose Python files are experiment / config objects rather than code
+_CONFIG_FOLDER = re.compile(r"(^|/)(exps?|experiments?|configs?|cfgs?|recipes?)(/|$)", re.I)
+# modules that hold config builders (a registry of named configs)
+_CONFIG_MODULE = re.compile(r"(config|registry|exps?|experiments?|presets?)", re.I)
+# an entry's positional that is the program it runs (`launch.py ... training_script args`)
+_PROGRAM_DEST = re.compile(r"(script|program|command|cmd|entry)", re.I)
+# keys whose value may name a Python config object
+_OBJECT_KEYS = ("config", "cfg", "config_name", "exp", "experiment", "exp_name", "name", "exp_file", "preset")
+
+
+_DIVIDED = re.compile(r"\b(\w*batch\w*)\s*(?:=\s*\1\s*)?//=?\s*\(?\s*(?:[\w.]+\.)?(?:get_)?(?:world_size|num_gpus|"
+                      r"n_gpus|ngpus|num_devices|num_processes)\b")
+
+
+def divided_batches(text: str) -> set[str]:
+    """Batch options the code divides by the number of processes (`batch_size = batch_size //
+    dist.get_world_size()`): the command's value is the total over all GPUs."""
+    return {m.group(1) for m in _DIVIDED.finditer(text)} if "//" in text else set()
+
+
+class FollowMixin:
+    files: dict[str, str]
+    depth: int
+    global_batch: set[str]
+
+    # -- a program that runs a program --------------------------------------------------------
+    def _follow_program(self, name: str | None, argv: list[str], positionals: list[str], dests: list[str]) -> bool:
+        """`python tools/launch.py --nproc_per_node 8 ./configs/x.sh ARGS`: the entry is a launcher whose
+        positional is a script of the repository (a shell script, or a Python file the launcher's own
+        parser calls a script/program); the launcher's options stay (GPUs, nodes) and the launched script
+        is followed with the arguments after it. True when followed."""
+        if name is None or self.depth > 6:
+            return False
+        for i, p in enumerate(positionals):
+            f = self._file(p)
+            if f is None or f == name or not f.endswith((".sh", ".py")):
+                continue
+            dest = dests[i] if i < len(dests) else ""
+            if f.endswith(".py") and not _PROGRAM_DEST.search(dest):
+                continue  # `train.py configs/x.py`: a config, not a program
+            if p not in argv:
+                continue
+            rest = argv[argv.index(p) + 1:]
+            cmd = shlex.join(([] if f.endswith(".sh") else ["python"]) + [f] + rest)
+            self.command(cmd, {})
+            return True
+        return False
+
+    # -- Python config objects -----------------------------------------------------------------
+    def _config_function_index(self) -> dict[str, str]:
+        """{function name: module} of the zero-argument config builders in config/registry modules,
+        built once per repository."""
+        repo = self._repo
+        idx = getattr(repo, "config_functions", None)
+        if idx is None:
+            idx = {}
+            for k, text in self.files.items():
+                if k.endswith(".py") and _CONFIG_MODULE.search(PurePosixPath(k).stem) and "def " in text:
+                    for fn in config_functions(text):
+                        idx.setdefault(fn, k)
+            repo.config_functions = idx
+        return idx
+
+    def _python_object(self, value: str, prio: int) -> bool:
+        """A config the command names that is a Python object: `-n yolox-s` -> `exps/**/yolox_s.py` (its
+        experiment class, with inherited attributes), `--config llama3_8b` -> `def llama3_8b()` in a
+        config registry (the nested constructor keywords it returns). True when one was read."""
+        if not isinstance(value, str) or not re.fullmatch(r"[\w.-]+", value) or len(value) < 3:
+            return False
+        ident = python_name(value)
+        if self._by_name is None:
+            self._module_file("__none__")  # builds the file-name index
+        files = [k for k in (self._by_name or {}).get(ident + ".py", []) if _CONFIG_FOLDER.search(k.rpartition("/")[0])]
+        if files:
+            self.config_file(min(files, key=len), prio, f"experiment file for {value}")
+            return True
+        module = self._config_function_index().get(ident)
+        if module is None:
+            return False
+        data = function_config(self.files[module], ident)
+        if not data:
+            return False
+        self.s.put_tree(data, prio, f"config function {module}:{ident}")
+        self.s.put("config.filename", ident, prio - 30, f"config function {ident}")
+        self.task_names.append(ident)
+        self.task_text.append(json.dumps(data, default=str))
+        return True
+
+    def _class_file_config(self, name: str, prio: int) -> dict[str, Any]:
+        """The experiment class of a Python file (`self.max_epoch = 300`), its bases' attributes first
+        (a subclass overrides them): bases found through the file's imports, three levels deep."""
+        merged: dict[str, Any] = {}
+        attrs, bases = class_config(self.files[name])
+        chain = [(name, attrs, bases)]
+        for _ in range(3):
+            nxt = []
+            for fname, _a, bs in chain[-1:]:
+                for module, cls, level in bs:
+                    found = self._find_class(fname, module, cls, level, 3)
+                    if found:
+                        nxt.append(found)
+            if not nxt:
+                break
+            chain.append(nxt[0])
+        for f, a, _b in reversed(chain):
+            merged.update(a)
+            self.global_batch |= divided_batches(self.files[f])
+        return merged
+
+    def _find_class(self, here: str, module: str, cls: str, level: int, depth: int):
+        """(file, attributes, bases) of class `cls` imported into `here` from `module` (relative with
+        `level` dots), following re-exports of a package's __init__."""
+        if depth <= 0:
+            return None
+        if module == "" and level == 0:
+            cands = [here]
+        else:
+            rel = module.replace(".", "/")
+            if level:
+                base = PurePosixPath(here).parent
+                for _ in range(level - 1):
+                    base = base.parent
+                rel = str(base / rel) if rel else str(base)
+            cands = [c for c in (self._file(rel + ".py"), self._file(rel + "/__init__.py"),
+                                 self._file("src/" + rel + ".py"), self._file("src/" + rel + "/__init__.py")) if c]
+        for f in cands:
+            got = class_attributes(self.files[f], cls)
+            if got is not None:
+                return (f, got[0], got[1])
+            m = re.search(rf"^from\s+(\.*)([\w.]*)\s+import\s+[^\n]*\b{re.escape(cls)}\b", self.files[f], re.M)
+            if m:
+                return self._find_class(f, m.group(2), cls, len(m.group(1)), depth - 1)
+        return None

@@ -1,0 +1,143 @@
+"""Following a job past its first entry point (issue 25 item 1, batch-11 misses generalised): a shell
+script whose launcher is the repository's own copy of a distributed launcher taking another script,
+`let` arithmetic, a module entry reached through an import hook, an experiment class with inherited
+attributes named by `-n`, a config function in a registry, the batch the code divides by the world
+size, the model family's task. Fixtures written here in the shape of what public repositories do."""
+from features.schedmate_text.extract import extract_metadata
+from features.schedmate_text.follow import divided_batches
+from features.schedmate_text.pyconfig import class_config, function_config
+from features.schedmate_text.shell import _arith
+from features.schedmate_text.vocab import family_task
+
+LAUNCH_PY = '''import argparse
+def parse_args():
+    parser = argparse.ArgumentParser(description="spawns processes")
+    parser.add_argument("--nnodes", type=int, default=1)
+    parser.add_argument("--nproc_per_node", type=int, default=1)
+    parser.add_argument("training_script", type=str)
+    parser.add_argument("training_script_args", nargs=argparse.REMAINDER)
+    return parser.parse_args()
+'''
+DIST_SH = '''#!/usr/bin/env bash
+GPUS=$1
+RUN_COMMAND=${@:2}
+GPUS_PER_NODE=${GPUS_PER_NODE:-8}
+let "NNODES=GPUS/GPUS_PER_NODE"
+python ./tools/launch.py --nnodes ${NNODES} --nproc_per_node ${GPUS_PER_NODE} ${RUN_COMMAND}
+'''
+EXP_SH = '''#!/usr/bin/env bash
+PY_ARGS=${@:1}
+python -u main.py --output_dir exps/x ${PY_ARGS}
+'''
+MAIN_PY = '''import argparse
+def get_args_parser():
+    parser = argparse.ArgumentParser('Sparse DETR Detector', add_help=False)
+    parser.add_argument('--epochs', default=36, type=int)
+    parser.add_argument('--batch_size', default=3, type=int)
+    parser.add_argument('--backbone', default='resnet50', type=str)
+    parser.add_argument('--dataset_file', default='coco')
+    parser.add_argument('--output_dir', default='')
+    return parser
+'''
+
+
+def test_launcher_script_taking_a_script_is_followed_with_let_arithmetic():
+    files = {"tools/run_dist.sh": DIST_SH, "tools/launch.py": LAUNCH_PY, "configs/exp.sh": EXP_SH, "main.py": MAIN_PY}
+    md = extract_metadata("GPUS_PER_NODE=8 ./tools/run_dist.sh 16 ./configs/exp.sh --epochs 12", files)
+    assert (md.gpus, md.nodes) == (16, 2)
+    assert md.entry == "main.py"
+    assert (md.iterations, md.batch_size, md.dataset) == (12, 3, "coco")
+    assert md.model.startswith("sparse-detr")  # the parser's name says what the backbone is part of
+    assert md.task == "object-detection"
+
+
+def test_placeholder_value_is_not_a_redirection():
+    files = {"tools/run_dist.sh": DIST_SH.replace("--nnodes ${NNODES}", "--master_addr ${MASTER_ADDR} --nnodes ${NNODES}"),
+             "tools/launch.py": LAUNCH_PY.replace('"--nnodes"', '"--master_addr", default="x")\n    parser.add_argument("--nnodes"'),
+             "configs/exp.sh": EXP_SH, "main.py": MAIN_PY}
+    md = extract_metadata("MASTER_ADDR=<ip of node one> ./tools/run_dist.sh 16 ./configs/exp.sh", files)
+    assert (md.gpus, md.nodes, md.iterations) == (16, 2, 36)
+
+
+def test_arithmetic():
+    assert _arith("GPUS/GPUS_PER_NODE", {"GPUS": "16", "GPUS_PER_NODE": "8"}, []) == "2"
+    assert _arith("$A * (B + 1)", {"A": "2", "B": "3"}, []) == "8"
+    assert _arith("GPUS/N", {"GPUS": "16"}, []) is None  # unset: unknown, not zero
+    assert _arith("9**9**9", {}, []) is None
+
+
+BASE_EXP = '''class Exp:
+    def __init__(self):
+        self.num_classes = 80
+        self.max_epoch = 300
+        self.data_dir = None
+        self.train_ann = "instances_train2017.json"
+    def get_data_loader(self, batch_size, is_distributed):
+        if is_distributed:
+            batch_size = batch_size // dist.get_world_size()
+'''
+SMALL_EXP = '''import os
+from detkit.exp import Exp as MyExp
+
+class Exp(MyExp):
+    def __init__(self):
+        super().__init__()
+        self.depth = 0.33
+        self.width = 0.50
+'''
+TRAIN_PY = '''import argparse
+def make_parser():
+    parser = argparse.ArgumentParser("detkit train parser")
+    parser.add_argument("-n", "--name", type=str, default=None, help="model name")
+    parser.add_argument("-b", "--batch-size", type=int, default=64, help="batch size")
+    parser.add_argument("-d", "--devices", default=None, type=int, help="device for training")
+    parser.add_argument("-f", "--exp_file", default=None, type=str)
+    return parser
+'''
+
+
+def test_import_hook_module_and_experiment_class_with_inherited_attributes():
+    files = {"detkit/tools/__init__.py": "# import hook: detkit.tools.X -> tools/X.py\n", "tools/train.py": TRAIN_PY,
+             "detkit/exp/__init__.py": "from .base_exp import Exp\n", "detkit/exp/base_exp.py": BASE_EXP,
+             "exps/default/detx_s.py": SMALL_EXP}
+    md = extract_metadata("python -m detkit.tools.train -n detx-s -d 8 -b 64", files)
+    assert md.entry == "tools/train.py"
+    assert (md.iterations, md.iteration_unit, md.dataset) == (300, "epochs", "coco")
+    assert (md.gpus, md.batch_size, md.batch_scope) == (8, 8, "global")  # 64 in all, divided by the code
+    md2 = extract_metadata("python tools/train.py -f exps/default/detx_s.py -d 2 -b 16", files)
+    assert (md2.iterations, md2.batch_size) == (300, 8)
+
+
+REGISTRY = '''from pkg.data import DATASETS
+def tiny_debug() -> Trainer.Config:
+    return Trainer.Config(training=TrainingConfig(steps=10), dataloader=Loader(dataset=DATASETS["c4_test"]))
+
+def llama3_8b() -> Trainer.Config:
+    spec = model_registry("8B")
+    return Trainer.Config(
+        training=TrainingConfig(steps=1000, seq_len=8192),
+        dataloader=Loader.Config(dataset=Packing(dataset=DATASETS["c4"])),
+        validator=Validator.Config(freq=500, steps=1200),
+    )
+'''
+TITAN_TRAIN = '''import argparse
+p = argparse.ArgumentParser()
+p.add_argument("--module", type=str)
+p.add_argument("--config", type=str)
+'''
+
+
+def test_config_function_in_a_registry():
+    files = {"pkg/models/llama3/config_registry.py": REGISTRY, "pkg/train.py": TITAN_TRAIN}
+    md = extract_metadata("torchrun --nproc_per_node=8 -m pkg.train --module llama3 --config llama3_8b", files)
+    assert (md.iterations, md.iteration_unit, md.dataset, md.gpus) == (1000, "steps", "c4", 8)  # not the validator's
+    assert md.model == "llama3-8b" and md.task == "language-modeling"
+    assert function_config(REGISTRY, "tiny_debug") == {"training": {"steps": 10}, "dataloader": {"dataset": "c4_test"}}
+
+
+def test_pieces():
+    attrs, bases = class_config(SMALL_EXP)
+    assert attrs == {"depth": 0.33, "width": 0.5} and bases == [("detkit.exp", "Exp", 0)]
+    assert divided_batches(BASE_EXP) == {"batch_size"} and divided_batches("x = y // 2") == set()
+    assert family_task("yolox-s") == "object-detection" and family_task("dit-xl-2") == "image-generation"
+    assert family_task("resnet50") is None
