@@ -178,26 +178,38 @@ def _read(cols: list[_Col], rows: list[int]) -> tuple[int | None, int | None, fl
     return step, total, loss, epoch, evidence
 
 
-def mine(lines: list[str], last: int = 500, min_repeats: int = _MIN_REPEATS) -> Mined | None:
+_DIGITS = str.maketrans("", "", "0123456789")
+
+
+def mine(lines: list[str], last: int = 500, min_repeats: int = _MIN_REPEATS, like: int | None = None) -> Mined | None:
     """The newest progress record of the last `last` lines read by template mining, or None when no
-    template repeats with a step counter."""
+    template repeats with a step counter. like=i: only the lines shaped like line i (the same text once
+    digits are dropped: a cheap test that spares templating the rest when one record's reading is checked)."""
     start = max(0, len(lines) - last)
+    skeleton = lines[like].translate(_DIGITS) if like is not None else None
     groups: dict[str, list[int]] = {}
     spans: dict[int, list[tuple[int, int]]] = {}
-    for i in range(start, len(lines)):
+    # newest first: a template's last 50 rows are all that is read of it
+    for i in range(len(lines) - 1, start - 1, -1):
         line = lines[i]
-        if len(line) > 1000 or not any(ch.isdigit() for ch in line):
+        if len(line) > 1000 or (skeleton is not None and line.translate(_DIGITS) != skeleton) or \
+                not any(ch.isdigit() for ch in line):
             continue
         key, sp = template(line)
         if not sp or len(sp) > 60:
             continue
-        groups.setdefault(key, []).append(i)
-        spans[i] = sp
+        rows = groups.setdefault(key, [])
+        if len(rows) < 50:
+            rows.append(i)
+            spans[i] = sp
+        elif skeleton is not None:
+            break
+    for rows in groups.values():
+        rows.reverse()
     best: Mined | None = None
     for key, rows in groups.items():
         if len(rows) < min_repeats or _EVAL_OPEN.match(key):
             continue
-        rows = rows[-50:]
         cols = _columns(lines, rows, [spans[r] for r in rows])
         step, total, loss, epoch, ev = _read(cols, rows)
         if step is None:
@@ -219,7 +231,8 @@ def with_templates(flat: Sequence[str], idx: int, kind: str, step: int | None, t
     that recognised a format are sure and stay. Returns (step, total, loss, which decided)."""
     if step is not None and loss is not None and kind not in _GUESSING:
         return step, total, loss, "rules"
-    m = mine(flat if isinstance(flat, list) else list(flat))
+    silent = step is None or loss is None  # else the rules only guess: check the record's own template
+    m = mine(flat if isinstance(flat, list) else list(flat), like=None if silent else idx)
     if m is None:
         return step, total, loss, "rules"
     used = False
