@@ -141,3 +141,45 @@ def test_pieces():
     assert divided_batches(BASE_EXP) == {"batch_size"} and divided_batches("x = y // 2") == set()
     assert family_task("yolox-s") == "object-detection" and family_task("dit-xl-2") == "image-generation"
     assert family_task("resnet50") is None
+
+
+COMPOSE_MAIN = '''import sys
+from mylib.hydra_config import compose_and_convert
+def main():
+    overrides = sys.argv[1:]
+    cfg = compose_and_convert(overrides)
+'''
+NODE_YAML = '''# @package _global_
+config:
+  DATA:
+    TRAIN:
+      DATASET_NAMES: [imagenet1k_folder]
+      BATCHSIZE_PER_REPLICA: 64
+  MODEL:
+    TRUNK:
+      NAME: resnet
+      RESNETS:
+        DEPTH: 50
+  DISTRIBUTED:
+    NUM_NODES: 4
+    NUM_PROC_PER_NODE: 8
+  OPTIMIZER:
+    num_epochs: 200
+'''
+
+
+def test_project_composed_yaml_named_by_a_config_override():
+    files = {"tools/run_engines.py": COMPOSE_MAIN, "configs/config/pretrain/byol/byol_4node.yaml": NODE_YAML}
+    md = extract_metadata("python tools/run_engines.py config=pretrain/byol/byol_4node", files)
+    assert (md.model, md.dataset, md.iterations, md.batch_size) == ("resnet50", "imagenet", 200, 64)  # trunk + depth
+    assert (md.gpus, md.nodes) == (32, 4)  # DISTRIBUTED.NUM_PROC_PER_NODE per node
+    md2 = extract_metadata("python tools/run_engines.py config=pretrain/byol/byol_4node config.OPTIMIZER.num_epochs=2",
+                           files)
+    assert md2.iterations == 2
+
+
+def test_placeholder_model_is_no_answer():
+    files = {"train.py": "import argparse\np = argparse.ArgumentParser()\np.add_argument('--model_name_or_path')\n"}
+    md = extract_metadata("python train.py --model_name_or_path <your_path_to_converted_ckpt>", files)
+    assert md.model is None
+    assert extract_metadata("python train.py --model_name_or_path facebook/opt-1.3b", files).model == "opt-1-3b"

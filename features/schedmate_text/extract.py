@@ -604,6 +604,11 @@ class _Extractor(FollowMixin):
         elif hydra:
             for k, v in hydra:
                 self.s.put(k, _yaml_value(v), P_OVERRIDE, f"override {k}")
+                if k.lstrip("+") in _OBJECT_KEYS and re.fullmatch(r"[\w./-]+", v):
+                    # `config=pretrain/swav/swav_8node`: a project composing its own YAML (no @hydra.main)
+                    f = self._named_config(v)
+                    if f:
+                        self.config_file(f, P_CONFIG, f"config {f}")
         for key, value in info.keywords:
             self.s.put(key, value, P_CODE_KW, f"code {key}")
         for key, value in info.fields.items():

@@ -20,11 +20,12 @@ def resolve(ex) -> JobMetadata:
     ranked = ex.s.ranked()
     # model: known names first (by priority), then any model-key string
     model_cands = [(k, v, p, s) for k, v, p, s in ranked if isinstance(v, str) and v.strip() and
-                   v.strip().lower() not in ("scratch", "resume", "none", "null", "") and
+                   v.strip().lower() not in ("scratch", "resume", "none", "null", "") and not _PLACEHOLDER_VALUE.search(v) and
                    (_last(k) in _MODEL_KEYS or k in ("code.model", "config.filename", "hint.entry", "hint.config", "hydra.model_class",
                                                        "config_arg.model")
                     or _last(k) in _WEAK_MODEL_KEYS
-                    or (k.lower().startswith("model.") and _last(k) in ("name", "_name", "type", "arch", "model_name"))) and
+                    or (k.lower().startswith("model.") and _last(k) in ("name", "_name", "type", "arch", "model_name"))
+                    or _model_section_name(k)) and
                    not _EVAL_PATH.search(k.lower())]
     mm = _mm_model(ex)
     known = [(k, v, p, s, known_model(v) or (known_model(v, strip=False) if k.startswith("hint.") else None))
@@ -61,6 +62,16 @@ def resolve(ex) -> JobMetadata:
     depth = next(((m.group(1), _as_int(v), s) for k, v, p, s in ranked if p >= P_DEFAULT
                   for m in [re.fullmatch(r"(resnet|resnext|wide_resnet|vgg|densenet|wrn)_?depth", _last(k))] if m and _as_int(v)),
                  None)
+    if depth is None and md.model and re.fullmatch(_DEPTH_FAMILY, md.model):
+        # MODEL.TRUNK.NAME: resnet with MODEL.TRUNK.RESNETS.DEPTH: 50 -- the family and its depth, apart
+        section = md.sources.get("model", "")
+        depth = next(((md.model, _as_int(v), s) for k, v, p, s in ranked if p >= P_DEFAULT and _last(k) == "depth"
+                      and _as_int(v) and re.search(r"(^|\.)(model|trunk|backbone|encoder)\.", k.lower())), None)
+        if depth and section.startswith(("config name", "entry name")):
+            depth = None
+        if depth:
+            md.model, md.sources["model"] = canonical_model(f"{depth[0]}{depth[1]}"), section + f" + {depth[2]} depth"
+            depth = None
     if depth and (md.model is None or md.sources.get("model", "").startswith(("config name", "entry name"))):
         # `--resnet_depth=18`: the family's option names the depth (TF SimCLR, many CIFAR repos)
         md.model, md.sources["model"] = canonical_model(f"{depth[0]}{depth[1]}"), depth[2]
@@ -90,6 +101,8 @@ def resolve(ex) -> JobMetadata:
     ds_raw = None
     glue_task = None
     for k, v, p, s in ranked:
+        if isinstance(v, list) and len(v) == 1 and isinstance(v[0], str):
+            v = v[0]  # DATASET_NAMES: [imagenet1k_folder] -- one dataset, in a list
         if _EVAL_PATH.search(k.lower()) or not isinstance(v, str):
             continue
         lk = _last(k)
@@ -169,7 +182,9 @@ def resolve(ex) -> JobMetadata:
     code_dev = _code_int(ex, {"devices", "gpus", "n_gpu", "num_gpus"})
     if code_dev is None:
         for k, v, p, s in ranked:
-            if (_last(k) in _GPU_ARG_KEYS or _last(k) in _DEVICE_LIST_KEYS) and p >= P_DEFAULT and "." not in k:
+            if (_last(k) in _GPU_ARG_KEYS or _last(k) in _DEVICE_LIST_KEYS) and p >= P_DEFAULT and \
+                    ("." not in k or (_last(k).endswith("per_node") and "distributed" in k.lower())):
+                # a config's DISTRIBUTED.NUM_PROC_PER_NODE too (a per-node count cannot mean anything else)
                 n = _as_int(v) if _last(k) in _GPU_ARG_KEYS else None
                 n = n or _device_count(v)
                 if n and n > 0:
@@ -276,6 +291,19 @@ def _name_of_path(v: str) -> str | None:
 # step counts that are not the training's length: a sampler's or a discretization's steps, a scheduler's
 _NOT_TRAINING_LENGTH = re.compile(r"(^|\.)[a-z_]*(sampler|sampling|discretization|guider|scheduler|warmup)[a-z_]*\.")
 _LM_FAMILY = re.compile(r"(gpt|llama|opt-|bloom|falcon|mistral|mixtral|qwen|pythia|gemma|phi-|olmo|mpt-|stablelm|vicuna)")
+
+
+# a documentation placeholder the user replaces (`<your_path_to_hf_converted_llama>`, `/path/to/model`):
+# it names no model, so it is no answer (unknown beats a confident wrong value)
+_PLACEHOLDER_VALUE = re.compile(r"^[<\[{].*[>\]}]$|(^|[-_/<\[ ])(your|path[-_ ]?to|xxx+|todo)([-_/>\] ]|$)", re.I)
+_DEPTH_FAMILY = r"resnet|resnext|wide-resnet|vgg|densenet|regnet|efficientnet|mobilenet"
+
+
+def _model_section_name(k: str) -> bool:
+    """`config.MODEL.TRUNK.NAME`: the name of a model section's network (its trunk / backbone / encoder)."""
+    segs = k.lower().split(".")
+    return len(segs) >= 2 and segs[-1] in ("name", "_name", "type", "arch", "model_name") and \
+        segs[-2] in ("model", "trunk", "backbone", "encoder")
 
 
 _ANN_KEY = re.compile(r"(^|_)ann(otation)?s?(_(file|path))?(_|$)")  # train_ann, ann_file: the annotation file names the data

@@ -20,7 +20,8 @@ _STEP_KEYS = {"max_update", "max_updates", "max_steps", "total_steps", "train_it
 _BATCH_KEYS = {"batch_size", "per_device_train_batch_size", "train_micro_batch_size_per_gpu", "micro_batch_size",
                "b", "bs", "mini_batch_size", "train_batch_size_per_gpu", "samples_per_gpu", "per_gpu_train_batch_size",
                "batch_size_per_gpu", "device_train_microbatch_size", "batch_size_train", "train_batch_size_per_device",
-               "batch", "batch_size_training"}
+               "batch", "batch_size_training", "batchsize_per_replica", "batch_size_per_replica", "batchsize",
+               "batch_size_per_device", "imgs_per_gpu", "ims_per_gpu"}
 _GLOBAL_BATCH_KEYS = {"ims_per_batch", "global_batch_size", "total_batch_size", "train_batch_size",
                       "global_train_batch_size"}
 _MICRO_BATCH_KEYS = {"micro_batch_size", "per_device_train_batch_size", "train_micro_batch_size_per_gpu",
@@ -32,7 +33,8 @@ _ACCUM_KEYS = {"gradient_accumulation_steps", "accum_iter", "update_freq", "accu
 _NODE_KEYS = {"nodes", "num_nodes", "nnodes", "nnode", "n_nodes", "num_machines"}
 _TOTAL_GPU_KEYS = {"distributed_world_size"}
 _CPU_FLAGS = {"no_cuda", "cpu", "use_cpu", "cpu_only", "force_cpu"}
-_GPU_ARG_KEYS = {"num_gpus", "ngpus", "n_gpus", "gpus", "nproc_per_node", "world_size_per_node"}
+_GPU_ARG_KEYS = {"num_gpus", "ngpus", "n_gpus", "gpus", "nproc_per_node", "world_size_per_node", "num_proc_per_node",
+                 "num_procs_per_node", "gpus_per_node", "num_gpus_per_node", "ngpus_per_node"}
 _NAMED_DATA_KEYS = {"dataset", "dataset_name", "data_path", "dataset_path", "env_id", "env_name", "train_file"}
 _EVAL_PATH = re.compile(r"(^|[._])(val|valid|validation|validator|evaluator|eval|test)([._]|$)|eval_|_eval")
 

@@ -81,7 +81,7 @@ MODEL_TASK = {
 FAMILY_TASK: tuple[tuple[str, str], ...] = (
     (r"(^|-)(yolo\w*|(deformable-|conditional-|dab-|dn-|rt-?)?detr|(faster|mask|cascade)-?r-?cnn|retinanet|fcos|"
      r"centernet|rtmdet|efficientdet|atss|ssd\d*|cornernet)($|-|\d)", "object-detection"),
-    (r"(^|-)(dit|sit|stylegan\d?(-ada)?|dcgan|ddpm|ldm|vqgan|edm|consistency-model)($|-)", "image-generation"),
+    (r"(^|-)(dit|stylegan\d?(-ada)?|dcgan|ddpm|ldm|vqgan|edm|consistency-model)($|-)", "image-generation"),
     (r"(^|-)(deeplab(v3)?\+?|segformer|pspnet|upernet|setr)($|-)", "semantic-segmentation"),
     (r"(^|-)(wav2vec2?|hubert|whisper|conformer|deepspeech\d?)($|-)", "speech-recognition"),
 )
