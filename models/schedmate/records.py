@@ -26,19 +26,20 @@ from typing import Iterable, Sequence
 
 _STEP = frozenset({"step", "steps", "global_step", "total_timesteps", "timesteps", "num_timesteps", "env_steps", "globalstep", "iter", "iters", "iteration", "iterations", "it",
                    "update", "updates", "num_updates", "n_updates", "train_step", "current_step", "current_steps", "n_iter",
-                   "niter", "step_num", "num_steps", "trained_steps", "batch_idx", "batch", "batches", "itr", "i"})
+                   "niter", "step_num", "num_steps", "trained_steps", "batch_idx", "batch", "batches", "itr", "i",
+                   "up", "upd", "total_updates", "total_train_updates"})  # "Up. 26000": an update count abbreviated
 #: names that count only when given as a pair ("batch 32" is a batch size; "Batch [20/100]" is progress)
 _PAIR_ONLY = frozenset({"batch", "batches", "i", "it"})
 #: step names that count the whole run: they win over a per-epoch or per-rollout counter on the same record
 _STRONG_STEP = frozenset({"global_step", "globalstep", "total_timesteps", "timesteps", "num_timesteps", "env_steps",
-                          "total_steps_done", "num_updates", "trained_steps"})
+                          "total_steps_done", "num_updates", "trained_steps", "total_updates", "total_train_updates"})
 _EPOCH = frozenset({"epoch", "epochs", "ep", "epoch_num", "cur_epoch", "current_epoch"})
 _TOTAL = frozenset({"total_steps", "max_steps", "max_iters", "max_iter", "num_training_steps", "total_iters",
                     "max_update", "total_iterations", "max_iterations", "num_train_steps", "total_step"})
 _LOSS = frozenset({"loss", "total_loss", "loss_total", "lm_loss", "avg_loss", "loss_avg", "mean_loss", "tot_loss",
                    "training_loss", "train_loss", "objective", "overall_loss", "full_loss", "loss_sum", "sum_loss",
                    "running_loss", "batch_loss", "loss_all", "all_loss", "xent", "cross_entropy",
-                   "crossentropy", "nll", "reduced_train_loss", "reduced_loss"})
+                   "crossentropy", "nll", "reduced_train_loss", "reduced_loss", "cost", "train_cost"})
 _TIME = frozenset({"time", "step_time", "iter_time", "time_per_step", "batch_time", "time_per_iter", "sec_per_iter",
                    "s_per_step", "elapsed_time_per_iteration"})
 _NOT_TRAIN = ("val", "valid", "validation", "eval", "test", "dev")
@@ -326,7 +327,8 @@ def dict_fields(d: dict) -> Fields | None:
             by_role.setdefault(r, []).append(k)
     step = num(_D_STEP)
     if step is None:
-        step = num([k for k in by_role.get("step", ()) if normalise(k) not in _PAIR_ONLY])
+        keys = [k for k in by_role.get("step", ()) if normalise(k) not in _PAIR_ONLY]  # a whole-run count first
+        step = num(sorted(keys, key=lambda k: normalise(k) not in _STRONG_STEP))
     if step is None or not math.isfinite(step) or step < 0:
         return None
     total = num(_D_TOTAL)
@@ -394,3 +396,40 @@ def bounded(lines: Iterable[str], head: int, tail: int) -> Sequence[str]:
     it = iter(lines)
     first = list(islice(it, head))
     return first + list(deque(it, maxlen=tail))
+
+
+# a line that only says which epoch starts ("Epoch 5/120", "epoch 6/80", "Going into epoch 8", "... - Epoch 0/139")
+_EPOCH_CTX = re.compile(r"(?:^|[\s>:|\]-])(?:going into )?epoch\s*:?\s*(\d+)\s*(?:/\s*(\d+))?\s*$", re.I)
+
+
+def epoch_context(flat, recs: list) -> None:
+    """Records that count within an epoch but do not print it, read against the epoch line above them.
+
+    Why: many loops print "Epoch 5/120" (or "Going into epoch 8") on its own line and then a bar or a
+    `Batch a/b` record that restarts every epoch; the count alone is not the run's step. In place, on the
+    tracker's records (attributes kind, idx, step, total, loss, epoch, epoch_total, s_in, spe, ebase):
+    - a bar that prints no loss while the other bars do, with another total, is an evaluation pass: dropped;
+    - a bar that restarts (or completes twice) and a `generic` pair record take the epoch of the nearest epoch
+      line above; epochs count from 0 when an epoch line says 0, and then `a/b` gives b as the last index."""
+    lossy = {r.total for r in recs if r.kind == "bar" and r.loss is not None}
+    if lossy:
+        recs[:] = [r for r in recs if not (r.kind == "bar" and r.loss is None and r.total not in lossy)]
+    bars = [r for r in recs if r.kind == "bar" and r.epoch is None]
+    restarts = len(bars) >= 2 and (sum(r.step == r.total for r in bars) >= 2 or
+                                   any(b.step < a.step and b.total == a.total for a, b in zip(bars, bars[1:])))
+    cands = [r for r in recs if r.epoch is None and r.step is not None and r.total and
+             ((r.kind == "bar" and restarts) or (r.kind == "generic" and r.s_in is None))]
+    if not cands:
+        return
+    ctx = [(i, m) for i in range(min(len(flat), cands[-1].idx)) if "poch" in flat[i]
+           and (m := _EPOCH_CTX.search(flat[i].rstrip()))]
+    if not ctx:
+        return
+    zero = any(m.group(1) and int(m.group(1)) == 0 for _, m in ctx)
+    for r in cands:
+        m = next((m for i, m in reversed(ctx) if i < r.idx), None)
+        if m is None:
+            continue
+        r.epoch, r.s_in, r.spe, r.step, r.total = int(m.group(1)), r.step, r.total, None, None
+        r.epoch_total = (int(m.group(2)) + (1 if zero else 0)) if m.group(2) else None
+        r.ebase = 0 if zero else 1

@@ -24,15 +24,17 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Sequence
 
 from models.schedmate.records import _key, normalise, role
 
 # a number not glued to a word on its left ("mAP50", "I1002" stay literal), maybe a float / sci / nan
-_NUM = re.compile(r"(?<![A-Za-z_\d.])[-+]?(?:\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|nan\b|inf\b)", re.I)
+_NUM = re.compile(r"(?<![A-Za-z_\d.,])[-+]?(?:\d{1,3}(?:,\d{3})+(?![\d.])|\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|nan\b|inf\b)", re.I)
 _CLOCK = re.compile(r"\d{1,4}[-/:]\d{2}[-/:]\d{2}(?:[ T.,:]\d+)*|\d+:\d{2}(?::\d{2})?")  # dates and clock times
-_GLYPHS = re.compile(r"[^\x00-\x7f]+|\|[#=> .-]*\|")  # bar fill, box and block characters
+_GLYPHS = re.compile(r"[^\x00-\x7f]+|\|[#=> .-]*\||\[[=>.#*-]{3,}\]")  # bar fill ("|##  |", "[==>..]"), box and block characters
+# a number named by the word right before it ("loss: 2", "Batch [40]", '"words":7'), not by a unit of the number before
+_NAMED_GAP = re.compile(r"[A-Za-z_][\w.]*[\"']?\s*[:=]?\s*[\[(]?\s*$")
 _LR = frozenset({"lr", "learning_rate", "lr_0", "lr0", "learningrate", "train_learning_rate", "lr_rate"})
 _MIN_REPEATS = 3
 # a template that opens as an evaluation record (a "val (prev val iter)" aside later in a training line is fine)
@@ -50,6 +52,7 @@ class Mined:
     epoch: int | None = None
     kind: str = "template"        # "template-named" (roles from names) or "template-behaviour" (from how columns move)
     repeats: int = 0
+    rows: list = field(default_factory=list, repr=False)  # the template's line indices
 
 
 def template(line: str) -> tuple[str, list[tuple[int, int]]]:
@@ -76,6 +79,7 @@ class _Col:
     pair_total: bool = False      # the b of an a/b pair
     in_pair: bool = False         # the a of an a/b pair
     unit: bool = False            # followed by a unit or % ("12.2s/it", "6.7G", "33%"): a measure, not a loss
+    named: bool = False           # a word names it right before it
 
     @property
     def grows(self) -> bool:
@@ -110,12 +114,13 @@ def _columns(lines: list[str], rows: list[int], spans: list[list[tuple[int, int]
         name = _key(gap) if re.search(r"[A-Za-z]", gap) else ""
         texts = [lines[r][spans[k][j][0]:spans[k][j][1]] for k, r in enumerate(rows)]
         try:
-            vals = [float(t) for t in texts]
+            vals = [float(t.replace(",", "")) for t in texts]
         except ValueError:
             vals = [math.nan] * len(texts)
         after = first[b:b + 2].lstrip()
         col = _Col(name=name, role=role(name) if name else None, vals=vals,
-                   ints=all(re.fullmatch(r"[-+]?\d+", t) for t in texts), unit=first[b:b + 1].isalpha() or after[:1] == "%")
+                   ints=all(re.fullmatch(r"[-+]?[\d,]+", t) for t in texts), unit=first[b:b + 1].isalpha() or after[:1] == "%",
+                   named=bool(name) and _NAMED_GAP.search(gap) is not None)
         if gap.strip() == "/" and cols and cols[-1].ints and col.ints and not re.search(r"[A-Za-z]", gap):
             col.pair_total, cols[-1].in_pair = True, True
         cols.append(col)
@@ -125,14 +130,16 @@ def _columns(lines: list[str], rows: list[int], spans: list[list[tuple[int, int]
 def _read(cols: list[_Col], rows: list[int]) -> tuple[int | None, int | None, float | None, int | None, str]:
     """(step, total, loss, epoch, evidence) of the newest row of a template, by column roles."""
     n = len(cols)
-    named_step = [i for i, c in enumerate(cols) if c.role == "step" and c.ints and normalise(c.name) not in ("i", "it", "batch")]
+    weak = ("i", "it", "batch", "batches")  # names that are a step only when the column moves like one
+    named_step = [i for i, c in enumerate(cols) if c.role == "step" and c.ints and (normalise(c.name) not in weak
+                  or (c.steady and c.grows and not c.in_pair))]
     epoch_i = next((i for i, c in enumerate(cols) if c.role == "epoch" and c.ints), None)
     evidence = "template-named"
     step = total = epoch = None
     # whole-run counters: named, or unnamed and steady; an a/b pair's total rides along
-    counters = named_step or [i for i, c in enumerate(cols) if c.role is None and not c.pair_total and not c.unit
+    counters = named_step or [i for i, c in enumerate(cols) if c.role is None and not c.named and not c.pair_total and not c.unit
                               and c.steady and c.grows and not (c.in_pair and cols[i + 1].vals[-1] < c.vals[-1])
-                              and not (i == 0 and len({v - r for v, r in zip(c.vals, rows)}) == 1)]
+                              and not (i == 0 and not c.in_pair and len({v - r for v, r in zip(c.vals, rows)}) == 1)]
     # (a first column that grows exactly with the line number is the paste's line numbering, not a step)
     if not named_step:
         evidence = "template-behaviour"
@@ -150,6 +157,9 @@ def _read(cols: list[_Col], rows: list[int]) -> tuple[int | None, int | None, fl
             step = int(c.vals[-1])
             if c.in_pair and i + 1 < n and cols[i + 1].constant:
                 total = int(cols[i + 1].vals[-1])
+            if epoch_i is not None and normalise(c.name) in weak and \
+                    cols[epoch_i].vals[-1] > (0 if min(cols[epoch_i].vals) == 0 else 1):
+                step = None  # "Epoch[3] Batch [200]": batches within a later epoch of unknown length
     if epoch_i is not None:
         epoch = int(cols[epoch_i].vals[-1])
         if step is None:
@@ -161,6 +171,8 @@ def _read(cols: list[_Col], rows: list[int]) -> tuple[int | None, int | None, fl
                 base = 0 if min(e_vals) == 0 else 1
                 step = int((epoch - base) * spe + cols[pair].vals[-1])
                 evidence = "template-behaviour"
+            elif pair is None and not counters and cols[epoch_i].grows and not cols[epoch_i].in_pair:
+                step = epoch  # counted in epochs ("epoch: 3" records)
     loss = None
     for want in ("loss", "loss2"):
         i = next((i for i, c in enumerate(cols) if c.role == want), None)
@@ -207,18 +219,37 @@ def mine(lines: list[str], last: int = 500, min_repeats: int = _MIN_REPEATS, lik
     for rows in groups.values():
         rows.reverse()
     best: Mined | None = None
+    losses: list[tuple[list[int], list[float]]] = []  # loss-only templates: (rows, losses)
+    counted: list[Mined] = []
     for key, rows in groups.items():
         if len(rows) < min_repeats or _EVAL_OPEN.match(key):
             continue
         cols = _columns(lines, rows, [spans[r] for r in rows])
         step, total, loss, epoch, ev = _read(cols, rows)
         if step is None:
+            i = next((i for i, c in enumerate(cols) if c.role == "loss" and c.named), None)
+            if i is not None:
+                losses.append((rows, cols[i].vals))
             continue
-        m = Mined(idx=rows[-1], step=step, total=total, loss=loss, epoch=epoch, kind=ev, repeats=len(rows))
-        # the template with a loss wins; then the newest
+        counted.append(Mined(idx=rows[-1], step=step, total=total, loss=loss, epoch=epoch, kind=ev, repeats=len(rows),
+                             rows=rows))
+    for m in counted:  # the template with a loss wins; then the newest
+        if m.loss is None:
+            m.loss = _interleaved(m.rows, losses)
         if best is None or (m.loss is not None, m.idx) > (best.loss is not None, best.idx):
             best = m
     return best
+
+
+def _interleaved(rows: list[int], losses: list[tuple[list[int], list[float]]]) -> float | None:
+    """The loss of a count whose record spans lines ("epoch: 3" then "train loss : 1.17"): a loss template whose
+    lines fall one between each two lines of the count's template belongs to it; its line after the last count."""
+    for lrows, vals in losses:
+        ends = [*rows[1:], 1 << 60]
+        between = [[j for j, r in enumerate(lrows) if a < r < b] for a, b in zip(rows, ends)]
+        if all(len(b) == 1 for b in between[:-1]) and len(between[-1]) == 1:
+            return vals[between[-1][0]]
+    return None
 
 
 _GUESSING = ("plain", "generic")  # rule kinds read by generic patterns, not by a known format's layout

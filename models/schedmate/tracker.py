@@ -20,8 +20,8 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Iterable, Sequence
 
-from models.schedmate.records import (Fields, block_records, bounded, dict_fields, flatten, read_fields, robust_mean,
-                                      table_header, table_row)
+from models.schedmate.records import (Fields, block_records, bounded, dict_fields, epoch_context, flatten, read_fields,
+                                      robust_mean, table_header, table_row)
 from models.schedmate.templates import mine, with_templates
 
 CATEGORIES = ("progress", "eval", "checkpoint", "error", "warning", "init", "other")
@@ -69,7 +69,7 @@ _MEGATRON = re.compile(r"iteration\s+(\d+)\s*/\s*(\d+)\s*\|")
 _MM_EPOCH = re.compile(r"Epoch\(train\)\s*\[(\d+)\]\s*\[\s*(\d+)\s*/\s*(\d+)\]")
 _MM_ITER = re.compile(r"Iter\(train\)\s*\[\s*(\d+)\s*/\s*(\d+)\]")
 _TIMM = re.compile(r"Train:\s*(\d+)\s*(?:/\s*(\d+)\s*\(\s*\d+%\)\s*)?\[\s*(\d+)\s*/\s*(\d+)")
-_HF_DICT = re.compile(r"^[^{]{0,60}\{[^{}]*'loss':\s*'?" + _NUM)
+_HF_DICT = re.compile(r"^[^{]{0,60}\{[^{}]*(?:'loss':\s*'?|\"loss\":\s*\"?)" + _NUM)  # Python or JSON dicts
 _EPOCH_OF = re.compile(r"\bEpoch\s*:?\s*\[?\s*(\d+)\s*(?:/\s*(\d+))?\]?", re.I)
 _STEP_OF = re.compile(r"\b(?:global[ _]step|step|iter(?:ation)?|it)\s*[=:]?\s*\[?\s*(\d+)\s*(?:/\s*(\d+))?", re.I)
 _BRACKET = re.compile(r"\[\s*(\d+)\s*/\s*(\d+)\s*\]")
@@ -185,6 +185,7 @@ class _Rec:
     zero_based_idx: bool = False
     kind: str = ""
     cols: tuple = ()              # a YOLO row's leading columns (named by the header line above it)
+    ebase: int | None = None      # epoch base when the epoch came from an epoch line above (records.epoch_context)
 
 
 _TRAIN_HEAD = re.compile(r"\s*Train(?:ing)?\b")
@@ -463,6 +464,7 @@ class MetricTracker:
         ep_total = next((r.total for r in reversed(recs) if r.kind == "epochs" and r.total), None)
         if any(r.kind != "epochs" for r in recs):  # epoch summaries next to finer progress lines
             recs = [r for r in recs if r.kind != "epochs"]
+        epoch_context(flat, recs)
         if not recs and (m := mine(flat)) is not None:  # no rule reads it: the repeated template does
             return Progress(m.step, m.total or total_steps or header.get("steps"), None, m.loss, None, epoch=m.epoch,
                             lines_used=m.repeats, diverged=m.loss is not None and not math.isfinite(m.loss),
@@ -493,7 +495,8 @@ class MetricTracker:
             if (one_based := r.kind == "bar0" and header.get("epochs") == (r.epoch_total or 0) - 1):  # epochs=300: 261/300
                 r.epoch_total -= 1
             if r.s_in is not None and r.spe and r.epoch is not None:
-                e = r.epoch - (1 if one_based else {"timm": 0, "bar0": 0, "keras": 1}.get(r.kind, base))
+                e = r.epoch - (1 if one_based else r.ebase if r.ebase is not None else
+                               {"timm": 0, "bar0": 0, "keras": 1}.get(r.kind, base))
                 r.step = e * r.spe + r.s_in
                 et = r.epoch_total or epochs_total
                 r.total = et * r.spe if et else None
