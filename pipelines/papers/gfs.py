@@ -89,7 +89,7 @@ def _replay_in_worker(pair: tuple[str, str]) -> tuple[tuple[str, str], dict[str,
 def _forecast_fit_in_worker(task: tuple[str, int]) -> dict[str, Any]:
     """One (model, origin) fit of the forecasting table (§4.2) on a worker, beside the replays."""
     assert _FORKED is not None and _FORKED.study is not None and not isinstance(_FORKED.study, str)
-    return _FORKED.study.run(task)
+    return _FORKED.study.run(task, threads=1)  # one torch thread per pool task (GluonTS fits included)
 
 
 class _Runs:
