@@ -132,9 +132,9 @@ class _ScanEveryJob(ASrpt):
         self._shaped, self.real = False, []
 
 
-def _contended(policy, seed: int, order: str, eager: bool, counter: list | None = None):
+def _contended(policy, seed: int, order: str, eager: bool, counter: list | None = None, failures=None):
     """A runaway queue on 4 x 8 GPUs at 1 Gb/s (no single-GPU jobs): heavy jobs held by the start rule
-    beside jobs that do not fit."""
+    beside jobs that do not fit; ``failures`` (sim.failures) send running jobs back through on_requeue."""
     from sim.asrpt.pai_workload import PaiSpec, generate_pai
     from sim.performance import make_performance
     from sim.predictors import predict_kind
@@ -157,7 +157,7 @@ def _contended(policy, seed: int, order: str, eager: bool, counter: list | None 
             p._try = counted
         return p
 
-    eng = Engine(w, factory, placement=HeavyEdge(), performance=perf, record_events=True,
+    eng = Engine(w, factory, placement=HeavyEdge(), performance=perf, record_events=True, failures=failures,
                  predictions={"iterations": predict_kind("iterations", "oracle", w.frame),
                               "duration": list(w.duration)})
     res = eng.run()
@@ -172,6 +172,20 @@ def test_shaped_work_conserving_pass_decides_as_the_job_by_job_scan(seed, order,
     fast, fs = _contended(ASrpt, seed, order, eager)
     ref, rs = _contended(_ScanEveryJob, seed, order, eager)
     assert fs["delayed_heads"] > 0 and fs["max_waiting"] > 100
+    assert fast.event_log == ref.event_log
+    assert list(fast.end) == list(ref.end) and fs == rs
+
+
+@pytest.mark.parametrize("order", ["virtual", "size"])
+def test_shaped_pass_after_requeues_decides_as_the_job_by_job_scan(order):
+    """Node failures requeue running jobs at the head of the real queue (virtual order: the latest first;
+    size order: the shaped queue turns back into the list, whose bisect insertions it cannot key)."""
+    from sim.failures import Failure
+
+    fail = [Failure(t, node=n, repair=60.0) for t, n in ((300.0, 0), (900.0, 1), (905.0, 2), (2000.0, 3))]
+    fast, fs = _contended(ASrpt, 3, order, False, failures=fail)
+    ref, rs = _contended(_ScanEveryJob, 3, order, False, failures=list(fail))
+    assert sum(kind == "fail" for _, kind, _, _ in fast.event_log) >= 5  # jobs went back through on_requeue
     assert fast.event_log == ref.event_log
     assert list(fast.end) == list(ref.end) and fs == rs
 
