@@ -77,6 +77,29 @@ def test_packing_tree_pruned_and_lomo(shared_data):
     assert "gmem" in pruned.rules() or "gpu_util" in pruned.rules()
 
 
+def test_packing_cv_is_cross_val_score(shared_data):
+    """PackingClassifier's ccp_alpha search scores each alpha with its own fold loop (models/packing.py): the
+    accuracies are sklearn's cross_val_score on the same StratifiedKFold, exactly, on the real profiles and on
+    random data with many candidate alphas."""
+    from sklearn.model_selection import StratifiedKFold, cross_val_score
+
+    from features.packing import FEATURES, packing_dataset
+    from models.packing import PackingClassifier
+
+    rng = np.random.default_rng(3)
+    noisy = pd.DataFrame(rng.random((120, 4)), columns=list(FEATURES))
+    for X, y in ((packing_dataset(shared_data)[list(FEATURES)], packing_dataset(shared_data)["target"]),
+                 (noisy, rng.integers(0, 3, 120))):
+        X, y = X.astype(float), np.asarray(y, dtype=int)
+        clf = PackingClassifier()
+        path = clf._tree(0.0).cost_complexity_pruning_path(X, y)
+        alphas = np.unique(np.round(path.ccp_alphas[:-1], 6))
+        assert len(alphas) > 5
+        cv = StratifiedKFold(5, shuffle=True, random_state=0)
+        expected = [cross_val_score(clf._tree(a), X, y, cv=cv).mean() for a in alphas]
+        assert clf._cv_accuracies(X.to_numpy(), y, alphas, 5) == expected
+
+
 def _series(days=12, orgs=3, seed=0):
     idx = pd.date_range("2020-05-01", periods=days * 144, freq="10min")
     rng = np.random.default_rng(seed)
