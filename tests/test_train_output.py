@@ -15,12 +15,47 @@ from tests.test_mlflow import empty_store_db  # noqa: F401 - fixture
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _run(args, cwd, uri, timeout=600):
+#: One real process runs the three training commands one after the other, each command's stdout and stderr
+#: captured at the file-descriptor level (what a terminal would show of it, library writes to fd 2 included);
+#: the process prints the exit codes. One interpreter pays the imports (MLflow, pandas, the estimators) once
+#: instead of three times (~10 s of the test's CPU): quietness is per command (``modelops.quiet`` restores the
+#: logging levels and warning filters it changed), and anything printed outside the commands (imports,
+#: interpreter exit) must be empty too.
+CHILD = """
+import json, os, sys
+from pipelines.cli import main
+folder, commands = sys.argv[1], json.loads(sys.argv[2])
+codes = []
+for i, argv in enumerate(commands):
+    sys.stdout.flush(); sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    with open(os.path.join(folder, f"{i}.out"), "wb") as out, open(os.path.join(folder, f"{i}.err"), "wb") as err:
+        os.dup2(out.fileno(), 1); os.dup2(err.fileno(), 2)
+        try:
+            codes.append(main(argv))
+        finally:
+            sys.stdout.flush(); sys.stderr.flush()
+            os.dup2(saved[0], 1); os.dup2(saved[1], 2)
+print(json.dumps(codes))
+"""
+
+
+def _run_commands(commands: list[list[str]], cwd: Path, uri: str, timeout: float = 600) -> tuple[list, str]:
+    """Run the schedcast commands in one fresh process; returns [(code, stdout, stderr)] per command and
+    what the process printed to stderr outside them."""
+    import json
+
     env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
     env.update(MLFLOW_TRACKING_URI=uri, OMP_NUM_THREADS="1", MPLBACKEND="Agg", PYTHONPATH=str(ROOT))
     env.pop("PYTHONWARNINGS", None)
-    return subprocess.run([sys.executable, "-m", "pipelines.cli", *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=timeout)
+    folder = cwd / "captured"
+    folder.mkdir()
+    proc = subprocess.run([sys.executable, "-c", CHILD, str(folder), json.dumps(commands)], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, proc.stderr
+    codes = json.loads(proc.stdout.strip().splitlines()[-1])
+    return [(code, (folder / f"{i}.out").read_text(), (folder / f"{i}.err").read_text())
+            for i, code in enumerate(codes)], proc.stderr
 
 
 @pytest.mark.slow
@@ -31,20 +66,26 @@ def test_training_is_quiet_by_default_and_the_models_table_is_fast(tmp_path, emp
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     # what EBM training prints is under test, not the model: at most 100 boosting rounds instead of interpret's
     # 50,000 with early stopping (7.3 s -> 0.5 s of CPU for the fit)
-    r = _run(["train", "duration", "--synthetic", "demo", "--jobs", "800", "--test-days", "0.2",
-              "--algo", "ebm", "--param", "max_rounds=100", "--allow-worse-than-baseline"], tmp_path, uri)
-    assert r.returncode == 0, r.stderr
-    assert r.stderr.strip() == "", r.stderr  # no MLflow type-hint warning, no INFO lines, no ANSI codes
-    assert "mse" not in r.stdout.split() and "log-s" in r.stdout
+    ebm = ["train", "duration", "--synthetic", "demo", "--jobs", "800", "--test-days", "0.2", "--algo", "ebm",
+           "--param", "max_rounds=100", "--allow-worse-than-baseline"]
+    demand = ["train", "demand", "--data-dir", str(shared_data), "--freq", "1h", "--param", "max_epochs=1",
+              "--allow-worse-than-baseline"]
+    # last: a command with --verbose must not make the quiet ones after it pass (warnings shown once)
+    verbose = ["train", "duration", "--synthetic", "demo", "--jobs", "800", "--test-days", "0.2", "--verbose",
+               "--param", "n_estimators=5"]
+    runs, outside = _run_commands([ebm, demand, verbose], tmp_path, uri)
+    assert len(runs) == 3 and outside.strip() == "", outside  # nothing on import or at exit either
+    (code, out, err) = runs[0]
+    assert code == 0, err
+    assert err.strip() == "", err  # no MLflow type-hint warning, no INFO lines, no ANSI codes
+    assert "mse" not in out.split() and "log-s" in out
     # Lightning's banner and tips stay silent too (OrgLinear is a Lightning module).
-    r = _run(["train", "demand", "--data-dir", str(shared_data), "--freq", "1h", "--param", "max_epochs=1",
-              "--allow-worse-than-baseline"], tmp_path, uri)
-    assert r.returncode == 0, r.stderr
-    assert r.stderr.strip() == "", r.stderr
-    assert "GPU available" not in r.stdout and "Tip" not in r.stdout
-    r = _run(["train", "duration", "--synthetic", "demo", "--jobs", "800", "--test-days", "0.2", "--verbose",
-              "--param", "n_estimators=5"], tmp_path, uri)
-    assert r.returncode == 0 and "mlflow" in r.stderr.lower()  # --verbose shows what was hidden
+    (code, out, err) = runs[1]
+    assert code == 0, err
+    assert err.strip() == "", err
+    assert "GPU available" not in out and "Tip" not in out
+    (code, out, err) = runs[2]
+    assert code == 0 and "mlflow" in err.lower()  # --verbose shows what was hidden
 
     body = ("import sys, time; t0 = time.perf_counter(); from pipelines.cli import main; main(['models']); "
             "print('mlflow imported:', 'mlflow' in sys.modules); print(f'seconds: {time.perf_counter() - t0:.3f}')")
