@@ -76,6 +76,9 @@ def _repository(files: dict[str, str]) -> _Repository:
 
 
 # a documentation placeholder with spaces, `[your imagenet-folder with train and val folders]` or
+# top-level config keys that pick the training program (`app: vjepa`, `method: simclr`)
+_DISPATCH_KEYS = ("app", "method", "algorithm", "framework", "objective", "trainer", "pipeline")
+_EVAL_VALUE = re.compile(r"val|eval|test|out|log|save|ckpt|checkpoint|resume|load|init|pretrain", re.I)
 # `<path to data>`: one argument the user replaces, so it stays one word
 _PLACEHOLDER = re.compile(r"(?<![\w$\[])\[[A-Za-z][^\]\[\n$\"'=]*\s+[A-Za-z][^\]\[\n$\"'=]*\]|"
                           r"<[A-Za-z][^<>\n$\"'=|&;]*\s+[A-Za-z][^<>\n$\"'=|&;]*>")
@@ -637,6 +640,9 @@ class _Extractor(FollowMixin):
         if name is None:  # a console script: positionals are data paths more often than not
             for p in positionals:
                 self.s.put("positional", p, P_ARGV - 5, f"argv positional {p}")
+            for k, v in parsed.items():  # and so are its path-valued options (`./train_gpt2cu -i data/x/*.bin`)
+                if isinstance(v, str) and "/" in v and not _EVAL_VALUE.search(k):
+                    self.s.put("positional", v, P_ARGV - 6, f"argv path --{k}")
         for value in info.model_literals:
             self.s.put("code.model", value, P_CODE, "code model constructor")
         for value in info.dataset_literals:
@@ -911,6 +917,9 @@ class _Extractor(FollowMixin):
                         self.config_file(f, prio - 1, f"config {f}")
                 self.s.put_tree(data, prio, source)
                 self._config_model_class(data, prio, name)
+                for key in _DISPATCH_KEYS:  # `app: vjepa`: the entry dispatches on it to the training code
+                    if isinstance(data.get(key), str) and len(data[key]) <= 40:
+                        self.task_text.append(data[key])
             self.s.put("config.filename", PurePosixPath(name).stem, prio - 30, f"config name {name}")
         elif name.endswith(".py"):
             data, bases = _python_config(text)

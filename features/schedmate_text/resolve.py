@@ -21,10 +21,12 @@ def resolve(ex) -> JobMetadata:
     # model: known names first (by priority), then any model-key string
     model_cands = [(k, v, p, s) for k, v, p, s in ranked if isinstance(v, str) and v.strip() and
                    v.strip().lower() not in ("scratch", "resume", "none", "null", "") and not _PLACEHOLDER_VALUE.search(v) and
+                   not v.strip().lower().startswith("build_") and
                    (_last(k) in _MODEL_KEYS or k in ("code.model", "config.filename", "hint.entry", "hint.config", "hydra.model_class",
                                                        "config_arg.model")
                     or _last(k) in _WEAK_MODEL_KEYS
-                    or (k.lower().startswith("model.") and _last(k) in ("name", "_name", "type", "arch", "model_name"))
+                    or (k.lower().startswith("model.") and _last(k) in ("name", "_name", "type", "arch", "model_name")
+                        and not _PART.search(k.lower().rsplit(".", 1)[0]))
                     or _model_section_name(k)) and
                    not _EVAL_PATH.search(k.lower())]
     mm = _mm_model(ex)
@@ -34,8 +36,11 @@ def resolve(ex) -> JobMetadata:
     explicit = [c for c in model_cands if not c[0].startswith(("hint.", "config.filename", "code.model"))
                 and _last(c[0]) not in _WEAK_MODEL_KEYS and not str(c[1]).startswith(("/", "./"))]
     # reinforcement learning: the algorithm is the model (its --network is a part of it)
-    explicit.sort(key=lambda c: (-c[2], _last(c[0]) not in ("alg", "algo", "algorithm")))
-    if explicit and (first_known is None or explicit[0][2] > first_known[2]) and \
+    # and a network's own name before its backbone's (modelname 'dino' beside backbone 'resnet50')
+    explicit.sort(key=lambda c: (-c[2], _last(c[0]) not in ("alg", "algo", "algorithm"), _last(c[0]) == "backbone"))
+    part_known = first_known is not None and _last(first_known[0]) == "backbone" and explicit and \
+        _last(explicit[0][0]) != "backbone" and explicit[0][2] >= first_known[2]  # the network around a known backbone
+    if explicit and (first_known is None or explicit[0][2] > first_known[2] or part_known) and \
             (not mm or explicit[0][2] > P_CONFIG):
         k, v, p, src = explicit[0]  # the user named a model we do not know: keep their name
         section = k.rsplit(".", 1)[0] if "." in k else ""
@@ -75,7 +80,8 @@ def resolve(ex) -> JobMetadata:
     if depth and (md.model is None or md.sources.get("model", "").startswith(("config name", "entry name"))):
         # `--resnet_depth=18`: the family's option names the depth (TF SimCLR, many CIFAR repos)
         md.model, md.sources["model"] = canonical_model(f"{depth[0]}{depth[1]}"), depth[2]
-    cls = next((c for c in ranked if c[0] == "code.model_class"), None)
+    cls = next((c for c in ranked if c[0] == "code.model_class" and not _GENERIC_CLASS.match(_class_name_words(c[1]))),
+               None)
     if cls is not None and (md.model is None or md.sources.get("model", "").startswith(("config name", "entry name"))
                             and not known_model(md.model)):
         # the network class the code builds (`model = CNN(...)`) beats an unknown name guessed from a
@@ -107,7 +113,8 @@ def resolve(ex) -> JobMetadata:
             continue
         lk = _last(k)
         segs = k.lower().split(".")[:-1]
-        if lk in _DATA_KEYS or k in ("code.dataset", "positional") or "data" in lk or _ANN_KEY.search(lk) or any(
+        if lk in _DATA_KEYS or k in ("code.dataset", "positional") or "data" in lk or _ANN_KEY.search(lk) or \
+                lk.startswith(("input_", "train_bin", "train_path")) or any(
                 sg in ("data", "dataset", "datasets") for sg in segs):
             ds = canonical_dataset(v)
             if ds:
@@ -196,7 +203,7 @@ def resolve(ex) -> JobMetadata:
     elif ex.nodes:
         md.sources["nodes"] = ex.nodes[2]
     if nodes is None and not code_nodes:
-        found = _argv_nodes(ranked)
+        found = _argv_nodes(ranked, ex)
         if found:
             nodes, md.sources["nodes"] = found
     nodes = nodes or 1
@@ -233,12 +240,23 @@ def resolve(ex) -> JobMetadata:
     # the entry's and configs' names first (pretrain_gpt.py), then everything the code says (a large
     # shared parser may define options of other objectives: Megatron's DINO options)
     sig = task_from_signals(" ".join(ex.task_names)) or task_from_signals(" ".join(ex.task_text))
+    code_obj = task_from_objective(ex.code_texts)
+    prog = _program_task(ex)
+    if sig and prog and prog != sig:
+        sig = prog  # the parser's own description ("Set transformer detector") over a word in a file name
     if sig:
         md.task, md.sources["task"] = sig, "code signal (class / script / config type)"
-    named = task_from_names(" ".join(PurePosixPath(str(n)).stem for n in ex.task_names[:1]))
-    if named and (sig is None or sig in ("image-classification", "object-detection")):
+    entry_path = str(PurePosixPath(str(ex.task_names[0])).with_suffix("")) if ex.task_names else ""
+    named = task_from_names(entry_path)
+    sig_from_names = task_from_signals(" ".join(ex.task_names)) is not None
+    if named == "segmentation":  # a `segment/train.py` entry: instance masks on detection data, else per pixel
+        named = "instance-segmentation" if (md.dataset == "coco" or (code_obj and code_obj[0] == "object-detection")) \
+            else "semantic-segmentation"
+    if named and (sig is None or sig in ("image-classification", "object-detection") or
+                  (named.endswith("segmentation") and not sig_from_names)):
+        # (an option name such as `--mask-ratio` says less than a `segment/` entry folder)
         md.task, md.sources["task"] = named, f"entry name {ex.task_names[0]}"
-    obj = task_from_objective(ex.code_texts) if md.task is None else None
+    obj = code_obj if md.task is None else None
     if obj:
         md.task, md.sources["task"] = obj[0], f"objective in the training code ({obj[1]} signals)"
         modes = {str(v).lower() for k, v, p, s in ranked if p >= P_ARGV - 5 and "mode" in _last(k)}
@@ -296,6 +314,16 @@ _LM_FAMILY = re.compile(r"(gpt|llama|opt-|bloom|falcon|mistral|mixtral|qwen|pyth
 # a documentation placeholder the user replaces (`<your_path_to_hf_converted_llama>`, `/path/to/model`):
 # it names no model, so it is no answer (unknown beats a confident wrong value)
 _PLACEHOLDER_VALUE = re.compile(r"^[<\[{].*[>\]}]$|(^|[-_/<\[ ])(your|path[-_ ]?to|xxx+|todo)([-_/>\] ]|$)", re.I)
+# a wrapper class named for its role, not its architecture (SegmentationModel, DetectionModel, BaseModel)
+_GENERIC_CLASS = re.compile(r"^(segmentation|detection|classification|keypoint|pose|base|my|custom)-?(model|network|module|wrapper)$")
+
+
+def _class_name_words(name: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "-", str(name)).lower()
+
+
+# sections that configure a part of the network (MODEL.SEM_SEG_HEAD.NAME: MaskFormerHead), not the network
+_PART = re.compile(r"head|decoder|neck|loss|criterion|matcher|pixel|roi|proposal|rpn|anchor|postprocess")
 _DEPTH_FAMILY = r"resnet|resnext|wide-resnet|vgg|densenet|regnet|efficientnet|mobilenet"
 
 
@@ -324,6 +352,15 @@ def _program_model(ex) -> str | None:
         if words and len(words) <= 3 and any(re.fullmatch(r"[A-Z][A-Za-z0-9-]*[A-Z][A-Za-z0-9-]*", w) and
                                              w.lower() not in _GENERIC_PROGRAM for w in words):
             return norm("-".join(words))
+    return None
+
+
+def _program_task(ex) -> str | None:
+    """The task an ArgumentParser's description names: a detector / detection, a segmenter."""
+    for text in getattr(ex, "programs", []):
+        t = text.lower()
+        if re.search(r"\bdetect(or|ion)\b", t):
+            return "object-detection"
     return None
 
 
@@ -392,10 +429,18 @@ def _device_count(v) -> int | None:
     return None
 
 
-def _argv_nodes(ranked) -> tuple[int, str] | None:
+def _argv_nodes(ranked, ex=None) -> tuple[int, str] | None:
     """Nodes from the job's own arguments: --nodes (submitit), --num_nodes, --nnodes, and --world-size
     where the script's distributed mode counts nodes by it (PyTorch's ImageNet example)."""
     found = _first_int(ranked, _NODE_KEYS)
+    if found and ex is not None and found[1].startswith("config ") and any(
+            p >= P_ARGV - 5 and (_last(k) in _DEVICE_LIST_KEYS or _last(k) in _GPU_ARG_KEYS) for k, v, p, s in ranked):
+        # the command lists this machine's devices and the node count comes from a config file that the
+        # entry's code never reads by that name (`nodes:` for a SLURM launcher beside a local entry): not this run
+        key = next((_last(k) for k, v, p, s in ranked if s == found[1] and _last(k) in _NODE_KEYS), "")
+        code = "\n".join(getattr(ex, "code_texts", []))
+        if key and not re.search(rf"[\"']{re.escape(key)}[\"']|\.{re.escape(key)}\b", code, re.I):
+            return None
     if found:
         return found
     keys = {_last(k) for k, v, p, s in ranked if p >= P_CONFIG}

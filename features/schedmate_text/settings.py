@@ -8,7 +8,7 @@ from typing import Any
 # source priorities: a value from a higher one is kept
 P_ARGV, P_OVERRIDE, P_CONFIG, P_CODE_KW, P_DEFAULT, P_CODE, P_LAUNCH = 100, 95, 80, 70, 60, 50, 90
 
-_MODEL_KEYS = {"arch", "model", "model_name", "alg", "algo", "algorithm", "model_type", "network", "net", "backbone", "init_from", "base_model",
+_MODEL_KEYS = {"arch", "model", "model_name", "modelname", "alg", "algo", "algorithm", "model_type", "network", "net", "backbone", "init_from", "base_model",
                "model_name_or_path", "pretrained_model_name_or_path", "model_id", "model_path", "tokenizer_model"}
 _DATA_KEYS = {"dataset", "dataset_name", "data", "data_path", "data_dir", "data_root", "dataset_type", "task_name",
               "env", "env_id", "env_name", "train_file", "root", "dataset_config_name", "name"}
@@ -21,7 +21,7 @@ _BATCH_KEYS = {"batch_size", "per_device_train_batch_size", "train_micro_batch_s
                "b", "bs", "mini_batch_size", "train_batch_size_per_gpu", "samples_per_gpu", "per_gpu_train_batch_size",
                "batch_size_per_gpu", "device_train_microbatch_size", "batch_size_train", "train_batch_size_per_device",
                "batch", "batch_size_training", "batchsize_per_replica", "batch_size_per_replica", "batchsize",
-               "batch_size_per_device", "imgs_per_gpu", "ims_per_gpu"}
+               "batch_size_per_device", "imgs_per_gpu", "ims_per_gpu", "videos_per_gpu", "clips_per_gpu"}
 _GLOBAL_BATCH_KEYS = {"ims_per_batch", "global_batch_size", "total_batch_size", "train_batch_size",
                       "global_train_batch_size"}
 _MICRO_BATCH_KEYS = {"micro_batch_size", "per_device_train_batch_size", "train_micro_batch_size_per_gpu",

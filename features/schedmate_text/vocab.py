@@ -107,6 +107,10 @@ DATASET_RULES: tuple[tuple[str, str], ...] = (
     (r"(^|-)cc-?12m($|-)", "cc12m"),
     (r"(^|-)cc-?3m($|-)", "cc3m"),
     (r"(^|-)(glue-)?(mrpc|cola|qnli|rte|qqp|sts-?b)($|-)", "glue-\\3"),
+    (r"(^|-)(sthv2|ssv2|something-?something-?v2|sth-?sth-?v2)($|-)", "something-something-v2"),
+    (r"(^|-)flickr-?30k", "flickr30k"),
+    (r"(^|-)tiny-?shakespeare", "shakespeare"),
+    (r"(^|-)(?<!edu-)fineweb(?!-?edu)(-?\d+[bmt])?($|-)", "fineweb"),
     (r"cifar-?100", "cifar100"),
     (r"cifar-?10", "cifar10"),
     (r"(^|-)coco", "coco"),
@@ -167,7 +171,7 @@ DATASET_TASK = {
     "slimpajama": "language-modeling", "redpajama": "language-modeling", "dolma": "language-modeling",
     "refinedweb": "language-modeling", "sharegpt": "language-modeling", "fineweb-edu": "language-modeling",
     "celeba-hq": "image-generation", "ffhq": "image-generation", "afhq": "image-generation", "kinetics": "video-classification", "ucf101": "video-classification",
-    "hmdb51": "video-classification", "laion-400m": "image-text-pretraining", "laion-2b": "image-text-pretraining",
+    "hmdb51": "video-classification", "something-something-v2": "video-classification", "fineweb": "language-modeling", "laion-400m": "image-text-pretraining", "laion-2b": "image-text-pretraining",
     "imagenet-22k": "image-classification", "mnist": "image-classification", "enwik8": "language-modeling",
     "pile": "language-modeling", "c4": "language-modeling", "cc12m": "image-text-pretraining",
     "cc3m": "image-text-pretraining",
@@ -179,7 +183,7 @@ TASK_SIGNALS: tuple[tuple[str, str], ...] = (
     # the objective before the data: a masked-autoencoder or contrastive run on ImageNet is pretraining
     (r"main_pretrain|mask_ratio|audio_pretraining|wav2vec|simclr|(?<![a-z])moco|(?<![a-z])dino(?![a-z])|"
      r"(?<![a-z])byol(?![a-z])|pretrain_mae|mae_vit|masked_autoencoder|dinov2|(?<![a-z])ibot(?![a-z])|simsiam|"
-     r"(?<![a-z])swav(?![a-z])|barlow[_ ]?twins", "self-supervised-pretraining"),
+     r"(?<![a-z])swav(?![a-z])|barlow[_ ]?twins|(?<![a-z])[iv]?-?jepa(?![a-z])", "self-supervised-pretraining"),
     # image-text contrastive training (CLIP and its reimplementations)
     (r"open_?clip|clip_train|cliploss|clip_loss", "image-text-pretraining"),
     # a language model fed by a vision tower through a projector (LLaVA-style visual instruction tuning)
@@ -298,7 +302,11 @@ OBJECTIVE_SIGNALS: dict[str, tuple[str, ...]] = {
                                     r"projection_head", r"\bpredictor\b", r"jepa", r"masked_autoencoder"),
     "image-classification": (r"num_classes", r"\btop-?1\b", r"\btop-?5\b", r"label_smoothing", r"\bmixup",
                              r"\bcutmix", r"crossentropyloss", r"correct\s*\+=", r"\baccuracy\b"),
-    "object-detection": (r"\bbbox", r"box_loss", r"\banchors?\b", r"\bnms\b", r"\broi_"),
+    "object-detection": (r"\bbbox", r"box_loss", r"\banchors?\b", r"\bnms\b", r"\broi_", r"giou", r"hungarian|matcher",
+                         r"num_queries", r"box_ops|box_cxcywh", r"\bcoco_?eval"),
+    # image-text pre-training: contrastive and matching losses over paired image and text features
+    "image-text-pretraining": (r"loss_it[ac]\b|\bit[ac]_loss", r"loss_itm\b|\bitm_loss", r"image_feat", r"text_feat",
+                               r"text_encoder", r"visual_encoder|vision_encoder"),
 }
 _COMMENT = re.compile(r"(?m)#.*$")
 
@@ -324,6 +332,7 @@ NAME_TASK_SIGNALS: tuple[tuple[str, str], ...] = (
     (r"caption", "image-captioning"),
     (r"(?<![a-z])vqa", "visual-question-answering"),
     (r"retrieval", "image-text-retrieval"),
+    (r"(^|/)segment(ation)?/", "segmentation"),  # YOLO-style task folders: segment/train.py
 )
 
 
