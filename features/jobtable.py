@@ -246,6 +246,9 @@ def _parse_plain(values: pd.Series) -> tuple[np.ndarray, bool] | None:
     if pc.max(pc.utf8_length(present)).as_py() > _FAST_MAX_CHARS:
         return None
     try:
+        ints = _int_cast(arr)
+        if ints is not None:
+            return ints.to_numpy(zero_copy_only=False).astype(float), True
         if pc.all(pc.match_substring_regex(present, _PLAIN_INT)).as_py():
             return pc.cast(arr, pa.int64()).to_numpy(zero_copy_only=False).astype(float), True
         if not pc.all(pc.match_substring_regex(present, _PLAIN_DECIMAL)).as_py():
@@ -257,6 +260,28 @@ def _parse_plain(values: pd.Series) -> tuple[np.ndarray, bool] | None:
     if pc.any(pc.and_(pc.equal(num, 0.0), pc.starts_with(arr, "-"))).as_py():
         return None
     return num.to_numpy(zero_copy_only=False).astype(float), False
+
+
+def _int_cast(arr):
+    """``arr`` (pyarrow text) cast to int64 when that cast reads exactly the _PLAIN_INT values, else None.
+
+    pyarrow's integer parser accepts ``-?[0-9]+`` (within int64; _parse_plain allows 15 characters) and
+    hexadecimal ``0x1F`` / ``0X1F``, and refuses everything else (signs '+', spaces, exponents, other
+    digits); so a successful cast of text without an 'x' or 'X' byte is a column of _PLAIN_INT values.
+    Why: the pattern test costs more than the cast itself (1.75 M rows: 0.08 s against 0.05 s per column);
+    the byte test is a few milliseconds. A column the cast refuses takes the pattern path as before."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    chunks = arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]
+    for chunk in chunks:
+        data = chunk.buffers()[2]
+        if data is not None and len(data) and bool(np.any((np.frombuffer(data, dtype=np.uint8) | 0x20) == 0x78)):
+            return None  # an 'x' or 'X' somewhere in the buffer: perhaps hexadecimal
+    try:
+        return pc.cast(arr, pa.int64())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
 
 
 #: all_distinct's last answers, by the identity of the (immutable) pyarrow array they were computed on;
@@ -275,10 +300,54 @@ def all_distinct(values: pd.Series) -> bool:
     hit = _DISTINCT.get(id(arr))
     if hit is not None and hit[0] is arr:
         return hit[1]
-    answer = len(pc.unique(arr)) == len(arr)  # null counts once, as count_distinct(mode="all"); twice as fast
+    answer = _distinct_numbered(arr)
+    if answer is None:
+        answer = len(pc.unique(arr)) == len(arr)  # null counts once, as count_distinct(mode="all"); twice as fast
     _DISTINCT.clear()
     _DISTINCT[id(arr)] = (arr, answer)
     return answer
+
+
+#: A canonical whole number as _distinct_numbered reads it: no sign, no leading zero, at most 18 digits (int64).
+_CANONICAL_INT = r"^(?:0|[1-9][0-9]{0,17})$"
+
+
+def _distinct_numbered(arr) -> bool | None:
+    """Whether the ids of a pyarrow text array are all distinct, answered from integers when every id is
+    one shared prefix followed by a canonical whole number (``ref-17``, ``job_42``, ``6141214``); None
+    when they are not (or hold a null): the caller hashes the strings.
+
+    Exact: the prefix is common and a canonical number has one spelling, so two ids are equal exactly when
+    their numbers are. Why: hashing 1.75 M strings costs 0.5-0.7 s on a loaded machine; the numbers are
+    checked with one pattern, one cast and one pass over a bitmap (or a sort when they are spread wide)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = len(arr)
+    if n < 2 or arr.null_count:
+        return None
+    first = arr[0].as_py()
+    prefix = first.rstrip("0123456789")
+    if prefix == first:
+        return None
+    try:
+        if prefix:
+            if not pc.all(pc.starts_with(arr, prefix)).as_py():
+                return None
+            arr = pc.utf8_slice_codeunits(arr, len(prefix))
+        if not pc.all(pc.match_substring_regex(arr, _CANONICAL_INT)).as_py():
+            return None
+        ints = pc.cast(arr, pa.int64())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+    ints = ints.to_numpy(zero_copy_only=False) if isinstance(ints, pa.Array) else ints.to_numpy()
+    lo, hi = int(ints.min()), int(ints.max())
+    if hi - lo < 8 * n:  # dense numbers (a counter): one bitmap
+        seen = np.zeros(hi - lo + 1, dtype=bool)
+        seen[ints - lo] = True
+        return int(np.count_nonzero(seen)) == n
+    ints = np.sort(ints)
+    return not bool((ints[1:] == ints[:-1]).any())
 
 
 def to_numeric(values: pd.Series) -> pd.Series:

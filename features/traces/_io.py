@@ -24,7 +24,8 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
-from features.jobtable import REASONS, LoadReport, TraceError, all_distinct, as_number, as_object_text
+from features.jobtable import (REASONS, LoadReport, TraceError, all_distinct, as_number, as_object_text,
+                               is_arrow_text)
 
 #: Compression detected by content (magic bytes) first, by suffix second.
 _MAGIC = {b"\x1f\x8b": "gzip", b"BZh": "bz2", b"\xfd7zXZ\x00": "xz", b"PK\x03\x04": "zip"}
@@ -176,12 +177,14 @@ def _read_arrow(data: bytes, width: int) -> pd.DataFrame | None:
             io.BytesIO(data),
             read_options=pacsv.ReadOptions(column_names=cols, use_threads=True),
             parse_options=pacsv.ParseOptions(quote_char=False, newlines_in_values=False, ignore_empty_lines=False),
-            convert_options=pacsv.ConvertOptions(column_types={c: pa.large_string() for c in cols},
+            # 32-bit offsets while parsing: pyarrow's CSV reader builds them at half the CPU of large_string's
+            # (1.75 M rows x 9 columns: 0.45 s against 0.9 s); the widening cast below reuses the characters
+            convert_options=pacsv.ConvertOptions(column_types={c: pa.string() for c in cols},
                                                  null_values=NA_VALUES, strings_can_be_null=True))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):  # a row of another width, say: pandas reads it
         return None
     dtype = pd.StringDtype("pyarrow")
-    return pd.DataFrame({i: pd.Series(pd.arrays.ArrowStringArray(table.column(c)), dtype=dtype)
+    return pd.DataFrame({i: pd.Series(pd.arrays.ArrowStringArray(table.column(c).cast(pa.large_string())), dtype=dtype)
                          for i, c in enumerate(cols)})
 
 
@@ -281,12 +284,14 @@ def parse_datetimes(values: pd.Series, report: LoadReport, *, tz: str, column: s
         return out, oor
     if not pd.api.types.is_string_dtype(text):
         text = text.astype(str)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            fast = pd.to_datetime(text, errors="coerce", format="ISO8601")
-        except (ValueError, TypeError, OverflowError):
-            fast = None
+    fast = _arrow_datetimes(text)
+    if fast is None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                fast = pd.to_datetime(text, errors="coerce", format="ISO8601")
+            except (ValueError, TypeError, OverflowError):
+                fast = None
     if fast is not None and pd.api.types.is_datetime64_dtype(fast) and fast.notna().all():
         # all naive ISO times (the common case); a zone-aware value would have given another dtype
         local = _localize(fast, tz, report, column)
@@ -337,6 +342,40 @@ def parse_datetimes(values: pd.Series, report: LoadReport, *, tz: str, column: s
             far = year[(year < 1678) | (year > 2261)].index
             oor[far] = True
     return out, oor
+
+
+#: The one layout _arrow_datetimes reads: "YYYY-MM-DD HH:MM:SS" (or a "T" between date and time), nothing else.
+_PLAIN_DATETIME = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[ T][0-9]{2}:[0-9]{2}:[0-9]{2}$"
+#: Years that pandas' nanosecond clock holds whole (1677-09-21 .. 2262-04-11); others take pandas' path.
+_NS_YEARS = (1678, 2262)
+
+
+def _arrow_datetimes(text: pd.Series) -> pd.Series | None:
+    """``pd.to_datetime(text, format="ISO8601")`` (naive, nanoseconds) of pyarrow-backed text without a
+    missing value, when every value is a valid plain "YYYY-MM-DD HH:MM:SS" of a year in _NS_YEARS; else
+    None (the caller parses with pandas, which decides every other case, invalid dates included).
+
+    Why: pandas turns 1.75 M pyarrow strings into Python objects and parses them one by one (0.6 s on a
+    loaded machine); pyarrow's ISO-8601 cast is vectorised (0.05 s). The layout is pinned by a pattern
+    first, and pyarrow's cast refuses impossible dates and times (2020-02-30, 24:00:00, 23:59:60), so
+    every value it returns is the instant pandas reads from the same text."""
+    if not is_arrow_text(text) or text.hasnans or not len(text):
+        return None
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    arr = text.array.__arrow_array__()
+    try:
+        if not pc.all(pc.match_substring_regex(arr, _PLAIN_DATETIME)).as_py():
+            return None
+        stamps = pc.cast(arr, pa.timestamp("s"))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+    seconds = stamps.to_numpy(zero_copy_only=False) if isinstance(stamps, pa.Array) else stamps.to_numpy()
+    lo, hi = (np.datetime64(f"{y}-01-01", "s") for y in _NS_YEARS)
+    if seconds.min() < lo or seconds.max() >= hi:
+        return None
+    return pd.Series(seconds.astype("datetime64[ns]"), index=text.index, name=text.name)
 
 
 def _localize(parsed: pd.Series, tz: str, report: LoadReport, column: str) -> pd.Series:
