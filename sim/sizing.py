@@ -31,8 +31,9 @@ def _arrays(jobs: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     if hasattr(jobs, "columns"):  # a job-table frame
         return (jobs["duration"].to_numpy(dtype=float), jobs["num_gpus"].to_numpy(dtype=float),
                 jobs["submit_time"].to_numpy(dtype=float))
-    return (np.asarray(jobs.duration, dtype=float), np.asarray(jobs.gpus, dtype=float),
-            np.asarray(jobs.submit, dtype=float))
+    column = getattr(jobs, "column", None) or (lambda name: getattr(jobs, name))  # a Workload's arrays, built once
+    return (np.asarray(column("duration"), dtype=float), np.asarray(column("gpus"), dtype=float),
+            np.asarray(column("submit"), dtype=float))
 
 
 def _resized(part: Partition, nodes: int) -> Partition:

@@ -108,6 +108,9 @@ class Workload:
     gpu_demand: list[float] | None = None
     spread: list[bool] | None = None  # a single pod given by a GPU count only: may span nodes
     simple: bool = field(default=True, init=False)  # every job: one spreadable pod, whole GPUs, any model
+    #: name -> (the list, the array it was made from): see column(); filled by build_workload only
+    _columns: dict[str, tuple[list, np.ndarray]] = field(default_factory=dict, init=False, repr=False,
+                                                         compare=False)
 
     def __post_init__(self) -> None:
         n = len(self.submit)
@@ -135,6 +138,28 @@ class Workload:
     def __len__(self) -> int:
         return len(self.submit)
 
+    def column(self, name: str) -> np.ndarray:
+        """The per-job list ``name`` (submit, duration, gpus, gpu_demand, partition, load_time, save_time) as
+        the array ``np.asarray(list)`` gives, values and dtype: the one build_workload made the list from
+        while the attribute still holds that list (read-only: copy it to write), else converted now.
+
+        Why: scoring, fingerprints and load figures each turned 1.75 M-element lists back into arrays
+        (0.05-0.1 s per list on a loaded machine). The lists are the hot path's form and never written
+        into after the build (a policy that needs other values replaces the list: dataclasses.replace)."""
+        values = getattr(self, name)
+        hit = self.__dict__.get("_columns", {}).get(name)  # (a Workload unpickled from an older tree has none)
+        if hit is not None and hit[0] is values and len(hit[1]) == len(values):
+            return hit[1]
+        return np.asarray(values)
+
+    def _keep_columns(self, arrays: dict[str, np.ndarray]) -> None:
+        """Remember the arrays the lists were made from (only dtypes a list round-trips exactly)."""
+        for name, arr in arrays.items():
+            if arr.dtype in (np.float64, np.int64, np.bool_) and arr.ndim == 1:
+                view = arr.view()
+                view.flags.writeable = False
+                self._columns[name] = (getattr(self, name), view)
+
     def request(self, job: int) -> Request:
         """The typed request of one job (built on demand; the lists are the hot-path form)."""
         pods = self.pods[job]
@@ -146,8 +171,8 @@ class Workload:
         """Hash of the per-job arrays (requests included when any job is more than a GPU count, so
         plain workloads keep the fingerprint they had before requests existed)."""
         h = hashlib.sha256()
-        for arr in (self.submit, self.duration, self.gpus, self.partition, self.load_time, self.save_time):
-            h.update(np.asarray(arr, dtype=float).tobytes())
+        for name in ("submit", "duration", "gpus", "partition", "load_time", "save_time"):
+            h.update(np.asarray(self.column(name), dtype=float).tobytes())
         if not self.simple:
             for arr in (self.pods, self.gpus_per_pod, self.gpu_milli, self.checkpoint):
                 h.update(np.asarray(arr, dtype=float).tobytes())
@@ -246,14 +271,16 @@ def build_workload(table: JobTable | pd.DataFrame, cluster: Cluster, *, costs: C
     kept["load_time"], kept["save_time"] = load, save
     report["jobs_kept"] = n
     report["jobs_rejected"] = int(sum(report["rejected"].values()))
-    return Workload(
+    arrays = {"submit": kept["submit_time"].to_numpy(dtype=float), "duration": duration, "gpus": gpus_np,
+              "partition": part, "load_time": np.asarray(load, dtype=float), "save_time": np.asarray(save, dtype=float)}
+    workload = Workload(
         job_id=_ids(kept["job_id"]),
-        submit=kept["submit_time"].to_numpy(dtype=float).tolist(),
+        submit=arrays["submit"].tolist(),
         duration=duration.tolist(),
         gpus=_as_list(gpus_np),
         partition=_as_list(part),
-        load_time=_as_list(np.asarray(load, dtype=float)),
-        save_time=_as_list(np.asarray(save, dtype=float)),
+        load_time=_as_list(arrays["load_time"]),
+        save_time=_as_list(arrays["save_time"]),
         model=model,
         frame=kept,
         cluster=cluster,
@@ -267,6 +294,10 @@ def build_workload(table: JobTable | pd.DataFrame, cluster: Cluster, *, costs: C
         checkpoint=_as_list(req["checkpoint"].astype(float)),
         spread=_as_list(req["spread"].astype(bool)),
     )
+    if not req["milli"].any():  # whole GPUs: __post_init__ made gpu_demand a copy of the GPU counts
+        arrays["gpu_demand"] = gpus_np
+    workload._keep_columns(arrays)
+    return workload
 
 
 def _as_list(values: np.ndarray) -> list:
