@@ -98,7 +98,9 @@ def test_replays_on_worker_processes_equal_the_serial_ones(tmp_path, monkeypatch
     monkeypatch.setattr(gfs._Runs, "prepared", lambda self, level: prepared)
     pairs = [("medium", "gfs:estimator=persistence"), ("medium", "yarn-cs"), ("medium", "gfs-e")]
     serial = gfs._Runs(ReproduceContext(quick=True, out=tmp_path, seeds=[0], data_dir=tmp_path))
-    forked = gfs._Runs(ReproduceContext(quick=True, out=tmp_path, seeds=[0], data_dir=tmp_path, workers=2))
+    lines: list[str] = []
+    forked = gfs._Runs(ReproduceContext(quick=True, out=tmp_path, seeds=[0], data_dir=tmp_path, workers=2,
+                                        progress=lines.append))
     import pipelines.papers.gfs_forecasting as fcm
     from models.forecast import PreviousWeekPeak, SeasonalNaive
     from tests.test_forecast_zoo import SPEC, _demand
@@ -114,6 +116,9 @@ def test_replays_on_worker_processes_equal_the_serial_ones(tmp_path, monkeypatch
     assert {k: (m.value, m.detail) for k, m in forked.forecasting.items()} == \
         {k: (m.value, m.detail) for k, m in serial_table.items()}
     assert set(forked.summaries) == set(pairs)
+    fit_lines = [ln for ln in lines if ln.startswith("forecasting fit ")]  # one per fit, as each ends
+    assert len(fit_lines) == len(study.tasks()) and all("s CPU" in ln and "MAE" in ln for ln in fit_lines)
+    assert sum(ln.startswith("forecasting fit OrgLinear @ ") for ln in fit_lines) == len(study.blocks)
     for pair in pairs:
         timing = lambda s: {k: v for k, v in s.items() if not k.endswith(("seconds", "cpu_s"))}  # noqa: E731
         a, b = timing(serial.get(*pair)), timing(forked.summaries[pair])
