@@ -124,3 +124,19 @@ print("torch" in sys.modules)
                          env={"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)})
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().splitlines()[-1] == "False"
+
+
+def test_numpy_engine_is_deterministic_and_pickles():
+    import pickle
+
+    from models.forecast import OrgLinear
+
+    idx = pd.date_range("2020-05-01", periods=96, freq="h")
+    demand = pd.DataFrame({"a": 5 + 3 * np.sin(np.arange(96) * 2 * np.pi / 24)}, index=idx)
+    make = lambda: OrgLinear(lookback=24, horizon=1, kernel=5, max_epochs=2, holiday_country=None,  # noqa: E731
+                             engine="numpy", init="persistence", norm="max")
+    a, b = make().fit(demand), make().fit(demand)
+    assert all(np.array_equal(a.net_.params[k], b.net_.params[k]) for k in a.net_.params)
+    c = pickle.loads(pickle.dumps(a))
+    w = demand.to_numpy()[-24:]
+    assert np.array_equal(c.forecast_window(w, steps=idx[-1:])[0], a.forecast_window(w, steps=idx[-1:])[0])
