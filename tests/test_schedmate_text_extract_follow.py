@@ -271,3 +271,112 @@ def test_video_batch_and_head_or_builder_names_are_not_models():
                             "SOLVER:\n  MAX_ITER: 1000\n"}
     md2 = extract_metadata("python train_net.py --config-file configs/m.yaml", d2)
     assert md2.model is None or not md2.model.startswith(("fancyformerhead", "build"))
+
+
+# -- batch-13 misses generalised (tuned) ---------------------------------------------------------------------
+NESTED_YAML = '''dataset:
+  root_train: "/mnt/imagenet/training"
+  name: "imagenet"
+  train_batch_size0: 256
+scheduler:
+  name: "cosine"
+  max_epochs: 300
+model:
+  classification:
+    name: "vit"
+    vit:
+      mode: "base"
+  normalization:
+    name: "batch_norm"
+  activation:
+    name: "gelu"
+'''
+
+
+def test_nested_yaml_sections_norm_and_activation_are_not_models():
+    files = {"main_train.py": "import argparse\np = argparse.ArgumentParser()\np.add_argument('--common.config-file')\n",
+             "examples/vit/vit_base.yaml": NESTED_YAML}
+    md = extract_metadata('export CFG="examples/vit/vit_base.yaml"\npython main_train.py --common.config-file $CFG', files)
+    assert md.model == "vit-base"  # name + mode beside it; not batch_norm / gelu
+    assert (md.iterations, md.iteration_unit, md.batch_size, md.dataset) == (300, "epochs", 256, "imagenet")
+
+
+DEIT_MAIN = '''import argparse
+parser = argparse.ArgumentParser('training script')
+parser.add_argument('--batch-size', default=64, type=int)
+parser.add_argument('--epochs', default=300, type=int)
+parser.add_argument('--model', default='vim_tiny', type=str)
+parser.add_argument('--data-path', default='/datasets01/imagenet_full_size/061417/', type=str)
+parser.add_argument('--data-set', default='IMNET', choices=['CIFAR', 'IMNET'], type=str)
+'''
+
+
+def test_placeholder_checkout_path_and_placeholder_data_path():
+    script = ("#!/bin/bash\nconda activate <your_env>\ncd <path_to_repo>/vim;\n\n"
+              "python -m torch.distributed.launch --nproc_per_node=8 --use_env main.py --model vim_tiny "
+              "--batch-size 128 --data-path <path_to_IN1K_dataset>\n")
+    files = {"vim/main.py": DEIT_MAIN, "vim/scripts/pt.sh": script}
+    md = extract_metadata("bash vim/scripts/pt.sh", files)
+    assert md.entry == "vim/main.py" and md.iterations == 300  # `cd <path_to_repo>/vim` -> vim/
+    assert md.dataset == "imagenet"  # not "path-to-in1k-dataset": the code's IMNET default says it
+
+
+def test_split_named_data_file_and_lm_family_and_dataset_list_of_dicts():
+    hf = ("from dataclasses import dataclass, field\nfrom transformers import HfArgumentParser, Seq2SeqTrainingArguments\n"
+          "@dataclass\nclass DataArgs:\n    train_file: str = field(default=None)\n"
+          "parser = HfArgumentParser((DataArgs, Seq2SeqTrainingArguments))\n")
+    files = {"main.py": hf}
+    md = extract_metadata("python main.py --train_file AdvertiseGen/train.json --model_name_or_path THUDM/chatglm-6b "
+                          "--max_steps 3000 --per_device_train_batch_size 1", files)
+    assert md.dataset == "advertisegen" and md.task == "language-modeling"
+    files2 = {"src/lmkit/cli/train.py": "import fire\ndef do_cli(config='x.yml'):\n    pass\n",
+              "examples/ol/lora.yml": "base_model: openlm-research/open_llama_3b_v2\nmodel_type: LlamaForCausalLM\n"
+                                      "datasets:\n  - path: yahma/alpaca-cleaned\n    type: alpaca\nnum_epochs: 4\n"
+                                      "micro_batch_size: 2\n"}
+    md2 = extract_metadata("accelerate launch -m lmkit.cli.train examples/ol/lora.yml", files2)
+    assert md2.model.startswith("open-llama-3b") and md2.task == "language-modeling"  # not LlamaForCausalLM
+    assert (md2.dataset, md2.iterations, md2.batch_size) == ("alpaca", 4, 2)
+
+
+def test_downstream_entry_of_a_self_supervised_method_and_video_generation():
+    main = "import argparse\np = argparse.ArgumentParser()\np.add_argument('--cfg')\np.add_argument('--batch-size', type=int)\n"
+    cfg = "MODEL:\n  TYPE: swin\n  NAME: simmim_finetune\nTRAIN:\n  EPOCHS: 100\n"
+    files = {"main_finetune.py": main, "main_simmim.py": main, "configs/simmim_finetune__swin_base.yaml": cfg,
+             "configs/simmim_pretrain__swin_base.yaml": cfg.replace("finetune", "pretrain")}
+    ft = extract_metadata("python main_finetune.py --cfg configs/simmim_finetune__swin_base.yaml --batch-size 128", files)
+    pt = extract_metadata("python main_simmim.py --cfg configs/simmim_pretrain__swin_base.yaml --batch-size 128", files)
+    assert (pt.task, ft.task) == ("self-supervised-pretraining", "image-classification")
+    gen = {"scripts/diffusion/train.py": "import sys\ncfg = sys.argv[1]\n",
+           "configs/diffusion/base.py": "dataset = dict(type='video_text', data_path='x.csv')\nepochs = 1000\n",
+           "configs/diffusion/stage1.py": "_base_ = ['base.py']\nlr = 5e-5\n"}
+    md = extract_metadata("torchrun --nproc_per_node 8 scripts/diffusion/train.py configs/diffusion/stage1.py", gen)
+    assert (md.task, md.iterations) == ("video-generation", 1000)
+
+
+def test_per_process_batch_handed_to_the_loader_and_segformer_size():
+    train = ("import sys\nfrom mmcv import Config\nconfig = Config.fromfile(sys.argv[1])\n"
+             "loader = build_dataloader(dataset, num_workers=4, batch_size=config.train_batch_size, shuffle=True)\n")
+    files = {"train_scripts/train.py": train, "configs/x.py": "train_batch_size = 176\nnum_epochs = 200\n"
+                                                               "data = dict(type='SAM', root='SA1B')\n"}
+    md = extract_metadata("torchrun --nproc_per_node=2 train_scripts/train.py configs/x.py", files)
+    assert (md.batch_size, md.gpus, md.dataset) == (176, 2, "sa-1b")  # not 176 / 2
+    seg = ("model = dict(type='EncoderDecoder', backbone=dict(type='mit_b1'), decode_head=dict(type='SegFormerHead'))\n"
+           "data = dict(samples_per_gpu=2)\nrunner = dict(type='IterBasedRunner', max_iters=160000)\n"
+           "dataset_type = 'ADE20KDataset'\n")
+    files2 = {"tools/train.py": "import argparse\np = argparse.ArgumentParser()\np.add_argument('config')\n",
+              "local_configs/segformer/B1/segformer.b1.ade.py": seg}
+    md2 = extract_metadata("python tools/train.py local_configs/segformer/B1/segformer.b1.ade.py", files2)
+    assert md2.model == "segformer-b1"
+
+
+def test_large_repository_keeps_entry_points_of_late_sub_projects(tmp_path):
+    from features.schedmate_text.extract import read_repository
+    for i in range(30):
+        (tmp_path / "a_project" / "lib" / f"m{i}").mkdir(parents=True)  # a vendored library, deeper
+        (tmp_path / "a_project" / "lib" / f"m{i}" / "x.py").write_text("x = 1\n")
+    (tmp_path / "z_project" / "exp").mkdir(parents=True)
+    (tmp_path / "z_project" / "exp" / "run.sh").write_text("python tools/run.py\n")
+    (tmp_path / "z_project" / "tools").mkdir()
+    (tmp_path / "z_project" / "tools" / "run.py").write_text("import argparse\n")
+    files = read_repository(str(tmp_path), max_files=10)
+    assert "z_project/exp/run.sh" in files and "z_project/tools/run.py" in files and len(files) == 10

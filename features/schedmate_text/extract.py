@@ -25,7 +25,7 @@ from functools import lru_cache
 from pathlib import PurePosixPath
 from typing import Any
 
-from features.schedmate_text.follow import _OBJECT_KEYS, FollowMixin, divided_batches
+from features.schedmate_text.follow import _OBJECT_KEYS, FollowMixin, divided_batches, undivided_batches
 from features.schedmate_text.hydra import compose as _hydra_compose
 from features.schedmate_text.metadata import FIELDS, JobMetadata
 from features.schedmate_text.pyast import (_analysis_of, _attribute_defaults, _parse_argv, _PyInfo, analyse_source,
@@ -105,6 +105,7 @@ class _Extractor(FollowMixin):
         self.depth = 0
         self.cwd = ""  # relative to the repository root, moved by `cd DIR &&`
         self.global_batch: set[str] = set()  # batch options the code documents as the total over all GPUs
+        self.per_process_batch: set[str] = set()  # batch keys the code hands to its DataLoader undivided
         self.programs: list[str] = []  # the entry's ArgumentParser names ("DETR training and evaluation script")
 
     # -- files ---------------------------------------------------------------------------------
@@ -272,7 +273,7 @@ class _Extractor(FollowMixin):
             if not clean:
                 continue
             if clean[0] == "cd" and len(clean) > 1:
-                self.cwd = _join_rel(self.cwd, clean[1])
+                self.cwd = self._cd(clean[1])
                 continue
             if env is not None and not chosen:
                 words = clean[1:] if clean[0] == "export" else clean
@@ -287,6 +288,18 @@ class _Extractor(FollowMixin):
             if head in self._RUNNERS or head.endswith((".sh", ".py")):
                 chosen = clean
         return chosen or (segs[0] if len(segs) == 1 else next((g for g in segs if g and g[0] != "cd"), []))
+
+    def _cd(self, path: str) -> str:
+        """Where `cd path` leads, relative to the repository root. A documented `cd <path_to_repo>/vim` names
+        the checkout by a placeholder: the longest tail of the path that is a folder of the repository."""
+        target = _join_rel(self.cwd, path)
+        if self._folders is None:
+            self._folders = self._repo.folders = {k.rpartition("/")[0] for k in self.files}
+            self._folders |= {f.rsplit("/", n)[0] for f in list(self._folders) for n in range(1, f.count("/") + 1)}
+        if target in self._folders or not target:
+            return target
+        parts = target.split("/")
+        return next(("/".join(parts[i:]) for i in range(1, len(parts)) if "/".join(parts[i:]) in self._folders), target)
 
     def script(self, path: str, pos: list[str], env: dict[str, str], sbatch: bool = False) -> None:
         name = self._file(path)
@@ -340,8 +353,10 @@ class _Extractor(FollowMixin):
             words = stmt.split()
             if not words:
                 continue
-            if inline and words[0] == "cd" and len(words) == 2 and last_launch is None:
-                self.cwd = _join_rel(self.cwd, _unquote(words[1]))
+            if words[0] == "cd" and len(words) == 2 and last_launch is None:
+                target = self._cd(_unquote(words[1].rstrip(";")))
+                if inline or target in (self._folders or ()):  # a script's `cd vim;` into a folder it has
+                    self.cwd = target
                 continue
             if words[0] == "shift":
                 n = _as_int(words[1]) if len(words) > 1 else 1
@@ -536,6 +551,7 @@ class _Extractor(FollowMixin):
         self.global_batch |= info.global_batch
         if name is not None and parsed_info is not None:
             self.global_batch |= divided_batches(self.files[name])  # `batch_size // world_size` in the entry
+            self.per_process_batch |= undivided_batches(self.files[name])
         for dest, value in zip(info.positionals, [p for p in positionals if not re.fullmatch(r"[A-Z][A-Z0-9_.]+", p)]):
             self.s.put(dest, value, P_ARGV, f"argv positional {dest}")  # `main.py -a resnet18 /data/imagenet`
         for dest, default in info.defaults.items():
@@ -1060,16 +1076,29 @@ def read_repository(folder: str, max_bytes: int = 1_000_000, max_files: int = 20
         raise FileNotFoundError(f"{folder}: no such repository folder")
     if not root.is_dir():
         raise NotADirectoryError(f"{folder}: not a folder")
-    out: dict[str, str] = {}
-    for p in sorted(root.rglob("*")):
+    cands = []
+    for p in root.rglob("*"):
         rel = p.relative_to(root)
         if any(part.startswith(".") or part in ("__pycache__", "node_modules") for part in rel.parts):
             continue
-        if p.is_file() and p.suffix in READ_SUFFIXES and p.stat().st_size <= max_bytes:
-            try:
-                out[rel.as_posix()] = p.read_text(encoding="utf-8")
-            except (UnicodeDecodeError, OSError):
-                continue
-            if len(out) >= max_files:
-                break
+        if p.suffix in READ_SUFFIXES and p.is_file() and p.stat().st_size <= max_bytes:
+            cands.append((rel.as_posix(), p))
+    if len(cands) > max_files:
+        # a large repository (several sub-projects): launch scripts and configs first, then code by depth,
+        # docs, tests and data lists last -- not the alphabetical first `max_files` (a sub-project named
+        # `video_classification` would lose its entry point to `image_classification`'s third-party copies)
+        def rank(item: tuple[str, Any]) -> tuple[int, int, str]:
+            rel = item[0]
+            low = rel.lower()
+            doc = low.endswith((".md", ".txt", ".json")) or (low.endswith(".py") and re.search(
+                r"(^|/)(tests?|docs?|third_party)/", low) is not None)  # (configs under a test/ folder stay)
+            kind = 0 if low.endswith((".sh", ".slurm", ".yaml", ".yml", ".toml", ".cfg", ".ini")) else 1
+            return (2 if doc else kind, rel.count("/"), rel)
+        cands = sorted(cands, key=rank)[:max_files]
+    out: dict[str, str] = {}
+    for rel, p in sorted(cands):
+        try:
+            out[rel] = p.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError):
+            continue
     return out

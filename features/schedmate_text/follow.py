@@ -36,6 +36,15 @@ def divided_batches(text: str) -> set[str]:
     return {m.group(1) for m in _DIVIDED.finditer(text)} if "//" in text else set()
 
 
+_UNDIVIDED = re.compile(r"\bbatch_size\s*=\s*(?:\w+\.)+(\w*batch\w*)\b(?!\s*(?://|/|\*))")
+
+
+def undivided_batches(text: str) -> set[str]:
+    """Config batch keys the code passes straight to its data loader (`batch_size=config.train_batch_size`):
+    one process's batch, whatever the key's name suggests."""
+    return {m.group(1) for m in _UNDIVIDED.finditer(text)} if "batch_size" in text else set()
+
+
 class FollowMixin:
     files: dict[str, str]
     depth: int

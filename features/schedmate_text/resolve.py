@@ -37,7 +37,8 @@ def resolve(ex) -> JobMetadata:
                 and _last(c[0]) not in _WEAK_MODEL_KEYS and not str(c[1]).startswith(("/", "./"))]
     # reinforcement learning: the algorithm is the model (its --network is a part of it)
     # and a network's own name before its backbone's (modelname 'dino' beside backbone 'resnet50')
-    explicit.sort(key=lambda c: (-c[2], _last(c[0]) not in ("alg", "algo", "algorithm"), _last(c[0]) == "backbone"))
+    explicit.sort(key=lambda c: (-c[2], _last(c[0]) not in ("alg", "algo", "algorithm"), _last(c[0]) == "backbone",
+                                 _last(c[0]) in ("model_type", "type") and not known_model(c[1])))
     part_known = first_known is not None and _last(first_known[0]) == "backbone" and explicit and \
         _last(explicit[0][0]) != "backbone" and explicit[0][2] >= first_known[2]  # the network around a known backbone
     if explicit and (first_known is None or explicit[0][2] > first_known[2] or part_known) and \
@@ -62,6 +63,11 @@ def resolve(ex) -> JobMetadata:
         md.model, md.sources["model"] = first_known[4], first_known[3]
     variant = next((v for k, v, p, s in ranked if _last(k) == "variant" and isinstance(v, str) and
                     k.lower().startswith(("model.", "variant"))), None)
+    if variant is None and md.model and not re.search(r"\d", md.model):
+        # model.classification.name: vit with model.classification.vit.mode: base -- the size beside the name
+        variant = next((v for k, v, p, s in ranked if _last(k) in ("mode", "size", "variant") and isinstance(v, str)
+                        and re.fullmatch(r"(x?x?small|tiny|base|large|huge|giant|nano|[stmblxh])", v.lower())
+                        and f".{md.model.split('-')[0]}." in f".{k.lower()}" and k.lower().startswith("model.")), None)
     if md.model and variant and not re.search(r"\d", md.model):  # model_name "vit" + variant "S/16": ViT-S/16
         md.model, md.sources["model"] = canonical_model(f"{md.model}-{variant}"), md.sources.get("model", "") + " + variant"
     depth = next(((m.group(1), _as_int(v), s) for k, v, p, s in ranked if p >= P_DEFAULT
@@ -109,8 +115,13 @@ def resolve(ex) -> JobMetadata:
     for k, v, p, s in ranked:
         if isinstance(v, list) and len(v) == 1 and isinstance(v[0], str):
             v = v[0]  # DATASET_NAMES: [imagenet1k_folder] -- one dataset, in a list
+        elif isinstance(v, list) and len(v) == 1 and isinstance(v[0], dict):
+            v = next((v[0][x] for x in ("path", "name", "dataset") if isinstance(v[0].get(x), str)), None)  # axolotl
+        if isinstance(v, str) and re.search(r"(^|/)(train|training|dev|val|test|all)(_data)?\.(jsonl?|csv|tsv|txt|parquet)$", v) \
+                and "/" in v.strip("/"):
+            v = v.strip("/").rsplit("/", 2)[-2]  # AdvertiseGen/train.json: the folder names the data
         if _EVAL_PATH.search(k.lower()) or not isinstance(v, str):
-            continue
+            continue  # (a placeholder may still name a known dataset: `[your imagenet-folder]`)
         lk = _last(k)
         segs = k.lower().split(".")[:-1]
         if lk in _DATA_KEYS or k in ("code.dataset", "positional") or "data" in lk or _ANN_KEY.search(lk) or \
@@ -140,8 +151,8 @@ def resolve(ex) -> JobMetadata:
     # iterations: steps win over epochs when both set at the same priority (HF: max_steps > 0 overrides)
     best = None
     for k, v, p, s in ranked:
-        if _EVAL_PATH.search(k.lower()) or _NOT_TRAINING_LENGTH.search(k.lower()):
-            continue
+        if _EVAL_PATH.search(k.lower()) or (_NOT_TRAINING_LENGTH.search(k.lower()) and _last(k) not in _EPOCH_KEYS):
+            continue  # (a sampler's steps are not the run's; an LR scheduler's max_epochs is)
         lk = _last(k)
         n = _as_int(v)
         unit = None
@@ -166,14 +177,17 @@ def resolve(ex) -> JobMetadata:
     for k, v, p, s in ranked:
         if _EVAL_PATH.search(k.lower()):
             continue
-        if _last(k) in _GLOBAL_BATCH_KEYS and not any(_last(x[0]) in _BATCH_KEYS for x in ranked):
+        per_process = getattr(ex, "per_process_batch", set())
+        if _last(k) in _GLOBAL_BATCH_KEYS and not any(_last(x[0]) in _BATCH_KEYS for x in ranked) and \
+                _last(k) not in per_process:
             n = _as_int(v)
             if n and n > 0:
                 md.batch_size, md.sources["batch_size"] = n, s + " (global, divided by GPUs below)"
                 ex._global_batch = n
                 batch_key = k
                 break
-        if _last(k) in _BATCH_KEYS:
+        if _last(k) in _BATCH_KEYS or (_last(k) in per_process and _last(k) in _GLOBAL_BATCH_KEYS):
+            # (a "global"-sounding key the code hands to its DataLoader undivided is per process)
             n = _as_int(v)
             if n and n > 0:
                 md.batch_size, md.sources["batch_size"] = n, s
@@ -252,6 +266,8 @@ def resolve(ex) -> JobMetadata:
     if named == "segmentation":  # a `segment/train.py` entry: instance masks on detection data, else per pixel
         named = "instance-segmentation" if (md.dataset == "coco" or (code_obj and code_obj[0] == "object-detection")) \
             else "semantic-segmentation"
+    if named in ("image-generation", "image-autoencoding") and _video_data(ranked):
+        named = named.replace("image-", "video-")  # a diffusion model or an autoencoder trained on video clips
     if named and (sig is None or sig in ("image-classification", "object-detection") or
                   (named.endswith("segmentation") and not sig_from_names)):
         # (an option name such as `--mask-ratio` says less than a `segment/` entry folder)
@@ -267,6 +283,10 @@ def resolve(ex) -> JobMetadata:
     fam = family_task(md.model) if md.task is None else None
     if fam:
         md.task, md.sources["task"] = fam, f"model family of {md.model}"
+    if md.task == "self-supervised-pretraining" and md.sources.get("task", "").startswith("code signal") and \
+            _DOWNSTREAM.search(" ".join([*map(str, ex.task_names), *[a for a in ex.argv if a.startswith("--")]]).lower()):
+        # a method's name (SimMIM, MSN) on its fine-tuning or linear-evaluation entry: a classifier is trained
+        md.task, md.sources["task"] = "image-classification", "downstream run of a self-supervised method (entry / flag)"
     if md.task is None and md.dataset and md.dataset.startswith(("atari-", "mujoco-", "pybullet-", "gym-")):
         md.task, md.sources["task"] = "reinforcement-learning", f"environment {md.dataset}"
     if md.task is None and md.dataset in DATASET_TASK:
@@ -300,15 +320,21 @@ _FILE_EXT = re.compile(r"\.(jsonl?|csv|tsv|txt|parquet|arrow|tar|tar\.gz|tgz|zip
 def _name_of_path(v: str) -> str | None:
     """The name a data path gives: its last segment without a data-file extension (None for a bare
     variable name a documented command leaves for the user to set, `DATA_PATH`)."""
-    if re.fullmatch(r"[A-Z][A-Z0-9_]*", v.strip().strip("/")):
+    if re.fullmatch(r"[A-Z][A-Z0-9_]*", v.strip().strip("/")) or _PLACEHOLDER_VALUE.search(v):
+        return None  # (`<path_to_IN1K_dataset>`, `your_path_to_data`: the user's path names nothing)
+    segs = [x for x in re.split(r"[/\\]", v.strip()) if x]
+    if not segs:
         return None
-    seg = [x for x in re.split(r"[/\\]", v.strip()) if x][-1]
+    seg = segs[-1]
+    if len(segs) > 1 and re.fullmatch(r"(train|training|dev|val|test|all)(_data)?", _FILE_EXT.sub("", seg).lower()):
+        seg = segs[-2]  # AdvertiseGen/train.json: the folder names the data, the file a split
     return norm(_FILE_EXT.sub("", seg))
 
 
 # step counts that are not the training's length: a sampler's or a discretization's steps, a scheduler's
 _NOT_TRAINING_LENGTH = re.compile(r"(^|\.)[a-z_]*(sampler|sampling|discretization|guider|scheduler|warmup)[a-z_]*\.")
-_LM_FAMILY = re.compile(r"(gpt|llama|opt-|bloom|falcon|mistral|mixtral|qwen|pythia|gemma|phi-|olmo|mpt-|stablelm|vicuna)")
+_LM_FAMILY = re.compile(r"(?:^|.*-)(gpt|llama|opt-|bloom|falcon|mistral|mixtral|qwen|pythia|gemma|phi-|olmo|mpt-|stablelm|vicuna|"
+                        r"chatglm|glm-|baichuan|internlm|deepseek|yi-\d)")
 
 
 # a documentation placeholder the user replaces (`<your_path_to_hf_converted_llama>`, `/path/to/model`):
@@ -323,7 +349,8 @@ def _class_name_words(name: str) -> str:
 
 
 # sections that configure a part of the network (MODEL.SEM_SEG_HEAD.NAME: MaskFormerHead), not the network
-_PART = re.compile(r"head|decoder|neck|loss|criterion|matcher|pixel|roi|proposal|rpn|anchor|postprocess")
+_PART = re.compile(r"head|decoder|neck|loss|criterion|matcher|pixel|roi|proposal|rpn|anchor|postprocess|normali[sz]ation|"
+                   r"activation|(^|\.)(norm|act|layer)(\.|$)")
 _DEPTH_FAMILY = r"resnet|resnext|wide-resnet|vgg|densenet|regnet|efficientnet|mobilenet"
 
 
@@ -353,6 +380,15 @@ def _program_model(ex) -> str | None:
                                              w.lower() not in _GENERIC_PROGRAM for w in words):
             return norm("-".join(words))
     return None
+
+
+_DOWNSTREAM = re.compile(r"(^|[/_ .-])(finetune|fine_tune|fine-tune|lincls|linear[_-]?eval|lineval|linear[_-]?probe)")
+
+
+def _video_data(ranked) -> bool:
+    """The data configuration says video (a `video_text` dataset type, frame counts)."""
+    return any(isinstance(v, str) and re.search(r"(^|_)video(_|$)", v.lower()) and ("data" in k.lower() or _last(k) == "type")
+               for k, v, p, s in ranked if p >= P_CONFIG - 5)  # (a base config counts)
 
 
 def _program_task(ex) -> str | None:
@@ -486,8 +522,9 @@ def _mm_model(ex) -> tuple[str, str] | None:
             # byol_resnet50_...: the file names the backbone; the model is the algorithm around it
             return canonical_model(f"{t}-r{depth}" if depth else t), "mmengine model.type around its backbone"
         return known_model(fname), "mmengine config name"
-    if "Segformer" in head:
-        return "segformer-b2", "mmengine decode_head"
+    if "Segformer" in head or "SegFormer" in head:  # the MiT backbone gives the size (mit_b1 -> SegFormer-B1)
+        m = re.search(r"mit[_-]?(b\d)", str(vals.get("model.backbone.type", "")), re.I)
+        return (f"segformer-{m.group(1).lower()}" if m else "segformer-b2"), "mmengine decode_head and its MiT backbone"
     if t in _MM_WRAPPERS:  # the wrapper names the pipeline, not the model: the head or backbone does
         for key, name in _MM_HEADS:
             if head == key:

@@ -9,6 +9,7 @@ from functools import lru_cache
 # (pattern over the normalised name, canonical id); first match wins, so specific before generic
 MODEL_RULES: tuple[tuple[str, str], ...] = (
     (r"stable-?diffusion|(^|-)sd-?(v)?1-?5($|-)", "stable-diffusion-1.5"),
+    (r"(^|-)(segformer|mit)-?(b[013456])($|-)", "segformer-\\3"),  # the MiT size names the SegFormer size
     (r"segformer|mit-b2|mixvisiontransformer", "segformer-b2"),
     (r"faster-?rcnn", "faster-rcnn-r50"),
     (r"mask-?rcnn", "mask-rcnn-r50"),
@@ -99,7 +100,7 @@ DATASET_RULES: tuple[tuple[str, str], ...] = (
     (r"(^|-)ucf-?101", "ucf101"),
     (r"(^|-)hmdb-?51", "hmdb51"),
     (r"imagenet-?2[12]k", "imagenet-22k"),
-    (r"imagenet|ilsvrc", "imagenet"),
+    (r"imagenet|ilsvrc|(^|-)imnet($|-)", "imagenet"),  # IMNET: DeiT-style --data-set choices
     (r"(^|-)mnist", "mnist"),
     (r"(^|-)enwik-?8", "enwik8"),
     (r"(^|-)(the-)?pile($|-)", "pile"),
@@ -109,6 +110,7 @@ DATASET_RULES: tuple[tuple[str, str], ...] = (
     (r"(^|-)(glue-)?(mrpc|cola|qnli|rte|qqp|sts-?b)($|-)", "glue-\\3"),
     (r"(^|-)(sthv2|ssv2|something-?something-?v2|sth-?sth-?v2)($|-)", "something-something-v2"),
     (r"(^|-)flickr-?30k", "flickr30k"),
+    (r"(^|-)sa-?1b($|-)", "sa-1b"),
     (r"(^|-)tiny-?shakespeare", "shakespeare"),
     (r"(^|-)(?<!edu-)fineweb(?!-?edu)(-?\d+[bmt])?($|-)", "fineweb"),
     (r"cifar-?100", "cifar100"),
@@ -183,7 +185,8 @@ TASK_SIGNALS: tuple[tuple[str, str], ...] = (
     # the objective before the data: a masked-autoencoder or contrastive run on ImageNet is pretraining
     (r"main_pretrain|mask_ratio|audio_pretraining|wav2vec|simclr|(?<![a-z])moco|(?<![a-z])dino(?![a-z])|"
      r"(?<![a-z])byol(?![a-z])|pretrain_mae|mae_vit|masked_autoencoder|dinov2|(?<![a-z])ibot(?![a-z])|simsiam|"
-     r"(?<![a-z])swav(?![a-z])|barlow[_ ]?twins|(?<![a-z])[iv]?-?jepa(?![a-z])", "self-supervised-pretraining"),
+     r"(?<![a-z])swav(?![a-z])|barlow[_ ]?twins|(?<![a-z])[iv]?-?jepa(?![a-z])|simmim|(?<![a-z])msn(?![a-z])|"
+     r"(?<![a-z])mocov[23]", "self-supervised-pretraining"),
     # image-text contrastive training (CLIP and its reimplementations)
     (r"open_?clip|clip_train|cliploss|clip_loss", "image-text-pretraining"),
     # a language model fed by a vision tower through a projector (LLaVA-style visual instruction tuning)
@@ -333,6 +336,8 @@ NAME_TASK_SIGNALS: tuple[tuple[str, str], ...] = (
     (r"(?<![a-z])vqa", "visual-question-answering"),
     (r"retrieval", "image-text-retrieval"),
     (r"(^|/)segment(ation)?/", "segmentation"),  # YOLO-style task folders: segment/train.py
+    (r"(^|/)(diffusion|text_?to_?image|t2i)(/|_train|$)", "image-generation"),  # scripts/diffusion/train.py
+    (r"(^|/)(vae|autoencoders?)(/|_train|$)", "image-autoencoding"),  # scripts/vae/train.py
 )
 
 
