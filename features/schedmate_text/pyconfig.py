@@ -72,21 +72,34 @@ def _value(node: ast.AST, local: dict[str, Any], depth: int = 0) -> Any:
     return None
 
 
-def config_functions(text: str) -> set[str]:
+@lru_cache(maxsize=1024)
+def config_functions(text: str) -> frozenset[str]:
     """Names of the module-level functions that return a call or a dict (candidate config builders)."""
     tree = _tree(text)
     if tree is None:
-        return set()
+        return frozenset()
     names = set()
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and not node.args.args:
             ret = next((n for n in ast.walk(node) if isinstance(n, ast.Return)), None)
             if ret is not None and isinstance(ret.value, (ast.Call, ast.Dict, ast.Name)):
                 names.add(node.name)
-    return names
+    return frozenset(names)
+
+
+@lru_cache(maxsize=1024)
+def _function_config(text: str, func: str) -> dict[str, Any] | None:
+    return function_config_uncached(text, func)
 
 
 def function_config(text: str, func: str) -> dict[str, Any] | None:
+    """`function_config_uncached`, cached per (text, function); a copy the caller may modify."""
+    import copy
+
+    return copy.deepcopy(_function_config(text, func))
+
+
+def function_config_uncached(text: str, func: str) -> dict[str, Any] | None:
     """The config a module-level function without arguments returns, as nested dicts of the literal
     keyword values of its constructor calls; locals assigned before the return are followed."""
     tree = _tree(text)
@@ -107,6 +120,7 @@ def function_config(text: str, func: str) -> dict[str, Any] | None:
     return None
 
 
+@lru_cache(maxsize=1024)
 def class_config(text: str) -> tuple[dict[str, Any], list[tuple[str, str, int]]]:
     """The `self.<name> = <literal>` assignments of the `__init__` of the module's configuration class
     (the class with the most such assignments; the last one on a tie: a subclass follows its base), and
@@ -144,9 +158,11 @@ def class_config(text: str) -> tuple[dict[str, Any], list[tuple[str, str, int]]]
     return best[1], best[2]
 
 
+@lru_cache(maxsize=1024)
 def class_attributes(text: str, name: str) -> tuple[dict[str, Any], list[tuple[str, str, int]]] | None:
     """`class_config` for one named class of the module (a base class found by its import), or None
-    when the module does not define it."""
+    when the module does not define it. Cached per (text, class): a warm Advisor answers many jobs of one
+    repository (callers do not modify the result)."""
     tree = _tree(text)
     if tree is None or not any(isinstance(n, ast.ClassDef) and n.name == name for n in tree.body):
         return None
