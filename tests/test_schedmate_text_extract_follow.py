@@ -380,3 +380,22 @@ def test_large_repository_keeps_entry_points_of_late_sub_projects(tmp_path):
     (tmp_path / "z_project" / "tools" / "run.py").write_text("import argparse\n")
     files = read_repository(str(tmp_path), max_files=10)
     assert "z_project/exp/run.sh" in files and "z_project/tools/run.py" in files and len(files) == 10
+
+
+# -- batch-14 misses generalised (tuned) ---------------------------------------------------------------------
+def test_iter_option_config_named_task_dataset_section_and_vlm_family():
+    gan = ('import argparse\nif __name__ == "__main__":\n    parser = argparse.ArgumentParser(description="GAN trainer")\n'
+           '    parser.add_argument("path", type=str)\n    parser.add_argument(\n        "--iter", type=int, default=800000\n    )\n'
+           '    parser.add_argument(\n        "--batch", type=int, default=16\n    )\n')
+    md = extract_metadata("python -m torch.distributed.launch --nproc_per_node=8 train.py --batch 16 LMDB_PATH", {"train.py": gan})
+    assert (md.iterations, md.iteration_unit) == (800000, "steps")
+    runner = "import argparse\np = argparse.ArgumentParser()\np.add_argument('--cfg-path', required=True)\n"
+    cap = ("model:\n  arch: blip2_opt\n  model_type: caption_coco_opt2.7b\ndatasets:\n  coco_caption:\n    vis_processor:\n"
+           "      train:\n        name: blip_image_train\nrun:\n  max_epoch: 5\n  batch_size_train: 16\n")
+    vlm = "model:\n  arch: minigpt4\ndatasets:\n  laion:\n    batch_size: 64\n  cc_sbu:\n    batch_size: 64\nrun:\n  max_epoch: 4\n"
+    files = {"train.py": runner, "projects/blip2/train/caption_coco_ft.yaml": cap, "train_configs/stage1.yaml": vlm}
+    md = extract_metadata("python -m torch.distributed.run --nproc_per_node=16 train.py "
+                          "--cfg-path projects/blip2/train/caption_coco_ft.yaml", files)
+    assert (md.task, md.dataset, md.iterations, md.batch_size) == ("image-captioning", "coco", 5, 16)
+    md2 = extract_metadata("torchrun --nproc-per-node 8 train.py --cfg-path train_configs/stage1.yaml", files)
+    assert md2.task == "vision-language-modeling" and md2.dataset is None  # two dataset sections: no single one

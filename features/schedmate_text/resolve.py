@@ -140,6 +140,11 @@ def resolve(ex) -> JobMetadata:
         if named[1] > known_prio:  # the user's own dataset, named above a default we happen to know
             if _name_of_path(named[0]):
                 md.dataset, md.sources["dataset"] = _name_of_path(named[0]), named[2]
+    if md.dataset is None:  # `datasets: {coco_caption: {...}}`: the one section under datasets names the data
+        sections = {k.split(".")[1] for k, v, p, s in ranked if p >= P_CONFIG - 5 and k.lower().startswith(("datasets.", "dataset."))
+                    and k.count(".") >= 2}
+        if len(sections) == 1 and canonical_dataset(next(iter(sections))):
+            md.dataset, md.sources["dataset"] = canonical_dataset(next(iter(sections))), "the config's one dataset section"
     if md.dataset is None and glue_task:
         md.dataset, md.sources["dataset"] = f"glue-{glue_task[0]}", glue_task[1]
     if md.dataset is None:  # a dataset we do not know: keep the user's name (last path segment)
@@ -262,6 +267,8 @@ def resolve(ex) -> JobMetadata:
         md.task, md.sources["task"] = sig, "code signal (class / script / config type)"
     entry_path = str(PurePosixPath(str(ex.task_names[0])).with_suffix("")) if ex.task_names else ""
     named = task_from_names(entry_path)
+    if named is None and len(ex.task_names) > 1:  # a generic train.py: the config's name (caption_coco_ft.yaml)
+        named = task_from_names(" ".join(str(PurePosixPath(str(n)).stem) for n in ex.task_names[1:3]))
     sig_from_names = task_from_signals(" ".join(ex.task_names)) is not None
     if named == "segmentation":  # a `segment/train.py` entry: instance masks on detection data, else per pixel
         named = "instance-segmentation" if (md.dataset == "coco" or (code_obj and code_obj[0] == "object-detection")) \

@@ -16,7 +16,7 @@ _EPOCH_KEYS = {"epochs", "num_epochs", "max_epochs", "num_train_epochs", "n_epoc
                "total_epochs", "max_epoch"}
 _STEP_KEYS = {"max_update", "max_updates", "max_steps", "total_steps", "train_iters", "iters", "max_iters", "num_steps", "total_timesteps",
               "num_iterations", "max_iter", "train_steps", "max_train_steps", "steps", "num_train_steps",
-              "num_timesteps", "n_timesteps", "max_step", "max_iterations", "total_iters", "total_iterations", "total_training_steps"}
+              "num_timesteps", "n_timesteps", "max_step", "max_iterations", "iter", "n_iter", "niter", "num_iter", "total_iter", "total_iters", "total_iterations", "total_training_steps"}
 _BATCH_KEYS = {"batch_size", "per_device_train_batch_size", "train_micro_batch_size_per_gpu", "micro_batch_size",
                "b", "bs", "mini_batch_size", "train_batch_size_per_gpu", "samples_per_gpu", "per_gpu_train_batch_size",
                "batch_size_per_gpu", "device_train_microbatch_size", "batch_size_train", "train_batch_size_per_device",
@@ -36,7 +36,8 @@ _TOTAL_GPU_KEYS = {"distributed_world_size"}
 _CPU_FLAGS = {"no_cuda", "cpu", "use_cpu", "cpu_only", "force_cpu"}
 _GPU_ARG_KEYS = {"num_gpus", "ngpus", "n_gpus", "gpus", "nproc_per_node", "world_size_per_node", "num_proc_per_node",
                  "num_procs_per_node", "gpus_per_node", "num_gpus_per_node", "ngpus_per_node"}
-_NAMED_DATA_KEYS = {"dataset", "dataset_name", "data_path", "dataset_path", "env_id", "env_name", "train_file"}
+_NAMED_DATA_KEYS = {"dataset", "dataset_name", "data_path", "dataset_path", "env_id", "env_name", "train_file",
+                    "train_data", "train_data_path"}
 _EVAL_PATH = re.compile(r"(^|[._])(val|valid|validation|validator|evaluator|eval|test)([._]|$)|eval_|_eval")
 
 

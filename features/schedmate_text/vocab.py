@@ -85,6 +85,7 @@ FAMILY_TASK: tuple[tuple[str, str], ...] = (
     (r"(^|-)(dit|stylegan\d?(-ada)?|dcgan|ddpm|ldm|vqgan|edm|consistency-model)($|-)", "image-generation"),
     (r"(^|-)(deeplab(v3)?\+?|segformer|pspnet|upernet|setr)($|-)", "semantic-segmentation"),
     (r"(^|-)(wav2vec2?|hubert|whisper|conformer|deepspeech\d?)($|-)", "speech-recognition"),
+    (r"(^|-)(minigpt-?(\d|v\d)?|llava|open-?flamingo|flamingo|idefics\d?|qwen-?vl)($|-|\d)", "vision-language-modeling"),
 )
 
 
