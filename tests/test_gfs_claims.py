@@ -47,6 +47,9 @@ def test_runner_measures_every_claim(tmp_path, monkeypatch, quick):
         assert set(gfs.CAUSES) <= set(out["t5_medium_spot_jqt_reduction"].causes)
         for level in ("low", "high"):  # GFS taken apart at every load, not only at Medium
             assert set(out[f"t5_{level}_spot_jqt_reduction"].causes) == set(gfs.MECHANISMS)
+        for name in ("s", "p", "sp"):  # the eviction ablations with the anti-windup raise on both sides
+            assert "eta_raise_binding" in out[f"abl_gfs_{name}_ratio"].causes
+            assert "both with eta_raise=binding" in out[f"abl_gfs_{name}_ratio"].detail
     verdicts = judge_all(claims, out, quick=quick)
     assert len(verdicts) == len(claims.claims)
     assert (tmp_path / "gfs_replays.md").is_file()
@@ -75,7 +78,9 @@ def test_plan_lists_every_replay_the_claims_read(tmp_path, monkeypatch):
             pass
         gfs.run(_ctx(tmp_path, quick))
         assert set(asked) == set(gfs.plan(quick)), quick
-    assert len(gfs.plan(False)) == 42 and len(gfs.plan(True)) == 7  # 30 + 4 mechanisms x 3 loads
+    # 30 + 4 mechanisms x 3 loads + GFS-s / -p / -sp with the anti-windup raise
+    assert len(gfs.plan(False)) == 45 and len(gfs.plan(True)) == 7
+    assert {("medium", f"{a}:eta_raise=binding") for a in ("gfs-s", "gfs-p", "gfs-sp")} <= set(gfs.plan(False))
 
 
 def test_replays_on_worker_processes_equal_the_serial_ones(tmp_path, monkeypatch):

@@ -45,6 +45,11 @@ CAUSES = {"eq19_gpus": "gfs:eq19=gpus", "score3_inverse": "gfs:score3=inverse", 
 #: never above 1 (the forecast's inventory is the ceiling); fifo_order: PTS's queue in submission order.
 MECHANISMS = {"no_quota": "gfs:quota=false", "eta_raise_binding": "gfs:eta_raise=binding",
               "eta_max_1": "gfs:eta_max=1", "fifo_order": "gfs:queue_order=fifo"}
+#: ablations whose eviction ratio is also measured with Eq. 11's anti-windup raise on both sides (ablation and
+#: GFS): with the raise as printed, eta winds up and e swings with small changes of the forecast (GFS-p / GFS
+#: at Medium was 1.40 with the torch-trained in-replay OrgLinear and 0.41 with the numpy one; with
+#: eta_raise=binding 1.10 with the numpy one)
+ANTI_WINDUP_ABLATIONS = ("gfs-s", "gfs-p", "gfs-sp")
 #: §4.6.1: OrgLinear vs the production estimator (GFS-e) on spot JCT, JQT and the eviction rate
 ESTIMATOR_METRICS = {"jct": "spot_jct_mean", "jqt": "spot_jqt_mean", "evict": "evict_rate_runs"}
 
@@ -68,7 +73,7 @@ def plan(quick: bool) -> list[tuple[str, str]]:
     medium = ["gfs-e", CAUSES["estimator_persistence"]]
     if not quick:
         medium += ["gfs:H=2", "gfs:H=4", *(a for a in ABLATIONS if a != "gfs-e"), "gfs:estimator=seasonal",
-                   *CAUSES.values()]
+                   *CAUSES.values(), *(f"{a}:eta_raise=binding" for a in ANTI_WINDUP_ABLATIONS)]
     pairs = [(lv, "gfs") for lv in levels] + [("medium", p) for p in medium] + \
         [(lv, m) for lv in levels for m in MECHANISMS.values() if not quick] + \
         [(lv, b) for lv in levels for b in BASELINES]
@@ -349,6 +354,11 @@ def run(ctx: ReproduceContext) -> dict[str, Measurement]:
             b = runs.metric("medium", MECHANISMS["eta_raise_binding"], metric)
             causes["eta_raise_binding"] = round(v, 4) if math.isfinite(v := _ratio(a, b)) else "n/a"
             detail += _eta_desc(runs, "medium") + f"; GFS with eta_raise=binding: {b:.4g}"
+        if name in ANTI_WINDUP_ABLATIONS and not ctx.quick:  # both sides with the anti-windup raise
+            va = runs.metric("medium", f"{name}:eta_raise=binding", metric)
+            vb = runs.metric("medium", MECHANISMS["eta_raise_binding"], metric)
+            causes["eta_raise_binding"] = round(v, 4) if math.isfinite(v := _ratio(va, vb)) else "n/a"
+            detail += f"; both with eta_raise=binding: {va:.4g} / {vb:.4g}"
         out[key] = _m(_ratio(a, g), detail, causes)
 
     # --- §4.6.1 estimator study (spot tasks at Medium) -------------------------------------------------------------
