@@ -97,7 +97,8 @@ def score_block(model, demand: pd.DataFrame, attrs, cut: int, positions: list[in
 def model_factories(spec: RollingSpec, quick: bool, extra: bool = False) -> dict[str, Callable[[], Any]]:
     """The table's models (fresh, unfitted, seeded). Quick mode: OrgLinear and DLinear only. ``extra`` adds
     GluonTS' Lag-TST, left out of the documented full run (not one of the paper's baselines; the worst model of
-    the table, MAE 13.4 against OrgLinear's 5.0, and a quarter of its CPU: 640-810 s per 3 origins loaded).
+    the table, MAE 13.4 against OrgLinear's 5.0, and a quarter of its wall time in the two earlier full runs:
+    640-810 s per 3 origins, loaded, before the pool's fits ran on one torch thread each).
 
     OrgLinear's configuration was chosen on a validation split before the first test block (fit on days
     0-13 of the series, scored on days 13-15; the test blocks start at day 15): from the paper's Eq. 8
