@@ -1,0 +1,372 @@
+"""The shell side of a launch command, as extractor rules: statements and variables of a pasted command
+or a repository script, `cd`, redirections, `let` arithmetic, SLURM directives, and the launchers
+(torchrun, deepspeed, accelerate, srun, mpirun/mpiexec, composer, Lightning Fabric, console scripts)
+followed to the entry script.
+
+A mixin of the extractor (features.schedmate_text.extract._Extractor), split out of extract.py by
+concern: it uses the extractor's file lookups, its GPU/node setters and `entry_script`.
+"""
+from __future__ import annotations
+
+import re
+import shlex
+from functools import lru_cache
+from pathlib import PurePosixPath
+from typing import Any
+
+from features.schedmate_text.settings import P_LAUNCH, _as_int
+from features.schedmate_text.shell import (_ASSIGN, _LAUNCH_WORDS, _NOT_LAUNCH, _arith, _expand, _join_continuations,
+                                           _join_rel, _shell_statements, _strip_comment, _unquote)
+
+__all__ = ["LaunchMixin"]
+
+# a documentation placeholder with spaces, `[your imagenet-folder with train and val folders]` or
+# `<path to data>`: one argument the user replaces, so it stays one word
+_PLACEHOLDER = re.compile(r"(?<![\w$\[])\[[A-Za-z][^\]\[\n$\"'=]*\s+[A-Za-z][^\]\[\n$\"'=]*\]|"
+                          r"<[A-Za-z][^<>\n$\"'=|&;]*\s+[A-Za-z][^<>\n$\"'=|&;]*>")
+
+
+@lru_cache(maxsize=8192)
+def _words(stmt: str) -> list[str]:
+    """A script statement's words (shlex is slow; scripts repeat across jobs). Callers do not modify it."""
+    try:
+        return shlex.split(stmt)
+    except ValueError:
+        return stmt.split()
+
+
+class LaunchMixin:
+    files: dict[str, str]
+    depth: int
+    cwd: str
+
+    # -- command -------------------------------------------------------------------------------
+    def command(self, cmd: str, env: dict[str, str] | None = None) -> None:
+        self.depth += 1
+        if self.depth > 8:
+            return
+        env = dict(env or {})
+        cmd = _PLACEHOLDER.sub(lambda m: re.sub(r"\s+", "-", m.group(0)), cmd)
+        if self.depth == 1 and len([s for s in _shell_statements(cmd) if not s.startswith("#")]) > 1 and \
+                "\n" in _join_continuations(cmd).strip():
+            # a command pasted as several lines (`export DIR=...` lines, then the launch): a small script
+            self._run_statements(cmd, [], env, inline=True)
+            return
+        try:
+            toks = shlex.split(_join_continuations(cmd), comments=True)
+        except ValueError as exc:
+            raise ValueError(f"cannot parse the command: {exc}") from None
+        toks = self._pick_segment([t for t in toks if t not in ("\n",)], env)
+        while toks and _ASSIGN.match(toks[0]) and not toks[0].startswith("-"):
+            k, v = _ASSIGN.match(toks[0]).groups()
+            env[k] = _expand(v, env, [])
+            toks = toks[1:]
+        if any("$" in t for t in toks):  # MODEL=x python train.py --model $MODEL: the shell expands it
+            toks = [_expand(t, env, [], keep_unset=self.depth == 1) if "$" in t else t for t in toks]
+        while toks and toks[0] in ("env", "exec", "time", "nohup", "stdbuf", "numactl"):
+            toks = toks[1:]
+            while toks and toks[0].startswith("-"):
+                toks = toks[1:]
+        for var in ("NNODES", "NUM_NODES"):  # launcher wrappers that read the node count from the environment
+            if var in env:
+                self._set_nodes(_as_int(env[var]), 45, var)
+        if "NPROC_PER_NODE" in env:
+            self._set_gpn(_as_int(env["NPROC_PER_NODE"]), 45, "NPROC_PER_NODE")
+        if "CUDA_VISIBLE_DEVICES" in env:
+            devs = [d for d in env["CUDA_VISIBLE_DEVICES"].split(",") if d.strip()]
+            self._set_gpn(len(devs), 40, "CUDA_VISIBLE_DEVICES")
+        if not toks:
+            return
+        head = PurePosixPath(toks[0]).name
+        if head in ("bash", "sh", "sbatch", "zsh") or toks[0].endswith(".sh"):
+            args = toks[1:] if head in ("bash", "sh", "sbatch", "zsh") else toks
+            while args and args[0].startswith("-"):
+                args = args[1:]
+            if args:
+                self.script(args[0], args[1:], env, sbatch=head == "sbatch")
+            return
+        self.launcher(toks, env)
+
+    _SEPARATORS = ("&&", "||", ";", "|", "&")
+    _REDIRECT = re.compile(r"^(?:\d?>>?|&>>?|<)(?:&\d)?$")
+    _REDIRECT_JOINED = re.compile(r"^(?:\d?>>?|&>>?|<(?![A-Za-z][^<>]*>$))\S+$|^\d?>&\d$")  # <your-path>: a value
+    _RUNNERS = ("python", "python3", "torchrun", "deepspeed", "accelerate", "srun", "mpirun", "mpiexec", "composer", "bash", "sh",
+                "sbatch", "zsh")
+
+    def _pick_segment(self, toks: list[str], env: dict[str, str] | None = None) -> list[str]:
+        """`cd src && nohup python train.py ... > log 2>&1 &` -> the launching segment without its
+        redirections; `cd DIR` moves where later paths are looked up; `export BS=64;` and `BS=64 &&`
+        before it set variables (into `env`)."""
+        split: list[str] = []
+        for t in toks:  # "src;" -> "src", ";" (shlex keeps a glued separator in the word)
+            if len(t) > 1 and t.endswith(";"):
+                split += [t[:-1], ";"]
+            else:
+                split.append(t)
+        segs, cur = [], []
+        for t in split:
+            if t in self._SEPARATORS:
+                segs.append(cur)
+                cur = []
+            else:
+                cur.append(t)
+        segs.append(cur)
+        chosen: list[str] = []
+        for seg in segs:
+            clean, skip = [], False
+            for t in seg:
+                if skip:
+                    skip = False
+                    continue
+                if self._REDIRECT.match(t):
+                    skip = not t.endswith(tuple("0123456789")) or ">&" not in t
+                    continue
+                if self._REDIRECT_JOINED.match(t):
+                    continue
+                clean.append(t)
+            if not clean:
+                continue
+            if clean[0] == "cd" and len(clean) > 1:
+                self.cwd = self._cd(clean[1])
+                continue
+            if env is not None and not chosen:
+                words = clean[1:] if clean[0] == "export" else clean
+                if words and all(_ASSIGN.match(w) for w in words):
+                    for w in words:
+                        k, v = _ASSIGN.match(w).groups()
+                        env[k] = _expand(v, env, [])
+                    continue
+            words = [w for w in clean if not _ASSIGN.match(w)]
+            words = [w for w in words if w not in ("env", "exec", "time", "nohup", "stdbuf", "numactl")]
+            head = PurePosixPath(words[0]).name if words else ""
+            if head in self._RUNNERS or head.endswith((".sh", ".py")):
+                chosen = clean
+        return chosen or (segs[0] if len(segs) == 1 else next((g for g in segs if g and g[0] != "cd"), []))
+
+    def _cd(self, path: str) -> str:
+        """Where `cd path` leads, relative to the repository root. A documented `cd <path_to_repo>/vim` names
+        the checkout by a placeholder: the longest tail of the path that is a folder of the repository."""
+        target = _join_rel(self.cwd, path)
+        if self._folders is None:
+            self._folders = self._repo.folders = {k.rpartition("/")[0] for k in self.files}
+            self._folders |= {f.rsplit("/", n)[0] for f in list(self._folders) for n in range(1, f.count("/") + 1)}
+        if target in self._folders or not target:
+            return target
+        parts = target.split("/")
+        return next(("/".join(parts[i:]) for i in range(1, len(parts)) if "/".join(parts[i:]) in self._folders), target)
+
+    def script(self, path: str, pos: list[str], env: dict[str, str], sbatch: bool = False) -> None:
+        name = self._file(path)
+        if name is None:
+            return
+        here = str(PurePosixPath(name).parent)
+        text = re.sub(r"\$\(dirname \"?\$0\"?\)|`dirname \"?\$0\"?`|\$\(dirname \"?\$\{0\}\"?\)",
+                      "" if here == "." else here, self.files[name])
+        self._run_statements(text, pos, env)
+
+    def _run_statements(self, text: str, pos: list[str], env: dict[str, str], inline: bool = False) -> None:
+        """Run the statements of a script (or of a command pasted as several lines, `inline`): variable
+        assignments and exports set the environment, `shift` moves the positionals, the last statement that
+        launches something is followed. Expansion happens on the statement's text before it is split into
+        words, as the shell does: `python x.py $FLAGS` gives FLAGS's words, not one word. Inline `cd DIR`
+        lines move where later paths are looked up (a script's own `cd` is relative to where it was run)."""
+        env = dict(env)
+        last_launch = None
+        for stmt in _shell_statements(text):
+            if stmt.startswith("#SBATCH"):
+                self._sbatch(stmt[len("#SBATCH"):].strip())
+                continue
+            if stmt.startswith("#"):
+                continue
+            stmt = _strip_comment(stmt).strip()  # `DATA=$5 # <path>`: the comment is not part of the value
+            if not stmt:
+                continue
+            words_q = _words(stmt)
+            arr = re.match(r"^(?:export\s+|declare\s+-a\s+|local\s+)?([A-Za-z_][A-Za-z0-9_]*)=\((.*)\)\s*$", stmt, re.S)
+            if arr:  # ARGS=(--a 1 --b 2): the words, expanded now
+                env[arr.group(1)] = _expand(arr.group(2), env, pos, keep_unset=inline)
+                continue
+            if words_q and words_q[0] == "let":  # let "NNODES=GPUS/GPUS_PER_NODE": integer arithmetic
+                for w in words_q[1:]:
+                    k, _, expr = w.partition("=")
+                    val = _arith(expr, env, pos) if expr and re.fullmatch(r"[A-Za-z_]\w*", k) else None
+                    if val is not None:
+                        env[k] = val
+                continue
+            single = len(words_q) == 1 or (len(words_q) == 2 and words_q[0] == "export")
+            m = _ASSIGN.match(stmt) if single else None
+            if m:
+                k, v = m.groups()
+                v = _unquote(v)
+                arith = re.fullmatch(r"\$\(\((.*)\)\)", v.strip(), re.S)
+                if arith:  # N=$((GPUS / PER_NODE))
+                    v = _arith(arith.group(1), env, pos) or ""
+                if k not in env or not k.isupper() or not env.get(k):
+                    env[k] = _expand(v, env, pos)
+                continue
+            words = stmt.split()
+            if not words:
+                continue
+            if words[0] == "cd" and len(words) == 2 and last_launch is None:
+                target = self._cd(_unquote(words[1].rstrip(";")))
+                if inline or target in (self._folders or ()):  # a script's `cd vim;` into a folder it has
+                    self.cwd = target
+                continue
+            if words[0] == "shift":
+                n = _as_int(words[1]) if len(words) > 1 else 1
+                pos = pos[(n or 1):]
+                continue
+            first = words[0]
+            while _ASSIGN.match(first) and len(words) > 1:
+                words = words[1:]
+                first = words[0]
+            if PurePosixPath(first).name in _LAUNCH_WORDS or first.endswith(".py") or \
+                    (inline and first not in _NOT_LAUNCH and not _ASSIGN.match(first)):
+                last_launch = _expand(stmt, env, pos, keep_unset=inline)
+        if last_launch:
+            self.command(last_launch, env)
+
+    def _sbatch(self, spec: str) -> None:
+        m = re.match(r"(?:--nodes[= ]|-N\s*)(\d+)", spec)
+        if m:
+            self._set_nodes(int(m.group(1)), 85, "#SBATCH --nodes")
+        m = re.match(r"--gpus-per-node[= ](?:\w+:)?(\d+)", spec) or re.match(r"--gres[= ]gpu(?::\w+)?:(\d+)", spec)
+        if m:
+            self._set_gpn(int(m.group(1)), 85, "#SBATCH gpus per node")
+        m = re.match(r"(?:--gpus|-G)[= ](?:\w+:)?(\d+)\s*$", spec)
+        if m:  # --gpus: the job's GPUs in all
+            self._set_total(int(m.group(1)), 85, "#SBATCH --gpus")
+
+    def launcher(self, toks: list[str], env: dict[str, str]) -> None:
+        head = PurePosixPath(toks[0]).name
+        rest = toks[1:]
+        if head in ("python", "python3") and len(rest) >= 2 and rest[0] == "-m" and rest[1] in (
+                "torch.distributed.run", "torch.distributed.launch"):
+            head, rest = "torchrun", rest[2:]
+        if head in ("python", "python3"):
+            while rest and rest[0].startswith("-") and rest[0] not in ("-m",):
+                rest = rest[1:]
+            if rest and rest[0] == "-m":
+                mod = rest[1] if len(rest) > 1 else ""
+                if mod.endswith(".py") and self._file(mod):  # `python -m finetuning.py`: the doc means the file
+                    self.entry_script(mod, rest[2:])
+                    return
+                self.entry_script(self._module_file(mod) or mod.replace(".", "/") + ".py", rest[2:])
+                return
+            if rest:
+                self.entry_script(rest[0], rest[1:])
+            return
+        if head == "tune" and rest and rest[0] == "run":  # torchtune: torchrun options, then a recipe
+            head, rest = "torchrun", rest[1:]
+        elif head in ("lightning", "fabric") and rest[:2] in (["run", "model"], ["run", "app"]) or \
+                head == "fabric" and rest[:1] == ["run"]:
+            # Lightning Fabric's launcher: --devices per node, --num-nodes, then the script
+            opts, script, args = self._split_launcher(rest[2:] if rest[1:2] == ["model"] else rest[1:])
+            if str(opts.get("accelerator", "")).lower() == "cpu":
+                self._set_total(0, P_LAUNCH, "lightning --accelerator cpu")
+            else:
+                self._set_gpn(_as_int(opts.get("devices")), P_LAUNCH, "lightning run --devices")
+            self._set_nodes(_as_int(opts.get("num_nodes")), P_LAUNCH, "lightning run --num-nodes")
+            if script:
+                self.entry_script(script, args)
+            return
+        elif head not in ("torchrun", "deepspeed", "accelerate", "srun", "mpirun", "mpiexec", "composer"):
+            # a console script (fairseq-train, a project's own entry point): its argv is the job's; its
+            # module comes from the repository's packaging metadata when the repository declares it
+            target = self._console_script(head)
+            self.entry_script(target or toks[0], rest, console=head)
+            return
+        opts, script, args = self._split_launcher(rest)
+        if head == "torchrun":
+            self._set_gpn(_as_int(opts.get("nproc_per_node")), P_LAUNCH, "torchrun --nproc_per_node")
+            nn = str(opts.get("nnodes", "") or "")
+            self._set_nodes(_as_int(nn.split(":")[-1]) if nn else None, P_LAUNCH, "torchrun --nnodes")
+        elif head == "deepspeed":
+            self._set_gpn(_as_int(opts.get("num_gpus")), P_LAUNCH, "deepspeed --num_gpus")
+            self._set_nodes(_as_int(opts.get("num_nodes")), P_LAUNCH, "deepspeed --num_nodes")
+            inc = opts.get("include")
+            if isinstance(inc, str) and ":" in inc:
+                self._set_gpn(len(inc.split(":")[1].split(",")), P_LAUNCH, "deepspeed --include")
+        elif head == "accelerate":
+            if script == "launch" or (args and script is None):
+                opts, script, args = self._split_launcher(rest[1:] if rest and rest[0] == "launch" else rest)
+            self._set_total(_as_int(opts.get("num_processes")), P_LAUNCH, "accelerate --num_processes")
+            if opts.get("cpu") is True or opts.get("use_cpu") is True:  # accelerate launch --cpu: no GPU
+                self._set_total(0, P_LAUNCH, "accelerate --cpu")
+            self._set_nodes(_as_int(opts.get("num_machines")), P_LAUNCH, "accelerate --num_machines")
+        elif head == "srun":
+            self._set_nodes(_as_int(opts.get("nodes") or opts.get("N")), P_LAUNCH, "srun --nodes")
+            g = _as_int(opts.get("gpus_per_node")) or _as_int(opts.get("ntasks_per_node"))
+            self._set_gpn(g, P_LAUNCH, "srun gpus/tasks per node")
+            if opts.get("gres"):
+                m = re.search(r"gpu(?::\w+)?:(\d+)", str(opts["gres"]))
+                if m:
+                    self._set_gpn(int(m.group(1)), P_LAUNCH, "srun --gres")
+            total = _as_int(opts.get("ntasks") or opts.get("n"))
+            self._set_total(total, 85, "srun --ntasks")
+            per = _as_int(opts.get("ntasks_per_node"))
+            if total and per and not (opts.get("nodes") or opts.get("N")):
+                self._set_nodes(-(-total // per), 85, "srun --ntasks / --ntasks-per-node")
+            if script in ("python", "python3") or (script and script.endswith(("torchrun", "python"))):
+                self.launcher([script] + args, env)
+                return
+        elif head == "composer":  # MosaicML's launcher: one process per device, --world_size in all
+            self._set_gpn(_as_int(opts.get("nproc") or opts.get("n")), P_LAUNCH, "composer --nproc")
+            self._set_total(_as_int(opts.get("world_size")), P_LAUNCH, "composer --world_size")
+        elif head in ("mpirun", "mpiexec"):
+            self._set_total(_as_int(opts.get("np") or opts.get("n")), P_LAUNCH, "mpirun -np")
+            if script in ("python", "python3"):
+                self.launcher([script] + args, env)
+                return
+        if script == "-m" and args:
+            self.entry_script(self._module_file(args[0]) or args[0].replace(".", "/") + ".py", args[1:])
+            return
+        if script:
+            if PurePosixPath(script).name in ("python", "python3", "torchrun"):
+                self.launcher([script] + args, env)
+            else:
+                if self._file(script) is None and re.fullmatch(r"[\w-]+", script):
+                    # a recipe named without its path (`tune run lora_finetune_single_device`)
+                    script = self._module_file(script) or script
+                self.entry_script(script, args)
+
+    _PROGRAMS = ("python", "python3", "torchrun", "deepspeed", "accelerate", "bash", "sh")
+
+    @staticmethod
+    def _split_launcher(rest: list[str]) -> tuple[dict[str, Any], str | None, list[str]]:
+        """Launcher options up to the first positional (the script)."""
+        opts: dict[str, Any] = {}
+        i = 0
+        flags = {"standalone", "use_env", "multi_gpu", "no_python", "no_local_rank", "exclusive", "mpi", "cpu",
+                 "use_cpu", "use_deepspeed", "use_fsdp", "use_megatron_lm", "tpu", "debug", "quiet", "q"}
+        while i < len(rest):
+            t = rest[i]
+            if t == "launch" and i == 0:
+                i += 1
+                continue
+            if not t.startswith("-"):
+                return opts, t, rest[i + 1:]
+            if t in ("-m", "--module") and i + 1 < len(rest):  # torchrun -m pkg.module: a module entry
+                return opts, "-m", rest[i + 1:]
+            key = t.lstrip("-")
+            if "=" in key:
+                k, v = key.split("=", 1)
+                opts[k.replace("-", "_")] = v
+                i += 1
+                continue
+            k = key.replace("-", "_")
+            nxt = rest[i + 1] if i + 1 < len(rest) else ""
+            if k in flags or i + 1 >= len(rest) or (nxt.startswith("-") and not re.fullmatch(r"-\d+", nxt)) or \
+                    PurePosixPath(nxt).name in LaunchMixin._PROGRAMS or nxt.endswith(".py"):
+                # a value that is a program or a script is where the launcher's options end: the option
+                # before it is a flag (`srun --label python -u train.py`)
+                opts[k] = True
+                i += 1
+            else:
+                if len(key) > 1 and key[0] in "Nn" and key[1:].isdigit() and t.startswith("-") and not t.startswith("--"):
+                    opts[key[0]] = key[1:]
+                    i += 1
+                    continue
+                opts[k] = rest[i + 1]
+                i += 2
+        return opts, None, []
