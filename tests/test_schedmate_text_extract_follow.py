@@ -399,3 +399,46 @@ def test_iter_option_config_named_task_dataset_section_and_vlm_family():
     assert (md.task, md.dataset, md.iterations, md.batch_size) == ("image-captioning", "coco", 5, 16)
     md2 = extract_metadata("torchrun --nproc-per-node 8 train.py --cfg-path train_configs/stage1.yaml", files)
     assert md2.task == "vision-language-modeling" and md2.dataset is None  # two dataset sections: no single one
+
+
+# -- batch-15 misses generalised (tuned) ---------------------------------------------------------------------
+TIMM_TRAIN = '''import argparse
+import timm
+parser = argparse.ArgumentParser(description='PyTorch ImageNet Training')
+parser.add_argument('data_dir', metavar='DIR')
+parser.add_argument('--model', default='resnet50', type=str)
+parser.add_argument('-b', '--batch-size', type=int, default=32)
+parser.add_argument('--epochs', type=int, default=300)
+parser.add_argument('--grad-accum-steps', type=int, default=1)
+'''
+
+
+def test_pasted_block_cd_into_placeholder_checkout_then_launch_script():
+    block = ("DATA_PATH=/path/to/imagenet\nCODE_PATH=/path/to/code/netzoo # modify code path here\n\nALL_BATCH_SIZE=4096\n"
+             "NUM_GPU=8\nGRAD_ACCUM_STEPS=4\nlet BATCH_SIZE=ALL_BATCH_SIZE/NUM_GPU/GRAD_ACCUM_STEPS\n\n"
+             "cd $CODE_PATH && sh distributed_train.sh $NUM_GPU $DATA_PATH \\\n--model convformer_s18 \\\n"
+             "-b $BATCH_SIZE --grad-accum-steps $GRAD_ACCUM_STEPS")
+    files = {"train.py": TIMM_TRAIN, "distributed_train.sh": "#!/bin/bash\nNUM_PROC=$1\nshift\n"
+             "python3 -m torch.distributed.launch --nproc_per_node=$NUM_PROC train.py \"$@\"\n"}
+    md = extract_metadata(block, files)
+    assert (md.entry, md.gpus, md.batch_size, md.iterations, md.dataset) == ("train.py", 8, 128, 300, "imagenet")
+    md2 = extract_metadata("./distributed_train.sh 4 /mscoco --model tf_efficientdet_d0 -b 16", files)
+    assert md2.task == "object-detection"  # the detector family over the timm import
+
+
+def test_divided_short_batch_name_restoration_family_and_21k_path():
+    code = ("import argparse\np = argparse.ArgumentParser()\np.add_argument('--bs', type=int, default=4096)\n"
+            "p.add_argument('--ep', type=int, default=1600)\nargs = p.parse_args()\n"
+            "args.batch_size_per_gpu = args.bs // dist.get_world_size()\n")
+    md = extract_metadata("torchrun --nproc_per_node=8 main.py --bs=512", {"main.py": code})
+    assert (md.batch_size, md.iterations, md.iteration_unit) == (64, 1600, "epochs")
+    opt = "name: x\nmodel_type: ImageRestorationModel\nnetwork_g:\n  type: NAFNetLocal\n  width: 32\n" \
+          "datasets:\n  train:\n    dataroot_gt: ./datasets/GoPro/train/sharp_crops.lmdb\n    batch_size_per_gpu: 4\n" \
+          "train:\n  total_iter: 200000\n"
+    files = {"basicsr/train.py": "import argparse\np = argparse.ArgumentParser()\np.add_argument('-opt', type=str)\n",
+             "options/train/GoPro/net.yml": opt}
+    md2 = extract_metadata("python basicsr/train.py -opt options/train/GoPro/net.yml", files)
+    assert md2.model.startswith("nafnet") and md2.task == "image-restoration"  # not ImageRestorationModel
+    assert (md2.dataset, md2.iterations, md2.batch_size) == ("gopro", 200000, 4)
+    p21 = "import argparse\np = argparse.ArgumentParser()\np.add_argument('--data_path', type=str)\n"
+    assert extract_metadata("python t.py --data_path=/mnt/datasets/21k", {"t.py": p21}).dataset == "imagenet-22k"

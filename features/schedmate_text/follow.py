@@ -26,14 +26,20 @@ _PROGRAM_DEST = re.compile(r"(script|program|command|cmd|entry)", re.I)
 _OBJECT_KEYS = ("config", "cfg", "config_name", "exp", "experiment", "exp_name", "name", "exp_file", "preset")
 
 
-_DIVIDED = re.compile(r"\b(\w*batch\w*)\s*(?:=\s*\1\s*)?//=?\s*\(?\s*(?:[\w.]+\.)?(?:get_)?(?:world_size|num_gpus|"
+_DIVIDED = re.compile(r"\b(\w*batch\w*|bs)\s*(?:=\s*\1\s*)?//=?\s*\(?\s*(?:[\w.]+\.)?(?:get_)?(?:world_size|num_gpus|"
                       r"n_gpus|ngpus|num_devices|num_processes)\b")
 
 
 def divided_batches(text: str) -> set[str]:
     """Batch options the code divides by the number of processes (`batch_size = batch_size //
     dist.get_world_size()`): the command's value is the total over all GPUs."""
-    return {m.group(1) for m in _DIVIDED.finditer(text)} if "//" in text else set()
+    if "//" not in text:
+        return set()
+    out = set()
+    for m in re.finditer(r"\b(?:\w+\.)?(\w*batch\w*|bs)\s*(?://|/)\s*\(?\s*(?:[\w.]+\.)?(?:get_)?(?:world_size|num_gpus|n_gpus|"
+                         r"ngpus|num_devices|num_processes)\b", text):
+        out.add(m.group(1))  # `args.bs // dist.get_world_size()` on the right of another name
+    return out | {m.group(1) for m in _DIVIDED.finditer(text)}
 
 
 _UNDIVIDED = re.compile(r"\bbatch_size\s*=\s*(?:\w+\.)+(\w*batch\w*)\b(?!\s*(?://|/|\*))")

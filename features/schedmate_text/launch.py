@@ -153,7 +153,12 @@ class LaunchMixin:
         if target in self._folders or not target:
             return target
         parts = target.split("/")
-        return next(("/".join(parts[i:]) for i in range(1, len(parts)) if "/".join(parts[i:]) in self._folders), target)
+        tail = next(("/".join(parts[i:]) for i in range(1, len(parts)) if "/".join(parts[i:]) in self._folders), None)
+        if tail is not None:
+            return tail
+        if re.search(r"(^|/)path/to/|<|\byour\b|\$", path, re.I) or re.match(r"/?path/to/", target):
+            return ""  # `cd /path/to/code/metaformer`: the checkout itself, named by a placeholder
+        return target
 
     def script(self, path: str, pos: list[str], env: dict[str, str], sbatch: bool = False) -> None:
         name = self._file(path)
@@ -204,6 +209,12 @@ class LaunchMixin:
                 if k not in env or not k.isupper() or not env.get(k):
                     env[k] = _expand(v, env, pos)
                 continue
+            m_cd = re.match(r"cd\s+(\S+)\s*&&\s*(.+)$", stmt, re.S)
+            if m_cd and last_launch is None:  # `cd $CODE_PATH && sh train.sh ...`: move, then the launch
+                target = self._cd(_unquote(_expand(m_cd.group(1), env, pos)))
+                if inline or target in (self._folders or ()) or target == "":
+                    self.cwd = target
+                stmt = m_cd.group(2)
             words = stmt.split()
             if not words:
                 continue

@@ -261,6 +261,9 @@ def resolve(ex) -> JobMetadata:
     sig = task_from_signals(" ".join(ex.task_names)) or task_from_signals(" ".join(ex.task_text))
     code_obj = task_from_objective(ex.code_texts)
     prog = _program_task(ex)
+    fam_sig = family_task(md.model)
+    if sig == "image-classification" and fam_sig and fam_sig != sig:
+        sig = fam_sig  # a timm-built detector or restorer: the family says more than "timm" does
     if sig and prog and prog != sig:
         sig = prog  # the parser's own description ("Set transformer detector") over a word in a file name
     if sig:
@@ -365,7 +368,7 @@ def _model_section_name(k: str) -> bool:
     """`config.MODEL.TRUNK.NAME`: the name of a model section's network (its trunk / backbone / encoder)."""
     segs = k.lower().split(".")
     return len(segs) >= 2 and segs[-1] in ("name", "_name", "type", "arch", "model_name") and \
-        segs[-2] in ("model", "trunk", "backbone", "encoder")
+        segs[-2] in ("model", "trunk", "backbone", "encoder", "network", "network_g", "net_g", "generator")
 
 
 _ANN_KEY = re.compile(r"(^|_)ann(otation)?s?(_(file|path))?(_|$)")  # train_ann, ann_file: the annotation file names the data

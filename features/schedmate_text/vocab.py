@@ -85,6 +85,8 @@ FAMILY_TASK: tuple[tuple[str, str], ...] = (
     (r"(^|-)(dit|stylegan\d?(-ada)?|dcgan|ddpm|ldm|vqgan|edm|consistency-model)($|-)", "image-generation"),
     (r"(^|-)(deeplab(v3)?\+?|segformer|pspnet|upernet|setr)($|-)", "semantic-segmentation"),
     (r"(^|-)(wav2vec2?|hubert|whisper|conformer|deepspeech\d?)($|-)", "speech-recognition"),
+    (r"(^|-)(real-?esr(gan|net)|esrgan|swinir|edsr|rcan|srgan|srresnet|rrdbnet)", "image-super-resolution"),
+    (r"(^|-)(nafnet|restormer|mprnet|uformer|hinet)", "image-restoration"),
     (r"(^|-)(minigpt-?(\d|v\d)?|llava|open-?flamingo|flamingo|idefics\d?|qwen-?vl)($|-|\d)", "vision-language-modeling"),
 )
 
@@ -100,7 +102,7 @@ DATASET_RULES: tuple[tuple[str, str], ...] = (
     (r"(^|-)kinetics-?(400|600|700)?($|-)", "kinetics"),
     (r"(^|-)ucf-?101", "ucf101"),
     (r"(^|-)hmdb-?51", "hmdb51"),
-    (r"imagenet-?2[12]k", "imagenet-22k"),
+    (r"imagenet-?2[12]k|(^|-)2[12]k$|(^|-)in-?2[12]k($|-)", "imagenet-22k"),
     (r"imagenet|ilsvrc|(^|-)imnet($|-)", "imagenet"),  # IMNET: DeiT-style --data-set choices
     (r"(^|-)mnist", "mnist"),
     (r"(^|-)enwik-?8", "enwik8"),
@@ -112,6 +114,9 @@ DATASET_RULES: tuple[tuple[str, str], ...] = (
     (r"(^|-)(sthv2|ssv2|something-?something-?v2|sth-?sth-?v2)($|-)", "something-something-v2"),
     (r"(^|-)flickr-?30k", "flickr30k"),
     (r"(^|-)sa-?1b($|-)", "sa-1b"),
+    (r"(^|-)df2k($|-)", "df2k"),
+    (r"(^|-)div2k($|-)", "div2k"),
+    (r"(^|-)gopro($|-)", "gopro"),
     (r"(^|-)tiny-?shakespeare", "shakespeare"),
     (r"(^|-)(?<!edu-)fineweb(?!-?edu)(-?\d+[bmt])?($|-)", "fineweb"),
     (r"cifar-?100", "cifar100"),
