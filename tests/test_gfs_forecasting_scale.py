@@ -81,3 +81,30 @@ def test_full_run_leaves_lagtst_out_and_says_so():
     text = fcm.markdown(fcm.summarise(rows), fcm.RollingSpec(), quick=False)
     assert "| OrgLinear |" in text and "| 4.0 | 3.0 |" in text  # seconds and CPU seconds over origins
     assert "Lag-TST (GluonTS) | left out" in text
+
+
+class _Shifted(_ThreadSpy):
+    """Last value as the mean; the 0.9 quantile `lift` above it (0 = the mean itself)."""
+
+    lift = 0.0
+
+    def fit(self, demand, attrs=None):
+        return self
+
+    def forecast(self, demand, attrs, origins):
+        fc = super().forecast(demand, attrs, origins)
+        q = fc.mean + self.lift
+        return type(fc)(list(origins), list(demand.columns), fc.mean, fixed_quantiles={0.9: q, 0.95: q})
+
+
+def test_each_row_says_how_often_the_truth_fell_below_the_09_quantile():
+    demand = _demand()
+    pos = list(range(200, 260, 6))
+    low = fcm.score_block(_Shifted(), demand, None, 150, pos, SPEC.horizon)
+    wide = _Shifted()
+    wide.lift = 1e6  # a quantile above every value: covers all of them
+    high = fcm.score_block(wide, demand, None, 150, pos, SPEC.horizon)
+    truth = np.stack([demand.iloc[p: p + SPEC.horizon].to_numpy().T for p in pos]).ravel()
+    last = np.stack([np.repeat(demand.iloc[p - 1].to_numpy()[:, None], SPEC.horizon, axis=1) for p in pos]).ravel()
+    assert low["cover_0.9"] == pytest.approx(np.mean(truth <= last))
+    assert 0.0 < low["cover_0.9"] < 1.0 and high["cover_0.9"] == 1.0

@@ -91,6 +91,8 @@ def score_block(model, demand: pd.DataFrame, attrs, cut: int, positions: list[in
     y, m = np.stack(truth).ravel(), np.stack(means).ravel()
     return {"mae": float(np.mean(np.abs(y - m))), "ql_0.9": quantile_loss(y, np.stack(q9).ravel(), 0.9),
             "ql_0.95": quantile_loss(y, np.stack(q95).ravel(), 0.95), "fit_s": fit_s,
+            # share of the truth at or below the 0.9 quantile: why a pinball loss is high (too wide or too narrow)
+            "cover_0.9": float(np.mean(y <= np.stack(q9).ravel())),
             "seconds": time.perf_counter() - t0, "cpu_s": time.process_time() - c0}
 
 
@@ -276,9 +278,12 @@ def forecasting_measurements(ctx: ReproduceContext, rows: pd.DataFrame | None = 
         key = f"fc_orglinear_over_best_{m.replace('.', '')}"
         others = summary.drop(index="OrgLinear")[f"{m}_mean"]
         best = str(others.idxmin())
-        res[key] = Measurement(float(summary.loc["OrgLinear", f"{m}_mean"] / others.min()),
-                               f"{m}: OrgLinear {summary.loc['OrgLinear', f'{m}_mean']:.3f}, best other "
-                               f"{best} {others.min():.3f}")
+        detail = f"{m}: OrgLinear {summary.loc['OrgLinear', f'{m}_mean']:.3f}, best other {best} {others.min():.3f}"
+        if m == "ql_0.9" and "cover_0.9" in rows:
+            cover = rows.groupby("model", sort=False)["cover_0.9"].mean()
+            detail += ("; share of the truth at or below the 0.9 quantile (nominal 90 %): "
+                       + ", ".join(f"{name} {100 * v:.1f} %" for name, v in cover.items()))
+        res[key] = Measurement(float(summary.loc["OrgLinear", f"{m}_mean"] / others.min()), detail)
     return res
 
 
