@@ -254,15 +254,15 @@ class OrgLinear(Estimator):
             raise ValueError("update needs the organisations the model was trained on, in the same order")
         t0 = time.perf_counter()
         positions = np.arange(self.lookback, len(demand) - self.horizon + 1, self.stride)
-        if len(positions) and self.engine == "numpy":
+        if len(positions):
             self.updates_ = getattr(self, "updates_", 0) + 1
-            self._numpy_epochs(self._arrays(demand, attrs, positions), epochs, min_steps)
-        elif len(positions):
-            import torch
+            if self.engine == "numpy":
+                self._numpy_epochs(self._arrays(demand, attrs, positions), epochs, min_steps)
+            else:
+                import torch
 
-            torch.manual_seed(self.seed)
-            self.updates_ = getattr(self, "updates_", 0) + 1
-            self._torch_epochs(self._tensors(demand, attrs, positions), epochs, min_steps)
+                torch.manual_seed(self.seed)
+                self._torch_epochs(self._tensors(demand, attrs, positions), epochs, min_steps)
         self.fit_seconds_ = time.perf_counter() - t0
         return self
 
