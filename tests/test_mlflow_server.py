@@ -19,6 +19,11 @@ from tests.test_mlflow import PLUMBING, empty_store_db  # noqa: F401 - fixture
 SERVER_ENV = {"OMP_NUM_THREADS": "1", "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
 
 
+#: MLflow's CLI run by the interpreter that runs the tests (its console script may live elsewhere, e.g. in a
+#: virtual environment made with --system-site-packages)
+MLFLOW_CLI = [sys.executable, "-m", "mlflow"]
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -65,8 +70,7 @@ def test_tracking_server_registry_and_serving_endpoint(tmp_path, philly_file, mo
     env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
     env.update(SERVER_ENV)
     shutil.copy(empty_store_db, tmp_path / "server.db")  # migrated once per worker: the server skips its migrations
-    mlflow_bin = os.path.join(os.path.dirname(sys.executable), "mlflow")
-    server = start([mlflow_bin, "server", "--host", "127.0.0.1", "--port", str(port), "--backend-store-uri",
+    server = start([*MLFLOW_CLI, "server", "--host", "127.0.0.1", "--port", str(port), "--backend-store-uri",
                     f"sqlite:///{tmp_path / 'server.db'}", "--default-artifact-root", (tmp_path / "art").as_uri(),
                     "--workers", "1"], env)
     serve = None
@@ -82,7 +86,7 @@ def test_tracking_server_registry_and_serving_endpoint(tmp_path, philly_file, mo
         local = ModelPredictor("models:/duration@champion", tracking_uri=uri).predict(jobs)
 
         serve_port = free_port()
-        serve = start([mlflow_bin, "models", "serve", "-m", "models:/duration@champion", "--env-manager", "local",
+        serve = start([*MLFLOW_CLI, "models", "serve", "-m", "models:/duration@champion", "--env-manager", "local",
                        "-h", "127.0.0.1", "-p", str(serve_port)], {**env, "MLFLOW_TRACKING_URI": uri, "MLFLOW_REGISTRY_URI": uri})
         wait_http(f"http://127.0.0.1:{serve_port}/ping", 240, serve)
         remote = RestPredictor(f"http://127.0.0.1:{serve_port}", batch=150).predict(jobs)

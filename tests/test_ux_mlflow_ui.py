@@ -5,12 +5,11 @@ reads where its workflow switch is off) and the links schedcast prints carry ``w
 import os
 import shutil
 import subprocess
-import sys
 
 import pytest
 
 from tests.test_mlflow import empty_store_db  # noqa: F401 - fixture
-from tests.test_mlflow_server import SERVER_ENV, free_port, start, stop, wait_http
+from tests.test_mlflow_server import MLFLOW_CLI, SERVER_ENV, free_port, start, stop, wait_http
 
 
 def _browser() -> str | None:
@@ -57,8 +56,7 @@ def test_mlflow_ui_opens_schedcast_experiment_on_runs(tmp_path, empty_store_db):
     port = free_port()
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}, **SERVER_ENV}
     shutil.copy(empty_store_db, tmp_path / "server.db")
-    mlflow_bin = os.path.join(os.path.dirname(sys.executable), "mlflow")
-    server = start([mlflow_bin, "server", "--host", "127.0.0.1", "--port", str(port), "--backend-store-uri",
+    server = start([*MLFLOW_CLI, "server", "--host", "127.0.0.1", "--port", str(port), "--backend-store-uri",
                     f"sqlite:///{tmp_path / 'server.db'}", "--default-artifact-root", (tmp_path / "art").as_uri(),
                     "--workers", "1"], env)
     try:
