@@ -260,3 +260,39 @@ def test_every_lucid_variant_and_horus_run_on_philly(philly_vc, spec):
     r = simulate(philly_vc, spec, check_invariants=True)
     check_identities(job_table(r))
     assert np.isfinite(r.end).all()
+
+
+def test_rolling_levels_give_np_percentiles_bits():
+    """The per-tick fast path (a sorted window) returns scaling.levels' numbers bit for bit: windows of
+    1..1,008 values with ties, zeros, denormal-small and non-integer counts, while the window slides."""
+    import random
+
+    from sim.policies.lucid.scaling import RollingLevels, levels
+
+    rng = random.Random(0)
+    for window in (1, 2, 3, 7, 50, 1008):
+        fast, seen = RollingLevels(window), []
+        for _ in range(1300 if window == 1008 else 200):
+            x = rng.choice([float(rng.randint(0, 40)), rng.random() * 1e3, rng.choice([0.0, 1.0, 1e-300, 7.3])])
+            fast.add(x)
+            seen.append(x)
+            assert [np.float64(v).tobytes() for v in fast.levels()] == \
+                [np.float64(v).tobytes() for v in levels(seen[-window:])]
+    nan = RollingLevels(4)
+    for x in (1.0, float("nan"), 2.0):
+        nan.add(x)
+    assert np.isnan(nan.levels()).all()  # numpy's NaN rule, through the reference
+
+
+def test_lucid_replay_is_the_same_with_the_reference_levels(philly_vc, monkeypatch):
+    """A whole Lucid replay on real Philly jobs is job for job the one the np.percentile path gives."""
+    from sim.policies.lucid import scaling
+
+    fast = simulate(philly_vc, "lucid")
+    monkeypatch.setattr(scaling.RollingLevels, "levels", lambda self: scaling.levels(list(self.recent)))
+    slow = simulate(philly_vc, "lucid")
+    assert job_table(fast).equals(job_table(slow)) and fast.alloc_times == slow.alloc_times
+    assert fast.alloc_used == slow.alloc_used and fast.events == slow.events
+    timing = [k for k in fast.policy_stats if "second" in k]  # wall-clock timings differ run to run
+    assert {k: v for k, v in fast.policy_stats.items() if k not in timing} == \
+        {k: v for k, v in slow.policy_stats.items() if k not in timing}

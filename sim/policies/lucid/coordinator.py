@@ -72,6 +72,7 @@ class LucidCoordinator(Coordinator):
         self.g_ss = policy.g_ss0 if policy.sharing else 0
         self.t_prof, self.n_prof, self.burst = policy.t_prof0, policy.n_prof0, False
         self.hourly: list[float] = []
+        self.hour_levels = scaling.RollingLevels()  # scaling.levels(self.hourly), kept per tick
         self.mode_seconds = {0: 0.0, 1: 0.0, 2: 0.0}
         self.last_tick = 0.0
         self.forecast_by = {"model": 0, "trend": 0}
@@ -188,9 +189,10 @@ class LucidCoordinator(Coordinator):
         self.last_tick = now
         last, before = self.throughput.hours(now)
         self.hourly.append(float(last))
+        self.hour_levels.add(self.hourly[-1])
         if len(self.hourly) < scaling.MIN_HOURS:
             return
-        quiet, median, busy, top = scaling.levels(self.hourly)
+        quiet, median, busy, top = self.hour_levels.levels()
         forecast = self.throughput.forecast(now)
         self.forecast_by[self.throughput.source] += 1
         if p.sharing and p.dynamic:
