@@ -255,3 +255,40 @@ def test_gfs_queue_order_and_eta_raise_are_named_parameters():
         Gfs(eta_raise="never")
     with pytest.raises(ValueError):
         Gfs(queue_order="lifo")
+
+
+def test_pool_history_is_the_restacked_list_as_hours_close():
+    """PoolState.history() (a buffer grown per closed hour) equals np.vstack(hourly) at every length, as a
+    fresh array a caller may write to."""
+    from sim.policies.gfs.sqa import PoolState
+
+    st, rng = PoolState((0, "a100"), 64, ["a", "b", "c"]), np.random.default_rng(0)
+    for _ in range(70):
+        st.hourly.append(rng.integers(0, 9, 3).astype(float))
+        got = st.history()
+        assert got.dtype == np.float64 and np.array_equal(got, np.vstack(st.hourly))
+        got[:] = -1.0  # the caller's copy: the buffer is untouched
+    st.hourly = st.hourly[:5]  # a replaced list starts the buffer over
+    assert np.array_equal(st.history(), np.vstack(st.hourly))
+
+
+def test_gfs_replay_is_the_same_with_the_restacked_history(monkeypatch):
+    """A GFS replay (3 days of the GFS generator: HP and spot tasks of 4 organisations, ~84 forecast hours,
+    so the buffer grows several times) is quota for quota and job for job the one the old path gives
+    (np.vstack of the whole list, and of the hour in progress, for every new forecast hour)."""
+    from evaluation.metrics import job_table
+    from features.traces.gfs import GfsSpec, generate
+    from sim.cluster import load_cluster
+    from sim.policies.gfs.sqa import PoolState
+    from sim.workload import build_workload
+
+    table = generate(GfsSpec(cluster_gpus=432, days=3, warmup_hours=12, spot_multiplier=2, max_orgs=4), seed=0)
+    w = build_workload(table, load_cluster("gfs-a100-small"))
+    fast = simulate(w, "gfs-d:estimator=persistence")
+    monkeypatch.setattr(PoolState, "history", lambda self: np.vstack(self.hourly + [self.current])[:-1])
+    slow = simulate(w, "gfs-d:estimator=persistence")
+    assert job_table(fast).equals(job_table(slow)) and fast.events == slow.events
+    assert len(fast.policy_stats["sqa_quota_log"]) > 1000
+    timing = [k for k in fast.policy_stats if "second" in k]
+    assert repr({k: v for k, v in fast.policy_stats.items() if k not in timing}) == \
+        repr({k: v for k, v in slow.policy_stats.items() if k not in timing})
