@@ -8,7 +8,7 @@ import pytest
 
 from pipelines.cli import main
 from sim.predictors import predict_kind
-from tests.test_mlflow import empty_store_db, store  # noqa: F401 - fixtures
+from tests.test_mlflow import store  # noqa: F401 - fixture
 
 
 def test_registered_iterations_model_predicts_iterations(store, capsys):

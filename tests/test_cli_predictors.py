@@ -17,8 +17,9 @@ def test_simple_predictors_describe_themselves():
 
 
 @pytest.fixture(scope="module")
-def registry(tmp_path_factory):
+def registry(tmp_path_factory, empty_store_db):
     """A local registry with two versions of `duration` (runs of a constant model); champion -> 1."""
+    import shutil
     import warnings
 
     import mlflow
@@ -26,6 +27,7 @@ def registry(tmp_path_factory):
 
     saved = {k: v for k, v in os.environ.items() if k.startswith("MLFLOW_")}  # set_tracking_uri writes them
     root = tmp_path_factory.mktemp("registry")
+    shutil.copy(empty_store_db, root / "mlflow.db")  # migrated once per worker
     uri = f"sqlite:///{root / 'mlflow.db'}"
     client = mlflow.MlflowClient(uri, uri)
     experiment = client.create_experiment("t", artifact_location=(root / "artifacts").as_uri())

@@ -9,11 +9,8 @@ from pipelines.cli import main
 
 
 @pytest.fixture()
-def store(tmp_path, monkeypatch):
-    import logging
-
-    logging.getLogger("mlflow").setLevel(logging.WARNING)
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+def store(tmp_path, monkeypatch, migrated_store):
+    uri = migrated_store(tmp_path / "mlflow.db")
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
     monkeypatch.chdir(tmp_path)
     return uri

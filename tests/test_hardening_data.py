@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from pipelines.cli import main
-from tests.test_mlflow import empty_store_db, store  # noqa: F401 - fixtures
+from tests.test_mlflow import store  # noqa: F401 - fixture
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "MPLBACKEND": "Agg", "HF_HUB_OFFLINE": "1",

@@ -150,7 +150,7 @@ class _EvilModel:
 
 
 @pytest.fixture()
-def evil_store(tmp_path):
+def evil_store(tmp_path, migrated_store):
     """A sqlite store elsewhere whose registered 'packing' champion runs code when loaded."""
     import mlflow
     import mlflow.pyfunc
@@ -159,8 +159,7 @@ def evil_store(tmp_path):
         pass
 
     db = tmp_path / "elsewhere" / "evil.db"
-    db.parent.mkdir()
-    uri = f"sqlite:///{db}"
+    uri = migrated_store(db)
     marker = tmp_path / "marker"
     client = mlflow.MlflowClient(tracking_uri=uri, registry_uri=uri)
     exp = client.create_experiment("evil", artifact_location=(db.parent / "art").as_uri())
@@ -389,14 +388,15 @@ def test_spec_yaml_is_written_atomically(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow  # an MLflow sqlite store (schema migration) or child processes
-def test_stale_partials_are_cleaned_and_an_orphaned_parent_run_is_failed(tmp_path, monkeypatch):
+def test_stale_partials_are_cleaned_and_an_orphaned_parent_run_is_failed(tmp_path, monkeypatch,
+                                                                         migrated_store):
     import mlflow
 
     from pipelines.experiment import parse_spec, run_experiment
     from pipelines.tracking import Tracker
 
     monkeypatch.chdir(tmp_path)
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    uri = migrated_store(tmp_path / "mlflow.db")
     out = tmp_path / "run"
     (out / "cells" / ".d-fifo-s0-abc.xyz.partial").mkdir(parents=True)
     (out / "cells" / ".d-fifo-s0-abc.xyz.partial" / "summary.csv").write_text("half")

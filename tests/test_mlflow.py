@@ -5,22 +5,6 @@ import pytest
 from pipelines.cli import main
 
 
-@pytest.fixture(scope="session")
-def empty_store_db(tmp_path_factory):
-    """A migrated, empty MLflow sqlite database, created once: creating the tables takes seconds, copying
-    the file does not (each test still gets its own store and artifact folder)."""
-    import logging
-
-    import mlflow
-
-    logging.getLogger("mlflow").setLevel(logging.WARNING)  # no "Creating initial MLflow database tables"
-    db = tmp_path_factory.mktemp("template") / "mlflow.db"
-    client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{db}", registry_uri=f"sqlite:///{db}")
-    client.search_experiments()
-    client.search_registered_models()
-    return db
-
-
 @pytest.fixture()
 def store(tmp_path, monkeypatch, empty_store_db):
     import shutil

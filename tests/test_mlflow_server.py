@@ -12,7 +12,7 @@ import urllib.request
 
 import numpy as np
 
-from tests.test_mlflow import PLUMBING, empty_store_db  # noqa: F401 - fixture
+from tests.test_mlflow import PLUMBING
 
 #: The server's environment in these tests: one thread per process, and no MLflow job runner (MLflow 3 starts
 #: several huey consumer processes for GenAI jobs, each importing mlflow; schedcast's `server` turns it off too).

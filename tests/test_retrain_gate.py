@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from pipelines.cli import main
-from tests.test_mlflow import empty_store_db, store  # noqa: F401 - fixtures
+from tests.test_mlflow import store  # noqa: F401 - fixture
 
 SMALL = ["--param", "n_estimators=20"]
 

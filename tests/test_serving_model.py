@@ -349,15 +349,17 @@ def _log(result, history, root, uri: str, name: str, artifact: bool):
 
 
 @pytest.fixture(scope="module")
-def store(trained, tmp_path_factory):
+def store(trained, tmp_path_factory, empty_store_db):
     """One sqlite store with two versions: 'duration-raw' (history up to the holdout, as a parquet
     artifact) and 'duration-raw-pickled' (all jobs, inside the pickle)."""
     import os
+    import shutil
 
     import mlflow
 
     frame, train, _, result, _ = trained
     root = tmp_path_factory.mktemp("store")
+    shutil.copy(empty_store_db, root / "mlflow.db")  # migrated once per worker
     uri = f"sqlite:///{root / 'mlflow.db'}"
     saved = {k: v for k, v in os.environ.items() if k.startswith("MLFLOW_")}
     mlflow.set_tracking_uri(uri)

@@ -229,12 +229,13 @@ def test_readiness_timeout_is_one_line_and_stops_the_child(tmp_path):
 
 # -- the real thing --------------------------------------------------------------------------------------
 @pytest.mark.slow
-def test_server_banner_after_readiness_and_sigterm_leaves_nothing(tmp_path):
+def test_server_banner_after_readiness_and_sigterm_leaves_nothing(tmp_path, migrated_store):
     """`schedcast server` on a free port without the interpreter on PATH: "UI at" appears only once /health
-    answers; SIGINT (Ctrl-C) to schedcast alone stops the mlflow server, its uvicorn workers and everything else."""
+    answers; SIGINT (Ctrl-C) to schedcast alone stops the mlflow server, its uvicorn workers and everything else.
+    (The store is migrated already: what is tested is the banner and the stop, not table creation.)"""
     port = free_port()
     cli = CliProcess(["server", "--port", str(port), "--workers", "1", "--ready-timeout", str(READY_S),
-                      "--backend-store-uri", f"sqlite:///{tmp_path / 'mlflow.db'}"], tmp_path, bare_env())
+                      "--backend-store-uri", migrated_store(tmp_path / "mlflow.db")], tmp_path, bare_env())
     tree: dict[int, str] = {}
     try:
         t0 = time.monotonic()

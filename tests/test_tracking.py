@@ -12,8 +12,9 @@ from pipelines.tracking import summary_metrics, tracking_destination
 pytest.importorskip("mlflow")
 
 
-def _store(tmp_path) -> str:
-    return f"sqlite:///{tmp_path / 'mlruns' / 'mlflow.db'}"
+def _store(tmp_path, migrated_store) -> str:
+    """./mlruns/mlflow.db under tmp_path, a copy of the migrated template (table creation is not tested here)."""
+    return migrated_store(tmp_path / "mlruns" / "mlflow.db")
 
 
 def test_tracking_destination(monkeypatch):
@@ -67,7 +68,7 @@ def _registered_duration_model(uri: str) -> tuple[str, str]:
     return run.info.run_id, str(version)
 
 
-def test_track_simulation_params_metrics_artifacts_lineage(tmp_path):
+def test_track_simulation_params_metrics_artifacts_lineage(tmp_path, migrated_store):
     import mlflow
 
     from evaluation.metrics import evaluate
@@ -77,7 +78,7 @@ def test_track_simulation_params_metrics_artifacts_lineage(tmp_path):
     from sim import simulate
     from sim.predictors import describe_predictor, make_predictor
 
-    uri = _store(tmp_path)
+    uri = _store(tmp_path, migrated_store)
     train_run, version = _registered_duration_model(uri)
     table, workload = build_source(synthetic="demo", jobs=150, seed=3)
     predictor = make_predictor("models:/duration@champion", tracking_uri=uri)
@@ -121,7 +122,7 @@ def test_track_simulation_params_metrics_artifacts_lineage(tmp_path):
     assert {"summary.csv", "meta.json"} <= {a.path for a in client.list_artifacts(parent)}
 
 
-def test_experiment_run_logs_nested_runs_and_the_leaderboard(tmp_path, monkeypatch):
+def test_experiment_run_logs_nested_runs_and_the_leaderboard(tmp_path, monkeypatch, migrated_store):
     import mlflow
 
     # a fixed code version: other edits to the working tree during the test must not defeat the resume
@@ -142,7 +143,7 @@ def test_experiment_run_logs_nested_runs_and_the_leaderboard(tmp_path, monkeypat
         return extras(spec, workload, failures, announce)
 
     monkeypatch.setattr(replay, "replay_extras", failing_extras)
-    uri = _store(tmp_path)
+    uri = _store(tmp_path, migrated_store)
     spec = parse_spec({"name": "tracked", "workloads": [{"name": "demo", "synthetic": "demo", "jobs": 80}],
                        "policies": ["fifo", "sjf", {"name": "fifo", "label": "bad", "params": {"work_conserving": True}}],
                        "seeds": 2})
@@ -186,7 +187,7 @@ def test_plain_simulate_does_not_import_mlflow(tmp_path):
     assert "RC 0 MLFLOW False" in out, out[-2000:]
 
 
-def test_simulate_track_logs_nested_runs(tmp_path):
+def test_simulate_track_logs_nested_runs(tmp_path, migrated_store):
     """`schedcast simulate --track --tracking-uri URI`: one parent run, one nested run per policy."""
     if not _simulate_has_track_flag():
         pytest.skip("simulate --track is not wired in pipelines/simulate.py yet")
@@ -195,7 +196,7 @@ def test_simulate_track_logs_nested_runs(tmp_path):
     from pipelines.cli import main
     from pipelines.tracking import EXPERIMENT
 
-    uri = _store(tmp_path)
+    uri = _store(tmp_path, migrated_store)
     assert main(["simulate", "--synthetic", "demo", "--jobs", "80", "--policy", "fifo", "spjf", "--no-plots",
                  "--out", str(tmp_path / "out"), "--track", "--tracking-uri", uri]) == 0
     client = mlflow.MlflowClient(uri)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from pipelines.cli import main
-from tests.test_mlflow import empty_store_db, store  # noqa: F401 - fixtures
+from tests.test_mlflow import store  # noqa: F401 - fixture
 from tests.test_retrain_gate import write_helios
 
 ROOT = Path(__file__).resolve().parents[1]

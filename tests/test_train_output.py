@@ -10,7 +10,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.test_mlflow import empty_store_db  # noqa: F401 - fixture
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -8,7 +8,6 @@ import subprocess
 
 import pytest
 
-from tests.test_mlflow import empty_store_db  # noqa: F401 - fixture
 from tests.test_mlflow_server import MLFLOW_CLI, SERVER_ENV, free_port, start, stop, wait_http
 
 

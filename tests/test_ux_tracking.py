@@ -17,7 +17,6 @@ import pandas as pd
 import pytest
 
 from pipelines.cli import main
-from tests.test_mlflow import empty_store_db  # noqa: F401 - fixture: a migrated store, copied per test
 
 
 def test_catalog_units_and_names():
