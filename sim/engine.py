@@ -134,6 +134,8 @@ class Engine(Transitions):
         self.lost_work = [0.0] * n
         self.attempt_start = [0.0] * n  # when the current attempt began training (failures)
         self.attempt_work = [0.0] * n  # work_done when it began
+        #: Per-job accumulators as numpy arrays where the loop has them (sim.kernel), handed to the result.
+        self.arrays: dict[str, Any] = {}
         # Predictions by name; a plain list means durations (as before).
         if predictions is None:
             self.predictions: dict[str, Sequence[float]] = {}
@@ -445,7 +447,8 @@ class Engine(Transitions):
             alloc_used=self.alloc_used, alloc_held=self.alloc_held, events=events, wall_seconds=_time.perf_counter() - wall0,
             decision_seconds=self.decision_seconds, evictions=self.evictions, lost=self.lost,
             event_log=self.event_log, policy_stats=stats, failures=self.failures, lost_work=self.lost_work,
-            failed=[st == FAILED for st in state], seed=self.seed, loop=self.loop,
+            failed=[st == FAILED for st in state] if self.failed_count else [False] * n, seed=self.seed,
+            loop=self.loop, arrays=self.arrays,
         )
 
     def _lifecycle_event(self, entry: tuple) -> None:

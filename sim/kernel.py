@@ -295,11 +295,12 @@ def _series(engine: Any, series: list[float], used: int) -> None:
     """The allocation series from the flat list time, GPUs in use, time, ...: whole GPUs, never shared,
     so the GPUs held are the GPUs in use."""
     engine.used_gpus = engine.held_gpus = used
-    if series:
-        counts = series[1::2]
-        engine.alloc_times.fromlist(series[0::2])
-        engine.alloc_used.fromlist(counts)
-        engine.alloc_held.fromlist(counts)
+    if series:  # one conversion of the flat list, then byte copies (array.fromlist: 0.25 s per 3 M values)
+        flat = np.fromiter(series, dtype=float, count=len(series))
+        counts = flat[1::2].tobytes()
+        engine.alloc_times.frombytes(flat[0::2].tobytes())
+        engine.alloc_used.frombytes(counts)
+        engine.alloc_held.frombytes(counts)
 
 
 def _fill(engine: Any, start: list[float], done: int) -> None:
@@ -317,13 +318,22 @@ def _fill(engine: Any, start: list[float], done: int) -> None:
     s = np.asarray(start, dtype=float)
     d = np.asarray(w.duration, dtype=float)
     end = s + d / 1.0
+    wait = 0.0 + (s - np.asarray(w.submit, dtype=float))
+    train = 0.0 + (end - s)
+    work = 0.0 + d
     engine.first_start[:] = start
     if n:
         engine.now = float(end.max())  # the last instant, where the general loop leaves its clock
     engine.end[:] = end.tolist()
-    engine.wait[:] = (0.0 + (s - np.asarray(w.submit, dtype=float))).tolist()
-    engine.train[:] = (0.0 + (end - s)).tolist()
-    engine.work_done[:] = (0.0 + d).tolist()
+    engine.wait[:] = wait.tolist()
+    engine.train[:] = train.tolist()
+    engine.work_done[:] = work.tolist()
+    # The arrays the lists came from, for the result's tables (SimResult.array); the fields the kernel
+    # never changes are zeros, as the general loop leaves them.
+    zeros, none = np.zeros(n), np.zeros(n, dtype=np.int64)
+    engine.arrays = {"first_start": s, "end": end, "wait": wait, "train": train, "work_done": work, "load": zeros,
+                     "save": zeros, "futile": zeros, "lost": zeros, "lost_work": zeros, "preemptions": none,
+                     "evictions": none, "failures": none, "failed": np.zeros(n, dtype=bool)}
     engine.remaining[:] = [0.0] * n
     engine.state[:] = [DONE] * n
     engine.since[:] = start
