@@ -321,19 +321,15 @@ def _fill(engine: Any, start: list[float], done: int) -> None:
     wait = 0.0 + (s - np.asarray(w.submit, dtype=float))
     train = 0.0 + (end - s)
     work = 0.0 + d
-    engine.first_start[:] = start
     if n:
         engine.now = float(end.max())  # the last instant, where the general loop leaves its clock
-    engine.end[:] = end.tolist()
-    engine.wait[:] = wait.tolist()
-    engine.train[:] = train.tolist()
-    engine.work_done[:] = work.tolist()
-    # The arrays the lists came from, for the result's tables (SimResult.array); the fields the kernel
-    # never changes are zeros, as the general loop leaves them.
+    # The accumulators the kernel computed stay arrays (the result gives them as lists when read:
+    # SimResult turns an array field into a list on first access, element for element the general loop's);
+    # the fields it never changes are the engine's zero lists, handed over as zero arrays too.
+    engine.first_start, engine.end, engine.wait, engine.train, engine.work_done = s, end, wait, train, work
     zeros, none = np.zeros(n), np.zeros(n, dtype=np.int64)
-    engine.arrays = {"first_start": s, "end": end, "wait": wait, "train": train, "work_done": work, "load": zeros,
-                     "save": zeros, "futile": zeros, "lost": zeros, "lost_work": zeros, "preemptions": none,
-                     "evictions": none, "failures": none, "failed": np.zeros(n, dtype=bool)}
+    engine.arrays = {"load": zeros, "save": zeros, "futile": zeros, "lost": zeros, "lost_work": zeros,
+                     "preemptions": none, "evictions": none, "failures": none, "failed": np.zeros(n, dtype=bool)}
     engine.remaining[:] = [0.0] * n
     engine.state[:] = [DONE] * n
     engine.since[:] = start
