@@ -87,3 +87,19 @@ def test_text_or_on_arrow_text_equals_the_object_path(values, fill):
     got = _text_or(arrow, fill)
     assert got.dtype == object
     assert [None if v is pd.NA else v for v in got] == [None if v is pd.NA else v for v in expected]
+
+
+def test_kernel_fields_are_lists_when_read_and_survive_pickling(philly):
+    import pickle
+
+    _, fast = _run(philly, "sjf", True)
+    _, general = _run(philly, "sjf", False)
+    assert "end" not in vars(fast)  # kept as an array until read
+    copy = pickle.loads(pickle.dumps(fast))
+    for result in (fast, copy):
+        for name in ("first_start", "end", "wait", "train", "work_done"):
+            values = getattr(result, name)
+            assert type(values) is list and values == getattr(general, name), name
+            assert all(type(v) is float for v in values[:100]), name
+    with pytest.raises(AttributeError):
+        fast.no_such_field
