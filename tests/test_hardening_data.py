@@ -1,7 +1,9 @@
 """Issue 20 (data loss, caches, retrain gate, reproducible output) and issue 22 item 10.
 
-CLI cases run the real entry point (``python -m pipelines.cli``) in a subprocess where the exit code and
-stderr are the point; cases that need a monkeypatch (a failure half-way, a full disk) call ``main``.
+CLI cases run the real entry point (``python -m pipelines.cli``) in a subprocess where the process is the
+point (its exit code and stderr, identical output across processes); cases that need a monkeypatch (a failure
+half-way, a full disk) or check what is written to folders call ``main`` in this process (a subprocess costs
+~1.5 s of imports).
 """
 from __future__ import annotations
 
@@ -65,33 +67,36 @@ def assert_untouched(folder: Path, files: dict[str, bytes]) -> None:
 
 
 # -- 20.4: --force replaces only schedcast's own output, whole-or-nothing ------------------------------------
-def test_corpus_force_never_deletes_the_working_folder(tmp_path):
+def test_corpus_force_never_deletes_the_working_folder(tmp_path, monkeypatch, capsys):
     work = tmp_path / "work"
     files = user_files(work)
-    line = one_line_error(cli("corpus", "--out", ".", "--force", "--jobs", "2", "--no-logs", cwd=work))
+    monkeypatch.chdir(work)  # in this process: the folder is the point here, not the process
+    line = main_error(capsys, "corpus", "--out", ".", "--force", "--jobs", "2", "--no-logs")
     assert "--out ." in line
     assert_untouched(work, files)
     assert sorted(p.name for p in work.iterdir()) == ["notes.txt", "thesis"]
 
 
-def test_corpus_force_never_unlinks_a_file_or_a_foreign_folder(tmp_path):
+def test_corpus_force_never_unlinks_a_file_or_a_foreign_folder(tmp_path, monkeypatch, capsys):
     target = tmp_path / "important.csv"
     target.write_text("a,b\n1,2\n")
-    line = one_line_error(cli("corpus", "--out", str(target), "--force", "--jobs", "2", "--no-logs", cwd=tmp_path))
+    monkeypatch.chdir(tmp_path)
+    line = main_error(capsys, "corpus", "--out", str(target), "--force", "--jobs", "2", "--no-logs")
     assert "is a file" in line and target.read_text() == "a,b\n1,2\n"
     foreign = tmp_path / "papers"
     files = user_files(foreign)
-    line = one_line_error(cli("corpus", "--out", str(foreign), "--force", "--jobs", "2", "--no-logs", cwd=tmp_path))
+    line = main_error(capsys, "corpus", "--out", str(foreign), "--force", "--jobs", "2", "--no-logs")
     assert "not a folder schedcast wrote" in line
     assert_untouched(foreign, files)
 
 
-def test_corpus_force_replaces_its_own_corpus(tmp_path):
+def test_corpus_force_replaces_its_own_corpus(tmp_path, monkeypatch, capsys):
     out = tmp_path / "corpus"
-    assert cli("corpus", "--out", str(out), "--jobs", "3", "--no-logs", cwd=tmp_path).returncode == 0
+    monkeypatch.chdir(tmp_path)
+    assert main(["corpus", "--out", str(out), "--jobs", "3", "--no-logs"]) == 0
     assert (out / ".schedcast-output").is_file()
-    proc = cli("corpus", "--out", str(out), "--force", "--jobs", "2", "--seed", "4", "--no-logs", cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr
+    code = main(["corpus", "--out", str(out), "--force", "--jobs", "2", "--seed", "4", "--no-logs"])
+    assert code == 0, capsys.readouterr().err
     assert json.loads((out / "index.json").read_text())["seed"] == 4
     assert len(json.loads((out / "index.json").read_text())["jobs"]) == 2
 
