@@ -1,5 +1,7 @@
 """Result folders are whole or absent; file columns carry units; plots are titled and readable."""
 import json
+import os
+import time
 from pathlib import Path
 
 import numpy as np
@@ -82,6 +84,20 @@ def test_a_failing_plot_worker_is_an_error(tmp_path):
     idle = report.PlotWorker()
     idle.close()  # a worker that never got work is stopped
     assert idle.proc.returncode is not None
+
+
+@pytest.mark.skipif(not hasattr(os, "getpriority"), reason="POSIX priorities")
+def test_plot_worker_runs_below_the_commands_priority():
+    """Its matplotlib import must not take a core from the CSV reader's threads."""
+    worker = report.PlotWorker()
+    try:
+        mine = os.getpriority(os.PRIO_PROCESS, 0)
+        deadline = time.monotonic() + 20
+        while os.getpriority(os.PRIO_PROCESS, worker.proc.pid) == mine and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert os.getpriority(os.PRIO_PROCESS, worker.proc.pid) == min(19, mine + 10)
+    finally:
+        worker.close()
 
 
 def test_rerun_needs_force_and_force_replaces_the_folder_whole(tmp_path, capsys):
