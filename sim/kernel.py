@@ -328,11 +328,13 @@ def _fill(engine: Any, start: list[float], done: int) -> None:
     # the fields it never changes are the engine's zero lists, handed over as zero arrays too.
     engine.first_start, engine.end, engine.wait, engine.train, engine.work_done = s, end, wait, train, work
     zeros, none = np.zeros(n), np.zeros(n, dtype=np.int64)
-    engine.arrays = {"load": zeros, "save": zeros, "futile": zeros, "lost": zeros, "lost_work": zeros,
-                     "preemptions": none, "evictions": none, "failures": none, "failed": np.zeros(n, dtype=bool)}
-    engine.remaining[:] = [0.0] * n
-    engine.state[:] = [DONE] * n
-    engine.since[:] = start
-    engine.seg_start[:] = start
-    engine.epoch[:] = [1] * n
-    engine.expected_end[:] = [INF] * n
+    engine.load = engine.save = engine.futile = engine.lost = engine.lost_work = zeros
+    engine.preemptions = engine.evictions = engine.failures = none
+    engine.arrays = {"failed": np.zeros(n, dtype=bool)}
+    # the engine's state as the general loop leaves it (its per-job lists are made on first use)
+    engine.remaining = [0.0] * n
+    engine.state = [DONE] * n
+    engine.since = start
+    engine.seg_start = list(start)
+    engine.epoch = [1] * n
+    engine.expected_end = [INF] * n

@@ -103,3 +103,15 @@ def test_kernel_fields_are_lists_when_read_and_survive_pickling(philly):
             assert all(type(v) is float for v in values[:100]), name
     with pytest.raises(AttributeError):
         fast.no_such_field
+
+
+def test_the_kernel_leaves_the_general_loops_engine_state_and_makes_no_unused_list(philly):
+    fast_engine, _ = _run(philly, "sjf", True)
+    general_engine, _ = _run(philly, "sjf", False)
+    for name in ("state", "since", "seg_start", "remaining", "epoch", "expected_end"):
+        assert list(getattr(fast_engine, name)) == list(getattr(general_engine, name)), name
+    for name in ("speed", "alloc", "attempt_start", "attempt_work"):  # the general loop's own
+        assert name not in vars(fast_engine), name
+    assert fast_engine.speed == [1.0] * len(philly)  # made on first use, with its initial value
+    with pytest.raises(AttributeError):
+        fast_engine.no_such_list
