@@ -29,29 +29,39 @@ SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 ONE_WORKER_MODULES = ("test_serving_model", "test_cli_predictors")
 
 
-#: The slowest tests, slowest first (seconds on the quiet 2-core machine, 2026-11-25): they are started
-#: first. xdist hands the workers their tests in collection order (groups of several tests first), and these
-#: sit late in the alphabet (test_mlflow*, test_train_*): a long test started last leaves the other core idle
-#: at the end (that run: 9 min 16 s wall for 16 min 18 s of user CPU on 2 workers, over a minute above half).
-#: Longest first leaves the short tests to fill the gaps at the end.
+#: The slowest work units, slowest first: they are started first. xdist hands the workers their tests in
+#: collection order (groups of several tests first), and these sit late in the alphabet (test_mlflow*,
+#: test_serving_model, test_train_*): a long unit started last leaves the other core idle at the end.
+#: Longest first leaves the short tests to fill the gaps at the end. An entry is "module::test" or a whole
+#: module of ONE_WORKER_MODULES (one unit: its tests run one after the other on one worker). Seconds: a
+#: loaded 2-core run of 2026-11-26 (tests/conftest's --durations=80; a group is the sum of its tests).
 SLOW_FIRST = (
-    "test_mlflow::test_lucid_runs_with_registry_models",  # 63
-    "test_train_output::test_training_is_quiet_by_default_and_the_models_table_is_fast",  # 52
-    "test_mlflow_server::test_tracking_server_registry_and_serving_endpoint",  # 33
-    "test_mlflow::test_train_registers_and_simulator_uses_champion",  # 24
-    "test_gfs_registry::test_gfs_quota_uses_the_registered_demand_champion",  # 23
-    "test_train_lifecycle::test_killed_first_train_leaves_a_failed_run_and_no_half_version",  # 23
-    "test_cli::test_simulate_every_policy_on_real_philly",  # 8-22 per chunk
-    "test_train_lifecycle::test_two_first_trains_on_a_new_store_both_succeed",  # 22
-    "test_reproduce::test_reproduce_lazer_quick_gives_every_claim_a_verdict",  # 22
+    "test_serving_model",  # ~90: one worker, a trained model, serve, holdout, forests
+    "test_reproduce::test_reproduce_lazer_quick_gives_every_claim_a_verdict",  # 59 (the full Philly trace)
+    "test_train_lifecycle::test_two_first_trains_on_a_new_store_both_succeed",  # 43
+    "test_mlflow_server::test_tracking_server_registry_and_serving_endpoint",  # 38
+    "test_train_output::test_training_is_quiet_by_default_and_the_models_table_is_fast",  # 37
+    "test_mlflow::test_retrain_promotes_refuses_and_survives_a_crash",  # 36
+    "test_mlflow::test_lucid_runs_with_registry_models",  # 35
+    "test_corpus_determinism::test_corpus_is_the_same_under_every_hash_seed",  # 31
+    "test_mlflow::test_other_tasks_train_and_register",  # 31
+    "test_cli_predictors",  # ~27: one worker, a registry
+    "test_ux_mlflow_ui::test_mlflow_ui_opens_schedcast_experiment_on_runs",  # 25
+    "test_gfs_registry::test_gfs_quota_uses_the_registered_demand_champion",  # 24
+    "test_retrain_gate::test_gate_scores_on_the_champions_lineage_or_refuses",  # 22
+    "test_retrain_gate::test_concurrent_retrains_promote_at_most_one",  # 19
+    "test_mlflow::test_train_registers_and_simulator_uses_champion",  # 19
     "test_serving_processes::test_server_banner_after_readiness_and_sigterm_leaves_nothing",  # 19
-    "test_mlflow::test_other_tasks_train_and_register",  # 17
-    "test_ux_mlflow_ui::test_mlflow_ui_opens_schedcast_experiment_on_runs",  # 16
-    "test_mlflow::test_retrain_promotes_refuses_and_survives_a_crash",  # 53 on the full trace, now 15,000 jobs
-    "test_lucid::test_every_lucid_variant_and_horus_run_on_philly",  # 7-13 per variant
-    "test_corpus_determinism::test_corpus_is_the_same_under_every_hash_seed",  # 12
-    "test_retrain_gate::test_concurrent_retrains_promote_at_most_one",  # 11
-    "test_experiment_run::test_serial_and_dask_two_workers_agree",  # 10
+    "test_cli::test_simulate_every_policy_on_real_philly",  # 6-18 per chunk
+    "test_train_lifecycle::test_killed_first_train_leaves_a_failed_run_and_no_half_version",  # 14
+    "test_hardening_data::test_rows_appended_to_the_champions_trace_are_the_same_source_by_content",  # 14
+    "test_hardening_data::test_first_version_worse_than_baseline_is_not_champion_and_models_says_so",  # 14
+    "test_plugins::test_plugins_reach_dask_workers_in_experiment_run",  # 13
+    "test_hardening_data::test_the_lost_race_names_the_champion_that_is_there_now",  # 13
+    "test_schedmate_text_failures::test_long_noisy_log_gives_the_final_fatal_error_not_one_the_job_survived",  # 12
+    "test_experiment_run::test_serial_and_dask_two_workers_agree",  # 12
+    "test_plugins::test_an_installed_plugin_runs_in_simulate",  # 12
+    "test_models_ml::test_ga2m_monotone_gpu_shape",  # 12
 )
 
 
@@ -65,8 +75,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if _module(item) in ONE_WORKER_MODULES:
             item.add_marker(pytest.mark.xdist_group(_module(item)))
     rank = {name: i for i, name in enumerate(SLOW_FIRST)}
+
+    def key(item: pytest.Item) -> int:
+        module = _module(item)
+        return rank.get(module if module in ONE_WORKER_MODULES else
+                        f"{module}::{getattr(item, 'originalname', item.name)}", len(rank))
+
     # stable: every other test keeps its place (xdist needs the same order on every worker: it is)
-    items.sort(key=lambda item: rank.get(f"{_module(item)}::{getattr(item, 'originalname', item.name)}", len(rank)))
+    items.sort(key=key)
 
 
 @pytest.fixture(scope="session")

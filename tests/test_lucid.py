@@ -285,10 +285,15 @@ def test_rolling_levels_give_np_percentiles_bits():
 
 
 def test_lucid_replay_is_the_same_with_the_reference_levels(philly_vc, monkeypatch):
-    """A whole Lucid replay on real Philly jobs is job for job the one the np.percentile path gives."""
+    """A whole Lucid replay on real Philly jobs (~10,000 ticks: the window fills and slides) is job for job
+    the one the np.percentile path gives."""
     from sim.policies.lucid import scaling
 
+    ticks = []
+    monkeypatch.setattr(scaling.RollingLevels, "add", lambda self, x, add=scaling.RollingLevels.add: (
+        ticks.append(x), add(self, x))[1])
     fast = simulate(philly_vc, "lucid")
+    assert len(ticks) > scaling.WINDOW_HOURS
     monkeypatch.setattr(scaling.RollingLevels, "levels", lambda self: scaling.levels(list(self.recent)))
     slow = simulate(philly_vc, "lucid")
     assert job_table(fast).equals(job_table(slow)) and fast.alloc_times == slow.alloc_times
