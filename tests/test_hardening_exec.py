@@ -166,7 +166,8 @@ def evil_store(tmp_path, migrated_store):
     mlflow.set_tracking_uri(uri)
     mlflow.set_registry_uri(uri)
     with mlflow.start_run(experiment_id=exp):
-        info = mlflow.pyfunc.log_model(name="model", python_model=Model(str(marker)))
+        info = mlflow.pyfunc.log_model(name="model", python_model=Model(str(marker)),
+                                       pip_requirements=["mlflow"])  # named: no ~4 s inference subprocess
     mv = mlflow.register_model(info.model_uri, "packing")
     client.set_registered_model_alias("packing", "champion", mv.version)
     marker.unlink(missing_ok=True)  # MLflow loads the model once while logging it

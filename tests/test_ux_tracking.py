@@ -143,7 +143,8 @@ def default_store(tmp_path, monkeypatch, empty_store_db):
 
     with warnings.catch_warnings(), mlflow.start_run() as run:
         warnings.simplefilter("ignore")
-        info = mlflow.pyfunc.log_model(name="model", python_model=ConstantModel())
+        info = mlflow.pyfunc.log_model(name="model", python_model=ConstantModel(),
+                                       pip_requirements=["mlflow"])  # named: no ~4 s inference subprocess
     metrics = {"log_mae": 1.2, "mae": 300.0, "rmse": 900.0, "baseline.user-median.log_mae": 1.4}
     _register(info.model_uri, "duration", run.info.run_id, "champion", False, metrics, "constant",
               {"code_version": "abc1234", "algorithm": "constant", "primary_metric": "log_mae",
