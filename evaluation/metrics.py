@@ -245,8 +245,6 @@ def breakdown(jobs: pd.DataFrame, by: str, whole: dict[str, Any] | None = None) 
     if isinstance(first, str) and bool((labels == first).all()):
         return pd.DataFrame([{by: first, **(whole if whole is not None else summarize(jobs))}])
     codes, uniques = pd.factorize(labels, sort=True)
-    if len(uniques) == 1 and isinstance(uniques[0], str) and not (codes < 0).any():
-        return pd.DataFrame([{by: uniques[0], **(whole if whole is not None else summarize(jobs))}])
     failed = _failed(jobs)
     arrays = {c: jobs[c].to_numpy() for c in SUMMARY_COLUMNS if c in jobs and c not in (by, "status")}
     rows = []

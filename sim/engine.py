@@ -64,6 +64,8 @@ import zlib
 from array import array
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
+import numpy as np
+
 from sim.context import Context
 from sim.errors import InvariantViolation, SimulationError  # noqa: F401  (re-exported)
 from sim.invariants import check as _check
@@ -98,6 +100,9 @@ _PER_JOB: dict[str, Any] = {
 class Engine(Transitions):
     """Replays a workload under one policy (one instance per partition). Use :func:`simulate`."""
 
+    COORDINATOR = -1  # timer owner of the coordinator (partitions are 0..P-1)
+    RELATIVE_FAILURES = True  # understands Failure.after: fail a job once it has done N s of work
+
     def __getattr__(self, name: str) -> Any:
         """A per-job list of :data:`_PER_JOB`, made at its first use (then an ordinary attribute)."""
         if name not in _PER_JOB or "workload" not in self.__dict__:
@@ -105,9 +110,6 @@ class Engine(Transitions):
         values = list(self.workload.duration) if name == "remaining" else [_PER_JOB[name]] * len(self.workload)
         self.__dict__[name] = values
         return values
-
-    COORDINATOR = -1  # timer owner of the coordinator (partitions are 0..P-1)
-    RELATIVE_FAILURES = True  # understands Failure.after: fail a job once it has done N s of work
 
     def __init__(self, workload: Workload, policy_factory: Callable[[], "Policy"], *,
                  placement: str | Placement = "consolidate",
@@ -133,8 +135,6 @@ class Engine(Transitions):
         self._seq = 0
         # The per-job lists of the general loop (state, times, accumulators: _PER_JOB) are made on first
         # use (__getattr__): the kernel never reads most of them.
-        #: Per-job accumulators as numpy arrays where the loop has them (sim.kernel), handed to the result.
-        self.arrays: dict[str, Any] = {}
         # Predictions by name; a plain list means durations (as before).
         if predictions is None:
             self.predictions: dict[str, Sequence[float]] = {}
@@ -446,8 +446,9 @@ class Engine(Transitions):
             alloc_used=self.alloc_used, alloc_held=self.alloc_held, events=events, wall_seconds=_time.perf_counter() - wall0,
             decision_seconds=self.decision_seconds, evictions=self.evictions, lost=self.lost,
             event_log=self.event_log, policy_stats=stats, failures=self.failures, lost_work=self.lost_work,
-            failed=[st == FAILED for st in state] if self.failed_count else [False] * n, seed=self.seed,
-            loop=self.loop, arrays=self.arrays,
+            # no job failed (the common case): all-False flags, kept as an array until read as a list
+            failed=[st == FAILED for st in state] if self.failed_count else np.zeros(n, dtype=bool),
+            seed=self.seed, loop=self.loop,
         )
 
     def _lifecycle_event(self, entry: tuple) -> None:

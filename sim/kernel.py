@@ -330,7 +330,6 @@ def _fill(engine: Any, start: list[float], done: int) -> None:
     zeros, none = np.zeros(n), np.zeros(n, dtype=np.int64)
     engine.load = engine.save = engine.futile = engine.lost = engine.lost_work = zeros
     engine.preemptions = engine.evictions = engine.failures = none
-    engine.arrays = {"failed": np.zeros(n, dtype=bool)}
     # the engine's state as the general loop leaves it (its per-job lists are made on first use)
     engine.remaining = [0.0] * n
     engine.state = [DONE] * n
