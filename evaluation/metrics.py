@@ -11,7 +11,7 @@ failure; JCT and queueing statistics cover completed jobs only (a failed job has
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
@@ -264,9 +264,14 @@ def _submission_window(jobs: pd.DataFrame, window: tuple[float | None, float | N
     return (lo if start is None else float(start)), (hi if end is None else float(end))
 
 
-def evaluate(result: SimResult, window: tuple[float | None, float | None] | None = None) -> dict[str, Any]:
-    """Everything a report needs for one run: summary, breakdowns, utilisation, run statistics."""
+def evaluate(result: SimResult, window: tuple[float | None, float | None] | None = None, *,
+             on_jobs: Callable[[pd.DataFrame], None] | None = None) -> dict[str, Any]:
+    """Everything a report needs for one run: summary, breakdowns, utilisation, run statistics.
+    ``on_jobs(jobs)`` is called with the job table as soon as it is made, before the rest is scored (a
+    writer starts encoding it there: evaluation.report.JobsParquet); it must not change the table."""
     jobs = job_table(result)
+    if on_jobs is not None:
+        on_jobs(jobs)
     sel = in_window(jobs, window)
     whole = summarize(sel)
     summary = dict(whole)

@@ -106,7 +106,8 @@ _safe = safe_name  # the old private name
 
 
 def write_results(out_dir: str | Path, runs: dict[str, dict[str, Any]], meta: dict[str, Any], *,
-                  force: bool = False, plots: bool = True, plotter: PlotWorker | None = None) -> list[Path]:
+                  force: bool = False, plots: bool = True, plotter: PlotWorker | None = None,
+                  encoded: dict[str, JobsParquet] | None = None) -> list[Path]:
     """Write a whole result folder or none: summary.csv, per-policy job tables and GPU allocation
     (parquet), breakdowns (CSV), meta.json and, with ``plots``, jct_cdf.png and gpu_allocation.png.
 
@@ -115,18 +116,68 @@ def write_results(out_dir: str | Path, runs: dict[str, dict[str, Any]], meta: di
     existing non-empty ``out_dir`` is refused unless ``force``, which replaces it whole (no stale file
     of an earlier run survives) and only when it is schedcast's own output (evaluation.outdir). ``meta['window']`` (start, end) marks measured jobs: job tables get an
     ``in_window`` column and the JCT plot shows only measured jobs. ``plotter``: a PlotWorker started
-    earlier draws the plots while the tables are written (else they are drawn here).
+    earlier draws the plots while the tables are written (else they are drawn here). ``encoded``: per
+    policy, its job table already being encoded (:class:`JobsParquet`, started when the replay's job table
+    was made); a policy without one is encoded here.
     """
     from evaluation.outdir import replace_folder
 
     out = Path(out_dir)
-    names = replace_folder(out, lambda tmp: _write_files(tmp, runs, meta, plots, plotter), kind="simulate",
-                           force=force)
+    names = replace_folder(out, lambda tmp: _write_files(tmp, runs, meta, plots, plotter, encoded),
+                           kind="simulate", force=force)
     return [out / n for n in names]
 
 
+def job_file_frame(jobs: pd.DataFrame, window: tuple[float, float] | None) -> pd.DataFrame:
+    """The job table as ``jobs_<policy>.parquet`` holds it: times named ``<name>_s`` and, with a measurement
+    window, an ``in_window`` column (submitted in [start, end))."""
+    if window is not None:
+        submit = jobs["submit"].to_numpy()
+        jobs = jobs.assign(in_window=(submit >= window[0]) & (submit < window[1]))
+    return with_units(jobs, job_table=True)
+
+
+def _window_key(window: Any) -> tuple[float, float] | None:
+    return None if window is None else (float(window[0]), float(window[1]))
+
+
+class JobsParquet:
+    """A job table being encoded as parquet in a background thread, started as soon as the replay has made
+    the table: pyarrow encodes and compresses without holding the GIL, so on a second core this runs
+    beside the rest of the scoring (and the next policy's replay) instead of after it. The bytes are those
+    ``job_file_frame(jobs, window).to_parquet(path, index=False)`` writes (tests/test_jobs_parquet.py).
+    The table must not be changed while it is encoded (scoring only reads it)."""
+
+    def __init__(self, jobs: pd.DataFrame, window: tuple[float, float] | None) -> None:
+        import threading
+
+        self.window = _window_key(window)
+        self._buffer: Any = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._encode, args=(jobs,), name="jobs-parquet", daemon=True)
+        self._thread.start()
+
+    def _encode(self, jobs: pd.DataFrame) -> None:
+        try:
+            import pyarrow as pa
+
+            sink = pa.BufferOutputStream()  # native memory: the writes never take the GIL (BytesIO would)
+            job_file_frame(jobs, self.window).to_parquet(sink, index=False)
+            self._buffer = sink.getvalue()
+        except BaseException as exc:  # re-raised by write_to, in the caller's thread
+            self._error = exc
+
+    def write_to(self, path: Path) -> None:
+        """Wait for the encoding and write the file (the encoding's error, if any, is raised here)."""
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        with open(path, "wb") as f:
+            f.write(self._buffer)
+
+
 def _write_files(folder: Path, runs: dict[str, dict[str, Any]], meta: dict[str, Any], plots: bool,
-                 plotter: PlotWorker | None = None) -> list[str]:
+                 plotter: PlotWorker | None = None, encoded: dict[str, JobsParquet] | None = None) -> list[str]:
     import pandas as pd
 
     window = meta.get("window")
@@ -136,8 +187,8 @@ def _write_files(folder: Path, runs: dict[str, dict[str, Any]], meta: dict[str, 
         jobs = r["jobs"]
         if window is not None:
             submit = jobs["submit"].to_numpy()
-            jobs = jobs.assign(in_window=(submit >= window[0]) & (submit < window[1]))
-        measured[name] = jobs[jobs["in_window"]] if window is not None else jobs
+            jobs = jobs[(submit >= window[0]) & (submit < window[1])]
+        measured[name] = jobs
     if plots:
         title = _plot_title(meta)
         tasks = [("jct_cdf", cdf_data(measured), str(folder / "jct_cdf.png"), {"title": title, "window": window}),
@@ -163,10 +214,11 @@ def _write_files(folder: Path, runs: dict[str, dict[str, Any]], meta: dict[str, 
     try:
         for name, r in runs.items():
             safe = safe_name(name)
-            jobs = r["jobs"]
-            if window is not None:
-                jobs = jobs.assign(in_window=jobs.index.isin(measured[name].index))
-            with_units(jobs, job_table=True).to_parquet(folder / f"jobs_{safe}.parquet", index=False)
+            pending = (encoded or {}).get(name)
+            if pending is not None and pending.window == _window_key(window):
+                pending.write_to(folder / f"jobs_{safe}.parquet")
+            else:
+                job_file_frame(r["jobs"], window).to_parquet(folder / f"jobs_{safe}.parquet", index=False)
             r["allocation"].rename(columns={"time": "time_s"}).to_parquet(folder / f"allocation_{safe}.parquet",
                                                                            index=False)
             names += [f"jobs_{safe}.parquet", f"allocation_{safe}.parquet"]

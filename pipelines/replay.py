@@ -315,12 +315,14 @@ def prepare_replay(spec: ReplaySpec, *, built: tuple[Any, Any] | None = None, pr
 
 # -- one replay ---------------------------------------------------------------------------------------
 def run_replay(spec: ReplaySpec, prepared: PreparedReplay | None = None, *,
-               progress: Callable[[int, int], None] | None = None) -> ReplayResult:
+               progress: Callable[[int, int], None] | None = None,
+               on_jobs: Callable[[Any], None] | None = None) -> ReplayResult:
     """Replay ``spec.policy`` and score it.
 
     ``prepared`` (from :func:`prepare_replay`) is reused when given, so that several policies share one
     workload and its extras; without it the workload is built from ``spec.workload``. ``progress(done,
-    total)`` is called as jobs finish. The evaluation's identities (JCT = wait + load + train +
+    total)`` is called as jobs finish; ``on_jobs(jobs)`` with the job table as soon as it is made (see
+    evaluation.metrics.evaluate: a writer starts encoding it there). The evaluation's identities (JCT = wait + load + train +
     pause-save, ...) are checked; where the workload has spot jobs the summary also holds the HP /
     spot metrics (evaluation.gfs_metrics, over the measured tasks). Raises the simulator's own errors
     (SimulationError, ValueError for a policy that cannot run on this workload)."""
@@ -333,7 +335,7 @@ def run_replay(spec: ReplaySpec, prepared: PreparedReplay | None = None, *,
                       seed=spec.seed, check_invariants=spec.check_invariants, time_decisions=spec.time_decisions,
                       progress=progress,
                       tracking_uri=spec.tracking_uri, **prepared.extras)
-    ev = evaluate(result, spec.window)
+    ev = evaluate(result, spec.window, on_jobs=on_jobs)
     check_identities(ev["jobs"])
     if prepared.has_spot:  # HP / spot metrics (GFS's), over measured tasks: after a generator's HP-only warm-up
         from evaluation.gfs_metrics import gfs_jobs, pool_summary

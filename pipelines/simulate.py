@@ -351,7 +351,7 @@ def _start_plotter():
 
 
 def _run(args, t0, out, force, window, predictor, predicted, predictor_info, plotter) -> int:
-    from evaluation.report import HP_SPOT_COLUMNS, render_table, write_results
+    from evaluation.report import HP_SPOT_COLUMNS, JobsParquet, render_table, write_results
     from sim.sizing import offered_load
 
     kind = getattr(args, "kind", "simulate")
@@ -396,13 +396,17 @@ def _run(args, t0, out, force, window, predictor, predicted, predictor_info, plo
     progress = _Progress() if _show_progress(args) else None
     has_spot = prepared.has_spot
     runs: dict[str, dict[str, Any]] = {}
+    encoded: dict[str, JobsParquet] = {}  # each policy's job file, encoded beside the scoring and later replays
     forecasters: dict[str, dict[str, Any]] = {}
     replayed = None
     t_replay = time.perf_counter()
     for policy in args.policy:
         update, stop = progress.track(f"{policy:>14}", len(workload)) if progress else (None, lambda: None)
         try:
-            replayed = run_replay(base.with_policy(policy), prepared, progress=update)
+            def encode(jobs, policy=policy) -> None:
+                encoded[policy] = JobsParquet(jobs, window)
+
+            replayed = run_replay(base.with_policy(policy), prepared, progress=update, on_jobs=encode)
         finally:
             stop()
         runs[policy] = replayed.evaluation
@@ -437,7 +441,7 @@ def _run(args, t0, out, force, window, predictor, predicted, predictor_info, plo
             "measured_jobs": measured or len(workload), **({"forecasters": forecasters} if forecasters else {})})
     plots = getattr(args, "plots", True)
     t_write = time.perf_counter()
-    write_results(out, runs, meta, force=force, plots=plots, plotter=plotter)
+    write_results(out, runs, meta, force=force, plots=plots, plotter=plotter, encoded=encoded)
     t_write = time.perf_counter() - t_write
     from pipelines.tracking import tracking_destination
 
