@@ -346,6 +346,30 @@ def parse_datetimes(values: pd.Series, report: LoadReport, *, tz: str, column: s
 
 #: The one layout _arrow_datetimes reads: "YYYY-MM-DD HH:MM:SS" (or a "T" between date and time), nothing else.
 _PLAIN_DATETIME = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[ T][0-9]{2}:[0-9]{2}:[0-9]{2}$"
+#: The same layout as byte positions of its 19 characters: digits, "-" (45), " " (32) or "T" (84), ":" (58).
+_DIGITS_AT = [0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15, 17, 18]
+
+
+def _plain_layout(arr) -> bool:
+    """Whether every value of pyarrow text without nulls matches _PLAIN_DATETIME, read from its bytes: the
+    values are 19 bytes each, so each chunk's characters form one n x 19 byte matrix whose columns are
+    checked at once (a regular expression over 1.75 M values costs 0.15-0.2 s; this a tenth of it)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if pc.min_max(pc.binary_length(arr)).as_py() != {"min": 19, "max": 19}:
+        return False
+    for chunk in (arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]):
+        if not len(chunk):
+            continue
+        _, offsets, data = chunk.buffers()
+        width = np.int64 if pa.types.is_large_string(chunk.type) else np.int32
+        offsets = np.frombuffer(offsets, dtype=width)[chunk.offset:chunk.offset + len(chunk) + 1]
+        chars = np.frombuffer(data, dtype=np.uint8)[offsets[0]:offsets[-1]].reshape(-1, 19)
+        if not ((chars[:, _DIGITS_AT] - np.uint8(48) <= 9).all() and (chars[:, [4, 7]] == 45).all()
+                and ((chars[:, 10] == 32) | (chars[:, 10] == 84)).all() and (chars[:, [13, 16]] == 58).all()):
+            return False
+    return True
 #: Years that pandas' nanosecond clock holds whole (1677-09-21 .. 2262-04-11); others take pandas' path.
 _NS_YEARS = (1678, 2262)
 
@@ -366,7 +390,7 @@ def _arrow_datetimes(text: pd.Series) -> pd.Series | None:
 
     arr = text.array.__arrow_array__()
     try:
-        if not pc.all(pc.match_substring_regex(arr, _PLAIN_DATETIME)).as_py():
+        if not _plain_layout(arr):
             return None
         stamps = pc.cast(arr, pa.timestamp("s"))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
