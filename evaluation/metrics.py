@@ -50,16 +50,25 @@ def _one_text(column: pd.Series) -> str | None:
     return bounds["min"] if bounds["min"] == bounds["max"] else None
 
 
+def _repeat(value: Any, n: int) -> np.ndarray:
+    """An object array holding ``value`` itself n times. (``np.full(n, "pool", dtype=object)`` casts a
+    string through a fixed-width array and makes a new Python string per element: 20 times slower, and
+    the copies defeat the identity shortcuts of later comparisons.)"""
+    out = np.empty(n, dtype=object)
+    out.fill(value)
+    return out
+
+
 def _text_or(column: pd.Series, fill) -> np.ndarray:
     """``column.astype(object).fillna(fill).to_numpy()`` (``fill`` None: no fill), at once for a column
     that is missing throughout (traces without job classes or models)."""
     if len(column) and column.isna().all():
         if fill is None:
-            return np.full(len(column), column.iloc[:1].astype(object).iloc[0], dtype=object)
-        return np.full(len(column), fill, dtype=object)
+            return _repeat(column.iloc[:1].astype(object).iloc[0], len(column))
+        return _repeat(fill, len(column))
     only = _one_text(column)
     if only is not None:  # one label throughout: one Python string, not one per job
-        return np.full(len(column), only, dtype=object)
+        return _repeat(only, len(column))
     values = column.astype(object)
     return (values.fillna(fill) if fill is not None else values).to_numpy()
 
