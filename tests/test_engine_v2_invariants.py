@@ -72,10 +72,10 @@ def test_per_gpu_capacity_with_fractions():
 
 def test_unchanged_state_is_not_rechecked_but_a_hidden_corruption_is_caught_at_the_next_change(monkeypatch):
     calls = []
-    from sim.placement import NodePool
+    import sim.invariants
 
-    original = NodePool.check
-    monkeypatch.setattr(NodePool, "check", lambda self: (calls.append(1), original(self))[1])
+    original = sim.invariants._screen  # where a check reads the whole state (it walks it on a violation only)
+    monkeypatch.setattr(sim.invariants, "_screen", lambda engine: (calls.append(1), original(engine))[1])
     w = workload([(0, 10, 2), (0, 10, 2), (1, 1, 4), (2, 1, 4), (3, 1, 4)], nodes=1, gpus=4)
     Engine(w, Greedy, check_invariants=True).run()
     # arrivals at t=1, 2, 3 of jobs that cannot start change nothing: the pool is not re-checked there
