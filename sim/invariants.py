@@ -58,9 +58,17 @@ def check_exact(engine: Any) -> None:
 # -- the screen: True only if every invariant holds ---------------------------------------------
 def _screen(engine: Any) -> bool:
     total_held = 0
-    for ctx in engine.contexts:
+    # several partitions: most checks follow a change in one of them, the others equal what passed before
+    passed = engine.__dict__.setdefault("_pools_passed", {}) if len(engine.contexts) > 1 else None
+    for p, ctx in enumerate(engine.contexts):
         pool = ctx.pool
-        whole = _pool_holds(pool)
+        seen = passed.get(p) if passed is not None else None
+        if seen is not None and seen[0] == _view(pool):  # equal in every field read: the same verdict
+            whole = seen[1]
+        else:
+            whole = _pool_holds(pool)
+            if whole is not None and passed is not None:
+                passed[p] = (_copy(pool), whole)
         if whole is None or not _jobs_hold_what_the_pool_says(engine, ctx, pool):
             return False
         recorded = whole + sum(map(len, pool.shares.values()))
@@ -71,6 +79,21 @@ def _screen(engine: Any) -> bool:
     if engine.held_gpus != total_held:
         return False
     return _finished_did_their_work(engine)
+
+
+def _view(pool: Any) -> tuple:
+    """Every field of ``pool`` that :func:`_pool_holds` reads, the cheap and the most changing first."""
+    return (pool.total_free, pool.total_capacity, pool.free, pool.holders, pool.buckets, pool.capacity,
+            pool.shares, pool.down, pool.cordoned, pool.type_buckets)
+
+
+def _copy(pool: Any) -> tuple:
+    """A copy of :func:`_view` that later changes of the pool do not reach (a pool of many partitions
+    that did not change since it passed is not screened again: ~5 µs instead of ~30 for 64 nodes)."""
+    return (pool.total_free, pool.total_capacity, list(pool.free), list(map(dict.copy, pool.holders)),
+            list(map(set.copy, pool.buckets)), list(pool.capacity),
+            {node: {g: dict(s) for g, s in gpus.items()} for node, gpus in pool.shares.items()}, dict(pool.down),
+            set(pool.cordoned), {t: list(map(set.copy, bs)) for t, bs in pool.type_buckets.items()})
 
 
 def _pool_holds(pool: Any) -> int | None:
