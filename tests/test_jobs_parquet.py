@@ -75,3 +75,24 @@ def test_simulate_writes_the_tables_it_encoded(philly_file, tmp_path, monkeypatc
     for policy in ("sjf", "fifo"):
         jobs = pd.read_parquet(tmp_path / "out" / f"jobs_{policy}.parquet")
         assert len(jobs) == 800 and jobs["in_window"].any() and not jobs["in_window"].all()
+
+
+def test_experiment_cells_write_the_tables_they_encoded(tmp_path, monkeypatch):
+    import evaluation.report as report
+    from pipelines.experiment import parse_spec, run_experiment
+
+    made = []
+    real = report.JobsParquet
+
+    class Counting(real):
+        def __init__(self, jobs, window):
+            made.append((len(jobs), window))
+            super().__init__(jobs, window)
+
+    monkeypatch.setattr(report, "JobsParquet", Counting)
+    spec = parse_spec({"name": "enc", "workloads": [{"name": "demo", "synthetic": "demo", "jobs": 60}],
+                       "policies": ["fifo", "sjf"], "seeds": 1})
+    done = run_experiment(spec, tmp_path / "out", engine="serial")
+    assert done.ok == 2 and made == [(60, None), (60, None)]
+    files = sorted((tmp_path / "out").rglob("jobs_*.parquet"))
+    assert len(files) == 2 and all(len(pd.read_parquet(f)) == 60 for f in files)

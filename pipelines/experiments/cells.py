@@ -196,7 +196,7 @@ def _run_cell(cell: Cell, cell_dir: str, code: str, tracking_uri: str | None, pl
                               "pid": os.getpid()}
     stage = "workload"
     try:
-        from evaluation.report import write_results
+        from evaluation.report import JobsParquet, write_results
         from pipelines.replay import ordered_meta, prepare_replay, run_replay
         from pipelines.tracking import summary_metrics
 
@@ -208,7 +208,9 @@ def _run_cell(cell: Cell, cell_dir: str, code: str, tracking_uri: str | None, pl
         prepared = prepare_replay(spec, built=(table, workload), predictor=predictor)
         stage = "replay"
         t1 = time.perf_counter()
-        replayed = run_replay(spec, prepared)
+        encoded: dict[str, JobsParquet] = {}  # the job file, encoded beside the scoring (as simulate does)
+        replayed = run_replay(spec, prepared,
+                              on_jobs=lambda jobs: encoded.__setitem__(cell.label, JobsParquet(jobs, spec.window)))
         ev = replayed.evaluation
         t_replay = time.perf_counter() - t1
         stage = "write"
@@ -216,7 +218,7 @@ def _run_cell(cell: Cell, cell_dir: str, code: str, tracking_uri: str | None, pl
         meta = ordered_meta({**replayed.meta, "kind": "experiment-cell", "cell": asdict(cell), "cell_key": cell.key(),
                              "code_version": code, "trace_name": cell.workload, "policies": [cell.label],
                              "measured_jobs": int(len(ev["jobs"]) if cell.window is None else ev["summary"]["jobs"])})
-        write_results(cell_dir, {cell.label: ev}, meta, force=True, plots=plots)
+        write_results(cell_dir, {cell.label: ev}, meta, force=True, plots=plots, encoded=encoded)
         record.update(status="ok", summary=_json_safe(ev["summary"]), metrics=summary_metrics(ev["summary"], ev),
                       meta={k: meta[k] for k in ("trace_name", "cluster", "cluster_name", "cluster_gpus",
                                                  "offered_load", "placement", "predictor", "predictor_resolved",
