@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from sim.memory import age_tracked_objects
 from sim.placement import Consolidate, FirstFit
 from sim.policies.queueing import Fifo, OrderedQueuePolicy, Sjf, Spjf, Spwf
 from sim.states import DONE, INF, QUEUED
@@ -337,3 +338,4 @@ def _fill(engine: Any, start: list[float], done: int) -> None:
     engine.seg_start = list(start)
     engine.epoch = [1] * n
     engine.expected_end = [INF] * n
+    age_tracked_objects(n)  # those lists: out of the young generation's collections

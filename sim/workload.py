@@ -33,6 +33,7 @@ import pandas as pd
 
 from features.jobtable import TEXT_DTYPE, JobTable, is_arrow_text, null_text
 from sim.cluster import Cluster
+from sim.memory import age_tracked_objects
 from sim.profiles import CostModel, ProfileCatalog
 
 
@@ -297,6 +298,7 @@ def build_workload(table: JobTable | pd.DataFrame, cluster: Cluster, *, costs: C
     if not req["milli"].any():  # whole GPUs: __post_init__ made gpu_demand a copy of the GPU counts
         arrays["gpu_demand"] = gpus_np
     workload._keep_columns(arrays)
+    age_tracked_objects(n)  # its per-job lists: out of the young generation's collections
     return workload
 
 
