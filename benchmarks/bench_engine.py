@@ -5,6 +5,7 @@
     python benchmarks/bench_engine.py --sizes 10000 1750000 --policies sjf
     python benchmarks/bench_engine.py --commands-only  # whole `schedcast simulate` commands only
     python benchmarks/bench_engine.py --reference-only # the minimal heap SJF loop vs schedcast, 1.75 M jobs
+    python benchmarks/bench_engine.py --reference-only --reference-rounds 6 --tree ../old  # interleaved, medians
 
 The reference (issue 23): a minimal heap SJF loop on its own 1.75 M-job workload (one pool of 125 x 8
 GPUs), the same workload written as a Helios trace and replayed by the Engine and by the whole
@@ -251,12 +252,14 @@ def _command_times(stdout: str) -> dict[str, float]:
     return parts
 
 
-def bench_reference(jobs: int, placement: str = "first-fit", command: bool = True) -> list[dict]:
+def bench_reference(jobs: int, placement: str = "first-fit", command: bool = True, rounds: int = 1,
+                    tree: Path | None = None) -> list[dict]:
     """The minimal heap SJF loop against schedcast on the same ``jobs``-job workload (REF_NODES x 8 GPUs):
     the engine's replay through the API, the trace's loading (parse, then workload), and the whole
     `schedcast simulate --policy sjf` command on the workload written as a trace. ``first-fit`` spreads a job
     over nodes whenever enough GPUs are free, i.e. the minimal loop's single free count, so every start
-    time must agree (checked); ``consolidate`` (the default) may refuse a fragmented fit."""
+    time must agree (checked); ``consolidate`` (the default) may refuse a fragmented fit. ``rounds`` > 1 adds
+    that many interleaved rounds of the loop and the command (and ``tree``'s command): see _reference_rounds."""
     w = reference_workload(jobs)
     capacity = REF_NODES * REF_GPUS_PER_NODE
     t0, c0 = time.perf_counter(), time.process_time()
@@ -297,27 +300,74 @@ def bench_reference(jobs: int, placement: str = "first-fit", command: bool = Tru
               f" (CPU {row['engine_cpu_s']:.2f} s = {row['engine_cpu_s'] / c_min:.2f}x; target <= 1.5x; start times "
               f"{'equal' if row['same_starts'] else 'DIFFER'})")
         if command:
-            exe = Path(sys.executable).with_name("schedcast")
-            base = [str(exe)] if exe.exists() else [sys.executable, "-m", "pipelines.cli"]
-            env = {**os.environ, "SCHEDCAST_TRACE_CACHE": "0"}
-            argv = base + ["simulate", "--trace", str(trace), "--format", "helios", "--cluster", str(cluster_yaml),
-                           "--policy", "sjf", "--placement", placement, "--out", str(tmp / "out"), "--no-progress"]
-            before = resource.getrusage(resource.RUSAGE_CHILDREN)
-            t0 = time.perf_counter()
-            proc = subprocess.run(argv, capture_output=True, text=True, env=env)
-            row["command_s"] = time.perf_counter() - t0
-            after = resource.getrusage(resource.RUSAGE_CHILDREN)
-            row["command_cpu_s"] = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-            if proc.returncode:
-                raise SystemExit(f"reference command: exit {proc.returncode}: {proc.stderr[-2000:]}")
-            parts = _command_times(proc.stdout)
+            wall, cpu, parts = _reference_command(trace, cluster_yaml, placement, tmp / "out")
+            row["command_s"], row["command_cpu_s"] = wall, cpu
             row.update({f"command_{k.replace(' ', '_')}_s": v for k, v in parts.items()})
             print(f"whole command (no cache): {row['command_s']:8.2f} s   = {row['command_s'] / t_min:.2f}x the minimal "
                   f"loop (CPU {row['command_cpu_s']:.2f} s = {row['command_cpu_s'] / c_min:.2f}x; target <= 2.5x)")
             print("  its own split:          " + ", ".join(f"{k} {v:.2f} s" for k, v in parts.items()))
+            if rounds > 1:
+                row["rounds"] = _reference_rounds(w, capacity, trace, cluster_yaml, placement, tmp, rounds, tree)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return [row]
+
+
+def _reference_command(trace: Path, cluster_yaml: Path, placement: str, out: Path,
+                       tree: Path | None = None) -> tuple[float, float, dict[str, float]]:
+    """One whole `schedcast simulate --policy sjf` process on the reference trace (no trace cache): wall and
+    CPU seconds and the command's own split. ``tree``: another checkout's command (python -m pipelines.cli
+    run there), e.g. a `git worktree` of an older commit."""
+    env = {**os.environ, "SCHEDCAST_TRACE_CACHE": "0"}
+    if tree is not None:
+        base = [sys.executable, "-c", "import sys; sys.argv = ['schedcast'] + sys.argv[1:]; "
+                "from pipelines.cli import entry; entry()"]  # the console script's path (its fast exit), in `tree`
+        env["PYTHONPATH"] = str(tree)
+    else:
+        exe = Path(sys.executable).with_name("schedcast")
+        base = [str(exe)] if exe.exists() else [sys.executable, "-m", "pipelines.cli"]
+    shutil.rmtree(out, ignore_errors=True)
+    argv = base + ["simulate", "--trace", str(trace), "--format", "helios", "--cluster", str(cluster_yaml),
+                   "--policy", "sjf", "--placement", placement, "--out", str(out), "--no-progress"]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    proc = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=tree)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode:
+        raise SystemExit(f"reference command{f' in {tree}' if tree else ''}: exit {proc.returncode}: "
+                         f"{proc.stderr[-2000:]}")
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), _command_times(proc.stdout)
+
+
+def _reference_rounds(w: dict, capacity: int, trace: Path, cluster_yaml: Path, placement: str, tmp: Path,
+                      rounds: int, tree: Path | None) -> list[dict]:
+    """``rounds`` interleaved rounds of the minimal loop, the whole command (and ``tree``'s command): each
+    round's ratio, then the medians. Why: on a VM whose speed drifts within minutes (this project's ran the
+    same loop in 3.1-5.8 s), a loop timed once and a command timed later give ratios that say more about the
+    drift than about the code; a loop and the commands timed side by side, many times, do not."""
+    out = []
+    print(f"\n{rounds} interleaved rounds: the minimal loop, then the whole command"
+          + (f", then the command of {tree}" if tree else ""))
+    for i in range(rounds):
+        t0 = time.perf_counter()
+        minimal_sjf(w["submit"], w["duration"], w["gpus"], capacity)
+        loop = time.perf_counter() - t0
+        wall, cpu, parts = _reference_command(trace, cluster_yaml, placement, tmp / "out")
+        entry = {"loop_s": loop, "command_s": wall, "command_cpu_s": cpu, "ratio": wall / loop, "split": parts}
+        line = (f"round {i + 1}: loop {loop:.2f} s, command {wall:.2f} s = {wall / loop:.2f}x ("
+                + ", ".join(f"{k} {v:.2f}" for k, v in parts.items() if k != "command_total") + ")")
+        if tree is not None:
+            twall, tcpu, _ = _reference_command(trace, cluster_yaml, placement, tmp / "out", tree)
+            entry.update(tree_command_s=twall, tree_command_cpu_s=tcpu, tree_ratio=twall / loop)
+            line += f"; {tree.name}: {twall:.2f} s = {twall / loop:.2f}x"
+        print(line, flush=True)
+        out.append(entry)
+    med = {k: float(np.median([e[k] for e in out])) for k in out[0] if k != "split"}
+    print(f"medians: loop {med['loop_s']:.2f} s, command {med['command_s']:.2f} s, ratio {med['ratio']:.2f}x "
+          f"(per round {min(e['ratio'] for e in out):.2f}-{max(e['ratio'] for e in out):.2f}x; target <= 2.5x)"
+          + (f"; {tree.name}: {med['tree_command_s']:.2f} s, ratio {med['tree_ratio']:.2f}x" if tree else ""))
+    return out
 
 
 def _timed_process(cmd: list[str], cwd: Path | None = None, env: dict | None = None) -> tuple[float, float, int]:
@@ -403,6 +453,9 @@ def main() -> None:
     ap.add_argument("--reference-jobs", type=int, default=1_750_000,
                     help="jobs of the minimal-loop reference (issue 23: 1.75 M; 0 skips it)")
     ap.add_argument("--reference-only", action="store_true", help="only the minimal-loop reference")
+    ap.add_argument("--reference-rounds", type=int, default=1,
+                    help="interleaved rounds of the minimal loop and the whole command, with medians (a VM whose "
+                         "speed drifts needs several; with --tree the other checkout's command runs in each round)")
     ap.add_argument("--reference-placement", default="first-fit",
                     help="placement of the reference replays (first-fit: the minimal loop's schedule exactly)")
     args = ap.parse_args()
@@ -410,7 +463,8 @@ def main() -> None:
     print(f"machine: {machine()}")
     rows = []
     if args.reference_jobs > 0 and not args.commands_only:
-        rows += bench_reference(args.reference_jobs if not args.quick else 100_000, args.reference_placement)
+        rows += bench_reference(args.reference_jobs if not args.quick else 100_000, args.reference_placement,
+                                rounds=args.reference_rounds, tree=args.tree)
     if args.reference_only:
         out = ROOT / "benchmarks" / "results"
         out.mkdir(parents=True, exist_ok=True)
