@@ -113,17 +113,20 @@ def job_table(result: SimResult) -> pd.DataFrame:
     return pd.DataFrame(columns, copy=False)
 
 
-def in_window(jobs: pd.DataFrame, window: tuple[float | None, float | None] | None) -> pd.DataFrame:
-    """Jobs submitted in [start, end) seconds; None leaves a side open."""
-    if window is None:
-        return jobs
+def window_mask(jobs: pd.DataFrame, window: tuple[float | None, float | None]) -> np.ndarray:
+    """Which jobs were submitted in [start, end) seconds; None leaves a side open."""
     start, stop = window
     mask = np.ones(len(jobs), dtype=bool)
     if start is not None:
         mask &= jobs["submit"].to_numpy() >= start
     if stop is not None:
         mask &= jobs["submit"].to_numpy() < stop
-    return jobs[mask]
+    return mask
+
+
+def in_window(jobs: pd.DataFrame, window: tuple[float | None, float | None] | None) -> pd.DataFrame:
+    """Jobs submitted in [start, end) seconds; None leaves a side open."""
+    return jobs if window is None else jobs[window_mask(jobs, window)]
 
 
 def _pcts(values: np.ndarray, prefix: str, out: dict[str, Any]) -> None:

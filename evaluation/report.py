@@ -132,8 +132,9 @@ def job_file_frame(jobs: pd.DataFrame, window: tuple[float, float] | None) -> pd
     """The job table as ``jobs_<policy>.parquet`` holds it: times named ``<name>_s`` and, with a measurement
     window, an ``in_window`` column (submitted in [start, end))."""
     if window is not None:
-        submit = jobs["submit"].to_numpy()
-        jobs = jobs.assign(in_window=(submit >= window[0]) & (submit < window[1]))
+        from evaluation.metrics import window_mask
+
+        jobs = jobs.assign(in_window=window_mask(jobs, window))
     return with_units(jobs, job_table=True)
 
 
@@ -180,15 +181,11 @@ def _write_files(folder: Path, runs: dict[str, dict[str, Any]], meta: dict[str, 
                  plotter: PlotWorker | None = None, encoded: dict[str, JobsParquet] | None = None) -> list[str]:
     import pandas as pd
 
+    from evaluation.metrics import in_window
+
     window = meta.get("window")
     names: list[str] = []
-    measured = {}
-    for name, r in runs.items():
-        jobs = r["jobs"]
-        if window is not None:
-            submit = jobs["submit"].to_numpy()
-            jobs = jobs[(submit >= window[0]) & (submit < window[1])]
-        measured[name] = jobs
+    measured = {name: in_window(r["jobs"], window) for name, r in runs.items()}
     if plots:
         title = _plot_title(meta)
         tasks = [("jct_cdf", cdf_data(measured), str(folder / "jct_cdf.png"), {"title": title, "window": window}),

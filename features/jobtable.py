@@ -312,6 +312,13 @@ def all_distinct(values: pd.Series) -> bool:
 _POWERS_OF_TEN = 10 ** np.arange(1, 19, dtype=np.int64)
 
 
+def arrow_numpy(values) -> np.ndarray:
+    """A pyarrow Array or ChunkedArray (the result of a compute function on either) as a numpy array."""
+    import pyarrow as pa
+
+    return values.to_numpy(zero_copy_only=False) if isinstance(values, pa.Array) else values.to_numpy()
+
+
 def _distinct_numbered(arr) -> bool | None:
     """Whether the ids of a pyarrow text array are all distinct, answered from integers when every id is
     one shared prefix followed by a canonical whole number (``ref-17``, ``job_42``, ``6141214``: no sign, no
@@ -344,8 +351,7 @@ def _distinct_numbered(arr) -> bool | None:
         lengths = pc.binary_length(arr)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
-    ints = ints.to_numpy(zero_copy_only=False) if isinstance(ints, pa.Array) else ints.to_numpy()
-    lengths = lengths.to_numpy(zero_copy_only=False) if isinstance(lengths, pa.Array) else lengths.to_numpy()
+    ints, lengths = arrow_numpy(ints), arrow_numpy(lengths)
     lo, hi = int(ints.min()), int(ints.max())
     if lo < 0:
         return None

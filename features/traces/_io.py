@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from features.jobtable import (REASONS, LoadReport, TraceError, all_distinct, as_number, as_object_text,
-                               is_arrow_text)
+                               arrow_numpy, is_arrow_text)
 
 #: Compression detected by content (magic bytes) first, by suffix second.
 _MAGIC = {b"\x1f\x8b": "gzip", b"BZh": "bz2", b"\xfd7zXZ\x00": "xz", b"PK\x03\x04": "zip"}
@@ -395,7 +395,7 @@ def _arrow_datetimes(text: pd.Series) -> pd.Series | None:
         stamps = pc.cast(arr, pa.timestamp("s"))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
-    seconds = stamps.to_numpy(zero_copy_only=False) if isinstance(stamps, pa.Array) else stamps.to_numpy()
+    seconds = arrow_numpy(stamps)
     lo, hi = (np.datetime64(f"{y}-01-01", "s") for y in _NS_YEARS)
     if seconds.min() < lo or seconds.max() >= hi:
         return None
