@@ -149,19 +149,27 @@ _NOT_SPACE = re.compile(rb"[^ \t\n\r\x0b\x0c]")
 
 def _plain_width(data: bytes) -> int | None:
     """The header's field count of a file the fast reader reads exactly as pandas does (no quotes, no
-    carriage return but in CRLF line ends, no empty line, at least two columns and one data line), else
-    None. pyarrow refuses a record of another width, so a file it reads has no short or long row; a
-    whitespace-only line is such a record (one field)."""
-    if b'"' in data or b"\n\n" in data or data.startswith((b"\n", b"\r")):
+    carriage return but in CRLF line ends, at least two columns and one data line), else None. pyarrow
+    refuses a record of another width, so a file it reads has no short or long row; a whitespace-only
+    line is such a record (one field). An empty line is checked after parsing (_has_empty_line)."""
+    if b'"' in data or data.startswith((b"\n", b"\r")):
         return None
-    crs = data.count(b"\r")
-    if crs and (crs != data.count(b"\r\n") or b"\n\r\n" in data):
-        return None
+    if b"\r" in data:  # one fast scan; counting them (two slower scans) only in files that have any
+        crs = data.count(b"\r")
+        if crs != data.count(b"\r\n"):
+            return None
     end = data.find(b"\n")
     if end < 0 or _NOT_SPACE.search(data, end + 1) is None:  # no data line (strip() would copy the whole file)
         return None
     width = data[:end].count(b",") + 1
     return width if 2 <= width <= MAX_COLUMNS else None
+
+
+def _has_empty_line(data: bytes) -> bool:
+    """Whether the file has an empty line (LF or CRLF) after its first. pyarrow reads one as a record whose
+    first field is empty, hence missing, so the caller asks only when the first column has a missing value:
+    the byte search costs 0.1-0.2 s on a 100 MB file, the null count nothing."""
+    return b"\n\n" in data or b"\n\r\n" in data
 
 
 def _read_arrow(data: bytes, width: int) -> pd.DataFrame | None:
@@ -182,6 +190,8 @@ def _read_arrow(data: bytes, width: int) -> pd.DataFrame | None:
             convert_options=pacsv.ConvertOptions(column_types={c: pa.string() for c in cols},
                                                  null_values=NA_VALUES, strings_can_be_null=True))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):  # a row of another width, say: pandas reads it
+        return None
+    if table.column(0).null_count and _has_empty_line(data):  # pandas skips empty lines, pyarrow keeps them
         return None
     dtype = pd.StringDtype("pyarrow")
     return pd.DataFrame({i: pd.Series(pd.arrays.ArrowStringArray(table.column(c).cast(pa.large_string())), dtype=dtype)
