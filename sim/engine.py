@@ -70,6 +70,7 @@ from sim.context import Context
 from sim.errors import InvariantViolation, SimulationError  # noqa: F401  (re-exported)
 from sim.invariants import check as _check
 from sim.kernel import eligible as _kernel_eligible, fast_path_default, run_fast as _run_fast
+from sim.kernel_tiresias import eligible as _tiresias_eligible, run_tiresias as _run_tiresias
 from sim.placement import Placement, make_placement
 from sim.result import SimResult
 from sim.states import (  # noqa: F401  (re-exported)
@@ -255,11 +256,18 @@ class Engine(Transitions):
 
     def run(self) -> SimResult:
         wall0 = _time.perf_counter()
-        #: Which loop replayed: "kernel" (sim.kernel, proven equal by tests) or "general".
-        self.loop = "kernel" if self.fast_path and _kernel_eligible(self) is None else "general"
-        if self.loop == "kernel":
-            self.events = _run_fast(self)
-            return self._finish_run(wall0)
+        #: Which loop replayed: "kernel" (sim.kernel), "tiresias-kernel" (sim.kernel_tiresias), both proven
+        #: equal to the general loop by tests, or "general".
+        self.loop = "general"
+        if self.fast_path:
+            if _kernel_eligible(self) is None:
+                self.loop = "kernel"
+                self.events = _run_fast(self)
+            elif _tiresias_eligible(self) is None:
+                self.loop = "tiresias-kernel"
+                self.events = _run_tiresias(self)
+            if self.loop != "general":
+                return self._finish_run(wall0)
         w = self.workload
         n = len(w)
         submit, part_of = w.submit, self.partition_of

@@ -45,7 +45,7 @@ class SimResult:
     lost_work: list[float] = field(default_factory=list)  # work (s at speed 1) lost to failures and checkpointed evictions, redone
     failed: list[bool] = field(default_factory=list)  # ended in the terminal FAILED state
     seed: int = 0
-    loop: str = "general"  # which loop replayed: "kernel" (sim.kernel) or "general"
+    loop: str = "general"  # which loop replayed: "kernel" (sim.kernel), "tiresias-kernel" or "general"
     #: Per-job accumulators the loop already holds as numpy arrays (the kernel computes them so), equal
     #: element for element to the lists above; read them with :meth:`array`.
     arrays: dict[str, np.ndarray] = field(default_factory=dict, repr=False, compare=False)

@@ -139,8 +139,8 @@ def test_kernel_is_chosen_only_where_it_applies(monkeypatch):
     assert _replay(w, "sjf", "first-fit", None)[0].loop == "general"
     monkeypatch.delenv("SCHEDCAST_FAST_PATH")
     assert _replay(w, "sjf", "first-fit", None)[0].loop == "kernel"
-    for policy in ("qssf", "tiresias", "srtf", "fifo-backfill", "wcs-duration"):  # other hooks, preemption,
-        # or a work-conserving queue
+    for policy in ("qssf", "srtf", "fifo-backfill", "wcs-duration"):  # other hooks, preemption,
+        # or a work-conserving queue (tiresias has a kernel of its own: tests/test_kernel_tiresias.py)
         assert _replay(w, policy, None, True)[0].loop == "general"
     assert _replay(w, "sjf", "scored", True)[0].loop == "general"
     info, factory, _ = get_policy("sjf")
