@@ -37,6 +37,47 @@ def _objects(values) -> pd.Series:
     return pd.Series(values, dtype=object, copy=False)
 
 
+#: Most distinct labels :func:`label_codes` peels off before it leaves a column to a hash pass.
+MAX_LABELS = 8
+
+
+def label_codes(values: np.ndarray, max_labels: int = MAX_LABELS) -> tuple[np.ndarray, list[str | None]] | None:
+    """(codes, labels) of an object array holding at most ``max_labels`` distinct objects, each a ``str``
+    or None: ``labels[codes[i]] == values[i]``, labels distinct and in order of first appearance; None
+    for any other array (more objects, numbers, NaN, pd.NA, ...), which the caller then reads element by
+    element.
+
+    Why: the job table's text columns (status, size, partition, class, model) hold one or two label
+    objects repeated 1.75 M times. An object array is an array of object addresses (CPython's ``id``),
+    so the labels are found by comparing addresses, a few integer passes at C speed, where a hash pass
+    (pd.factorize) or pyarrow's conversion steps through every Python object (0.05-0.1 s a column).
+    Distinct objects holding equal strings get one label."""
+    if values.dtype != object or values.ndim != 1:
+        return None
+    values = np.ascontiguousarray(values)
+    # the pointers themselves, read through the buffer protocol (the view keeps ``values`` alive)
+    addresses = np.frombuffer(memoryview(values).cast("B"), dtype=np.uintp)
+    if len(np.unique(addresses[:4096])) > max_labels:  # ids and the like: no full pass per label
+        return None
+    codes = np.empty(len(values), dtype=np.int8)
+    objects: list[str | None] = []
+    rest: np.ndarray | None = None  # positions not labelled yet (None: all of them)
+    left = addresses
+    while len(left):
+        obj = values[0 if rest is None else rest[0]]
+        if len(objects) == max_labels or not (obj is None or type(obj) is str):
+            return None
+        hit = left == left[0]
+        codes[hit if rest is None else rest[hit]] = len(objects)
+        objects.append(obj)
+        miss = np.flatnonzero(~hit)
+        rest, left = (miss if rest is None else rest[miss]), left[miss]
+    labels = list(dict.fromkeys(objects))
+    if len(labels) < len(objects):  # equal strings in distinct objects: one code
+        codes = np.array([labels.index(o) for o in objects], dtype=np.int8)[codes]
+    return codes, labels
+
+
 def _one_text(column: pd.Series) -> str | None:
     """The one value of pyarrow-backed text that holds it in every row (no missing one), else None."""
     if not (isinstance(column.dtype, pd.StringDtype) and column.dtype.storage == "pyarrow"):
@@ -146,7 +187,12 @@ def _failed(jobs: pd.DataFrame) -> np.ndarray:
     status = jobs["status"]
     if status.dtype != object:
         return (status == "failed").to_numpy(dtype=bool, na_value=False)
-    return np.asarray(status.to_numpy() == "failed", dtype=bool)
+    values = status.to_numpy()
+    found = label_codes(values)  # the job table's two label objects: no string comparison per job
+    if found is not None:
+        codes, labels = found
+        return np.isin(codes, [k for k, label in enumerate(labels) if label == "failed"])
+    return np.asarray(values == "failed", dtype=bool)
 
 
 def summarize(jobs: pd.DataFrame, *, failed: np.ndarray | None = None) -> dict[str, Any]:
@@ -256,17 +302,24 @@ def breakdown(jobs: pd.DataFrame, by: str, whole: dict[str, Any] | None = None) 
     # in Python: 1.2 s for the two sizes of 1.75 M jobs on a loaded machine). Missing labels are left out, as
     # groupby leaves them; rows keep their order inside a group, so every sum and percentile is the same.
     labels = keys.to_numpy()
-    first = labels[0] if len(labels) else None
-    # One label throughout (most traces' partition, class and size): numpy's == on the shared label object
-    # is one identity check per job, a tenth of the hash pass below.
-    if isinstance(first, str) and bool((labels == first).all()):
-        return pd.DataFrame([{by: first, **(whole if whole is not None else summarize(jobs))}])
-    codes, uniques = pd.factorize(labels, sort=True)
+    found = label_codes(labels)  # a few label objects (the job table's columns): codes from their addresses
+    if found is None:
+        codes, uniques = pd.factorize(labels, sort=True)
+    else:
+        codes, found_labels = found
+        # One label throughout (most traces' partition, class and size): the jobs themselves are the group.
+        if len(found_labels) == 1 and found_labels[0] is not None:
+            return pd.DataFrame([{by: found_labels[0], **(whole if whole is not None else summarize(jobs))}])
+        # groupby(sort=True)'s groups: the labels sorted, missing ones (None) left out
+        order = sorted((label, k) for k, label in enumerate(found_labels) if label is not None)
+        recode = np.full(len(found_labels), -1, dtype=np.intp)
+        recode[[k for _, k in order]] = np.arange(len(order))
+        codes, uniques = recode[codes], [label for label, _ in order]
     failed = _failed(jobs)
     arrays = {c: jobs[c].to_numpy() for c in SUMMARY_COLUMNS if c in jobs and c not in (by, "status")}
     rows = []
     for k, key in enumerate(uniques):
-        rows_k = codes == k
+        rows_k = np.flatnonzero(codes == k)  # positions: ten gathers from one index beat ten mask scans
         group = pd.DataFrame({c: a[rows_k] for c, a in arrays.items()}, copy=False)
         rows.append({by: key, **summarize(group, failed=failed[rows_k])})
     return pd.DataFrame(rows)

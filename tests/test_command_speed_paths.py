@@ -58,3 +58,108 @@ def test_has_empty_line():
     assert trace_io._has_empty_line(b"h,i\r\n1,2\r\n\r\n3,4\r\n")
     assert not trace_io._has_empty_line(b"h,i\n1,2\n3,4\n")
     assert not trace_io._has_empty_line(b"h,i\r\n1,2\r\n3,4\r\n")
+
+
+def test_allocation_file_frame_writes_the_bytes_rename_wrote(tmp_path):
+    """The allocation file is the renamed frame's, byte for byte; the scored frame keeps its names."""
+    import numpy as np
+
+    from evaluation.report import allocation_file_frame
+
+    rng = np.random.default_rng(3)
+    alloc = pd.DataFrame({"time": np.cumsum(rng.random(1000)), "gpus_used": rng.integers(0, 64, 1000) * 1.0,
+                          "gpus_held": rng.integers(0, 64, 1000) * 1.0})
+    alloc.rename(columns={"time": "time_s"}).to_parquet(tmp_path / "a.parquet", index=False)
+    allocation_file_frame(alloc).to_parquet(tmp_path / "b.parquet", index=False)
+    assert (tmp_path / "a.parquet").read_bytes() == (tmp_path / "b.parquet").read_bytes()
+    assert list(alloc.columns) == ["time", "gpus_used", "gpus_held"]
+    assert list(allocation_file_frame(alloc).columns) == ["time_s", "gpus_used", "gpus_held"]
+
+
+def _frames():
+    import numpy as np
+
+    n = 5_000
+    rng = np.random.default_rng(7)
+    mask = rng.random(n) < 0.2
+    two = np.array(["done", "failed"], dtype=object)[mask.astype(np.intp)]
+    one = np.empty(n, dtype=object)
+    one.fill("pool")
+    none = np.empty(n, dtype=object)
+    none.fill(None)
+    mixed = two.copy()
+    mixed[::7] = None
+    copies = two.copy()
+    copies[::3] = "".join(["do", "ne"])  # an equal string in another object
+    ids = np.array([f"job-{i}" for i in range(n)], dtype=object)
+    base = {"job_id": ids, "submit": rng.random(n) * 1e6, "gpus": rng.integers(1, 9, n), "status": two,
+            "partition": one, "model": none, "job_class": mixed, "size": copies,
+            "in_window": rng.random(n) < 0.5, "nan": np.where(mask, np.nan, 1.0)}
+    yield pd.DataFrame(base, copy=False)
+    yield pd.DataFrame({**base, "model": np.array([None] * (n - 1) + ["m"], dtype=object)})
+    yield pd.DataFrame({**base, "odd": np.array([b"x", None] * (n // 2), dtype=object)})  # bytes: pyarrow's own
+    yield pd.DataFrame({"ids": np.array([None] + [f"x{i}" for i in range(n - 1)], dtype=object), "status": two})
+    yield pd.DataFrame({"status": two[:0], "x": np.zeros(0)})
+    yield pd.DataFrame({"nan_labels": np.array([float("nan"), "a"] * 10, dtype=object)})
+
+
+@pytest.mark.parametrize("k", range(6))
+def test_write_parquet_is_to_parquet_byte_for_byte(tmp_path, k):
+    from evaluation.report import write_parquet
+
+    frame = list(_frames())[k]
+    frame.to_parquet(tmp_path / "pandas.parquet", index=False)
+    write_parquet(frame, tmp_path / "fast.parquet")
+    assert (tmp_path / "fast.parquet").read_bytes() == (tmp_path / "pandas.parquet").read_bytes()
+    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "fast.parquet"), frame)
+
+
+def test_label_codes():
+    import numpy as np
+
+    from evaluation.metrics import label_codes
+
+    values = np.array(["b", "a", None, "b", "".join(["a"])] * 3, dtype=object)
+    codes, labels = label_codes(values)
+    assert labels == ["b", "a", None] and [labels[c] for c in codes] == list(values)
+    assert label_codes(values[::2])[1] == ["b", None, "a"]
+    assert label_codes(np.array(["a", 1], dtype=object)) is None
+    assert label_codes(np.array(["a", float("nan")], dtype=object)) is None
+    assert label_codes(np.array([str(i) for i in range(9)], dtype=object)) is None
+    assert label_codes(np.array([str(i) for i in range(8)], dtype=object))[1] == [str(i) for i in range(8)]
+    assert label_codes(np.arange(3)) is None
+
+
+@pytest.mark.parametrize("kind", ["copies", "none", "many", "one_and_none"])
+def test_breakdown_over_label_codes_equals_groupby(kind):
+    """breakdown's groups from label_codes are groupby's (sorted labels, missing ones left out)."""
+    import numpy as np
+
+    from evaluation import metrics
+
+    n = 3000
+    rng = np.random.default_rng(11)
+    wait, train = rng.exponential(300, n), rng.lognormal(6, 1.5, n)
+    submit = np.sort(rng.uniform(0, 1e5, n))
+    jobs = pd.DataFrame({"submit": submit, "wait": wait, "load": np.zeros(n), "train": train, "save": np.zeros(n),
+                         "futile": rng.choice([0.0, 40.0], n), "preemptions": rng.integers(0, 3, n),
+                         "failures": np.zeros(n, dtype=int), "lost_work": np.zeros(n), "duration": train,
+                         "end": submit + wait + train, "jct": wait + train})
+    jobs["slowdown"] = jobs["jct"] / np.maximum(jobs["duration"], 1.0)
+    jobs["status"] = pd.Series(np.array(["done", "failed"], dtype=object)[(rng.random(n) < 0.1).astype(int)],
+                               dtype=object)
+    if kind == "copies":  # equal strings in distinct objects
+        keys = np.array(["b", "a"], dtype=object)[rng.integers(0, 2, n)]
+        keys[1::3] = "".join(["a"])
+        keys[0] = "b"  # first seen is not first sorted
+    elif kind == "none":
+        keys = np.array([None] * n, dtype=object)
+    elif kind == "many":  # more labels than label_codes takes: the hash pass
+        keys = np.array([f"g{i}" for i in range(12)], dtype=object)[rng.integers(0, 12, n)]
+    else:
+        keys = np.array(["x", None], dtype=object)[rng.integers(0, 2, n)]
+    jobs["key"] = pd.Series(keys, dtype=object)
+    slim = jobs[[c for c in metrics.SUMMARY_COLUMNS if c in jobs] + ["key"]]
+    ref = pd.DataFrame([{"key": k, **metrics.summarize(g)} for k, g in slim.groupby("key", sort=True)])
+    pd.testing.assert_frame_equal(metrics.breakdown(jobs, "key"), ref, check_exact=True)
+    assert metrics._failed(jobs).tolist() == (jobs["status"] == "failed").tolist()

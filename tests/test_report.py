@@ -35,6 +35,15 @@ def _failing_parquet(monkeypatch, exc, after=1):
         return original(self, path, *args, **kwargs)
 
     monkeypatch.setattr(pd.DataFrame, "to_parquet", to_parquet)
+    original_write = report.write_parquet  # the job files' writer (evaluation.report.JobsParquet)
+
+    def write_parquet(frame, where):
+        calls.append(where)
+        if len(calls) > after:
+            raise exc
+        return original_write(frame, where)
+
+    monkeypatch.setattr(report, "write_parquet", write_parquet)
 
 
 def test_interrupted_write_leaves_no_folder(tmp_path, capsys, monkeypatch):
