@@ -163,3 +163,47 @@ def test_breakdown_over_label_codes_equals_groupby(kind):
     ref = pd.DataFrame([{"key": k, **metrics.summarize(g)} for k, g in slim.groupby("key", sort=True)])
     pd.testing.assert_frame_equal(metrics.breakdown(jobs, "key"), ref, check_exact=True)
     assert metrics._failed(jobs).tolist() == (jobs["status"] == "failed").tolist()
+
+
+def test_cdf_data_quantiles_are_numpys():
+    import numpy as np
+
+    from evaluation.report import cdf_data
+
+    rng = np.random.default_rng(5)
+    for jct in (rng.lognormal(8, 2, 10_001), np.r_[rng.random(99) * 1e4, [np.nan]], np.array([5.0]), np.zeros(0)):
+        data = cdf_data({"p": pd.DataFrame({"jct": jct})})
+        if not len(jct):
+            assert data["curves"] == {}
+            continue
+        x, q = data["curves"]["p"]
+        expected = np.maximum(np.quantile(jct / 3600.0, q), 1e-4)
+        assert np.array_equal(x, expected, equal_nan=True)
+
+
+def test_fingerprint_in_background_is_the_fingerprint(philly_file):
+    """The fingerprint computed beside the replay is the workload's, and meta.json records it."""
+    import dataclasses
+
+    from pipelines.replay import ReplaySpec, fingerprint_in_background, prepare_replay, run_replay
+    from sim.cluster import load_cluster
+    from sim.workload import build_workload
+
+    w = build_workload(load_trace(philly_file), load_cluster("philly-pool"), limit=2_000)
+    assert w.simple
+    assert fingerprint_in_background(w)() == w.fingerprint
+    other = dataclasses.replace(w, duration=[d + 1.0 for d in w.duration])
+    assert fingerprint_in_background(other)() == other.fingerprint != w.fingerprint
+    prepared = prepare_replay(ReplaySpec(policy="fifo"), built=(None, w))
+    assert prepared.fingerprint is not None
+    assert run_replay(ReplaySpec(policy="fifo"), prepared).meta["workload_fingerprint"] == w.fingerprint
+
+    class Broken:
+        simple = True
+
+        @property
+        def fingerprint(self):
+            raise RuntimeError("no arrays")
+
+    with pytest.raises(RuntimeError, match="no arrays"):
+        fingerprint_in_background(Broken())()
