@@ -58,7 +58,6 @@ seeds give byte-identical replays and different seeds differ.
 from __future__ import annotations
 
 import heapq
-import operator
 import time as _time
 import zlib
 from array import array
@@ -125,9 +124,11 @@ class Engine(Transitions):
         # The specialised loop of sim.kernel where it applies (None: on unless SCHEDCAST_FAST_PATH=0).
         self.fast_path = fast_path_default() if fast_path is None else bool(fast_path)
         n = len(workload)
-        sub = workload.submit
-        if any(map(operator.gt, sub, sub[1:])):  # sub[i] > sub[i + 1] somewhere (C-level iteration)
+        sub = workload.column("submit")  # the array build_workload made the list from (no conversion)
+        if len(sub) > 1 and bool((sub[1:] < sub[:-1]).any()):  # sub[i] > sub[i + 1] somewhere
             raise SimulationError("workload is not sorted by submission time")
+        if not np.isfinite(sub).all():  # a NaN passes the order check and then never arrives: no end
+            raise SimulationError("submission times must be finite numbers")
         self.policy_name = policy_name
         self.seed = int(seed)
         self.partition_of = list(workload.partition)  # transfers change it; the workload stays as given

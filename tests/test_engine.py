@@ -123,3 +123,20 @@ def test_evict_loses_progress_and_frees_gpus_at_once():
     assert jobs["end"].tolist() == pytest.approx([140, 40])
     assert jobs["lost"].tolist() == pytest.approx([30, 0]) and jobs["evictions"].tolist() == [1, 0]
     assert jobs["save"].tolist() == [0, 0]
+
+
+def test_a_workload_out_of_order_or_with_a_non_finite_submission_is_refused():
+    """The engine replays submissions in order; a NaN passed the order check and then never arrived, so
+    the replay never ended."""
+    import dataclasses
+
+    from sim import simulate
+    from sim.errors import SimulationError
+    from tests.helpers import workload as make
+
+    w = make([(0, 10, 1), (5, 3, 1), (7, 4, 1)])
+    for submit, message in (([0.0, 5.0, 2.0], "not sorted"), ([0.0, float("nan"), 2.0], "finite"),
+                            ([0.0, 1.0, float("inf")], "finite")):
+        with pytest.raises(SimulationError, match=message):
+            simulate(dataclasses.replace(w, submit=submit), "fifo")
+    assert simulate(dataclasses.replace(w, submit=[0, 1, 2]), "fifo").events == 6
