@@ -153,7 +153,19 @@ def run_tiresias(engine: Any) -> int:
             pool.total_free -= g
             holders[node][job] = g
         else:
-            placement = place(pool, g)
+            # wider than a node: strict consolidate places it iff its ceil(g / node size) emptiest nodes hold
+            # g GPUs (it takes the emptiest first and refuses more nodes); counted on the free-count buckets
+            # before the plug-in sorts every node to place it
+            need, k = g, -(-g // maxc)
+            for f in range(maxc, 0, -1):
+                c = len(buckets[f])
+                if c:
+                    c = c if c < k else k
+                    need -= c * f
+                    k -= c
+                    if not k or need <= 0:
+                        break
+            placement = place(pool, g) if need <= 0 else None
             if placement is None:
                 misfits.add(g)
                 return False
