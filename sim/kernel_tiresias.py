@@ -12,10 +12,10 @@ ranks (``queue * 2**40 + job``: one int orders as the (rank, job) pair), and the
 placed by the partition's own ``consolidate`` plug-in.
 
 It runs, chosen by :func:`eligible`, when all of these hold (otherwise the general loop runs):
-- the policy is exactly ``sim.policies.preemptive.Tiresias`` (any thresholds, with or without backfill;
-  not ``tiresias-rounds`` nor a subclass), one partition, fresh (nothing queued);
-- the placement is exactly the built-in strict ``consolidate`` on an untyped pool with no cordons, downed or
-  offline nodes, shares or allocations;
+- every partition's policy is exactly ``sim.policies.preemptive.Tiresias`` (any thresholds, with or without
+  backfill; not ``tiresias-rounds`` nor a subclass), fresh (nothing queued);
+- every partition's placement is exactly the built-in strict ``consolidate`` on an untyped pool with no
+  cordons, downed or offline nodes, shares or allocations;
 - the workload is plain (every job one spreadable pod of whole GPUs of any model) with no load, save times;
 - no failures, performance model, coordinator, invariant checks, event log or decision timing.
 
@@ -52,48 +52,112 @@ def eligible(engine: Any) -> str | None:
         return "performance model or coordinator"
     if engine._failures or engine._after or engine.overhead:
         return "failures"
-    if len(engine.policies) != 1:
-        return "several partitions"
-    policy = engine.policies[0]
-    if type(policy) is not Tiresias:
-        return f"policy {type(policy).__name__} is not Tiresias"
-    if len(policy.queue) or policy.level_of or policy._keys or not policy.skip_unreached:
-        return "policy not fresh"
+    for policy in engine.policies:
+        if type(policy) is not Tiresias:
+            return f"policy {type(policy).__name__} is not Tiresias"
+        if len(policy.queue) or policy.level_of or policy._keys or not policy.skip_unreached:
+            return "policy not fresh"
     if not w.simple or any(w.load_time) or any(w.save_time) or any(w.gpu_milli):
         return "requests beyond a GPU count, or load or save times"
-    ctx = engine.contexts[0]
-    pool, placement = ctx.pool, ctx.placement
-    if type(placement) is not Consolidate or not placement.strict or not placement._inline:
-        return f"placement {type(placement).__name__} (strict consolidate only)"
-    if (pool.typed or pool.cordoned or pool.down or any(pool.offline) or pool.shares
-            or pool.total_free != pool.total_capacity or pool.max_capacity <= 0):
-        return "pool with GPU models, cordons, downed nodes or allocations"
+    for ctx in engine.contexts:
+        pool, placement = ctx.pool, ctx.placement
+        if type(placement) is not Consolidate or not placement.strict or not placement._inline:
+            return f"placement {type(placement).__name__} (strict consolidate only)"
+        if (pool.typed or pool.cordoned or pool.down or any(pool.offline) or pool.shares
+                or pool.total_free != pool.total_capacity or pool.max_capacity <= 0):
+            return "pool with GPU models, cordons, downed nodes or allocations"
     return None
 
 
 def run_tiresias(engine: Any) -> int:
-    """Replay ``engine``'s workload under its Tiresias policy, filling the engine's per-job lists, its
-    allocation series and the policy's preemption count as the general loop would; returns the number of
-    events. Only call when :func:`eligible` says None."""
+    """Replay ``engine``'s workload under its Tiresias policies, filling the engine's per-job lists, its
+    allocation series and each policy's preemption count as the general loop would; returns the number of
+    events. Only call when :func:`eligible` says None.
+
+    Partitions share nothing here (no coordinator, no transfers, whole GPUs), so each is replayed on its
+    own, one after the other, and their allocation series are merged: the general loop records the
+    cluster's totals after each pass over the partitions with an event at that instant (several passes
+    at one instant when a start pushes a finish at it), and the totals change only where a partition's
+    own do, so the merged series is the sum of the partitions' latest figures at each (instant, pass)."""
     w = engine.workload
     n = len(w)
-    submit, gpus, duration, demand = w.submit, w.gpus, w.duration, engine.demand
-    policy = engine.policies[0]
+    level = [0] * n  # the policies' level_of (a job's queue; read only while it is queued or holds GPUs)
+    if len(engine.policies) == 1:
+        parts = [(range(n), w.submit)]
+    else:
+        part_of = np.asarray(engine.partition_of)
+        order = np.argsort(part_of, kind="stable")  # each partition's jobs in submission order
+        bounds = np.searchsorted(part_of[order], np.arange(len(engine.policies) + 1))
+        submit = w.column("submit")
+        parts = [(order[a:b].tolist(), submit[order[a:b]].tolist()) for a, b in zip(bounds[:-1], bounds[1:])]
+    events = done = 0
+    last = None  # the last instant of the replay (where the general loop leaves its clock)
+    series = []
+    for p, (jobs, sub) in enumerate(parts):
+        if not len(jobs):
+            continue
+        e, d, part_series, engine._seq, now = _replay_partition(engine, p, jobs, sub, level, done)
+        events += e
+        done += d
+        last = now if last is None or now > last else last
+        series.append(np.fromiter(part_series, dtype=float, count=len(part_series)).reshape(-1, 4))
+    _merge_series(engine, series)
+    engine.now = engine.now if last is None else last
+    engine.unfinished = n - done
+    return events
+
+
+def _merge_series(engine: Any, series: list[np.ndarray]) -> None:
+    """The cluster's allocation series from the partitions' rows (instant, pass at that instant, GPUs in
+    use, GPUs held): one row per (instant, pass) where a total differs from the row before it."""
+    if not series:
+        return
+    if len(series) == 1:
+        rows = series[0]
+        times, used, held = rows[:, 0], rows[:, 2], rows[:, 3]
+    else:
+        deltas = []
+        for rows in series:  # each partition's changes, from its figures
+            d = rows.copy()
+            d[1:, 2:] -= rows[:-1, 2:]
+            deltas.append(d)
+        rows = np.concatenate(deltas)
+        rows = rows[np.lexsort((rows[:, 1], rows[:, 0]))]
+        totals = np.cumsum(rows[:, 2:], axis=0)  # whole GPUs: integer sums, exact in any order
+        last = np.ones(len(rows), dtype=bool)  # the last row of each (instant, pass)
+        last[:-1] = (rows[1:, 0] != rows[:-1, 0]) | (rows[1:, 1] != rows[:-1, 1])
+        times, totals = rows[last, 0], totals[last]
+        changed = np.ones(len(times), dtype=bool)
+        changed[1:] = (totals[1:] != totals[:-1]).any(axis=1)
+        times, used, held = times[changed], totals[changed, 0], totals[changed, 1]
+    engine.alloc_times.frombytes(np.ascontiguousarray(times).tobytes())
+    engine.alloc_used.frombytes(np.ascontiguousarray(used).tobytes())
+    engine.alloc_held.frombytes(np.ascontiguousarray(held).tobytes())
+    engine.used_gpus, engine.held_gpus = float(used[-1]) if len(used) else 0, float(held[-1]) if len(held) else 0
+
+
+def _replay_partition(engine: Any, p: int, jobs: Any, sub: list, level: list[int], done_before: int) -> tuple:
+    """One partition's replay (see the module doc): returns its event count, finished jobs, flat series
+    (instant, pass, GPUs in use, GPUs held, ...), the engine's sequence number after its pushes and the
+    last instant it saw."""
+    w = engine.workload
+    n, m = len(w), len(jobs)
+    gpus, duration, demand = w.gpus, w.duration, engine.demand
+    policy = engine.policies[p]
     thresholds, cuts, backfill = policy.thresholds, policy._cuts, policy.backfill
     n_thresholds = len(thresholds)
-    pool = engine.contexts[0].pool
-    place = engine.contexts[0].placement.place
+    pool = engine.contexts[p].pool
+    place = engine.contexts[p].placement.place
     free, buckets, maxc, holders = pool.free, pool.buckets, pool.max_capacity, pool.holders
     allocate, release = pool.allocate, pool.release
     state, since, seg_start, remaining = engine.state, engine.since, engine.seg_start, engine.remaining
     epoch, expected_end, first_start, end = engine.epoch, engine.expected_end, engine.first_start, engine.end
     wait, train, work_done, preemptions = engine.wait, engine.train, engine.work_done, engine.preemptions
-    heap = engine.heap
+    heap: list[tuple] = []  # finishes and demotion timers, ordered and numbered as the engine's heap
     heappush, heappop = heapq.heappush, heapq.heappop
-    series: list[float] = []  # time, GPUs in use, GPUs held, time, ... (converted once at the end)
-    progress, next_progress = engine.progress, 0
+    series: list[float] = []  # instant, pass, GPUs in use, GPUs held, ... (converted once at the end)
+    progress, next_progress = engine.progress, done_before
 
-    level = [0] * n  # the policy's level_of (a job's queue; read only while it is queued or holds GPUs)
     items: list[int] = []  # waiting jobs' ranks, ascending (the policy's SortedQueue)
     keys: list[int] = []  # ranks of the jobs holding GPUs, ascending (the policy's _keys)
     where: dict[int, list] = {}  # job -> its placement, while it holds GPUs
@@ -107,8 +171,9 @@ def run_tiresias(engine: Any) -> int:
     misfit_version, misfits = -1, set()  # GPU counts consolidate could not place at that pool version
     policy_preemptions = 0
     ai = done_count = events = 0
-    now = last_now = engine.now
+    now = last_now = -INF
     dirty = False  # an event at `now` since the last pass
+    turn = 0  # passes so far at `now` (the general loop passes again when a start pushed a finish at `now`)
 
     def freed(placement: list) -> None:
         """Tiresias._freed: keep a failed search's memo only while each node of ``placement`` still
@@ -266,12 +331,15 @@ def run_tiresias(engine: Any) -> int:
             policy_preemptions += 1
 
     while True:
-        t_arr = submit[ai] if ai < n else INF
+        t_arr = sub[ai] if ai < m else INF
         t_heap = heap[0][0] if heap else INF
         now = t_arr if t_arr < t_heap else t_heap
         if now == INF:
             break
-        last_now = now
+        if now == last_now:
+            turn += 1
+        else:
+            last_now, turn = now, 0
         # 1. finishes at `now` (stale ones, of preempted segments, are skipped)
         while heap and heap[0][0] == now and heap[0][1] < EV_ARRIVAL:
             _, _, _, job, ep = heappop(heap)
@@ -307,8 +375,8 @@ def run_tiresias(engine: Any) -> int:
             del keys[bisect_left(keys, key)]
             dirty = True
         # 2. arrivals at `now`, in submission order
-        while ai < n and submit[ai] == now:
-            job = ai
+        while ai < m and sub[ai] == now:
+            job = jobs[ai]
             ai += 1
             events += 1
             state[job] = QUEUED
@@ -342,8 +410,8 @@ def run_tiresias(engine: Any) -> int:
                 if expected_end[job] > at:
                     seq += 1
                     heappush(heap, (at, EV_TIMER, seq, job, 0))
-        if heap and heap[0][0] == now and heap[0][1] < EV_ARRIVAL:
-            continue  # a finish pushed at `now` runs first, as in the general loop
+        # (The general loop passes again before scheduling when a handler above pushed a finish at `now`;
+        # Tiresias' handlers start nothing, so none does.)
         # 4. the pass (Tiresias.schedule: skipped when its inputs equal a pass that decided nothing)
         if dirty:
             dirty = False
@@ -389,19 +457,10 @@ def run_tiresias(engine: Any) -> int:
                 still = before if (pool.version, version, arrivals, len(items)) == before else None
         if used != last_used or held != last_held:
             last_used, last_held = used, held
-            series += (now, used, held)
-        if progress is not None and done_count >= next_progress:
-            progress(done_count, n)
-            next_progress = done_count + max(1, n // 200)
+            series += (now, turn, used, held)
+        if progress is not None and done_before + done_count >= next_progress:
+            progress(done_before + done_count, n)
+            next_progress = done_before + done_count + max(1, n // 200)
 
-    if series:  # the allocation series from the flat list time, used, held, ...: one conversion
-        flat = np.fromiter(series, dtype=float, count=len(series))
-        engine.alloc_times.frombytes(flat[0::3].tobytes())
-        engine.alloc_used.frombytes(flat[1::3].tobytes())
-        engine.alloc_held.frombytes(flat[2::3].tobytes())
-    engine.now = last_now
-    engine._seq = seq
-    engine.used_gpus, engine.held_gpus = used, held
-    engine.unfinished = n - done_count
     policy.preemptions = policy_preemptions
-    return events
+    return events, done_count, series, seq, last_now

@@ -37,7 +37,7 @@ def _assert_kernel_equals_general(w, policy: str) -> None:
     assert_same(fast, general)
     assert fast_engine.now == general_engine.now and fast_engine.unfinished == general_engine.unfinished == 0
     assert fast_engine._seq == general_engine._seq  # as many finishes and timers were pushed
-    assert fast_engine.contexts[0].pool.total_free == fast_engine.contexts[0].pool.total_capacity
+    assert all(c.pool.total_free == c.pool.total_capacity for c in fast_engine.contexts)
 
 
 @pytest.fixture(scope="module")
@@ -49,6 +49,33 @@ def philly(philly_file):
 @pytest.mark.parametrize("policy", VARIANTS)
 def test_kernel_equals_general_loop_on_real_philly(philly, policy):
     _assert_kernel_equals_general(philly, policy)
+
+
+@pytest.mark.parametrize("policy", ["tiresias", "tiresias:thresholds=[600,3600,36000]"])
+def test_kernel_equals_general_loop_on_philly_vcs(philly_file, policy):
+    """Several partitions (Philly's virtual clusters): each replayed on its own, the series merged."""
+    w = build_workload(load_trace(philly_file), load_cluster("philly-vc"), limit=12_000)
+    assert len(w.cluster.partitions) > 1
+    _assert_kernel_equals_general(w, policy)
+
+
+def _two_pools(seed: int, jobs: int = 1200):
+    """Two partitions whose events fall on the same whole seconds (and a zero-length job), so the cluster's
+    totals change in both at one instant: the merged allocation series must match the general loop's."""
+    rng = np.random.default_rng(seed)
+    rows = [(float(s), float(d), int(g)) for s, d, g in zip(
+        np.floor(np.cumsum(rng.exponential(20.0, size=jobs)) / 30) * 30,
+        np.rint(rng.choice([0, 30, 60, 90, 600, 3000], size=jobs)), rng.choice([1, 2, 4, 8, 12], size=jobs))]
+    org = rng.choice(["a", "b"], size=jobs).tolist()
+    return build_workload(table(rows, org=org), Cluster("two", [Partition("a", [8, 8, 4], ["x"] * 3),
+                                                               Partition("b", [8, 4, 4, 2], ["x"] * 4)]))
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_kernel_equals_general_loop_on_two_pools_with_simultaneous_changes(seed):
+    w = _two_pools(seed)
+    assert len(set(w.partition)) == 2
+    _assert_kernel_equals_general(w, "tiresias:thresholds=[60,600]")
 
 
 def _crowded(seed: int, jobs: int = 1500) -> object:
@@ -110,6 +137,3 @@ def test_kernel_is_chosen_only_where_it_applies(monkeypatch):
         assert _pair(w, "tiresias", **kwargs)[0][0].loop == "general", kwargs
     assert _pair(workload(rows, load=[5, 0, 0, 0, 0]), "tiresias")[0][0].loop == "general"
     assert _pair(workload(rows, save=[0, 3, 0, 0, 0]), "tiresias")[0][0].loop == "general"
-    two = build_workload(table(rows, org=["a", "b", "a", "b", "a"]),
-                         Cluster("two", [Partition("a", [4], ["x"]), Partition("b", [4], ["x"])]))
-    assert _pair(two, "tiresias")[0][0].loop == "general"  # several partitions
