@@ -128,7 +128,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as exc:
         print(f"schedcast: error: {_one_line(exc)}", file=sys.stderr)
         return 2
-    args = build_parser(command_of(argv)).parse_args(argv)
+    command = command_of(argv)
+    if command == "simulate":
+        simulate.read_trace_ahead(argv)  # the trace is read while the parser imports the simulator
+    args = build_parser(command).parse_args(argv)
     args.argv = argv  # recorded in result folders (meta.json "command")
     debug = args.debug or os.environ.get("SCHEDCAST_DEBUG", "") not in ("", "0")
     try:

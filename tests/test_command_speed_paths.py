@@ -207,3 +207,66 @@ def test_fingerprint_in_background_is_the_fingerprint(philly_file):
 
     with pytest.raises(RuntimeError, match="no arrays"):
         fingerprint_in_background(Broken())()
+
+
+def _helios_file(tmp_path, rows=200, name="cluster_log.csv", delta=0):
+    lines = [HEAD] + [f"j{i},u{i % 3},vc1,{1 + i % 4},4,1,COMPLETED,2020-05-01 10:{(i // 60) % 60:02d}:{i % 60:02d},"
+                      f"{60 + i + delta}" for i in range(rows)]
+    path = tmp_path / name
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_read_ahead_gives_the_table_read_csv_reads(monkeypatch, tmp_path):
+    """A trace read ahead is the one read_csv would read: same table and report, the file read once."""
+    path = _helios_file(tmp_path)
+    plain = load_trace(path, "helios", cache=False)
+    reads = []
+    real_read = trace_io.read_bytes
+    monkeypatch.setattr(trace_io, "read_bytes", lambda p: reads.append(p) or real_read(p))
+    assert trace_io.read_ahead(path)
+    ahead = load_trace(path, "helios", cache=False)
+    assert len(reads) == 1 and not trace_io._AHEAD  # read by the thread only, and taken
+    pd.testing.assert_frame_equal(ahead.frame, plain.frame, check_exact=True)
+    assert ahead.report.as_dict() == plain.report.as_dict()
+
+
+def test_a_trace_changed_after_its_read_ahead_is_read_again(tmp_path):
+    import os
+
+    path = _helios_file(tmp_path)
+    assert trace_io.read_ahead(path)
+    trace_io._AHEAD[str(path)][1].join()
+    _helios_file(tmp_path, rows=150, delta=7)  # other rows, another size
+    os.utime(path, ns=(1, 1))
+    table = load_trace(path, "helios", cache=False)
+    assert len(table.frame) == 150 and table.frame["duration"].iloc[0] == 67
+
+
+def test_which_traces_are_read_ahead(tmp_path, monkeypatch):
+    from features.traces import read_trace_ahead
+
+    path = _helios_file(tmp_path)
+    monkeypatch.setenv("SCHEDCAST_TRACE_CACHE", "0")
+    assert read_trace_ahead(path, "helios") and read_trace_ahead(path)  # named or guessed format
+    assert not read_trace_ahead(path, "philly-json")  # a loader that does not read CSV text
+    assert not read_trace_ahead(tmp_path / "missing.csv", "helios")
+    assert not read_trace_ahead(tmp_path, "helios")  # a folder
+    assert not read_trace_ahead(path, "no-such-format")
+    monkeypatch.setenv("SCHEDCAST_TRACE_CACHE", str(tmp_path / "cache"))
+    assert read_trace_ahead(path, "helios")  # not in the cache yet
+    load_trace(path, "helios")  # parsed and cached
+    assert not read_trace_ahead(path, "helios")  # the cache serves it: nothing to read
+    trace_io._AHEAD.clear()
+
+
+def test_simulate_reads_its_trace_ahead(tmp_path, monkeypatch):
+    from pipelines.simulate import read_trace_ahead
+
+    started = []
+    monkeypatch.setattr("features.traces.read_trace_ahead", lambda path, fmt=None: started.append((path, fmt)) or True)
+    assert read_trace_ahead(["simulate", "--trace", "t.csv", "--policy", "sjf"])
+    assert read_trace_ahead(["--debug", "simulate", "--format=helios", "--trace=u.csv"])
+    assert not read_trace_ahead(["simulate", "--synthetic", "demo"])
+    assert not read_trace_ahead(["simulate", "--trace"])
+    assert started == [("t.csv", None), ("u.csv", "helios")]

@@ -115,4 +115,28 @@ def _parse(path: str | Path, fmt: str, options: dict) -> JobTable:
         raise TraceError(path, f"cannot read as {fmt} ({type(exc).__name__}: {exc}); please report this") from exc
 
 
-__all__ = ["FORMATS", "load_trace", "guess_format"]
+#: The loaders that read through the fast CSV reader (features.traces._io.read_csv(fast=True)), whose
+#: files read_trace_ahead may start reading.
+_READ_AHEAD_LOADERS = (load_helios, load_acme, load_philly_csv)
+
+
+def read_trace_ahead(path: str | Path, format: str | None = None) -> bool:
+    """Start reading the file ``load_trace(path, format)`` will parse, in a background thread
+    (features.traces._io.read_ahead), when its format's loader reads with the fast CSV reader and the
+    trace cache holds no entry for it (a cached trace is not parsed at all); whether a read was started.
+    Never raises: whatever is wrong with the path or the file is reported by load_trace itself."""
+    from features.traces import cache as trace_cache
+    from features.traces._io import read_ahead
+
+    try:
+        fmt = format or guess_format(path)
+        if fmt not in FORMATS or FORMATS[fmt][0] not in _READ_AHEAD_LOADERS:
+            return False
+        if trace_cache.has(trace_cache.key_for(path, fmt, {})):
+            return False
+        return read_ahead(path)
+    except (TraceError, OSError, ValueError):
+        return False
+
+
+__all__ = ["FORMATS", "load_trace", "guess_format", "read_trace_ahead"]

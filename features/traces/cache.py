@@ -95,6 +95,12 @@ def entries() -> list[Path]:
     return [p for p in folder.iterdir() if ENTRY_NAME.fullmatch(p.name) and p.is_file()]
 
 
+def has(key: str | None) -> bool:
+    """Whether the cache holds an entry for ``key`` (it may still prove unreadable when read)."""
+    entry = _entry(key) if key else None
+    return entry is not None and entry.is_file()
+
+
 def _entry(key: str) -> Path | None:
     folder = entries_dir()
     if folder is None or not ENTRY_NAME.fullmatch(f"{key}.pkl"):
