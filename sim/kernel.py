@@ -63,7 +63,7 @@ def eligible(engine: Any) -> str | None:
         return "performance model or coordinator"
     if engine._failures or engine._after or engine.overhead:
         return "failures"
-    if not w.simple or any(w.load_time):
+    if not w.simple or w.column("load_time").any():  # the kept array: no pass over a list
         return "requests beyond a GPU count, or load times"
     for policy in engine.policies:
         cls = type(policy)
@@ -317,9 +317,9 @@ def _fill(engine: Any, start: list[float], done: int) -> None:
                 engine.state[j] = DONE
         return
     s = np.asarray(start, dtype=float)
-    d = np.asarray(w.duration, dtype=float)
+    d = np.asarray(w.column("duration"), dtype=float)  # the arrays build_workload kept (no list pass)
     end = s + d / 1.0
-    wait = 0.0 + (s - np.asarray(w.submit, dtype=float))
+    wait = 0.0 + (s - np.asarray(w.column("submit"), dtype=float))
     train = 0.0 + (end - s)
     work = 0.0 + d
     if n:

@@ -57,7 +57,7 @@ def eligible(engine: Any) -> str | None:
             return f"policy {type(policy).__name__} is not Tiresias"
         if len(policy.queue) or policy.level_of or policy._keys or not policy.skip_unreached:
             return "policy not fresh"
-    if not w.simple or any(w.load_time) or any(w.save_time) or any(w.gpu_milli):
+    if not w.simple or w.column("load_time").any() or w.column("save_time").any() or any(w.gpu_milli):
         return "requests beyond a GPU count, or load or save times"
     for ctx in engine.contexts:
         pool, placement = ctx.pool, ctx.placement
