@@ -270,3 +270,31 @@ def test_simulate_reads_its_trace_ahead(tmp_path, monkeypatch):
     assert not read_trace_ahead(["simulate", "--synthetic", "demo"])
     assert not read_trace_ahead(["simulate", "--trace"])
     assert started == [("t.csv", None), ("u.csv", "helios")]
+
+
+@pytest.mark.parametrize("n, held_too", [(0, True), (1, True), (2, True), (5000, True), (5000, False)])
+def test_allocation_scores_are_the_separate_areas(n, held_too):
+    """utilisation and sharing_factor from one set of time steps equal the areas computed one by one."""
+    from array import array
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from evaluation import metrics
+
+    rng = np.random.default_rng(n)
+    t = np.cumsum(rng.exponential(10, n))
+    used = rng.integers(0, 80, n).astype(float)
+    held = np.minimum(used, rng.integers(0, 64, n)).astype(float)
+    result = SimpleNamespace(alloc_times=array("d", t), alloc_used=array("d", used),
+                             alloc_held=array("d", held if held_too else []),
+                             workload=SimpleNamespace(cluster=SimpleNamespace(gpus=64)))
+    hv = held if held_too else used
+
+    def area(v):
+        return float(np.sum(v[:-1] * np.diff(t)))
+
+    util = 0.0 if n < 2 else (area(hv) / ((t[-1] - t[0]) * 64) if t[-1] > t[0] else 0.0)
+    share = 1.0 if n < 2 else (area(used) / area(hv) if area(hv) > 0 else 1.0)
+    assert metrics.utilisation(result) == util and metrics.sharing_factor(result) == share
+    assert metrics._allocation_scores(result) == (util, share)
