@@ -267,16 +267,18 @@ def _write_files(folder: Path, runs: dict[str, dict[str, Any]], meta: dict[str, 
     try:
         for name, r in runs.items():
             safe = safe_name(name)
+            # the allocation file and the breakdowns first: a job file being encoded (JobsParquet) goes on
+            # meanwhile in its thread, and is waited for last
+            allocation_file_frame(r["allocation"]).to_parquet(folder / f"allocation_{safe}.parquet", index=False)
+            tables = [f"{key}_{safe}.csv" for key in ("by_partition", "by_size", "by_class")]
+            for key, file in zip(("by_partition", "by_size", "by_class"), tables):
+                with_units(r[key]).to_csv(folder / file, index=False)
             pending = (encoded or {}).get(name)
             if pending is not None and pending.window == _window_key(window):
                 pending.write_to(folder / f"jobs_{safe}.parquet")
             else:
                 job_file_frame(r["jobs"], window).to_parquet(folder / f"jobs_{safe}.parquet", index=False)
-            allocation_file_frame(r["allocation"]).to_parquet(folder / f"allocation_{safe}.parquet", index=False)
-            names += [f"jobs_{safe}.parquet", f"allocation_{safe}.parquet"]
-            for key in ("by_partition", "by_size", "by_class"):
-                with_units(r[key]).to_csv(folder / f"{key}_{safe}.csv", index=False)
-                names.append(f"{key}_{safe}.csv")
+            names += [f"jobs_{safe}.parquet", f"allocation_{safe}.parquet", *tables]
     finally:
         if plots and plotter is not None:
             drawing.join()

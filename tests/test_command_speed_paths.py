@@ -298,3 +298,26 @@ def test_allocation_scores_are_the_separate_areas(n, held_too):
     share = 1.0 if n < 2 else (area(used) / area(hv) if area(hv) > 0 else 1.0)
     assert metrics.utilisation(result) == util and metrics.sharing_factor(result) == share
     assert metrics._allocation_scores(result) == (util, share)
+
+
+def test_write_results_writes_the_job_file_last_and_lists_files_as_before(tmp_path):
+    """The allocation file and breakdowns are written before the job file is waited for; the list of
+    files write_results returns keeps its order (jobs, allocation, breakdowns per policy)."""
+    from evaluation.report import JobsParquet, write_results
+    from pipelines.replay import ReplaySpec, WorkloadSource, run_replay
+
+    runs, encoded, order = {}, {}, []
+    for policy in ("fifo", "sjf"):
+        rr = run_replay(ReplaySpec(workload=WorkloadSource(synthetic="demo", jobs=200), policy=policy),
+                        on_jobs=lambda jobs, p=policy: encoded.__setitem__(p, JobsParquet(jobs, None)))
+        runs[policy] = rr.evaluation
+        real = encoded[policy].write_to
+        encoded[policy].write_to = lambda path, real=real: order.append(
+            (path.name, (path.parent / path.name.replace("jobs_", "allocation_")).is_file())) or real(path)
+    files = write_results(tmp_path / "out", runs, {"window": None, **rr.meta}, plots=False, encoded=encoded)
+    assert [f.name for f in files] == ["summary.csv"] + [
+        name for p in ("fifo", "sjf") for name in (f"jobs_{p}.parquet", f"allocation_{p}.parquet",
+                                                    f"by_partition_{p}.csv", f"by_size_{p}.csv", f"by_class_{p}.csv")
+    ] + ["meta.json"]
+    assert order == [("jobs_fifo.parquet", True), ("jobs_sjf.parquet", True)]  # the allocation file was there
+    assert all((tmp_path / "out" / f.name).is_file() for f in files)
