@@ -263,9 +263,16 @@ def utilisation_between(result: SimResult, start: float, end: float) -> float:
     gpus = result.workload.cluster.gpus
     if len(t) < 1 or end <= start or gpus <= 0:
         return 0.0
-    right = np.r_[t[1:], max(end, t[-1])]  # each value holds until the next row; the last one to `end`
-    overlap = np.clip(np.minimum(right, end) - np.maximum(t, start), 0.0, None)
-    return float(np.sum(v * overlap) / ((end - start) * gpus))
+    # each value holds until the next row, the last one to `end`; computed in one buffer (the series has
+    # two rows a job: five temporaries of 28 MB each for 1.75 M jobs), the same operations in the same order
+    overlap = np.empty_like(t)
+    overlap[:-1] = t[1:]
+    overlap[-1] = max(end, t[-1])
+    np.minimum(overlap, end, out=overlap)
+    np.subtract(overlap, np.maximum(t, start), out=overlap)
+    np.clip(overlap, 0.0, None, out=overlap)
+    np.multiply(v, overlap, out=overlap)
+    return float(np.sum(overlap) / ((end - start) * gpus))
 
 
 def top_share(jobs: pd.DataFrame, k: int = 5) -> float:
@@ -376,7 +383,8 @@ def evaluate(result: SimResult, window: tuple[float | None, float | None] | None
 def check_identities(jobs: pd.DataFrame, tol: float = 1e-6) -> None:
     """JCT = wait + load + train + save for every job (relative tolerance for float sums)."""
     lhs = jobs["jct"].to_numpy()
-    rhs = (jobs["wait"] + jobs["load"] + jobs["train"] + jobs["save"]).to_numpy()
+    # numpy on the columns' arrays: pandas' additions align indexes and build three Series on the way
+    rhs = ((jobs["wait"].to_numpy() + jobs["load"].to_numpy()) + jobs["train"].to_numpy()) + jobs["save"].to_numpy()
     bad = np.abs(lhs - rhs) > tol * np.maximum(1.0, np.abs(lhs))
     if bad.any():
         i = int(np.flatnonzero(bad)[0])

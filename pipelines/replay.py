@@ -244,7 +244,10 @@ def has_spot_jobs(workload) -> bool:
     """Does the workload have spot (preemptible) jobs, so that the HP / spot metrics apply?"""
     from sim.workload import is_spot
 
-    return any(is_spot(c) for c in set(workload.job_class))  # each label once (1.75 M jobs: a few labels)
+    labels = workload.job_class
+    if isinstance(labels, list) and labels.count(None) == len(labels):  # no class at all (most traces): no hashing
+        return False
+    return any(is_spot(c) for c in set(labels))  # each label once (1.75 M jobs: a few labels)
 
 
 # -- the duration predictor ---------------------------------------------------------------------------

@@ -321,3 +321,42 @@ def test_write_results_writes_the_job_file_last_and_lists_files_as_before(tmp_pa
     ] + ["meta.json"]
     assert order == [("jobs_fifo.parquet", True), ("jobs_sjf.parquet", True)]  # the allocation file was there
     assert all((tmp_path / "out" / f.name).is_file() for f in files)
+
+
+@pytest.mark.parametrize("window", [(0.0, 1e9), (500.0, 20_000.0), (-5.0, 3.0), (1e12, 2e12)])
+def test_load_reached_is_the_overlap_formula(window):
+    """utilisation_between computed in one buffer gives the value of the temporaries it replaced."""
+    from array import array
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from evaluation import metrics
+
+    rng = np.random.default_rng(17)
+    t = np.cumsum(rng.exponential(10, 4000))
+    held = rng.integers(0, 64, 4000).astype(float)
+    result = SimpleNamespace(alloc_times=array("d", t), alloc_used=array("d", held), alloc_held=array("d", held),
+                             workload=SimpleNamespace(cluster=SimpleNamespace(gpus=64)))
+    start, end = window
+    right = np.r_[t[1:], max(end, t[-1])]
+    overlap = np.clip(np.minimum(right, end) - np.maximum(t, start), 0.0, None)
+    assert metrics.utilisation_between(result, start, end) == float(np.sum(held * overlap) / ((end - start) * 64))
+
+
+def test_identities_and_spot_checks():
+    import numpy as np
+
+    from evaluation.metrics import check_identities
+    from pipelines.replay import has_spot_jobs
+
+    jobs = pd.DataFrame({"job_id": ["a", "b"], "jct": [10.0, 7.5], "wait": [1.0, 0.5], "load": [2.0, 0.0],
+                         "train": [7.0, 7.0], "save": [0.0, 0.0]})
+    check_identities(jobs)
+    jobs.loc[1, "train"] = 6.0
+    with pytest.raises(AssertionError, match="job b"):
+        check_identities(jobs)
+    check_identities(jobs.iloc[:1])
+    for labels, spot in (([None] * 3, False), ([None, "hp", None], False), ([None, "spot", "hp"], True),
+                         (np.array([None, "Spot"], dtype=object), True)):
+        assert has_spot_jobs(type("W", (), {"job_class": labels})()) is spot
