@@ -253,6 +253,9 @@ def test_which_traces_are_read_ahead(tmp_path, monkeypatch):
     assert not read_trace_ahead(tmp_path / "missing.csv", "helios")
     assert not read_trace_ahead(tmp_path, "helios")  # a folder
     assert not read_trace_ahead(path, "no-such-format")
+    with monkeypatch.context() as m:  # whatever goes wrong, the command itself goes on
+        m.setattr("features.traces.guess_format", lambda path: 1 / 0)
+        assert not read_trace_ahead(path)
     monkeypatch.setenv("SCHEDCAST_TRACE_CACHE", str(tmp_path / "cache"))
     assert read_trace_ahead(path, "helios")  # not in the cache yet
     load_trace(path, "helios")  # parsed and cached

@@ -135,7 +135,7 @@ def read_trace_ahead(path: str | Path, format: str | None = None) -> bool:
         if trace_cache.has(trace_cache.key_for(path, fmt, {})):
             return False
         return read_ahead(path)
-    except (TraceError, OSError, ValueError):
+    except Exception:  # noqa: BLE001 - an optimisation only: the command goes on and load_trace reports
         return False
 
 
