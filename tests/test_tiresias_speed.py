@@ -105,7 +105,8 @@ def test_an_event_that_changes_nothing_asks_nothing(monkeypatch, reference):
 
     monkeypatch.setattr(Consolidate, "place", place)
     policy, placement = (_HeapTiresias, _Plain()) if reference else (Tiresias, Consolidate())
-    engine = Engine(_blocked_by_fragments(), lambda: policy(thresholds=300.0), placement=placement)
+    # the policy's own memo in the general loop (sim.kernel_tiresias keeps it too, but places inline)
+    engine = Engine(_blocked_by_fragments(), lambda: policy(thresholds=300.0), placement=placement, fast_path=False)
     engines.append(engine)
     result = engine.run()
     assert result.first_start[3] == 300.0  # j0 and j2 drop a queue at t=300: j3 preempts j2
