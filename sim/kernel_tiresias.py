@@ -165,7 +165,10 @@ def _replay_partition(engine: Any, p: int, jobs: Any, sub: list, level: list[int
     used = held = 0
     last_used = last_held = -1
     version = arrivals = 0  # the policy's version and arrival count
-    still: tuple | None = None  # inputs of the last pass, if it decided nothing
+    # The policy skips a pass whose inputs (pool version, its version, arrivals, queue length) equal those of
+    # a pass that decided nothing. The three counters only grow and the queue's length changes only with
+    # one of them, so their sum stands for the tuple: equal sums mean equal inputs.
+    still = -1  # that sum after the last pass, if it decided nothing
     blocked: tuple | None = None  # (head, version) of the last failed search
     failed: list | None = None  # [head, its rank, (free per node, victims' GPUs per node, GPUs) or None]
     misfit_version, misfits = -1, set()  # GPU counts consolidate could not place at that pool version
@@ -415,7 +418,7 @@ def _replay_partition(engine: Any, p: int, jobs: Any, sub: list, level: list[int
         # 4. the pass (Tiresias.schedule: skipped when its inputs equal a pass that decided nothing)
         if dirty:
             dirty = False
-            before = (pool.version, version, arrivals, len(items))
+            before = pool.version + version + arrivals
             if before != still:
                 while items:
                     head = items[0]
@@ -454,7 +457,7 @@ def _replay_partition(engine: Any, p: int, jobs: Any, sub: list, level: list[int
                             shapes.add(g)
                             keep.append(rank)
                     items = keep
-                still = before if (pool.version, version, arrivals, len(items)) == before else None
+                still = before if pool.version + version + arrivals == before else -1
         if used != last_used or held != last_held:
             last_used, last_held = used, held
             series += (now, turn, used, held)
