@@ -6,6 +6,7 @@
     python benchmarks/bench_engine.py --commands-only  # whole `schedcast simulate` commands only
     python benchmarks/bench_engine.py --reference-only # the minimal heap SJF loop vs schedcast, 1.75 M jobs
     python benchmarks/bench_engine.py --reference-only --reference-rounds 6 --tree ../old  # interleaved, medians
+    python benchmarks/bench_engine.py --tiresias-rounds 8   # Tiresias vs SJF on Philly, interleaved CPU seconds
 
 The reference (issue 23): a minimal heap SJF loop on its own 1.75 M-job workload (one pool of 125 x 8
 GPUs), the same workload written as a Helios trace and replayed by the Engine and by the whole
@@ -78,6 +79,42 @@ def bench_philly(path: Path) -> list[dict]:
                      "events": r.events, "load_s": t_load, "build_s": t_build, "total_s": total})
         print(f"{policy:<12}{r.wall_seconds:8.2f}{r.events:10,}{r.events / r.wall_seconds:12,.0f}"
               f"{len(w) / r.wall_seconds:10,.0f}{total:9.2f}")
+    return rows
+
+
+def bench_tiresias(path: Path, rounds: int) -> list[dict]:
+    """Tiresias against SJF on Philly (issue 23: within 2x of SJF), ``rounds`` interleaved rounds of CPU
+    seconds, on the pool and on its virtual clusters, each with the loop that replays it by default (the SJF
+    kernel, the Tiresias kernel), plus the general loop's Tiresias once per round; the Tiresias kernel's
+    results must equal the general loop's (checked on every round)."""
+    import statistics
+
+    table = load_trace(path)
+    rows = []
+    for cluster in ("philly-pool", "philly-vc"):
+        w = build_workload(table, load_cluster(cluster))
+        times: dict[str, list[float]] = {"sjf": [], "tiresias": [], "tiresias-general": []}
+        for _ in range(rounds):
+            for name, policy, fast in (("sjf", "sjf", None), ("tiresias", "tiresias", None),
+                                       ("tiresias-general", "tiresias", False)):
+                c0 = time.process_time()
+                r = simulate(w, policy, fast_path=fast)
+                times[name].append(time.process_time() - c0)
+                if name == "tiresias":
+                    kernel = r
+                elif name == "tiresias-general":
+                    same = (r.events == kernel.events and r.policy_stats == kernel.policy_stats and all(
+                        list(getattr(r, f)) == list(getattr(kernel, f)) for f in ("first_start", "end", "preemptions")))
+                    assert same and kernel.loop == "tiresias-kernel", "the Tiresias kernel differs from the general loop"
+        ratios = [t / s for s, t in zip(times["sjf"], times["tiresias"])]
+        med = {k: statistics.median(v) for k, v in times.items()}
+        print(f"\nTiresias vs SJF on Philly ({cluster}, {len(w.cluster.partitions)} partition(s)), {rounds} interleaved "
+              f"rounds, CPU s: SJF {min(times['sjf']):.2f}-{max(times['sjf']):.2f} (median {med['sjf']:.2f}), Tiresias "
+              f"{min(times['tiresias']):.2f}-{max(times['tiresias']):.2f} (median {med['tiresias']:.2f}; general loop "
+              f"median {med['tiresias-general']:.2f}); Tiresias / SJF per round {min(ratios):.2f}-{max(ratios):.2f}x, "
+              f"median {statistics.median(ratios):.2f}x (goal <= 2x); kernel results equal the general loop's")
+        rows.append({"trace": "philly", "cluster": cluster, "rounds": rounds, **{f"{k}_cpu_s": v for k, v in times.items()},
+                     "ratio_median": statistics.median(ratios)})
     return rows
 
 
@@ -458,10 +495,20 @@ def main() -> None:
                          "speed drifts needs several; with --tree the other checkout's command runs in each round)")
     ap.add_argument("--reference-placement", default="first-fit",
                     help="placement of the reference replays (first-fit: the minimal loop's schedule exactly)")
+    ap.add_argument("--tiresias-rounds", type=int, default=0,
+                    help="only Tiresias against SJF on Philly (pool and VCs), this many interleaved rounds")
     args = ap.parse_args()
     sizes = [10_000, 100_000] if args.quick else args.sizes
     print(f"machine: {machine()}")
     rows = []
+    if args.tiresias_rounds:
+        rows += bench_tiresias(data_dir(args.data_dir) / "philly" / "philly_jobs_2017-09-04_2017-11-30.csv.gz",
+                               args.tiresias_rounds)
+        out = ROOT / "benchmarks" / "results"
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "engine_tiresias.json").write_text(json.dumps({"machine": machine(), "rows": rows}, indent=2))
+        print(f"\nwrote {out / 'engine_tiresias.json'}")
+        return
     if args.reference_jobs > 0 and not args.commands_only:
         rows += bench_reference(args.reference_jobs if not args.quick else 100_000, args.reference_placement,
                                 rounds=args.reference_rounds, tree=args.tree)
