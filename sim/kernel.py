@@ -39,7 +39,7 @@ from sim.placement import Consolidate, FirstFit
 from sim.policies.queueing import Fifo, OrderedQueuePolicy, Sjf, Spjf, Spwf
 from sim.states import DONE, INF, QUEUED
 
-__all__ = ["eligible", "fast_path_default", "run_fast"]
+__all__ = ["eligible", "fast_path_default", "plain_replay", "run_fast"]
 
 #: Policy hooks the kernel does not call: a policy overriding any of them takes the general loop.
 _HOOKS = ("bind", "on_start", "on_arrival", "on_requeue", "on_transfer", "on_finish", "on_loaded", "on_timer",
@@ -54,15 +54,24 @@ def fast_path_default() -> bool:
     return os.environ.get("SCHEDCAST_FAST_PATH", "1").strip().lower() not in ("0", "false", "no", "off")
 
 
-def eligible(engine: Any) -> str | None:
-    """None if :func:`run_fast` replays ``engine`` exactly; else the first reason it does not."""
-    w = engine.workload
+def plain_replay(engine: Any) -> str | None:
+    """None if ``engine`` replays with none of what the specialised loops leave to the general one (invariant
+    checks, an event log, decision timing, a performance model, a coordinator, failures); else which."""
     if engine.check_invariants or engine.event_log is not None or engine.time_decisions:
         return "invariant checks, event log or decision timing asked"
     if engine.performance is not None or engine.coordinator is not None:
         return "performance model or coordinator"
     if engine._failures or engine._after or engine.overhead:
         return "failures"
+    return None
+
+
+def eligible(engine: Any) -> str | None:
+    """None if :func:`run_fast` replays ``engine`` exactly; else the first reason it does not."""
+    w = engine.workload
+    reason = plain_replay(engine)
+    if reason:
+        return reason
     if not w.simple or w.column("load_time").any():  # the kept array: no pass over a list
         return "requests beyond a GPU count, or load times"
     for policy in engine.policies:

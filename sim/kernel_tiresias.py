@@ -34,7 +34,8 @@ from typing import Any
 import numpy as np
 
 from sim.placement import Consolidate
-from sim.policies.preemptive import Tiresias
+from sim.kernel import plain_replay
+from sim.policies.preemptive import Tiresias, shortest
 from sim.states import DONE, EV_ARRIVAL, EV_FINISH, EV_TIMER, INF, QUEUED, RUNNING
 
 __all__ = ["eligible", "run_tiresias"]
@@ -46,12 +47,9 @@ _JOB = _LEVEL - 1
 def eligible(engine: Any) -> str | None:
     """None if :func:`run_tiresias` replays ``engine`` exactly; else the first reason it does not."""
     w = engine.workload
-    if engine.check_invariants or engine.event_log is not None or engine.time_decisions:
-        return "invariant checks, event log or decision timing asked"
-    if engine.performance is not None or engine.coordinator is not None:
-        return "performance model or coordinator"
-    if engine._failures or engine._after or engine.overhead:
-        return "failures"
+    reason = plain_replay(engine)
+    if reason:
+        return reason
     for policy in engine.policies:
         if type(policy) is not Tiresias:
             return f"policy {type(policy).__name__} is not Tiresias"
@@ -283,14 +281,7 @@ def _replay_partition(engine: Any, p: int, jobs: Any, sub: list, level: list[int
 
             if not victims or not fits(len(victims)):
                 return None
-            lo, hi = 1, len(victims)
-            while lo < hi:
-                mid = (lo + hi) // 2
-                if fits(mid):
-                    hi = mid
-                else:
-                    lo = mid + 1
-            return victims[:lo]
+            return victims[:shortest(len(victims), fits)]
         # (The policy's "fits already" case cannot arise here: a search follows a failed start at the same
         # pool version, so no node has g free GPUs.)
         added: dict[int, int] = {}

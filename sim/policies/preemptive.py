@@ -12,11 +12,24 @@ from sim.placement import Consolidate
 from sim.states import LOADING, RUNNING
 from sim.policies.head_preemptive import HeadPreemptive, PeriodicSrtf, RoundBased, Srtf, _neg
 
-__all__ = ["HeadPreemptive", "PeriodicSrtf", "RoundBased", "Srtf", "Tiresias", "TiresiasRounds", "_neg"]
+__all__ = ["HeadPreemptive", "PeriodicSrtf", "RoundBased", "Srtf", "Tiresias", "TiresiasRounds", "_neg", "shortest"]
 
 _LEVEL = 1 << 40  # Tiresias' rank: queue * _LEVEL + job (job indices stay far below it)
 _JOB = _LEVEL - 1  # rank & _JOB is the job
 _ACTIVE = (LOADING, RUNNING)
+
+
+def shortest(n: int, fits: Any) -> int:
+    """The smallest k in 1..n with ``fits(k)``, for a ``fits`` that stays true once true and holds at n
+    (a growing prefix of victims only frees more GPUs): by bisection, log2(n) questions."""
+    lo, hi = 1, n
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if fits(mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
 
 
 class Tiresias(HeadPreemptive):
@@ -226,14 +239,7 @@ class Tiresias(HeadPreemptive):
 
         if not victims or not fits(len(victims)):
             return None
-        lo, hi = 1, len(victims)
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if fits(mid):
-                hi = mid
-            else:
-                lo = mid + 1
-        return victims[:lo]
+        return victims[:shortest(len(victims), fits)]
 
     def _eligible(self, low: int, high: int) -> list[int]:
         """The jobs of ``self._keys[low:high]`` that may be preempted now, worst-ranked first."""
