@@ -206,31 +206,23 @@ class JobsParquet:
     The table must not be changed while it is encoded (scoring only reads it)."""
 
     def __init__(self, jobs: pd.DataFrame, window: tuple[float, float] | None) -> None:
-        import threading
+        from features.background import in_background
 
         self.window = _window_key(window)
-        self._buffer: Any = None
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._encode, args=(jobs,), name="jobs-parquet", daemon=True)
-        self._thread.start()
+        self._encoded = in_background(lambda: self._encode(jobs), "jobs-parquet")
 
-    def _encode(self, jobs: pd.DataFrame) -> None:
-        try:
-            import pyarrow as pa
+    def _encode(self, jobs: pd.DataFrame) -> Any:
+        import pyarrow as pa
 
-            sink = pa.BufferOutputStream()  # native memory: the writes never take the GIL (BytesIO would)
-            write_parquet(job_file_frame(jobs, self.window), sink)
-            self._buffer = sink.getvalue()
-        except BaseException as exc:  # re-raised by write_to, in the caller's thread
-            self._error = exc
+        sink = pa.BufferOutputStream()  # native memory: the writes never take the GIL (BytesIO would)
+        write_parquet(job_file_frame(jobs, self.window), sink)
+        return sink.getvalue()
 
     def write_to(self, path: Path) -> None:
         """Wait for the encoding and write the file (the encoding's error, if any, is raised here)."""
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
+        buffer = self._encoded()
         with open(path, "wb") as f:
-            f.write(self._buffer)
+            f.write(buffer)
 
 
 def _write_files(folder: Path, runs: dict[str, dict[str, Any]], meta: dict[str, Any], plots: bool,
@@ -277,7 +269,7 @@ def _write_files(folder: Path, runs: dict[str, dict[str, Any]], meta: dict[str, 
             if pending is not None and pending.window == _window_key(window):
                 pending.write_to(folder / f"jobs_{safe}.parquet")
             else:
-                job_file_frame(r["jobs"], window).to_parquet(folder / f"jobs_{safe}.parquet", index=False)
+                write_parquet(job_file_frame(r["jobs"], window), folder / f"jobs_{safe}.parquet")
             names += [f"jobs_{safe}.parquet", f"allocation_{safe}.parquet", *tables]
     finally:
         if plots and plotter is not None:

@@ -121,27 +121,9 @@ def fingerprint_in_background(workload) -> Callable[[], str]:
     into after the build (sim.workload.Workload.column), so the value is the one asked for later."""
     if not getattr(workload, "simple", False):
         return lambda: workload.fingerprint
-    import threading
+    from features.background import in_background
 
-    box: list[Any] = []
-
-    def compute() -> None:
-        try:
-            box.append((True, workload.fingerprint))
-        except BaseException as exc:  # raised by the caller's call, in its thread
-            box.append((False, exc))
-
-    thread = threading.Thread(target=compute, name="workload-fingerprint", daemon=True)
-    thread.start()
-
-    def result() -> str:
-        thread.join()
-        ok, value = box[0]
-        if not ok:
-            raise value
-        return value
-
-    return result
+    return in_background(lambda: workload.fingerprint, "workload-fingerprint")
 
 
 @dataclass

@@ -35,13 +35,10 @@ import numpy as np
 
 from sim.placement import Consolidate
 from sim.kernel import plain_replay
-from sim.policies.preemptive import Tiresias, shortest
+from sim.policies.preemptive import _JOB, _LEVEL, Tiresias, shortest  # the policy's own rank encoding
 from sim.states import DONE, EV_ARRIVAL, EV_FINISH, EV_TIMER, INF, QUEUED, RUNNING
 
 __all__ = ["eligible", "run_tiresias"]
-
-_LEVEL = 1 << 40  # the policy's rank: queue * _LEVEL + job
-_JOB = _LEVEL - 1
 
 
 def eligible(engine: Any) -> str | None:

@@ -236,7 +236,7 @@ def test_a_trace_changed_after_its_read_ahead_is_read_again(tmp_path):
 
     path = _helios_file(tmp_path)
     assert trace_io.read_ahead(path)
-    trace_io._AHEAD[str(path)][1].join()
+    trace_io._AHEAD[str(path)][1]()  # wait for the read
     _helios_file(tmp_path, rows=150, delta=7)  # other rows, another size
     os.utime(path, ns=(1, 1))
     table = load_trace(path, "helios", cache=False)

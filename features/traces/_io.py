@@ -200,8 +200,8 @@ def _read_arrow(data: bytes, width: int) -> pd.DataFrame | None:
 
 
 #: The trace being read ahead (:func:`read_ahead`): the path as given -> (its resolved path, size and
-#: modification time when the read began, the reading thread, [(data, width, frame)] once read).
-_AHEAD: dict[str, tuple[tuple[str, int, int], Any, list]] = {}
+#: modification time when the read began, the call that gives what was read).
+_AHEAD: dict[str, tuple[tuple[str, int, int], Any]] = {}
 
 
 def _stamp(path: Path) -> tuple[str, int, int] | None:
@@ -214,6 +214,16 @@ def _stamp(path: Path) -> tuple[str, int, int] | None:
     return (str(real), st.st_size, st.st_mtime_ns) if stat.S_ISREG(st.st_mode) else None
 
 
+def _read_plain(path: Path, fast: bool) -> tuple[bytes, int | None, pd.DataFrame | None]:
+    """The file's bytes (without a UTF-8 byte-order mark) and, when ``fast`` and the fast reader reads it
+    as pandas would, its field count and pyarrow-parsed frame (else None, None)."""
+    data = read_bytes(path)
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    width = _plain_width(data) if fast else None
+    return data, width, (_read_arrow(data, width) if width else None)
+
+
 def read_ahead(path: str | Path) -> bool:
     """Start reading a CSV file and parsing it with pyarrow in a background thread, for the next
     ``read_csv(path, fast=True)`` to take over; whether a read was started (a regular, readable file).
@@ -222,39 +232,28 @@ def read_ahead(path: str | Path) -> bool:
     loads the trace; pyarrow reads and parses without the GIL (1.75 M rows: 0.8 s), so started first it
     runs beside that work on a second core. Any error is left for read_csv, which reads the file again
     and reports it; a file changed since the read began (size or modification time) is read again too."""
-    import threading
+    from features.background import in_background
 
     path = Path(path)
     stamp = _stamp(path)
     if stamp is None or not os.access(path, os.R_OK):
         return False
-    box: list = []
-
-    def read() -> None:
-        try:
-            data = read_bytes(path)
-            if data.startswith(b"\xef\xbb\xbf"):
-                data = data[3:]
-            width = _plain_width(data)
-            box.append((data, width, _read_arrow(data, width) if width else None))
-        except Exception:  # noqa: BLE001 - read_csv reads the file itself and reports what is wrong
-            pass
-
-    thread = threading.Thread(target=read, name="trace-read-ahead", daemon=True)
     _AHEAD.clear()  # one file at a time: a read nobody took is dropped
-    _AHEAD[str(path)] = (stamp, thread, box)
-    thread.start()
+    _AHEAD[str(path)] = (stamp, in_background(lambda: _read_plain(path, True), "trace-read-ahead"))
     return True
 
 
 def _taken_ahead(path: Path) -> tuple[bytes, int | None, pd.DataFrame | None] | None:
-    """What read_ahead read of ``path`` (taken once), if the file is unchanged since; else None."""
+    """What read_ahead read of ``path`` (taken once), if it read it and the file is unchanged since; else None."""
     entry = _AHEAD.pop(str(path), None) if _AHEAD else None
     if entry is None:
         return None
-    stamp, thread, box = entry
-    thread.join()
-    return box[0] if box and _stamp(path) == stamp else None
+    stamp, taken = entry
+    try:
+        read = taken()
+    except Exception:  # noqa: BLE001 - read_csv reads the file itself and reports what is wrong
+        return None
+    return read if _stamp(path) == stamp else None
 
 
 def read_csv(path: str | Path, *, required: Iterable[str] = (), header: bool = True,
@@ -270,15 +269,8 @@ def read_csv(path: str | Path, *, required: Iterable[str] = (), header: bool = T
     as_number / to_numeric / as_object_text do). Any other file is read by pandas as before.
     """
     path = Path(path)
-    ahead = _taken_ahead(path) if fast and header else None
-    if ahead is not None:  # read_ahead read and parsed it (the same steps as below)
-        data, width, frame = ahead
-    else:
-        data = read_bytes(path)
-        if data.startswith(b"\xef\xbb\xbf"):
-            data = data[3:]
-        width = _plain_width(data) if fast and header else None
-        frame = _read_arrow(data, width) if width else None
+    ahead = _taken_ahead(path) if fast and header else None  # read_ahead read and parsed it
+    data, width, frame = ahead if ahead is not None else _read_plain(path, fast and header)
     if frame is not None:  # pyarrow checked the UTF-8 of every field; _plain_width found a header and a data line
         return _finish(path, data, frame, np.full(len(frame), width), required, header, names, report)
     text = decode_utf8(path, data)
