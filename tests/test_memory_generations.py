@@ -45,7 +45,9 @@ def test_small_workloads_and_a_frozen_process_are_left_alone(monkeypatch, no_aut
         frozen = gc.get_freeze_count()
         young = [0.0] * 5
         memory.age_tracked_objects(10)
-        assert gc.get_freeze_count() == frozen and _in(0, young)  # the process's freeze is not undone
+        # The process's freeze is not undone (an unfreeze empties the permanent generation; a few of its
+        # objects may be freed meanwhile by other threads, so the count is not compared exactly).
+        assert gc.get_freeze_count() > frozen // 2 and _in(0, young)
     finally:
         gc.unfreeze()
     gc.disable()
