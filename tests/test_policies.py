@@ -39,6 +39,7 @@ def test_unknown_or_mistyped_parameters_are_refused_in_one_line(spec, field):
 def test_every_policy_has_a_typed_signature_without_kwargs():
     for name, info in POLICIES.items():
         assert params_model(info.cls).model_config.get("extra") == "forbid", name
+        info.validate({})  # the registry's own defaults (pollux-60's interval, say) are valid parameters
         init = info.cls.__init__
         if init is not object.__init__:
             for p in list(inspect.signature(init).parameters.values())[1:]:
@@ -297,3 +298,20 @@ def test_plain_ebm_duration_model_can_drop_the_monotone_constraint():
 
     assert make_duration_model("ebm", fast=True, monotone_increasing=()).monotone_increasing == ()
     assert make_duration_model("ebm", fast=True).monotone_increasing == ("num_gpus",)
+
+
+def test_a_registered_default_that_is_not_a_parameter_is_refused_at_registration_and_at_replay():
+    """register() checks at once; schedcast's own entries are checked when a replay asks for one."""
+    from sim.policies import _register_builtin, register
+    from sim.policies.queueing import Fifo
+
+    with pytest.raises(ValueError, match="unknown parameter 'no_such'"):
+        register(Fifo, "fifo-bad-default", no_such=1)
+    assert "fifo-bad-default" not in POLICIES  # nothing registered half-way
+    _register_builtin(Fifo, "fifo-bad-builtin", no_such=1)
+    try:
+        with pytest.raises(ValueError, match="unknown parameter 'no_such'"):
+            get_policy("fifo-bad-builtin")
+    finally:
+        POLICIES._items.pop("fifo-bad-default", None)
+        POLICIES._items.pop("fifo-bad-builtin", None)
