@@ -37,6 +37,15 @@ def _objects(values) -> pd.Series:
     return pd.Series(values, dtype=object, copy=False)
 
 
+def job_id_column(ids) -> pd.Series:
+    """The job table's ``job_id``: pyarrow-backed text (the job table's and the trace tables' own dtype),
+    taken from a workload's JobIds without one Python string per job."""
+    array = getattr(ids, "array", None)  # sim.workload.JobIds
+    if array is not None and isinstance(array.dtype, pd.StringDtype):
+        return pd.Series(array, copy=False)
+    return pd.Series(pd.array([str(j) for j in ids], dtype=pd.StringDtype("pyarrow")), copy=False)
+
+
 #: Most distinct labels :func:`label_codes` peels off before it leaves a column to a hash pass.
 MAX_LABELS = 8
 
@@ -126,7 +135,7 @@ def job_table(result: SimResult) -> pd.DataFrame:
     acc = result.array  # each a new array (the kernel hands its arrays over: no list is converted)
     end = acc("end")
     columns = {
-        "job_id": _objects(w.job_id),
+        "job_id": job_id_column(w.job_id),
         "submit": submit,
         "first_start": acc("first_start"),
         "end": end,

@@ -109,7 +109,7 @@ def _job_table_by_inference(result) -> pd.DataFrame:
     w = result.workload
     submit, end, n = np.asarray(w.submit), np.asarray(result.end), len(w)
     frame = pd.DataFrame({
-        "job_id": w.job_id, "submit": submit, "first_start": np.asarray(result.first_start), "end": end,
+        "job_id": pd.array(list(w.job_id), dtype="string[pyarrow]"), "submit": submit, "first_start": np.asarray(result.first_start), "end": end,
         "wait": np.asarray(result.wait), "load": np.asarray(result.load), "train": np.asarray(result.train),
         "save": np.asarray(result.save), "jct": end - submit, "duration": np.asarray(w.duration),
         "gpus": np.asarray(w.gpus), "gpu_demand": np.asarray(w.gpu_demand, dtype=float),
