@@ -6,6 +6,7 @@
     python benchmarks/bench_engine.py --commands-only  # whole `schedcast simulate` commands only
     python benchmarks/bench_engine.py --reference-only # the minimal heap SJF loop vs schedcast, 1.75 M jobs
     python benchmarks/bench_engine.py --reference-only --reference-rounds 6 --tree ../old  # interleaved, medians
+    python benchmarks/bench_engine.py --reference-only --reference-rounds 6 --pin 1  # all on one core
     python benchmarks/bench_engine.py --tiresias-rounds 8   # Tiresias vs SJF on Philly, interleaved CPU seconds
 
 The reference (issue 23): a minimal heap SJF loop on its own 1.75 M-job workload (one pool of 125 x 8
@@ -497,9 +498,15 @@ def main() -> None:
                     help="placement of the reference replays (first-fit: the minimal loop's schedule exactly)")
     ap.add_argument("--tiresias-rounds", type=int, default=0,
                     help="only Tiresias against SJF on Philly (pool and VCs), this many interleaved rounds")
+    ap.add_argument("--pin", type=int, metavar="CPU",
+                    help="run everything on this one CPU (the bench and every command it starts inherit the "
+                         "affinity): the issue's own method, where a command's background threads add to its "
+                         "time instead of running on a second core")
     args = ap.parse_args()
     sizes = [10_000, 100_000] if args.quick else args.sizes
-    print(f"machine: {machine()}")
+    if args.pin is not None:
+        os.sched_setaffinity(0, {args.pin})
+    print(f"machine: {machine()}" + (f"; pinned to CPU {args.pin}" if args.pin is not None else ""))
     rows = []
     if args.tiresias_rounds:
         rows += bench_tiresias(data_dir(args.data_dir) / "philly" / "philly_jobs_2017-09-04_2017-11-30.csv.gz",

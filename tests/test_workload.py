@@ -98,3 +98,22 @@ def test_cli_maps_bad_cluster_yaml_to_exit_2(tmp_path, capsys):
                  "--out", str(tmp_path / "out")])
     err = capsys.readouterr().err
     assert code == 2 and "bad.yaml: expected a mapping" in err and "Traceback" not in err
+
+
+def test_job_ids_stay_arrow_text_until_a_string_is_asked_for():
+    import pickle
+
+    from evaluation.metrics import job_table
+    from sim import simulate
+    from sim.workload import JobIds
+
+    w = build_workload(table([(0, 10, 4), (1, 10, 2), (2, 5, 1)]), cluster(gpus=8))
+    ids = w.job_id
+    assert isinstance(ids, JobIds) and ids._strings is None and len(ids) == 3
+    jobs = job_table(simulate(w, "fifo"))
+    assert ids._strings is None  # the job table took the Arrow data itself
+    assert str(jobs["job_id"].dtype) == "string" and jobs["job_id"].tolist() == ["j0", "j1", "j2"]
+    assert ids == ["j0", "j1", "j2"] and ids[1] == "j1" and ids[-1:] == ["j2"] and list(ids) == ["j0", "j1", "j2"]
+    assert ids.index("j2") == 2 and "j1" in ids and ids != ["j0"]
+    again = pickle.loads(pickle.dumps(ids))
+    assert isinstance(again, JobIds) and again._strings is None and again == ids
