@@ -7,6 +7,7 @@
     python benchmarks/bench_engine.py --reference-only # the minimal heap SJF loop vs schedcast, 1.75 M jobs
     python benchmarks/bench_engine.py --reference-only --reference-rounds 6 --tree ../old  # interleaved, medians
     python benchmarks/bench_engine.py --reference-only --reference-rounds 6 --pin 1  # all on one core
+    python benchmarks/bench_engine.py --instructions 200000 --tree ../old  # in instructions (valgrind)
     python benchmarks/bench_engine.py --tiresias-rounds 8   # Tiresias vs SJF on Philly, interleaved CPU seconds
 
 The reference (issue 23): a minimal heap SJF loop on its own 1.75 M-job workload (one pool of 125 x 8
@@ -408,6 +409,66 @@ def _reference_rounds(w: dict, capacity: int, trace: Path, cluster_yaml: Path, p
     return out
 
 
+def _instructions(argv: list[str], cwd: Path | None = None, env: dict | None = None) -> int:
+    """User-space instructions of one process and every process it starts (valgrind's callgrind, all
+    threads): a count that does not drift with the VM's speed, as seconds do."""
+    with tempfile.TemporaryDirectory(prefix="bench_cg_") as tmp:
+        cmd = ["valgrind", "--tool=callgrind", "--trace-children=yes",
+               f"--callgrind-out-file={tmp}/cg.%p.out", *argv]
+        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, env=env)
+        if proc.returncode:
+            raise SystemExit(f"{' '.join(argv[:4])} ...: exit {proc.returncode} under valgrind: {proc.stderr[-1500:]}")
+        counts = re.findall(r"==\d+== Collected : (\d+)", proc.stderr)
+        if not counts:
+            raise SystemExit("valgrind printed no instruction count")
+        return sum(int(c) for c in counts)
+
+
+def bench_instructions(jobs: int, tree: Path | None = None) -> list[dict]:
+    """The reference in instructions instead of seconds: the minimal loop (a process that builds the
+    workload and runs the loop, less one that only builds it) against the whole `simulate` command (and
+    ``tree``'s), both under callgrind. Instructions leave out what seconds include and a CPU counter does
+    not see here: memory stalls and the kernel's page-fault time (2-4 s of the 1.75 M-job command on this
+    VM). Slow: valgrind runs about 50 times slower than the process itself."""
+    if shutil.which("valgrind") is None:
+        raise SystemExit("--instructions needs valgrind on PATH (apt install valgrind)")
+    w = reference_workload(jobs)
+    tmp = Path(tempfile.mkdtemp(prefix="bench_ins_"))
+    row: dict = {"trace": "reference", "policy": "sjf", "jobs": jobs, "unit": "instructions"}
+    try:
+        trace = write_reference_trace(tmp / "cluster_log.csv", w)
+        cluster_yaml = tmp / "ref-pool.yaml"
+        cluster_yaml.write_text(f"name: ref-pool\ndescription: reference pool\ngpu_type: V100\n"
+                                f"gpus_per_node: {REF_GPUS_PER_NODE}\nnodes: {REF_NODES}\n")
+        loop = ("import sys; sys.path.insert(0, sys.argv[1]); import bench_engine as b; "
+                "w = b.reference_workload(int(sys.argv[2])); "
+                "sys.argv[3] == 'run' and b.minimal_sjf(w['submit'], w['duration'], w['gpus'], "
+                "b.REF_NODES * b.REF_GPUS_PER_NODE)")
+        here = str(Path(__file__).resolve().parent)
+        setup = _instructions([sys.executable, "-c", loop, here, str(jobs), "setup"])
+        run = _instructions([sys.executable, "-c", loop, here, str(jobs), "run"])
+        row["minimal_instructions"] = run - setup
+        print(f"\nReference in instructions: {jobs:,} jobs; minimal loop {row['minimal_instructions'] / 1e9:.2f} G")
+        trees = [("this tree", None)] + ([(tree.name, tree)] if tree is not None else [])
+        for label, where in trees:
+            env = {**os.environ, "SCHEDCAST_TRACE_CACHE": "0"}
+            if where is not None:
+                env["PYTHONPATH"] = str(where)
+            out = tmp / "out"
+            shutil.rmtree(out, ignore_errors=True)
+            count = _instructions([sys.executable, "-m", "pipelines.cli", "simulate", "--trace", str(trace),
+                                   "--format", "helios", "--cluster", str(cluster_yaml), "--policy", "sjf",
+                                   "--placement", "first-fit", "--out", str(out), "--no-progress"],
+                                  cwd=where or ROOT, env=env)
+            key = "command_instructions" if where is None else "tree_command_instructions"
+            row[key] = count
+            print(f"whole command ({label}): {count / 1e9:.2f} G = {count / row['minimal_instructions']:.2f}x the "
+                  "minimal loop (target <= 2.5x, in seconds)")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return [row]
+
+
 def _timed_process(cmd: list[str], cwd: Path | None = None, env: dict | None = None) -> tuple[float, float, int]:
     """Wall seconds, CPU seconds (user + sys of the child) and exit code of one whole process."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -498,6 +559,9 @@ def main() -> None:
                     help="placement of the reference replays (first-fit: the minimal loop's schedule exactly)")
     ap.add_argument("--tiresias-rounds", type=int, default=0,
                     help="only Tiresias against SJF on Philly (pool and VCs), this many interleaved rounds")
+    ap.add_argument("--instructions", type=int, metavar="JOBS",
+                    help="only the reference in instructions (valgrind), on a workload of JOBS jobs, with --tree's "
+                         "command beside it: a measure this VM's drifting speed does not move")
     ap.add_argument("--pin", type=int, metavar="CPU",
                     help="run everything on this one CPU (the bench and every command it starts inherit the "
                          "affinity): the issue's own method, where a command's background threads add to its "
@@ -508,6 +572,13 @@ def main() -> None:
         os.sched_setaffinity(0, {args.pin})
     print(f"machine: {machine()}" + (f"; pinned to CPU {args.pin}" if args.pin is not None else ""))
     rows = []
+    if args.instructions:
+        rows = bench_instructions(args.instructions, args.tree)
+        out = ROOT / "benchmarks" / "results"
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "engine_instructions.json").write_text(json.dumps({"machine": machine(), "rows": rows}, indent=2))
+        print(f"\nwrote {out / 'engine_instructions.json'}")
+        return
     if args.tiresias_rounds:
         rows += bench_tiresias(data_dir(args.data_dir) / "philly" / "philly_jobs_2017-09-04_2017-11-30.csv.gz",
                                args.tiresias_rounds)
