@@ -64,13 +64,13 @@ def test_allocation_file_frame_writes_the_bytes_rename_wrote(tmp_path):
     """The allocation file is the renamed frame's, byte for byte; the scored frame keeps its names."""
     import numpy as np
 
-    from evaluation.report import allocation_file_frame
+    from evaluation.report import allocation_file_frame, write_parquet
 
     rng = np.random.default_rng(3)
     alloc = pd.DataFrame({"time": np.cumsum(rng.random(1000)), "gpus_used": rng.integers(0, 64, 1000) * 1.0,
                           "gpus_held": rng.integers(0, 64, 1000) * 1.0})
-    alloc.rename(columns={"time": "time_s"}).to_parquet(tmp_path / "a.parquet", index=False)
-    allocation_file_frame(alloc).to_parquet(tmp_path / "b.parquet", index=False)
+    write_parquet(alloc.rename(columns={"time": "time_s"}), tmp_path / "a.parquet")
+    write_parquet(allocation_file_frame(alloc), tmp_path / "b.parquet")
     assert (tmp_path / "a.parquet").read_bytes() == (tmp_path / "b.parquet").read_bytes()
     assert list(alloc.columns) == ["time", "gpus_used", "gpus_held"]
     assert list(allocation_file_frame(alloc).columns) == ["time_s", "gpus_used", "gpus_held"]
@@ -104,14 +104,43 @@ def _frames():
 
 
 @pytest.mark.parametrize("k", range(6))
-def test_write_parquet_is_to_parquet_byte_for_byte(tmp_path, k):
-    from evaluation.report import write_parquet
+def test_write_parquet_writes_to_parquets_table(tmp_path, k):
+    """The same schema, pandas metadata and values as to_parquet; the bytes are to_parquet's with the
+    dictionary encoding limited to the columns repeating_columns names."""
+    import pyarrow.parquet as pq
+
+    from evaluation.report import arrow_table, repeating_columns, write_parquet
 
     frame = list(_frames())[k]
     frame.to_parquet(tmp_path / "pandas.parquet", index=False)
     write_parquet(frame, tmp_path / "fast.parquet")
-    assert (tmp_path / "fast.parquet").read_bytes() == (tmp_path / "pandas.parquet").read_bytes()
+    fast, slow = pq.read_table(tmp_path / "fast.parquet"), pq.read_table(tmp_path / "pandas.parquet")
+    assert fast.equals(slow, check_metadata=True)
+    pq.write_table(arrow_table(frame), tmp_path / "same.parquet", compression="snappy",
+                   use_dictionary=repeating_columns(arrow_table(frame)))
+    assert (tmp_path / "fast.parquet").read_bytes() == (tmp_path / "same.parquet").read_bytes()
     pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "fast.parquet"), frame)
+
+
+def test_only_repeating_columns_are_dictionary_encoded(tmp_path):
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    from evaluation.report import write_parquet
+
+    n = 10_000
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"job_id": np.array([f"j{i}" for i in range(n)], dtype=object), "submit": rng.random(n),
+                          "jct": rng.integers(1, 100, n) * 60.0, "gpus": rng.integers(1, 9, n),
+                          "status": np.array(["done", "failed"], dtype=object)[rng.integers(0, 2, n)],
+                          "model": np.array([None] * n, dtype=object)})  # no distinct count for nulls: the default
+    write_parquet(frame, tmp_path / "f.parquet")
+    meta = pq.ParquetFile(tmp_path / "f.parquet").metadata.row_group(0)
+    dictionary = {meta.column(i).path_in_schema: meta.column(i).has_dictionary_page for i in range(meta.num_columns)}
+    assert dictionary == {"job_id": False, "submit": False, "jct": True, "gpus": True, "status": True,
+                          "model": True}
+    frame.to_parquet(tmp_path / "default.parquet", index=False)
+    assert (tmp_path / "f.parquet").stat().st_size < (tmp_path / "default.parquet").stat().st_size
 
 
 def test_label_codes():

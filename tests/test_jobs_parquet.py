@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from evaluation.metrics import evaluate
-from evaluation.report import JobsParquet, job_file_frame, write_results
+from evaluation.report import JobsParquet, job_file_frame, write_parquet, write_results
 from features.traces import load_trace
 from pipelines.cli import main
 from sim import simulate
@@ -28,7 +28,7 @@ def test_encoded_bytes_are_the_written_tables(result, window, tmp_path):
     (jobs, pending), = seen
     assert jobs is ev["jobs"]  # the table scored is the one handed over
     pending.write_to(tmp_path / "encoded.parquet")
-    job_file_frame(ev["jobs"], window).to_parquet(tmp_path / "direct.parquet", index=False)
+    write_parquet(job_file_frame(ev["jobs"], window), tmp_path / "direct.parquet")
     assert (tmp_path / "encoded.parquet").read_bytes() == (tmp_path / "direct.parquet").read_bytes()
     back = pd.read_parquet(tmp_path / "encoded.parquet")
     assert "jct_s" in back and ("in_window" in back) == (window is not None)
