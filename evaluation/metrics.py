@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from sim.engine import SimResult
+from sim.workload import JobIds
 
 PERCENTILES = (50, 95, 99, 99.9)
 
@@ -40,9 +41,8 @@ def _objects(values) -> pd.Series:
 def job_id_column(ids) -> pd.Series:
     """The job table's ``job_id``: pyarrow-backed text (the job table's and the trace tables' own dtype),
     taken from a workload's JobIds without one Python string per job."""
-    array = getattr(ids, "array", None)  # sim.workload.JobIds
-    if array is not None and isinstance(array.dtype, pd.StringDtype):
-        return pd.Series(array, copy=False)
+    if isinstance(ids, JobIds):
+        return pd.Series(ids.array, copy=False)
     return pd.Series(pd.array([str(j) for j in ids], dtype=pd.StringDtype("pyarrow")), copy=False)
 
 

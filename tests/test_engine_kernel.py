@@ -117,17 +117,24 @@ def test_kernel_equals_general_loop_on_reference_workload(reference, policy, pla
         assert np.array_equal(np.asarray(fast.first_start), np.asarray(start, dtype=float))
 
 
-def test_summary_bytes_equal_with_and_without_the_kernel(philly_file, tmp_path, monkeypatch):
+def assert_files_equal_with_and_without_the_kernels(monkeypatch, tmp_path, argv: list[str], files: tuple[str, ...]):
+    """`schedcast simulate ARGV` with the specialised loops on and off (SCHEDCAST_FAST_PATH) writes ``files``
+    with the same bytes."""
     outs = {}
     for flag in ("1", "0"):
         monkeypatch.setenv("SCHEDCAST_FAST_PATH", flag)
         out = tmp_path / flag
-        assert main(["simulate", "--trace", str(philly_file), "--cluster", "philly-pool", "--jobs", "8000",
-                     "--policy", "fifo", "sjf", "--placement", "first-fit", "--out", str(out), "--no-progress",
-                     "--no-plots"]) == 0
+        assert main(["simulate", *argv, "--out", str(out), "--no-progress", "--no-plots"]) == 0
         outs[flag] = out
-    for name in ("summary.csv", "jobs_fifo.parquet", "jobs_sjf.parquet"):
+    for name in files:
         assert (outs["1"] / name).read_bytes() == (outs["0"] / name).read_bytes(), name
+
+
+def test_summary_bytes_equal_with_and_without_the_kernel(philly_file, tmp_path, monkeypatch):
+    assert_files_equal_with_and_without_the_kernels(
+        monkeypatch, tmp_path, ["--trace", str(philly_file), "--cluster", "philly-pool", "--jobs", "8000",
+                                "--policy", "fifo", "sjf", "--placement", "first-fit"],
+        ("summary.csv", "jobs_fifo.parquet", "jobs_sjf.parquet"))
 
 
 def test_kernel_is_chosen_only_where_it_applies(monkeypatch):

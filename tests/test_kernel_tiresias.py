@@ -7,13 +7,12 @@ import numpy as np
 import pytest
 
 from features.traces import load_trace
-from pipelines.cli import main
 from sim.cluster import Cluster, Partition, load_cluster
 from sim.engine import Engine
 from sim.policies import get_policy
 from sim.workload import build_workload
 from tests.helpers import table, workload
-from tests.test_engine_kernel import assert_same
+from tests.test_engine_kernel import assert_files_equal_with_and_without_the_kernels, assert_same
 
 VARIANTS = ["tiresias", "tiresias:backfill=false", "tiresias:thresholds=[600,3600,36000]",
             "tiresias:thresholds=[]", "tiresias:thresholds=60"]
@@ -108,15 +107,10 @@ def test_kernel_equals_general_loop_on_simultaneous_events():
 
 
 def test_summary_bytes_equal_with_and_without_the_kernel(philly_file, tmp_path, monkeypatch):
-    outs = {}
-    for flag in ("1", "0"):
-        monkeypatch.setenv("SCHEDCAST_FAST_PATH", flag)
-        out = tmp_path / flag
-        assert main(["simulate", "--trace", str(philly_file), "--cluster", "philly-pool", "--jobs", "6000",
-                     "--policy", "tiresias", "--out", str(out), "--no-progress", "--no-plots"]) == 0
-        outs[flag] = out
-    for name in ("summary.csv", "jobs_tiresias.parquet", "allocation_tiresias.parquet"):
-        assert (outs["1"] / name).read_bytes() == (outs["0"] / name).read_bytes(), name
+    assert_files_equal_with_and_without_the_kernels(
+        monkeypatch, tmp_path, ["--trace", str(philly_file), "--cluster", "philly-pool", "--jobs", "6000",
+                                "--policy", "tiresias"],
+        ("summary.csv", "jobs_tiresias.parquet", "allocation_tiresias.parquet"))
 
 
 def test_kernel_is_chosen_only_where_it_applies(monkeypatch):

@@ -17,6 +17,7 @@ is validated and a bad one falls back to these rules.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections import deque
 from dataclasses import asdict, dataclass, field, replace
 from typing import Iterable, Sequence
@@ -454,13 +455,8 @@ class FailureHandler:
         quiet = max(self.window * size, 64)
         while True:
             start = pos // size
-            lo, hi = start, last  # the first c >= start with state(c) True (assumed monotone)
-            while lo < hi:
-                mid = (lo + hi) // 2
-                if state(mid):
-                    hi = mid
-                else:
-                    lo = mid + 1
+            # the first c in start..last with state(c) True (assumed monotone; last when none before it)
+            lo = start + bisect_left(range(start, last), True, key=state)
             cands = [j for j in range(lo, min(lo + self.window, n_chunks)) if has(j)]
             if not cands:
                 return None, len(cache)

@@ -171,7 +171,7 @@ def _register(cls: type[Policy], name: str | None, summary: str | None, defaults
 def _register_builtin(cls: type[Policy], name: str | None = None, summary: str | None = None,
                       **defaults: Any) -> type[Policy]:
     """:func:`register` for schedcast's own policies, whose parameters are checked when a replay asks
-    for one (PolicyInfo.factory) and, for every entry, by tests/test_policy_params.py. Why: checking
+    for one (PolicyInfo.factory) and, for every entry, by tests/test_policies.py. Why: checking
     builds each class's pydantic model, 0.1 s of every command's start-up for 38 entries."""
     _register(cls, name, summary, defaults, check=False)
     return cls
@@ -189,7 +189,7 @@ _register_builtin(Lucid, "lucid-noestimator", "Lucid ablation: no duration estim
 _register_builtin(Lucid, "lucid-nospace", "Lucid ablation: profiler without space-aware order", space_aware=False)
 
 
-# Plug-in modules register their own policies through ``register_policies(register)``, so a new system
+# Plug-in modules register their own policies through ``register_policies(_register_builtin)``, so a new system
 # (GFS, SchedMate) lives in its own files. Each is imported here, eagerly, and must keep heavy imports
 # inside functions: `from sim.policies import POLICIES` is on every simulation's start-up path.
 _PLUGIN_MODULES = ("sim.policies.gfs", "sim.policies.schedmate")

@@ -22,14 +22,7 @@ _ACTIVE = (LOADING, RUNNING)
 def shortest(n: int, fits: Any) -> int:
     """The smallest k in 1..n with ``fits(k)``, for a ``fits`` that stays true once true and holds at n
     (a growing prefix of victims only frees more GPUs): by bisection, log2(n) questions."""
-    lo, hi = 1, n
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if fits(mid):
-            hi = mid
-        else:
-            lo = mid + 1
-    return lo
+    return 1 + bisect.bisect_left(range(1, n), True, key=fits)
 
 
 class Tiresias(HeadPreemptive):
