@@ -392,3 +392,47 @@ def test_identities_and_spot_checks():
     for labels, spot in (([None] * 3, False), ([None, "hp", None], False), ([None, "spot", "hp"], True),
                          (np.array([None, "Spot"], dtype=object), True)):
         assert has_spot_jobs(type("W", (), {"job_class": labels})()) is spot
+
+
+def _large_helios_file(tmp_path, rows: int = 300_000):
+    """A plain Helios CSV of ``rows`` jobs (about 20 MB), written with numpy: big enough that pyarrow is
+    still parsing it some tens of milliseconds after the read began."""
+    import numpy as np
+
+    i = np.arange(rows)
+    body = "\n".join(f"j{k},u{k % 3},vc1,{1 + k % 4},4,1,COMPLETED,2020-05-01 10:{(k // 60) % 60:02d}:{k % 60:02d},"
+                     f"{60 + k}" for k in i.tolist())
+    path = tmp_path / "cluster_log.csv"
+    path.write_text(HEAD + "\n" + body + "\n")
+    return path
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.02, 0.05, 0.1])
+def test_a_process_that_exits_during_a_read_ahead_exits(tmp_path, delay):
+    """Regression: pyarrow read the bytes through a Python file object, whose reads take the GIL; a process
+    that exited while a read-ahead was parsing (a command with a bad flag) hung for ever in its exit."""
+    import subprocess
+    import sys
+
+    path = _large_helios_file(tmp_path)
+    code = ("import time, features.traces._io as io; assert io.read_ahead(%r); time.sleep(%r); raise SystemExit(2)"
+            % (str(path), delay))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2, proc.stderr
+
+
+def test_simulate_with_a_bad_out_exits_while_its_trace_is_read(tmp_path):
+    """The same through the command a user types: the error comes before the trace is needed."""
+    import subprocess
+    import sys
+
+    path = _large_helios_file(tmp_path)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "keep.txt").write_text("a user's file")
+    proc = subprocess.run([sys.executable, "-m", "pipelines.cli", "simulate", "--trace", str(path), "--format",
+                           "helios", "--policy", "fifo", "--out", str(out), "--no-progress"],
+                          capture_output=True, text=True, timeout=60, env={**__import__("os").environ,
+                                                                           "SCHEDCAST_TRACE_CACHE": "0"})
+    assert proc.returncode == 2 and "exists and is not empty" in proc.stderr
+    assert [p.name for p in out.iterdir()] == ["keep.txt"]

@@ -183,7 +183,11 @@ def _read_arrow(data: bytes, width: int) -> pd.DataFrame | None:
     cols = [f"f{i}" for i in range(width)]
     try:
         table = pacsv.read_csv(
-            io.BytesIO(data),
+            # a native reader over the bytes (no copy): pyarrow's threads then never call back into Python.
+            # Over io.BytesIO each block read took the GIL, and a process that exited during a read-ahead
+            # (an error on its command line) hung for ever: the reader's thread died waiting for the GIL
+            # and arrow's thread pool waited for it at exit
+            pa.BufferReader(data),
             read_options=pacsv.ReadOptions(column_names=cols, use_threads=True),
             parse_options=pacsv.ParseOptions(quote_char=False, newlines_in_values=False, ignore_empty_lines=False),
             # 32-bit offsets while parsing: pyarrow's CSV reader builds them at half the CPU of large_string's
