@@ -164,8 +164,9 @@ def entry() -> NoReturn:
     """The `schedcast` console script: :func:`main`, then exit. Commands that hold nothing needing
     cleanup at exit (``fast_exit`` set by their parser: simulate, demo) end with ``os._exit`` once their
     output is flushed, skipping the interpreter's teardown of a large heap (~0.1 s of a 1 s command);
-    tests call :func:`main`, which always returns. The process first leaves numpy's huge-page marking
-    off where it would stall on compaction (pipelines.memory_pages)."""
+    tests call :func:`main`, which always returns. The process first asks for small pages where huge
+    ones would stall on compaction: numpy's huge-page marking off, pyarrow on the system allocator
+    (pipelines.memory_pages)."""
     from pipelines.memory_pages import avoid_huge_page_stalls
 
     avoid_huge_page_stalls()

@@ -1,8 +1,8 @@
 """Whether the `schedcast` process asks the kernel for huge pages for its large arrays.
 
 numpy marks every array of 4 MB or more MADV_HUGEPAGE, and pyarrow's default allocator (mimalloc) backs
-its segments with transparent huge pages. Where the kernel's transparent huge pages are
-on and its ``defrag`` setting is ``always``, ``madvise`` or ``defer+madvise`` (``madvise`` is the usual
+its segments with transparent huge pages. Where the kernel's transparent huge pages are on and its
+``defrag`` setting is ``always``, ``madvise`` or ``defer+madvise`` (``madvise`` is the usual
 default), a fault in such a region that finds no free huge page stalls on a synchronous compaction instead
 of taking small pages (numpy/numpy#31590 describes it). A 1.75 M-job replay faults in about 2 GB, and on a
 machine such as this project's VM the stalls cost a second or more of system time (measured in
