@@ -262,6 +262,7 @@ def _write_files(folder: Path, runs: dict[str, dict[str, Any]], meta: dict[str, 
     window = meta.get("window")
     names: list[str] = []
     measured = {name: in_window(r["jobs"], window) for name, r in runs.items()}
+    drawn = None  # the worker's drawing, waited for once the tables are written
     if plots:
         title = _plot_title(meta)
         tasks = [("jct_cdf", cdf_data(measured), str(folder / "jct_cdf.png"), {"title": title, "window": window}),
@@ -271,18 +272,9 @@ def _write_files(folder: Path, runs: dict[str, dict[str, Any]], meta: dict[str, 
             for kind, data, path, options in tasks:
                 _DRAW[kind](data, path, **options)
         else:  # the worker draws while the tables are written below
-            import threading
+            from features.background import in_background
 
-            failure: list[BaseException] = []
-
-            def draw() -> None:
-                try:
-                    plotter.draw(tasks)
-                except BaseException as exc:  # re-raised in the writing thread
-                    failure.append(exc)
-
-            drawing = threading.Thread(target=draw, daemon=True)
-            drawing.start()
+            drawn = in_background(lambda: plotter.draw(tasks), "plots")
         names += ["jct_cdf.png", "gpu_allocation.png"]
     try:
         for name, r in runs.items():
@@ -299,11 +291,15 @@ def _write_files(folder: Path, runs: dict[str, dict[str, Any]], meta: dict[str, 
             else:
                 write_parquet(job_file_frame(r["jobs"], window), folder / f"jobs_{safe}.parquet")
             names += [f"jobs_{safe}.parquet", f"allocation_{safe}.parquet", *tables]
-    finally:
-        if plots and plotter is not None:
-            drawing.join()
-    if plots and plotter is not None and failure:
-        raise failure[0]
+    except BaseException:
+        if drawn is not None:  # the drawing ends before the folder goes; the writing's error is the one raised
+            try:
+                drawn()
+            except BaseException:  # noqa: BLE001
+                pass
+        raise
+    if drawn is not None:
+        drawn()  # raises the drawing's error, if any
     summary = pd.DataFrame([r["summary"] for r in runs.values()])
     summary = summary[["policy", *[c for c in summary.columns if c != "policy"]]]
     timing = [c for c in summary.columns if is_timing(c)]

@@ -55,10 +55,7 @@ def avoid_huge_page_stalls(thp: Path = THP) -> list[str]:
         os.environ["NUMPY_MADVISE_HUGEPAGE"] = "0"
         import numpy as np
 
-        core = getattr(np, "_core", None) or np.core  # numpy 2, else 1.x
-        setter = getattr(core.multiarray, "_set_madvise_hugepage", None)
-        if setter is not None:
-            setter(False)
+        np._core.multiarray._set_madvise_hugepage(False)  # numpy >= 2 (pyproject); the variable is read at import
         changed.append("numpy")
     if "ARROW_DEFAULT_MEMORY_POOL" not in os.environ:
         os.environ["ARROW_DEFAULT_MEMORY_POOL"] = "system"  # read when pyarrow first allocates

@@ -85,6 +85,20 @@ def test_plot_worker_ignores_modules_in_the_working_directory(tmp_path, capsys, 
     assert (tmp_path / "a" / "jct_cdf.png").stat().st_size > 10_000
 
 
+def test_a_plot_worker_failing_while_the_tables_are_written_leaves_no_folder(tmp_path, capsys, monkeypatch):
+    class Failing:
+        def draw(self, tasks):
+            raise RuntimeError("plotting failed: boom")
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr("pipelines.simulate._start_plotter", Failing)
+    code, _, err = run(capsys, *DEMO, "--policy", "fifo", "--out", str(tmp_path / "res"))
+    assert code == 1 and "plotting failed: boom" in err
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_failing_plot_worker_is_an_error(tmp_path):
     worker = report.PlotWorker()
     with pytest.raises(RuntimeError, match="plotting failed: KeyError"):
