@@ -133,6 +133,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         simulate.read_trace_ahead(argv)  # the trace is read while the parser imports the simulator
     args = build_parser(command).parse_args(argv)
     args.argv = argv  # recorded in result folders (meta.json "command")
+    if _CONSOLE[0] and getattr(args, "fast_exit", False):  # a batch command in its own process: it exits when done
+        from pipelines.memory_pages import keep_freed_memory
+
+        keep_freed_memory()
     debug = args.debug or os.environ.get("SCHEDCAST_DEBUG", "") not in ("", "0")
     try:
         from models.registry import trust_scope
@@ -165,11 +169,12 @@ def entry() -> NoReturn:
     cleanup at exit (``fast_exit`` set by their parser: simulate, demo) end with ``os._exit`` once their
     output is flushed, skipping the interpreter's teardown of a large heap (~0.1 s of a 1 s command);
     tests call :func:`main`, which always returns. The process first asks for small pages where huge
-    ones would stall on compaction: numpy's huge-page marking off, pyarrow on the system allocator
-    (pipelines.memory_pages)."""
+    ones would stall on compaction: numpy's huge-page marking off, pyarrow on jemalloc (or the system
+    allocator); such a batch command also keeps the memory it frees for reuse (pipelines.memory_pages)."""
     from pipelines.memory_pages import avoid_huge_page_stalls
 
     avoid_huge_page_stalls()
+    _CONSOLE[0] = True
     argv = sys.argv[1:]
     rc = main(argv)
     if _FAST_EXIT[0]:
@@ -184,6 +189,7 @@ def entry() -> NoReturn:
 
 
 _FAST_EXIT = [False]  # set by main() for a finished command whose parser allows it
+_CONSOLE = [False]  # set by entry(): main() runs in the console script's own process
 
 
 if __name__ == "__main__":

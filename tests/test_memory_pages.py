@@ -51,9 +51,10 @@ def test_small_pages_are_chosen_where_huge_ones_stall_unless_the_user_chose(tmp_
         monkeypatch.delenv("ARROW_DEFAULT_MEMORY_POOL")
         assert memory_pages.avoid_huge_page_stalls(stalling) == ["numpy", "pyarrow"]
         assert not np._core.multiarray._get_madvise_hugepage()
-        assert pa.default_memory_pool().backend_name == "system"
+        pool = memory_pages.small_page_pool()
+        assert pool in ("jemalloc", "system") and pa.default_memory_pool().backend_name == pool
         # the plot worker and Dask workers inherit both
-        assert os.environ["NUMPY_MADVISE_HUGEPAGE"] == "0" and os.environ["ARROW_DEFAULT_MEMORY_POOL"] == "system"
+        assert os.environ["NUMPY_MADVISE_HUGEPAGE"] == "0" and os.environ["ARROW_DEFAULT_MEMORY_POOL"] == pool
         monkeypatch.delenv("NUMPY_MADVISE_HUGEPAGE")
         monkeypatch.delenv("ARROW_DEFAULT_MEMORY_POOL")
         setter(True)
@@ -79,3 +80,53 @@ def test_the_console_script_decides_before_the_command(monkeypatch):
     with pytest.raises(SystemExit) as stop:
         cli.entry()
     assert stop.value.code == 0 and order == ["pages", "main"]
+
+
+def test_the_small_page_pool_is_jemalloc_where_pyarrow_has_it(monkeypatch):
+    import pyarrow as pa
+
+    assert memory_pages.small_page_pool() == ("jemalloc" if _has_jemalloc() else "system")
+
+    def missing():
+        raise NotImplementedError("built without jemalloc")
+
+    monkeypatch.setattr(pa, "jemalloc_memory_pool", missing)
+    assert memory_pages.small_page_pool() == "system"
+
+
+def _has_jemalloc() -> bool:
+    import pyarrow as pa
+
+    try:
+        pa.jemalloc_memory_pool()
+    except NotImplementedError:
+        return False
+    return True
+
+
+def test_a_batch_command_keeps_freed_memory_in_its_own_process_only(monkeypatch):
+    """keep_freed_memory runs for a fast-exit command of the console script, never for main() in a
+    caller's process (tests, a library user) nor for a long-lived command."""
+    from pipelines import cli
+
+    calls = []
+    monkeypatch.setattr(memory_pages, "keep_freed_memory", lambda: calls.append(1) or True)
+    monkeypatch.setattr(cli, "_CONSOLE", [False])
+    assert cli.main(["clusters"]) == 0 and calls == []
+    monkeypatch.setattr(cli, "_CONSOLE", [True])
+    assert cli.main(["clusters"]) == 0 and calls == []  # not a batch command
+    monkeypatch.setattr(cli, "_FAST_EXIT", [False])
+    assert cli.main(["simulate", "--synthetic", "demo", "--policy", "nope"]) == 2  # parsed, then refused
+    assert calls == [1]
+    monkeypatch.setattr(cli, "_CONSOLE", [False])
+    assert cli.main(["simulate", "--synthetic", "demo", "--policy", "nope"]) == 2 and calls == [1]
+
+
+def test_keep_freed_memory_sets_glibcs_thresholds_in_a_process_of_its_own():
+    import platform
+    import subprocess
+    import sys
+
+    code = ("from pipelines.memory_pages import keep_freed_memory; print(keep_freed_memory())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == str(platform.system() == "Linux" and platform.libc_ver()[0] == "glibc")
