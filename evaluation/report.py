@@ -269,8 +269,7 @@ def _write_files(folder: Path, runs: dict[str, dict[str, Any]], meta: dict[str, 
                  ("allocation", allocation_data({n: r["allocation"] for n, r in runs.items()}, meta.get("cluster_gpus")),
                   str(folder / "gpu_allocation.png"), {"title": title, "window": window})]
         if plotter is None:
-            for kind, data, path, options in tasks:
-                _DRAW[kind](data, path, **options)
+            draw_here(tasks)
         else:  # the worker draws while the tables are written below
             from features.background import in_background
 
@@ -448,6 +447,20 @@ def plot_jct_cdf(jobs_by_policy: dict[str, pd.DataFrame], path: str | Path, titl
 
 
 _DRAW = {"jct_cdf": draw_jct_cdf, "allocation": draw_allocation}
+
+
+def draw_here(tasks: list[tuple[str, dict, str, dict]]) -> None:
+    """Draw (plot kind, data, path, options) tasks in this process, with the objects that exist now
+    frozen out of the garbage collector's reach (gc.freeze): matplotlib allocates enough to trigger
+    collections, and each would walk every object of a replay still held (1.75 M jobs: millions)."""
+    import gc
+
+    gc.freeze()
+    try:
+        for kind, data, path, options in tasks:
+            _DRAW[kind](data, path, **options)
+    finally:
+        gc.unfreeze()
 
 
 class PlotWorker:

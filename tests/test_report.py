@@ -73,6 +73,41 @@ def test_plots_in_process_and_in_the_worker(tmp_path, capsys, monkeypatch):
         assert (tmp_path / "a" / name).stat().st_size > 10_000 and (tmp_path / "b" / name).stat().st_size > 10_000
 
 
+def test_the_plot_worker_is_started_only_where_a_second_cpu_can_run_it(monkeypatch):
+    from pipelines import simulate as sim_cli
+
+    monkeypatch.delenv("SCHEDCAST_PLOT_WORKER", raising=False)
+    monkeypatch.setattr(sim_cli, "usable_cpus", lambda: 1)
+    assert sim_cli._start_plotter() is None  # one CPU: drawn in the command's own process
+    monkeypatch.setattr(sim_cli, "usable_cpus", lambda: 2)
+    worker = sim_cli._start_plotter()
+    try:
+        assert isinstance(worker, report.PlotWorker)
+    finally:
+        worker.close()
+    monkeypatch.setenv("SCHEDCAST_PLOT_WORKER", "0")
+    assert sim_cli._start_plotter() is None
+
+
+def test_usable_cpus_follow_the_affinity_mask():
+    import os
+
+    from pipelines.simulate import usable_cpus
+
+    if hasattr(os, "sched_getaffinity"):
+        assert usable_cpus() == len(os.sched_getaffinity(0))
+    assert usable_cpus() >= 1
+
+
+def test_drawing_here_leaves_the_garbage_collector_as_it_found_it(tmp_path):
+    import gc
+
+    data = report.cdf_data({"fifo": pd.DataFrame({"jct": [1.0, 2.0, 4.0], "wait": [0.0, 1.0, 2.0]})})
+    before = gc.get_freeze_count()
+    report.draw_here([("jct_cdf", data, str(tmp_path / "c.png"), {"title": "t"})])
+    assert gc.get_freeze_count() == before and (tmp_path / "c.png").stat().st_size > 1_000
+
+
 def test_plot_worker_ignores_modules_in_the_working_directory(tmp_path, capsys, monkeypatch):
     # Seen: a `timeit.py` in the user's folder shadowed the standard library inside matplotlib and every
     # `schedcast simulate` run there failed with "plotting failed: IndexError".
