@@ -94,8 +94,8 @@ MMAP_THRESHOLD, TRIM_THRESHOLD = 32 << 20, (1 << 31) - 1
 def keep_freed_memory() -> bool:
     """Make glibc's malloc keep the memory this process frees for its next allocations instead of handing
     it back to the kernel; whether it could (glibc only). Why: a 1.75 M-job replay allocates and frees
-    column after column of 14 MB; by default each is its own mapping, unmapped when freed, so the next one
-    faults its pages in again (about 2.5 us each on this project's VM). For a process that exits when its
+    column after column of 14 MB; by default glibc hands large freed blocks and the heap's free top back
+    to the kernel, so the next column faults fresh pages in again (about 2.5 us each on this project's VM). For a process that exits when its
     command is done (`simulate`, `demo`): a long-lived one would keep its peak. Measured, the whole 1.75
     M-job command pinned to one core, 5 interleaved rounds each (2026-11-26, pyarrow on jemalloc): 4.33-4.52
     s (645 k faults) against 4.45-4.73 s (713 k faults)."""
