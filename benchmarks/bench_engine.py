@@ -443,18 +443,6 @@ def bench_instructions(jobs: int, tree: Path | None = None) -> list[dict]:
         cluster_yaml = tmp / "ref-pool.yaml"
         cluster_yaml.write_text(f"name: ref-pool\ndescription: reference pool\ngpu_type: V100\n"
                                 f"gpus_per_node: {REF_GPUS_PER_NODE}\nnodes: {REF_NODES}\n")
-        # The commands first, while this process holds only the workload: after its own replay below it holds
-        # about 2 GB (until it is collected), and on this project's VM every command timed then ran slower
-        # (3 rounds: median 6.27 s against 4.89 s, with 21 GB free; the cause lies outside the command)
-        if command:
-            wall, cpu, parts = _reference_command(trace, cluster_yaml, placement, tmp / "out")
-            row["command_s"], row["command_cpu_s"] = wall, cpu
-            row.update({f"command_{k.replace(' ', '_')}_s": v for k, v in parts.items()})
-            print(f"whole command (no cache): {row['command_s']:8.2f} s   = {row['command_s'] / t_min:.2f}x the minimal "
-                  f"loop (CPU {row['command_cpu_s']:.2f} s = {row['command_cpu_s'] / c_min:.2f}x; target <= 2.5x)")
-            print("  its own split:          " + ", ".join(f"{k} {v:.2f} s" for k, v in parts.items()))
-            if rounds > 1:
-                row["rounds"] = _reference_rounds(w, capacity, trace, cluster_yaml, placement, tmp, rounds, tree)
         loop = ("import sys; sys.path.insert(0, sys.argv[1]); import bench_engine as b; "
                 "w = b.reference_workload(int(sys.argv[2])); "
                 "sys.argv[3] == 'run' and b.minimal_sjf(w['submit'], w['duration'], w['gpus'], "
