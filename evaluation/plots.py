@@ -3,7 +3,9 @@ explanations, predicted-vs-actual, demand fan charts, packing confusion matrix a
 
 Every figure names its axes and units. Targets learned in log space (``log1p`` of seconds) say so: a
 GA2M's contributions add up in that space, so a contribution of +1 multiplies (1 + duration) by e.
-matplotlib is imported inside each function (Agg backend): importing this module costs nothing.
+matplotlib is imported inside each function: importing this module costs nothing. The figures are plain
+``matplotlib.figure.Figure`` objects, not pyplot's: nothing global holds them, so a long-lived process
+(scheduled retraining, the test suite) frees each one with its last reference, closed or not.
 """
 from __future__ import annotations
 
@@ -16,13 +18,15 @@ import pandas as pd
 PACKING_CLASSES = ("tiny", "medium", "jumbo")
 
 
-def _plt():
-    import matplotlib
+def _axes(figsize: tuple[float, float]):
+    """(figure, axes) of a new Figure outside pyplot's registry, on an Agg canvas (a renderer for layout
+    code that measures text, such as scikit-learn's plot_tree)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
+    fig = Figure(figsize=figsize)
+    FigureCanvasAgg(fig)
+    return fig, fig.subplots()
 
 
 def target_label(estimator: Any, unit: str) -> str:
@@ -44,9 +48,8 @@ def importance_measure(estimator: Any) -> str:
 
 def importance_figure(importances: pd.Series, title: str, xlabel: str = "importance"):
     """Top-15 features by importance, largest at the top."""
-    plt = _plt()
     top = importances.head(15)[::-1]
-    fig, ax = plt.subplots(figsize=(6, 4.5))
+    fig, ax = _axes((6, 4.5))
     ax.barh(top.index.astype(str), top.to_numpy())
     ax.set_title(title)
     ax.set_xlabel(xlabel)
@@ -57,9 +60,8 @@ def importance_figure(importances: pd.Series, title: str, xlabel: str = "importa
 
 def shape_figure(model, feature: str, unit: str = "s", feature_unit: str = ""):
     """A GA2M shape function: the feature's additive contribution in the model's target space."""
-    plt = _plt()
     sf = model.shape_function(feature)
-    fig, ax = plt.subplots(figsize=(5.5, 3.5))
+    fig, ax = _axes((5.5, 3.5))
     if "level" in sf:
         ax.bar(sf["level"].astype(str).head(30), sf["score"].head(30))
         ax.tick_params(axis="x", rotation=90)
@@ -84,10 +86,9 @@ def local_explanation_figure(model, row: pd.DataFrame, title: str, unit: str = "
     actual value when given) in the title and a legend for the colours (orange raises, green lowers)."""
     from matplotlib.patches import Patch
 
-    plt = _plt()
     contrib = model.explain_local(row).iloc[0].sort_values(key=np.abs, ascending=False).head(12)[::-1]
     pred = float(np.asarray(model.predict(row), dtype=float).ravel()[0])
-    fig, ax = plt.subplots(figsize=(6.5, 4.4))
+    fig, ax = _axes((6.5, 4.4))
     ax.barh(contrib.index.astype(str), contrib.to_numpy(), color=np.where(contrib.to_numpy() > 0, RAISES, LOWERS))
     ax.axvline(0, color="0.6", lw=0.6)
     which = f"job {job}" if job is not None else f"holdout row {row.index[0]}"
@@ -103,9 +104,8 @@ def local_explanation_figure(model, row: pd.DataFrame, title: str, unit: str = "
 
 def prediction_figure(y, pred, title: str, unit: str = "s", log: bool = True):
     """Predicted against actual on the holdout (log axes for heavy-tailed durations), with y = x."""
-    plt = _plt()
     y, pred = np.asarray(y, dtype=float), np.asarray(pred, dtype=float)
-    fig, ax = plt.subplots(figsize=(4.8, 4.5))
+    fig, ax = _axes((4.8, 4.5))
     lo = max(1.0, float(np.nanmin(np.r_[y, pred]))) if log else float(np.nanmin(np.r_[y, pred]))
     hi = float(np.nanmax(np.r_[y, pred])) if len(y) else 1.0
     ax.scatter(np.maximum(y, lo) if log else y, np.maximum(pred, lo) if log else pred, s=4, alpha=0.3)
@@ -142,13 +142,12 @@ def forecast_times(origins: Sequence, horizon: int, freq: str | None = None) -> 
 
 def fan_figure(fc, y, org_index: int = 0, unit: str = "GPUs", freq: str | None = None):
     """Demand forecast on the holdout for one org over time: truth, mean and the q0.9 / q0.95 band."""
-    plt = _plt()
     m = np.concatenate(list(fc.mean[:, org_index, :]))
     q9 = np.concatenate(list(fc.quantile(0.9)[:, org_index, :]))
     q95 = np.concatenate(list(fc.quantile(0.95)[:, org_index, :]))
     t = np.concatenate(list(y[:, org_index, :]))
     when = forecast_times(fc.origins, fc.mean.shape[2], freq)
-    fig, ax = plt.subplots(figsize=(8, 3.5))
+    fig, ax = _axes((8, 3.5))
     ax.plot(when, t, color="k", lw=0.8, label="demand")
     ax.plot(when, m, color="C0", lw=1, label="mean")
     ax.fill_between(when, m, q95, color="C0", alpha=0.2, label="to q0.95")
@@ -164,10 +163,9 @@ def fan_figure(fc, y, org_index: int = 0, unit: str = "GPUs", freq: str | None =
 
 def confusion_figure(conf: pd.DataFrame, names: Sequence[str] = PACKING_CLASSES):
     """Confusion matrix (rows: label, columns: prediction), counts in the cells."""
-    plt = _plt()
     k = conf.shape[0]
     names = list(names)[:k]
-    fig, ax = plt.subplots(figsize=(4, 3.5))
+    fig, ax = _axes((4, 3.5))
     ax.imshow(conf.to_numpy(), cmap="Blues")
     ax.set_xticks(range(k), names)
     ax.set_yticks(range(k), names)
@@ -183,10 +181,9 @@ def confusion_figure(conf: pd.DataFrame, names: Sequence[str] = PACKING_CLASSES)
 
 def tree_figure(tree, features: Sequence[str], classes: Sequence[int]):
     """The packing decision tree with feature and class names (tiny / medium / jumbo)."""
-    plt = _plt()
     from sklearn.tree import plot_tree
 
-    fig, ax = plt.subplots(figsize=(10, 6))
+    fig, ax = _axes((10, 6))
     names = [PACKING_CLASSES[int(c)] if 0 <= int(c) < len(PACKING_CLASSES) else str(c) for c in classes]
     plot_tree(tree, feature_names=list(features), class_names=names, filled=True, ax=ax, fontsize=8)
     ax.set_title("packing tree: sharing class from profiled utilisation")
@@ -195,6 +192,6 @@ def tree_figure(tree, features: Sequence[str], classes: Sequence[int]):
 
 
 def close(figures: dict[str, Any]) -> None:
-    plt = _plt()
+    """Release the figures' drawing state now (their artists and canvases), rather than when collected."""
     for fig in figures.values():
-        plt.close(fig)
+        fig.clear()

@@ -145,3 +145,21 @@ def test_plots_name_their_axes_and_the_packing_classes():
     texts = " ".join(t.get_text() for t in fig.axes[0].texts)
     assert "class = tiny" in texts or "class = medium" in texts or "class = jumbo" in texts
     plots.close({**figs, "tree": fig})
+
+
+def test_model_plots_stay_out_of_pyplots_registry(tmp_path):
+    """A long-lived process (scheduled retraining, the suite) must not pile up figures: the model plots are
+    plain Figures that nothing global keeps, and they still save as PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from evaluation import plots
+
+    before = plt.get_fignums()
+    figs = [plots.prediction_figure(np.arange(1.0, 50.0), np.arange(1.0, 50.0) * 1.1, f"p{i}") for i in range(25)]
+    assert plt.get_fignums() == before
+    figs[0].savefig(tmp_path / "p.png")
+    assert (tmp_path / "p.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    plots.close(dict(enumerate(figs)))
