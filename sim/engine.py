@@ -191,8 +191,10 @@ class Engine(Transitions):
         if self._after:
             self._failures = [f for f in self._failures if getattr(f, "after", None) is None]
         # Attempt starts are tracked for failures and for evictions that keep checkpoints.
+        checkpoint = workload.checkpoint  # a checkpoint < INF? (list.count: the usual all-INF list at C speed)
+        none = isinstance(checkpoint, list) and checkpoint.count(INF) == len(checkpoint)
         self._track_attempts = (bool(self._failures) or bool(self._after)
-                                or any(map(INF.__gt__, workload.checkpoint)))  # a checkpoint < INF
+                                or (not none and any(map(INF.__gt__, checkpoint))))
         self.overhead: dict[int, float] = {}  # job -> extra load time of its next start
         if restart is None:
             from sim.failures import RestartRule
