@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from sim import kernel_compiled
 from sim.memory import age_tracked_objects
 from sim.placement import Consolidate, FirstFit
 from sim.policies.queueing import Fifo, OrderedQueuePolicy, Sjf, Spjf, Spwf
@@ -224,6 +225,10 @@ def _run_one_strict(engine: Any) -> int:
     key = _key_function(engine, policy)
     mark = type(policy).key not in _STATIC_KEYS  # a declared static key may read state and since
     count = _count_only(ctx)
+    if count and not mark and n >= kernel_compiled.MIN_JOBS and kernel_compiled.enabled():
+        events = _run_compiled(engine, policy, ctx.pool.total_free)
+        if events is not None:
+            return events
     pool, place = ctx.pool, ctx.placement.place
     allocate, release = pool.allocate, pool.release
     free = pool.total_free
@@ -301,22 +306,44 @@ def _run_one_strict(engine: Any) -> int:
     return done + ai
 
 
-def _series(engine: Any, series: list[float], used: int) -> None:
-    """The allocation series from the flat list time, GPUs in use, time, ...: whole GPUs, never shared,
-    so the GPUs held are the GPUs in use."""
+#: The compiled loop's name for each key it orders (sim.kernel_compiled.static_keys).
+_COMPILED_KEYS = {Fifo.key: "fifo", Sjf.key: "sjf", Spjf.key: "spjf"}
+
+
+def _run_compiled(engine: Any, policy: OrderedQueuePolicy, free: int) -> int | None:
+    """_run_one_strict's count-only loop compiled (sim.kernel_compiled), filling the engine as it does; the
+    events (finishes plus arrivals), or None (nothing changed) where the compiled loop cannot run: numba missing, another key, or values a
+    float64 does not hold exactly."""
+    kind = _COMPILED_KEYS.get(type(policy).key)
+    if kind is None or kernel_compiled.compiled() is None:
+        return None
+    keys, arrays = kernel_compiled.static_keys(kind, engine), kernel_compiled.inputs(engine)
+    if keys is None or arrays is None:
+        return None
+    start, series, used, done, arrived = kernel_compiled.run(engine, keys, free, arrays)
+    engine.loop = "compiled-kernel"
+    _series(engine, series, used)
+    _fill(engine, start.tolist(), done, start)  # the list as the Python loop leaves engine.since
+    return done + arrived
+
+
+def _series(engine: Any, series: list[float] | np.ndarray, used: int) -> None:
+    """The allocation series from the flat list (or float array) time, GPUs in use, time, ...: whole GPUs,
+    never shared, so the GPUs held are the GPUs in use."""
     engine.used_gpus = engine.held_gpus = used
-    if series:  # one conversion of the flat list, then byte copies (array.fromlist: 0.25 s per 3 M values)
-        flat = np.fromiter(series, dtype=float, count=len(series))
+    if len(series):  # one conversion of the flat list, then byte copies (array.fromlist: 0.25 s per 3 M values)
+        flat = series if isinstance(series, np.ndarray) else np.fromiter(series, dtype=float, count=len(series))
         counts = flat[1::2].tobytes()
         engine.alloc_times.frombytes(flat[0::2].tobytes())
         engine.alloc_used.frombytes(counts)
         engine.alloc_held.frombytes(counts)
 
 
-def _fill(engine: Any, start: list[float], done: int) -> None:
+def _fill(engine: Any, start: list[float], done: int, starts: np.ndarray | None = None) -> None:
     """Per-job accumulators from the start times, with the general loop's float operations: it adds
     ``start - submit`` to a zero wait, ends at ``start + duration / speed`` (speed 1.0) and adds
-    ``end - start`` to a zero train and the duration to a zero work done."""
+    ``end - start`` to a zero train and the duration to a zero work done. ``starts``: the same times as
+    a float array, where the caller has one (the compiled loop)."""
     w = engine.workload
     n = len(w)
     engine.unfinished = n - done
@@ -325,7 +352,7 @@ def _fill(engine: Any, start: list[float], done: int) -> None:
             if s < INF:
                 engine.state[j] = DONE
         return
-    s = np.asarray(start, dtype=float)
+    s = starts if starts is not None else np.asarray(start, dtype=float)
     d = np.asarray(w.column("duration"), dtype=float)  # the arrays build_workload kept (no list pass)
     end = s + d / 1.0
     wait = 0.0 + (s - np.asarray(w.column("submit"), dtype=float))
