@@ -22,7 +22,9 @@ It runs, chosen by :func:`eligible`, when all of these hold (otherwise the gener
 
 With ``first-fit`` that may spread (its default) on such a pool a job fits exactly when its GPU count is
 at most the free count, so the loop keeps only that count; otherwise it places on the partition's
-NodePool with the placement plug-in itself. Switch it off with ``Engine(..., fast_path=False)``,
+NodePool with the placement plug-in itself. From sim.kernel_compiled.MIN_JOBS jobs, the count-only loop of
+one pool under FIFO, SJF or SPJF runs compiled with numba (sim.kernel_compiled; the same replay exactly).
+Switch it off with ``Engine(..., fast_path=False)``,
 ``simulate(..., fast_path=False)`` or the environment variable ``SCHEDCAST_FAST_PATH=0``.
 """
 from __future__ import annotations
@@ -312,8 +314,8 @@ _COMPILED_KEYS = {Fifo.key: "fifo", Sjf.key: "sjf", Spjf.key: "spjf"}
 
 def _run_compiled(engine: Any, policy: OrderedQueuePolicy, free: int) -> int | None:
     """_run_one_strict's count-only loop compiled (sim.kernel_compiled), filling the engine as it does; the
-    events (finishes plus arrivals), or None (nothing changed) where the compiled loop cannot run: numba missing, another key, or values a
-    float64 does not hold exactly."""
+    events (finishes plus arrivals), or None (nothing changed) where the compiled loop cannot run: numba
+    missing, another key, or values a float64 does not hold exactly."""
     kind = _COMPILED_KEYS.get(type(policy).key)
     if kind is None or kernel_compiled.compiled() is None:
         return None
