@@ -33,11 +33,12 @@ def enabled() -> bool:
 
 
 def compiled() -> Callable[..., Any] | None:
-    """The compiled chunk function, or None where numba cannot be imported."""
+    """The compiled chunk function, or None where numba cannot be imported or cannot cache its code (no
+    writable place for it: numba then refuses the module); the Python kernel runs instead."""
     if not _COMPILED:
         try:
             from sim._kernel_numba import run_chunk
-        except ImportError:  # numba is in the `ml` extra; the Python kernel runs without it
+        except Exception:  # noqa: BLE001 - numba missing (it is in the `ml` extra), or its cache refused
             _COMPILED.append(None)
         else:
             _COMPILED.append(run_chunk)

@@ -118,3 +118,18 @@ def test_values_a_float64_cannot_hold_exactly_keep_the_python_loop():
     assert kernel_compiled.exact_floats(np.array([1.0, np.inf])) is None
     assert kernel_compiled.exact_floats(np.array(["1"])) is None
     assert kernel_compiled.exact_floats(np.array([0.5, 3.0])).dtype == np.float64
+
+
+def test_a_numba_that_refuses_the_module_leaves_the_python_loop(monkeypatch):
+    """numba raises at import when it has nowhere to cache the code (no writable folder): the replay goes on
+    in the Python loop."""
+    import sys
+    import types
+
+    class Refusing(types.ModuleType):
+        def __getattr__(self, name):
+            raise RuntimeError("cannot cache function 'run_chunk': no locator available")
+
+    monkeypatch.setitem(sys.modules, "sim._kernel_numba", Refusing("sim._kernel_numba"))
+    monkeypatch.setattr(kernel_compiled, "_COMPILED", [])
+    assert kernel_compiled.compiled() is None
