@@ -188,6 +188,19 @@ def _pcts(values: np.ndarray, prefix: str, out: dict[str, Any]) -> None:
         out[f"{prefix}_p{p:g}"] = float(v)
 
 
+def _futile_percentiles(futile: np.ndarray) -> tuple[float, float]:
+    """P50 and P95 of the futile preemption time: ``np.percentile(futile, (50, 95))``, at once where every
+    value is +0.0 (no preemption wasted anything, as in every non-preemptive replay): numpy interpolates
+    between equal zeros to +0.0. Why: each percentile call partitions a copy of the column (1.75 M jobs:
+    about 15 ms, three times per replay with the size breakdown)."""
+    if not len(futile):
+        return float("nan"), float("nan")
+    if not futile.any() and not np.signbit(futile).any():
+        return 0.0, 0.0
+    p50, p95 = np.percentile(futile, (50, 95))
+    return p50, p95
+
+
 def _failed(jobs: pd.DataFrame) -> np.ndarray:
     """Jobs whose status is "failed" (numpy's element-wise == on the labels: pandas' object comparison
     gives the same mask at four times the cost)."""
@@ -213,7 +226,7 @@ def summarize(jobs: pd.DataFrame, *, failed: np.ndarray | None = None) -> dict[s
     _pcts(done["jct"].to_numpy(), "jct", out)
     _pcts(done["wait"].to_numpy(), "wait", out)
     futile = jobs["futile"].to_numpy()
-    p50, p95 = np.percentile(futile, (50, 95)) if len(futile) else (float("nan"), float("nan"))
+    p50, p95 = _futile_percentiles(futile)
     out["futile_p50"], out["futile_p95"] = float(p50), float(p95)
     out["futile_total"] = float(futile.sum())
     out["preemptions"] = int(jobs["preemptions"].sum())
