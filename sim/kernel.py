@@ -111,6 +111,19 @@ def _key_function(engine: Any, policy: OrderedQueuePolicy) -> Any:
     return policy.key
 
 
+def _key_array(engine: Any, policy: OrderedQueuePolicy) -> np.ndarray | None:
+    """The keys :func:`_key_function` gives, for every job at once as float64, for the keys the compiled loop
+    orders (FIFO: 0, ties by submission order; SJF: the duration; SPJF: the predicted duration); None for
+    another key or for values a float64 does not hold exactly (sim.kernel_compiled.exact_floats)."""
+    key, n = type(policy).key, len(engine.workload)
+    if key is Fifo.key:
+        return np.zeros(n)
+    source = engine.workload.column("duration") if key is Sjf.key else engine.predicted if key is Spjf.key else None
+    if source is None or len(source) != n:
+        return None
+    return kernel_compiled.exact_floats(np.asarray(source))
+
+
 def run_fast(engine: Any) -> int:
     """Replay ``engine``'s workload, filling its per-job arrays as the general loop would; returns the
     number of events (finishes plus arrivals). Only call when :func:`eligible` says None."""
@@ -308,19 +321,15 @@ def _run_one_strict(engine: Any) -> int:
     return done + ai
 
 
-#: The compiled loop's name for each key it orders (sim.kernel_compiled.static_keys).
-_COMPILED_KEYS = {Fifo.key: "fifo", Sjf.key: "sjf", Spjf.key: "spjf"}
-
-
 def _run_compiled(engine: Any, policy: OrderedQueuePolicy, free: int) -> int | None:
     """_run_one_strict's count-only loop compiled (sim.kernel_compiled), filling the engine as it does; the
     events (finishes plus arrivals), or None (nothing changed) where the compiled loop cannot run: numba
     missing, another key, or values a float64 does not hold exactly."""
-    kind = _COMPILED_KEYS.get(type(policy).key)
-    if kind is None or kernel_compiled.compiled() is None:
+    keys = _key_array(engine, policy)
+    if keys is None or kernel_compiled.compiled() is None:
         return None
-    keys, arrays = kernel_compiled.static_keys(kind, engine), kernel_compiled.inputs(engine)
-    if keys is None or arrays is None:
+    arrays = kernel_compiled.inputs(engine)
+    if arrays is None:
         return None
     start, series, used, done, arrived = kernel_compiled.run(engine, keys, free, arrays)
     engine.loop = "compiled-kernel"

@@ -45,23 +45,9 @@ def compiled() -> Callable[..., Any] | None:
     return _COMPILED[0]
 
 
-def static_keys(kind: str, engine: Any) -> np.ndarray | None:
-    """The queue keys of every job as float64, for a key the compiled loop can order exactly as Python
-    orders the key values: FIFO (0: submission order), SJF (the duration), SPJF (the predicted duration);
-    None for any other key, or for values a float64 cannot hold exactly (non-finite, or integers beyond
-    2**53)."""
-    w = engine.workload
-    if kind == "fifo":
-        return np.zeros(len(w))
-    source = w.column("duration") if kind == "sjf" else engine.predicted if kind == "spjf" else None
-    if source is None or len(source) != len(w):
-        return None
-    return exact_floats(np.asarray(source))
-
-
 def exact_floats(values: np.ndarray) -> np.ndarray | None:
-    """``values`` as float64 when each value converts exactly and compares as Python compares the
-    original (finite, magnitude at most 2**53), else None."""
+    """``values`` (queue keys, times) as float64 when each value converts exactly and compares as Python
+    compares the original (finite, magnitude at most 2**53), else None."""
     if values.dtype.kind not in "iuf":
         return None
     if len(values) and not (np.isfinite(values).all() and np.abs(values).max() <= 2 ** 53):
@@ -105,4 +91,4 @@ def run(engine: Any, keys: np.ndarray, free: int, arrays: tuple[np.ndarray, np.n
     return start, series[:state[5]], int(state[2]), int(state[4]), int(state[0])
 
 
-__all__ = ["MIN_JOBS", "compiled", "enabled", "exact_floats", "inputs", "run", "static_keys"]
+__all__ = ["MIN_JOBS", "compiled", "enabled", "exact_floats", "inputs", "run"]
