@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from evaluation.catalog import CATALOG, DISPLAY, file_name, higher_is_better
+from evaluation.plots import figure_axes
 
 #: Kept for callers of the old constant (the catalog's metrics where higher is better); ranking reads the
 #: catalog's direction.
@@ -109,14 +110,6 @@ def overall(board: pd.DataFrame) -> pd.DataFrame:
 
 
 # -- plots ----------------------------------------------------------------------------------------------
-def _figure(figsize: tuple[float, float]):
-    """(figure, axes) without pyplot: no global state, no GUI backend."""
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=figsize)
-    return fig, fig.add_subplot(1, 1, 1)
-
-
 def entry_label(policy: str, predictor: str) -> str:
     """How a (policy, predictor) entry is named in legends: ``spjf [oracle]``; a policy without
     predictions by its name alone."""
@@ -184,7 +177,7 @@ def cdf_figure(run_dir: Path, ok: pd.DataFrame, workload: str, max_lines: int = 
         return None
     order = sub.groupby(["policy", "predictor"], sort=False)["jct_mean"].mean().sort_values() if "jct_mean" in sub else None
     keys = list(order.index[:max_lines]) if order is not None else []
-    fig, ax = _figure((8.5, 4.2))
+    fig, ax = figure_axes((8.5, 4.2))
     drawn, lo, hi = 0, float("inf"), 0.0
     for policy, predictor in keys:
         ids = sub[(sub["policy"] == policy) & (sub["predictor"] == predictor)]["cell"]
@@ -215,7 +208,7 @@ def queue_figure(board: pd.DataFrame, workload: str) -> str | None:
         return None
     sub = sub.sort_values("wait_mean")
     labels = [entry_label(p, pr) for p, pr in zip(sub["policy"], sub["predictor"])]
-    fig, ax = _figure((7.5, max(2.2, 0.28 * len(sub) + 1)))
+    fig, ax = figure_axes((7.5, max(2.2, 0.28 * len(sub) + 1)))
     unit, scale = _time_unit(float(np.nanmax(sub["wait_mean"].to_numpy(dtype=float), initial=0.0)))
     err = sub["wait_mean_ci95"].to_numpy(dtype=float) / scale
     ax.barh(range(len(sub)), sub["wait_mean"].to_numpy(dtype=float) / scale,

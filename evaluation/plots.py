@@ -18,9 +18,10 @@ import pandas as pd
 PACKING_CLASSES = ("tiny", "medium", "jumbo")
 
 
-def _axes(figsize: tuple[float, float]):
-    """(figure, axes) of a new Figure outside pyplot's registry, on an Agg canvas (a renderer for layout
-    code that measures text, such as scikit-learn's plot_tree)."""
+def figure_axes(figsize: tuple[float, float]):
+    """(figure, axes) of a new Figure outside pyplot's registry (no global state, no GUI backend), on an Agg
+    canvas (a renderer for layout code that measures text, such as scikit-learn's plot_tree). The model
+    plots and the leaderboard's draw on it."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -49,7 +50,7 @@ def importance_measure(estimator: Any) -> str:
 def importance_figure(importances: pd.Series, title: str, xlabel: str = "importance"):
     """Top-15 features by importance, largest at the top."""
     top = importances.head(15)[::-1]
-    fig, ax = _axes((6, 4.5))
+    fig, ax = figure_axes((6, 4.5))
     ax.barh(top.index.astype(str), top.to_numpy())
     ax.set_title(title)
     ax.set_xlabel(xlabel)
@@ -61,7 +62,7 @@ def importance_figure(importances: pd.Series, title: str, xlabel: str = "importa
 def shape_figure(model, feature: str, unit: str = "s", feature_unit: str = ""):
     """A GA2M shape function: the feature's additive contribution in the model's target space."""
     sf = model.shape_function(feature)
-    fig, ax = _axes((5.5, 3.5))
+    fig, ax = figure_axes((5.5, 3.5))
     if "level" in sf:
         ax.bar(sf["level"].astype(str).head(30), sf["score"].head(30))
         ax.tick_params(axis="x", rotation=90)
@@ -88,7 +89,7 @@ def local_explanation_figure(model, row: pd.DataFrame, title: str, unit: str = "
 
     contrib = model.explain_local(row).iloc[0].sort_values(key=np.abs, ascending=False).head(12)[::-1]
     pred = float(np.asarray(model.predict(row), dtype=float).ravel()[0])
-    fig, ax = _axes((6.5, 4.4))
+    fig, ax = figure_axes((6.5, 4.4))
     ax.barh(contrib.index.astype(str), contrib.to_numpy(), color=np.where(contrib.to_numpy() > 0, RAISES, LOWERS))
     ax.axvline(0, color="0.6", lw=0.6)
     which = f"job {job}" if job is not None else f"holdout row {row.index[0]}"
@@ -105,7 +106,7 @@ def local_explanation_figure(model, row: pd.DataFrame, title: str, unit: str = "
 def prediction_figure(y, pred, title: str, unit: str = "s", log: bool = True):
     """Predicted against actual on the holdout (log axes for heavy-tailed durations), with y = x."""
     y, pred = np.asarray(y, dtype=float), np.asarray(pred, dtype=float)
-    fig, ax = _axes((4.8, 4.5))
+    fig, ax = figure_axes((4.8, 4.5))
     lo = max(1.0, float(np.nanmin(np.r_[y, pred]))) if log else float(np.nanmin(np.r_[y, pred]))
     hi = float(np.nanmax(np.r_[y, pred])) if len(y) else 1.0
     ax.scatter(np.maximum(y, lo) if log else y, np.maximum(pred, lo) if log else pred, s=4, alpha=0.3)
@@ -147,7 +148,7 @@ def fan_figure(fc, y, org_index: int = 0, unit: str = "GPUs", freq: str | None =
     q95 = np.concatenate(list(fc.quantile(0.95)[:, org_index, :]))
     t = np.concatenate(list(y[:, org_index, :]))
     when = forecast_times(fc.origins, fc.mean.shape[2], freq)
-    fig, ax = _axes((8, 3.5))
+    fig, ax = figure_axes((8, 3.5))
     ax.plot(when, t, color="k", lw=0.8, label="demand")
     ax.plot(when, m, color="C0", lw=1, label="mean")
     ax.fill_between(when, m, q95, color="C0", alpha=0.2, label="to q0.95")
@@ -165,7 +166,7 @@ def confusion_figure(conf: pd.DataFrame, names: Sequence[str] = PACKING_CLASSES)
     """Confusion matrix (rows: label, columns: prediction), counts in the cells."""
     k = conf.shape[0]
     names = list(names)[:k]
-    fig, ax = _axes((4, 3.5))
+    fig, ax = figure_axes((4, 3.5))
     ax.imshow(conf.to_numpy(), cmap="Blues")
     ax.set_xticks(range(k), names)
     ax.set_yticks(range(k), names)
@@ -183,7 +184,7 @@ def tree_figure(tree, features: Sequence[str], classes: Sequence[int]):
     """The packing decision tree with feature and class names (tiny / medium / jumbo)."""
     from sklearn.tree import plot_tree
 
-    fig, ax = _axes((10, 6))
+    fig, ax = figure_axes((10, 6))
     names = [PACKING_CLASSES[int(c)] if 0 <= int(c) < len(PACKING_CLASSES) else str(c) for c in classes]
     plot_tree(tree, feature_names=list(features), class_names=names, filled=True, ax=ax, fontsize=8)
     ax.set_title("packing tree: sharing class from profiled utilisation")
