@@ -6,6 +6,7 @@
 """
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -194,6 +195,35 @@ def test_breakdown_over_label_codes_equals_groupby(kind):
     ref = pd.DataFrame([{"key": k, **metrics.summarize(g)} for k, g in slim.groupby("key", sort=True)])
     pd.testing.assert_frame_equal(metrics.breakdown(jobs, "key"), ref, check_exact=True)
     assert metrics._failed(jobs).tolist() == (jobs["status"] == "failed").tolist()
+
+
+@pytest.mark.parametrize("zero", [0.0, -0.0, np.nan, 0])
+def test_breakdown_zero_columns_are_views_with_groupbys_figures(zero):
+    """A column of +0 only (futile time, load, ... of a replay without preemption) is one zero viewed per
+    group, not gathered; -0.0 or NaN among the values keeps the gathered copy; the figures are groupby's."""
+    from evaluation import metrics
+
+    n = 2000
+    rng = np.random.default_rng(5)
+    wait, train = rng.exponential(300, n), rng.lognormal(6, 1.5, n)
+    submit = np.sort(rng.uniform(0, 1e5, n))
+    lost = np.zeros(n) if isinstance(zero, float) else np.zeros(n, dtype=int)
+    lost[7] = zero
+    jobs = pd.DataFrame({"submit": submit, "wait": wait, "load": np.zeros(n), "futile": np.zeros(n),
+                         "preemptions": np.zeros(n, dtype=np.int64), "failures": np.zeros(n, dtype=int),
+                         "lost_work": lost, "end": submit + wait + train, "jct": wait + train})
+    jobs["slowdown"] = jobs["jct"] / np.maximum(train, 1.0)
+    jobs["status"] = pd.Series(np.array(["done", "failed"], dtype=object)[(rng.random(n) < 0.05).astype(int)],
+                               dtype=object)
+    jobs["size"] = pd.Series(np.array(["<=8 GPUs", ">8 GPUs"], dtype=object)[(rng.random(n) < 0.2).astype(int)],
+                             dtype=object)
+    assert metrics._all_plus_zero(jobs["lost_work"].to_numpy()) is (zero == 0 and not np.signbit(zero))
+    assert metrics._all_plus_zero(jobs["futile"].to_numpy()) and not metrics._all_plus_zero(jobs["jct"].to_numpy())
+    slim = jobs[[c for c in metrics.SUMMARY_COLUMNS if c in jobs] + ["size"]]
+    ref = pd.DataFrame([{"size": k, **metrics.summarize(g)} for k, g in slim.groupby("size", sort=True)])
+    got = metrics.breakdown(jobs, "size")
+    pd.testing.assert_frame_equal(got, ref, check_exact=True)
+    assert [np.signbit(v) for v in got["lost_work_total"]] == [np.signbit(v) for v in ref["lost_work_total"]]
 
 
 def test_cdf_data_quantiles_are_numpys():
