@@ -135,8 +135,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.argv = argv  # recorded in result folders (meta.json "command")
     if _CONSOLE[0] and getattr(args, "fast_exit", False):  # a batch command in its own process: it exits when done
         from pipelines.memory_pages import keep_freed_memory
+        from sim.kernel_compiled import skip_blas_probe
 
         keep_freed_memory()
+        skip_blas_probe()  # one replay at a time in this process: numba loads without SciPy's BLAS probe
     debug = args.debug or os.environ.get("SCHEDCAST_DEBUG", "") not in ("", "0")
     try:
         from models.registry import trust_scope
@@ -170,7 +172,9 @@ def entry() -> NoReturn:
     output is flushed, skipping the interpreter's teardown of a large heap (~0.1 s of a 1 s command);
     tests call :func:`main`, which always returns. The process first asks for small pages where huge
     ones would stall on compaction: numpy's huge-page marking off, pyarrow on jemalloc (or the system
-    allocator); such a batch command also keeps the memory it frees for reuse (pipelines.memory_pages)."""
+    allocator); such a batch command also keeps the memory it frees for reuse (pipelines.memory_pages) and
+    loads numba without its SciPy-BLAS probe (sim.kernel_compiled.skip_blas_probe: it replays one policy at a
+    time)."""
     from pipelines.memory_pages import avoid_huge_page_stalls
 
     avoid_huge_page_stalls()

@@ -25,6 +25,42 @@ import numpy as np
 MIN_JOBS = 500_000
 
 _COMPILED: list[Any] = []  # the compiled chunk function, once imported
+#: Whether numba's first load in this process skips its SciPy-BLAS probe (see :func:`skip_blas_probe`).
+_SKIP_BLAS_PROBE = [False]
+#: The module numba's probe imports (numba.np.arraymath, at its import, for its inner-product helper).
+BLAS_PROBE_MODULE = "scipy.linalg.cython_blas"
+
+
+def skip_blas_probe() -> None:
+    """Load numba in this process without its probe for SciPy's BLAS.
+
+    Why: when numba loads its array functions (on the first call of any compiled function, cached or not),
+    ``numba.np.arraymath`` imports ``scipy.linalg.cython_blas`` to learn whether BLAS is there, and that
+    imports ``scipy.linalg`` and SciPy's array-API layer (numpy.f2py among it): 0.10-0.15 s of the 0.35-0.45 s
+    numba costs, for a loop that uses no linear algebra. With the probe answered "absent", numba's only
+    use of the answer (``_HAVE_BLAS``: np.convolve's and np.correlate's inner product) takes its plain
+    loop; ``np.dot`` and ``np.linalg`` in numba code ask for SciPy again when compiled, and get it.
+
+    The answer is given by a ``None`` entry in ``sys.modules`` for the duration of that one import, which
+    another thread importing SciPy's BLAS at that moment would also see: so only a process that runs one
+    replay at a time asks for it (the console script's `simulate` and `demo`, pipelines.cli), never a
+    library caller or a Dask worker's threads."""
+    _SKIP_BLAS_PROBE[0] = True
+
+
+def _import_arraymath_without_blas_probe() -> None:
+    """Import numba.np.arraymath with :data:`BLAS_PROBE_MODULE` unimportable, then importable again
+    (nothing to do where either is imported already)."""
+    import sys
+
+    if "numba.np.arraymath" in sys.modules or BLAS_PROBE_MODULE in sys.modules:
+        return
+    sys.modules[BLAS_PROBE_MODULE] = None  # type: ignore[assignment]  # import raises ModuleNotFoundError
+    try:
+        import numba.np.arraymath  # noqa: F401
+    finally:
+        if BLAS_PROBE_MODULE in sys.modules and sys.modules[BLAS_PROBE_MODULE] is None:
+            del sys.modules[BLAS_PROBE_MODULE]
 
 
 def enabled() -> bool:
@@ -38,6 +74,9 @@ def compiled() -> Callable[..., Any] | None:
     if not _COMPILED:
         try:
             from sim._kernel_numba import run_chunk
+
+            if _SKIP_BLAS_PROBE[0]:
+                _import_arraymath_without_blas_probe()
         except Exception:  # noqa: BLE001 - numba missing (it is in the `ml` extra), or its cache refused
             _COMPILED.append(None)
         else:
@@ -91,4 +130,4 @@ def run(engine: Any, keys: np.ndarray, free: int, arrays: tuple[np.ndarray, np.n
     return start, series[:state[5]], int(state[2]), int(state[4]), int(state[0])
 
 
-__all__ = ["MIN_JOBS", "compiled", "enabled", "exact_floats", "inputs", "run"]
+__all__ = ["BLAS_PROBE_MODULE", "MIN_JOBS", "compiled", "enabled", "exact_floats", "inputs", "run", "skip_blas_probe"]

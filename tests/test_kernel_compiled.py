@@ -133,3 +133,28 @@ def test_a_numba_that_refuses_the_module_leaves_the_python_loop(monkeypatch):
     monkeypatch.setitem(sys.modules, "sim._kernel_numba", Refusing("sim._kernel_numba"))
     monkeypatch.setattr(kernel_compiled, "_COMPILED", [])
     assert kernel_compiled.compiled() is None
+
+
+@pytest.mark.parametrize("skip", [True, False])
+def test_numba_loads_without_scipys_blas_probe_only_when_asked(skip):
+    """skip_blas_probe: numba's array functions load without importing scipy.linalg (its BLAS probe), which
+    stays importable, and numba's linear algebra still finds it; without the request the probe runs as numba
+    ships it (the reason for the request: if a numba stops probing, this says so)."""
+    import subprocess
+    import sys
+
+    code = f"""
+import sys
+from sim import kernel_compiled as kc
+if {skip}:
+    kc.skip_blas_probe()
+assert kc.compiled() is not None
+import numba.np.arraymath
+print("scipy.linalg" in sys.modules, kc.BLAS_PROBE_MODULE in sys.modules)
+import scipy.linalg.cython_blas
+from numba.np.linalg import ensure_blas
+ensure_blas()
+print("blas ok")
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
+    assert out[:2] == (["False False"] if skip else ["True True"]) + ["blas ok"]

@@ -105,21 +105,25 @@ def _has_jemalloc() -> bool:
 
 
 def test_a_batch_command_keeps_freed_memory_in_its_own_process_only(monkeypatch):
-    """keep_freed_memory runs for a fast-exit command of the console script, never for main() in a
-    caller's process (tests, a library user) nor for a long-lived command."""
+    """keep_freed_memory (and numba's load without SciPy's BLAS probe) runs for a fast-exit command of the
+    console script, never for main() in a caller's process (tests, a library user) nor for a long-lived
+    command."""
     from pipelines import cli
+    from sim import kernel_compiled
 
     calls = []
     monkeypatch.setattr(memory_pages, "keep_freed_memory", lambda: calls.append(1) or True)
+    skips = []
+    monkeypatch.setattr(kernel_compiled, "skip_blas_probe", lambda: skips.append(1))
     monkeypatch.setattr(cli, "_CONSOLE", [False])
     assert cli.main(["clusters"]) == 0 and calls == []
     monkeypatch.setattr(cli, "_CONSOLE", [True])
     assert cli.main(["clusters"]) == 0 and calls == []  # not a batch command
     monkeypatch.setattr(cli, "_FAST_EXIT", [False])
     assert cli.main(["simulate", "--synthetic", "demo", "--policy", "nope"]) == 2  # parsed, then refused
-    assert calls == [1]
+    assert calls == [1] and skips == [1]
     monkeypatch.setattr(cli, "_CONSOLE", [False])
-    assert cli.main(["simulate", "--synthetic", "demo", "--policy", "nope"]) == 2 and calls == [1]
+    assert cli.main(["simulate", "--synthetic", "demo", "--policy", "nope"]) == 2 and calls == [1] and skips == [1]
 
 
 def test_keep_freed_memory_sets_glibcs_thresholds_in_a_process_of_its_own():
