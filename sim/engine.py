@@ -104,10 +104,17 @@ class Engine(Transitions):
     RELATIVE_FAILURES = True  # understands Failure.after: fail a job once it has done N s of work
 
     def __getattr__(self, name: str) -> Any:
-        """A per-job list of :data:`_PER_JOB`, made at its first use (then an ordinary attribute)."""
-        if name not in _PER_JOB or "workload" not in self.__dict__:
+        """A per-job list of :data:`_PER_JOB`, made at its first use (then an ordinary attribute); and
+        ``predicted`` without duration predictions: the workload's durations, read at first use (the list
+        is one the workload may make only then: sim.workload.DEFERRED_LISTS)."""
+        if "workload" not in self.__dict__ or (name not in _PER_JOB and name != "predicted"):
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-        values = list(self.workload.duration) if name == "remaining" else [_PER_JOB[name]] * len(self.workload)
+        if name == "predicted":
+            values = self.workload.duration
+        elif name == "remaining":
+            values = list(self.workload.duration)
+        else:
+            values = [_PER_JOB[name]] * len(self.workload)
         self.__dict__[name] = values
         return values
 
@@ -147,9 +154,9 @@ class Engine(Transitions):
         for kind, values in self.predictions.items():
             if len(values) != n:
                 raise SimulationError(f"{kind!r} predictions have {len(values)} values for {n} jobs")
-        self.predicted = self.predictions.get("duration", workload.duration)
-        if not isinstance(self.predicted, list):
-            self.predicted = list(self.predicted)
+        if "duration" in self.predictions:  # else the workload's durations, at first use (__getattr__)
+            predicted = self.predictions["duration"]
+            self.predicted = predicted if isinstance(predicted, list) else list(predicted)
         # Requests in their hot-path form: the GPU count for a spreadable whole-GPU job of any model.
         self.demand = workload.gpu_demand
         self.milli = workload.gpu_milli

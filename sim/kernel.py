@@ -118,7 +118,8 @@ def _key_array(engine: Any, policy: OrderedQueuePolicy) -> np.ndarray | None:
     key, n = type(policy).key, len(engine.workload)
     if key is Fifo.key:
         return np.zeros(n)
-    source = engine.workload.column("duration") if key is Sjf.key else engine.predicted if key is Spjf.key else None
+    true_durations = key is Sjf.key or (key is Spjf.key and "duration" not in engine.predictions)
+    source = engine.workload.column("duration") if true_durations else engine.predicted if key is Spjf.key else None
     if source is None or len(source) != n:
         return None
     return kernel_compiled.exact_floats(np.asarray(source))
@@ -234,16 +235,16 @@ def _run_one_strict(engine: Any) -> int:
     the per-partition lookups hoisted out of the loop."""
     w = engine.workload
     n = len(w)
-    submit, gpus, dur = w.submit, w.gpus, w.duration
     policy, ctx = engine.policies[0], engine.contexts[0]
-    items: list[tuple[Any, int]] = []  # the kernel's own sorted queue
-    key = _key_function(engine, policy)
     mark = type(policy).key not in _STATIC_KEYS  # a declared static key may read state and since
     count = _count_only(ctx)
     if count and not mark and n >= kernel_compiled.MIN_JOBS and kernel_compiled.enabled():
-        events = _run_compiled(engine, policy, ctx.pool.total_free)
+        events = _run_compiled(engine, policy, ctx.pool.total_free)  # reads arrays only (no workload list)
         if events is not None:
             return events
+    submit, gpus, dur = w.submit, w.gpus, w.duration
+    items: list[tuple[Any, int]] = []  # the kernel's own sorted queue
+    key = _key_function(engine, policy)
     pool, place = ctx.pool, ctx.placement.place
     allocate, release = pool.allocate, pool.release
     free = pool.total_free

@@ -41,6 +41,11 @@ from sim.profiles import CostModel, ProfileCatalog
 MILLI = 1000  # a GPU's capacity in milli-GPUs (fractions are integers of these: no float drift)
 #: ``job_class`` labels of preemptible (spot) jobs; every other label (hp, None, ...) is high priority.
 SPOT_LABELS = frozenset({"spot", "lp", "be", "low"})
+#: The per-job lists build_workload leaves as its arrays until they are first read (Workload.__getattr__).
+#: Why: the compiled loop, the scoring and the fingerprint read the arrays (Workload.column); only the
+#: Python loops and policies read the lists, and making two lists of 1.75 M floats costs about 0.1 s and
+#: 110 MB of fresh pages that the largest replays, which run compiled, never use.
+DEFERRED_LISTS = ("submit", "duration")
 
 
 def is_spot(label: str | None) -> bool:
@@ -82,7 +87,9 @@ class Request:
 
 @dataclass
 class Workload:
-    """Simulator jobs, indexed 0..n-1 in submission order. Hot-path arrays are Python lists.
+    """Simulator jobs, indexed 0..n-1 in submission order. Hot-path arrays are Python lists; built by
+    build_workload, ``submit`` and ``duration`` are made from its arrays at their first read
+    (:data:`DEFERRED_LISTS`).
 
     The request lists (``pods`` ... ``checkpoint``) are optional when a Workload is built by hand:
     left as None they are filled with today's semantics (one pod of ``gpus`` whole GPUs, any GPU
@@ -137,8 +144,21 @@ class Workload:
             self.spread = [p == 1 and not m for p, m in zip(self.pods, self.gpu_milli)]
         self.simple = all(self.spread) and self.gpu_type.count(None) == len(self.gpu_type)
 
+    def __getattr__(self, name: str) -> Any:
+        """A list of :data:`DEFERRED_LISTS` that build_workload left as its array: made at its first read,
+        then an ordinary attribute (``column(name)`` keeps returning the array, read-only)."""
+        hit = self.__dict__.get("_columns", {}).get(name) if name in DEFERRED_LISTS else None
+        if hit is None or hit[0] is not None:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        values = hit[1].tolist()
+        self.__dict__[name] = values
+        self._columns[name] = (values, hit[1])
+        age_tracked_objects(len(values))  # as build_workload does with its lists (sim.memory)
+        return values
+
     def __len__(self) -> int:
-        return len(self.submit)
+        submit = self.__dict__.get("submit")
+        return len(self._columns["submit"][1]) if submit is None else len(submit)
 
     def column(self, name: str) -> np.ndarray:
         """The per-job list ``name`` (submit, duration, gpus, gpu_demand, partition, load_time, save_time) as
@@ -148,19 +168,27 @@ class Workload:
         Why: scoring, fingerprints and load figures each turned 1.75 M-element lists back into arrays
         (0.05-0.1 s per list on a loaded machine). The lists are the hot path's form and never written
         into after the build (a policy that needs other values replaces the list: dataclasses.replace)."""
-        values = getattr(self, name)
         hit = self.__dict__.get("_columns", {}).get(name)  # (a Workload unpickled from an older tree has none)
+        if hit is not None and hit[0] is None and name not in self.__dict__:  # a list not made yet
+            return hit[1]
+        values = getattr(self, name)
         if hit is not None and hit[0] is values and len(hit[1]) == len(values):
             return hit[1]
         return np.asarray(values)
 
     def _keep_columns(self, arrays: dict[str, np.ndarray]) -> None:
-        """Remember the arrays the lists were made from (only dtypes a list round-trips exactly)."""
+        """Remember the arrays the lists were made from (only dtypes a list round-trips exactly). An
+        attribute of :data:`DEFERRED_LISTS` holding that very array (build_workload's) is deferred: the list
+        is made at its first read (``(None, array)`` until then; None pickles, so a copy stays deferred)."""
         for name, arr in arrays.items():
             if arr.dtype in (np.float64, np.int64, np.bool_) and arr.ndim == 1:
                 view = arr.view()
                 view.flags.writeable = False
-                self._columns[name] = (getattr(self, name), view)
+                values = self.__dict__.get(name)
+                if name in DEFERRED_LISTS and values is arr:
+                    del self.__dict__[name]
+                    values = None
+                self._columns[name] = (values, view)
 
     def request(self, job: int) -> Request:
         """The typed request of one job (built on demand; the lists are the hot-path form)."""
@@ -277,8 +305,8 @@ def build_workload(table: JobTable | pd.DataFrame, cluster: Cluster, *, costs: C
               "partition": part, "load_time": np.asarray(load, dtype=float), "save_time": np.asarray(save, dtype=float)}
     workload = Workload(
         job_id=_ids(kept["job_id"]),
-        submit=arrays["submit"].tolist(),
-        duration=duration.tolist(),
+        submit=arrays["submit"],  # deferred to lists (DEFERRED_LISTS) by _keep_columns below
+        duration=duration,
         gpus=_as_list(gpus_np),
         partition=_as_list(part),
         load_time=_as_list(arrays["load_time"]),

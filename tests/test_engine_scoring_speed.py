@@ -51,6 +51,49 @@ def test_workload_columns_are_the_lists_as_arrays(columns):
         / ((max(w.submit) - min(w.submit)) * c.gpus), rel=0, abs=0)
 
 
+def test_submit_and_duration_lists_are_made_at_their_first_read():
+    """build_workload leaves ``submit`` and ``duration`` as its arrays until a list is read (then an ordinary
+    attribute, a list of Python floats, the array element for element); len, column and the fingerprint
+    read the arrays; a copy stays deferred; a list assigned before any read is the one read."""
+    import copy
+    import dataclasses
+    import pickle
+
+    rows = [(0, 10.5, 1), (3, 20, 2), (3, 5.25, 1), (7, 0, 4)]
+    w = build_workload(table(rows), cluster(nodes=2, gpus=4))
+    assert "submit" not in w.__dict__ and "duration" not in w.__dict__
+    assert len(w) == 4 and w.fingerprint == build_workload(table(rows), cluster(nodes=2, gpus=4)).fingerprint
+    kept = w.column("duration")
+    assert not kept.flags.writeable and "duration" not in w.__dict__
+    for other in (pickle.loads(pickle.dumps(w)), copy.deepcopy(w)):
+        assert "duration" not in other.__dict__ and other.duration == [10.5, 20.0, 5.25, 0.0]
+    assert w.duration == [10.5, 20.0, 5.25, 0.0] and all(type(v) is float for v in w.duration)
+    assert "duration" in w.__dict__ and w.column("duration") is kept  # the list read is the array's
+    assert w.submit == [0.0, 3.0, 3.0, 7.0] and pickle.loads(pickle.dumps(w)).submit == w.submit
+    assert dataclasses.replace(w, partition=list(w.partition)).duration == w.duration
+    v = build_workload(table(rows), cluster(nodes=2, gpus=4))
+    v.duration = [1.0, 2.0, 3.0, 4.0]  # replaced before any read: the new list, not the kept array
+    assert v.duration == [1.0, 2.0, 3.0, 4.0]
+    np.testing.assert_array_equal(v.column("duration"), [1.0, 2.0, 3.0, 4.0])
+    with pytest.raises(AttributeError):
+        v.no_such_list
+
+
+def test_an_engine_reads_predicted_durations_at_first_use():
+    """Without duration predictions ``engine.predicted`` is the workload's duration list (read when first
+    used, not when the engine is made); with them, the predictions as a list."""
+    from sim.engine import Engine
+    from sim.policies import get_policy
+
+    w = build_workload(table([(0, 10, 1), (5, 20, 2)]), cluster(nodes=1, gpus=4))
+    factory = get_policy("spjf")[1]
+    engine = Engine(w, factory, placement="first-fit")
+    assert "duration" not in w.__dict__ and "predicted" not in engine.__dict__
+    assert engine.predicted is w.duration
+    given = Engine(w, factory, placement="first-fit", predictions=np.array([3.0, 4.0]))
+    assert given.predicted == [3.0, 4.0] and type(given.predicted) is list
+
+
 def test_replaced_lists_are_read_from_the_list():
     w = build_workload(table([(0, 10, 1), (5, 20, 2)]), cluster(nodes=1, gpus=4))
     w.load_time = [1.0, 2.0]  # as tests.helpers.workload and dataclasses.replace do

@@ -158,3 +158,18 @@ print("blas ok")
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
     assert out[:2] == (["False False"] if skip else ["True True"]) + ["blas ok"]
+
+
+@pytest.mark.parametrize("policy", ["sjf", "spjf", "fifo"])
+def test_a_compiled_replay_reads_no_workload_list(philly_file, compiled_always, policy):
+    """The compiled loop and the scoring read the workload's arrays: its deferred lists (submit, duration:
+    sim.workload.DEFERRED_LISTS) are never made."""
+    from evaluation.metrics import evaluate
+    from features.traces import load_trace
+    from sim import simulate
+
+    w = build_workload(load_trace(philly_file), load_cluster("philly-pool"), limit=3000)
+    result = simulate(w, policy, placement="first-fit")
+    evaluate(result)
+    assert result.loop == "compiled-kernel"
+    assert "submit" not in w.__dict__ and "duration" not in w.__dict__
