@@ -95,6 +95,11 @@ _PER_JOB: dict[str, Any] = {
     "first_start": INF, "end": INF, "wait": 0.0, "load": 0.0, "train": 0.0, "save": 0.0, "futile": 0.0,
     "preemptions": 0, "work_done": 0.0, "evictions": 0, "lost": 0.0, "failures": 0, "lost_work": 0.0,
     "attempt_start": 0.0, "attempt_work": 0.0, "remaining": None}
+#: The lists a kernel (sim.kernel) leaves unmade when every job is done, each one's value in the state the
+#: general loop ends in; ``since`` is the start times themselves and ``seg_start`` a copy of them. Made at
+#: their first read (after a replay usually never): six lists of 1.75 M items cost about 0.1 s.
+_ALL_DONE: dict[str, Any] = {"remaining": 0.0, "state": DONE, "epoch": 1, "expected_end": INF, "since": None,
+                             "seg_start": None}
 
 
 class Engine(Transitions):
@@ -109,7 +114,15 @@ class Engine(Transitions):
         is one the workload may make only then: sim.workload.DEFERRED_LISTS)."""
         if "workload" not in self.__dict__ or (name not in _PER_JOB and name != "predicted"):
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-        if name == "predicted":
+        started = self.__dict__.get("all_done_from")  # the start times a kernel ended with, every job done
+        if started is not None and name in _ALL_DONE:
+            if name == "since":  # the start list itself, as the Python kernel leaves it
+                values = started if isinstance(started, list) else started.tolist()
+            elif name == "seg_start":
+                values = list(started) if isinstance(started, list) else started.tolist()
+            else:
+                values = [_ALL_DONE[name]] * len(self.workload)
+        elif name == "predicted":
             values = self.workload.duration
         elif name == "remaining":
             values = list(self.workload.duration)
@@ -258,7 +271,13 @@ class Engine(Transitions):
             self._dirty[p] = True
             self._dirty_list.append(p)
 
-    # -- invariants ------------------------------------------------------------------------------
+    def all_done(self, start: list[float] | np.ndarray) -> None:
+        """Every job done, job j started at ``start[j]`` (a kernel's end): the state lists of :data:`_ALL_DONE`
+        are made from it at their first read, replacing the ones the kernel worked with."""
+        for name in _ALL_DONE:
+            self.__dict__.pop(name, None)
+        self.all_done_from = start
+
     # -- invariants ------------------------------------------------------------------------------
     def check(self) -> None:
         """Raise InvariantViolation if an invariant does not hold now (see sim.invariants.check)."""
@@ -431,13 +450,14 @@ class Engine(Transitions):
 
     def _finish_run(self, wall0: float) -> SimResult:
         """End hooks, the unfinished-jobs check, merged policy stats and the result (either loop)."""
-        w, n, state, policies, coord = self.workload, len(self.workload), self.state, self.policies, self.coordinator
+        w, n, policies, coord = self.workload, len(self.workload), self.policies, self.coordinator
         progress, events = self.progress, self.events
         for policy in policies:
             policy.on_end()
         if coord is not None:
             coord.on_end()
         if self.unfinished:
+            state = self.state
             done_count = n - self.unfinished - self.failed_count
             stuck = [j for j in range(n) if state[j] not in (DONE, FAILED)][:5]
             raise SimulationError(
@@ -465,7 +485,7 @@ class Engine(Transitions):
             decision_seconds=self.decision_seconds, evictions=self.evictions, lost=self.lost,
             event_log=self.event_log, policy_stats=stats, failures=self.failures, lost_work=self.lost_work,
             # no job failed (the common case): all-False flags, kept as an array until read as a list
-            failed=[st == FAILED for st in state] if self.failed_count else np.zeros(n, dtype=bool),
+            failed=[st == FAILED for st in self.state] if self.failed_count else np.zeros(n, dtype=bool),
             seed=self.seed, loop=self.loop,
         )
 

@@ -37,7 +37,6 @@ from typing import Any
 import numpy as np
 
 from sim import kernel_compiled
-from sim.memory import age_tracked_objects
 from sim.placement import Consolidate, FirstFit
 from sim.policies.queueing import Fifo, OrderedQueuePolicy, Sjf, Spjf, Spwf
 from sim.states import DONE, INF, QUEUED
@@ -335,7 +334,7 @@ def _run_compiled(engine: Any, policy: OrderedQueuePolicy, free: int) -> int | N
     start, series, used, done, arrived = kernel_compiled.run(engine, keys, free, arrays)
     engine.loop = "compiled-kernel"
     _series(engine, series, used)
-    _fill(engine, start.tolist(), done, start)  # the list as the Python loop leaves engine.since
+    _fill(engine, start, done, start)  # engine.since: the list of these, made if read (sim.engine._ALL_DONE)
     return done + arrived
 
 
@@ -351,7 +350,7 @@ def _series(engine: Any, series: list[float] | np.ndarray, used: int) -> None:
         engine.alloc_held.frombytes(counts)
 
 
-def _fill(engine: Any, start: list[float], done: int, starts: np.ndarray | None = None) -> None:
+def _fill(engine: Any, start: list[float] | np.ndarray, done: int, starts: np.ndarray | None = None) -> None:
     """Per-job accumulators from the start times, with the general loop's float operations: it adds
     ``start - submit`` to a zero wait, ends at ``start + duration / speed`` (speed 1.0) and adds
     ``end - start`` to a zero train and the duration to a zero work done. ``starts``: the same times as
@@ -379,11 +378,6 @@ def _fill(engine: Any, start: list[float], done: int, starts: np.ndarray | None 
     zeros, none = np.zeros(n), np.zeros(n, dtype=np.int64)
     engine.load = engine.save = engine.futile = engine.lost = engine.lost_work = zeros
     engine.preemptions = engine.evictions = engine.failures = none
-    # the engine's state as the general loop leaves it (its per-job lists are made on first use)
-    engine.remaining = [0.0] * n
-    engine.state = [DONE] * n
-    engine.since = start
-    engine.seg_start = list(start)
-    engine.epoch = [1] * n
-    engine.expected_end = [INF] * n
-    age_tracked_objects(n)  # those lists: out of the young generation's collections
+    # the engine's state as the general loop leaves it, every job done: its lists (since, state, ...) are
+    # made from the start times at their first read (sim.engine._ALL_DONE)
+    engine.all_done(start)

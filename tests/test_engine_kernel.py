@@ -85,6 +85,25 @@ def test_kernel_equals_general_loop_on_real_philly(philly, policy, placement):
     assert_same(fast, general)
 
 
+END_STATE = ("since", "seg_start", "state", "remaining", "epoch", "expected_end")
+
+
+@pytest.mark.parametrize("policy", ["sjf", "fifo"])
+@pytest.mark.parametrize("vcs", [False, True])
+def test_the_kernels_end_state_is_the_general_loops(philly, philly_vc, policy, vcs):
+    """The engine's per-job state after a kernel replay (made from the start times at first read) is the
+    general loop's, list for list: since, seg_start (a list of its own), state, remaining, epoch, expected end."""
+    w = philly_vc if vcs else philly
+    fast_engine, _ = _replay(w, policy, "first-fit", True)
+    general_engine, _ = _replay(w, policy, "first-fit", False)
+    assert fast_engine.loop == "kernel" and fast_engine.all_done_from is not None
+    assert not any(name in fast_engine.__dict__ for name in END_STATE)  # made only when read
+    for name in END_STATE:
+        got, ref = getattr(fast_engine, name), getattr(general_engine, name)
+        assert type(got) is list and got == ref, name
+    assert fast_engine.seg_start is not fast_engine.since
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("policy", ["fifo", "sjf"])
 @pytest.mark.parametrize("placement", ["first-fit", "consolidate"])
