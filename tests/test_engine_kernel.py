@@ -223,3 +223,14 @@ def test_with_units_renames_without_copying_the_rows():
     out = with_units(jobs, job_table=True)
     assert list(out.columns) == ["wait_s", "job_id"] and list(jobs.columns) == ["wait", "job_id"]
     assert np.shares_memory(out["wait_s"].to_numpy(), jobs["wait"].to_numpy())
+
+
+def test_the_benchs_loop_copies_give_the_minimal_loops_schedule():
+    """bench_engine times a fresh copy of the minimal loop (unspecialised bytecode, as a script's one call runs
+    it) and a copy specialised by SPECIALISE_AFTER calls: both are the same loop, with the same start times."""
+    bench = _bench()
+    w = bench.reference_workload(3000)
+    ref = bench.minimal_sjf(w["submit"], w["duration"], w["gpus"], 1000)
+    fresh = bench.fresh_copy(bench.minimal_sjf)
+    assert fresh.__code__ is not bench.minimal_sjf.__code__ and fresh(w["submit"], w["duration"], w["gpus"], 1000) == ref
+    assert bench.specialised_copy(bench.minimal_sjf, 1000)(w["submit"], w["duration"], w["gpus"], 1000) == ref
