@@ -9,8 +9,9 @@ allocation series, so every start time and every series row is the Python kernel
 test_kernel_compiled.py compares them). 0.36-0.42 s for 1.75 M jobs against 1.6 s.
 
 It is used only where it pays (:data:`MIN_JOBS`): importing numba and loading the compiled code from its
-cache costs 0.35-0.45 s (the first run on a machine compiles: about 1 s more; numba caches the code beside
-this module, or under ``NUMBA_CACHE_DIR``). Without numba, or
+cache costs 0.38-0.39 s, 0.24-0.25 s without numba's SciPy-BLAS probe (:func:`skip_blas_probe`, which the
+`schedcast` command asks for); the first run on a machine compiles: about 1 s more; numba caches the code
+beside this module, or under ``NUMBA_CACHE_DIR``. Without numba, or
 with ``SCHEDCAST_COMPILED_KERNEL=0``, the Python kernel runs.
 """
 from __future__ import annotations
