@@ -195,7 +195,7 @@ def _futile_percentiles(futile: np.ndarray) -> tuple[float, float]:
     about 15 ms, three times per replay with the size breakdown)."""
     if not len(futile):
         return float("nan"), float("nan")
-    if not futile.any() and not np.signbit(futile).any():
+    if _all_plus_zero(futile):
         return 0.0, 0.0
     p50, p95 = np.percentile(futile, (50, 95))
     return p50, p95

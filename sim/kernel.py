@@ -117,9 +117,13 @@ def _key_array(engine: Any, policy: OrderedQueuePolicy) -> np.ndarray | None:
     key, n = type(policy).key, len(engine.workload)
     if key is Fifo.key:
         return np.zeros(n)
-    true_durations = key is Sjf.key or (key is Spjf.key and "duration" not in engine.predictions)
-    source = engine.workload.column("duration") if true_durations else engine.predicted if key is Spjf.key else None
-    if source is None or len(source) != n:
+    if key is Sjf.key or (key is Spjf.key and "duration" not in engine.predictions):
+        source = engine.workload.column("duration")  # the kept array: no list of durations is made
+    elif key is Spjf.key:
+        source = engine.predicted
+    else:
+        return None
+    if len(source) != n:
         return None
     return kernel_compiled.exact_floats(np.asarray(source))
 
@@ -334,7 +338,7 @@ def _run_compiled(engine: Any, policy: OrderedQueuePolicy, free: int) -> int | N
     start, series, used, done, arrived = kernel_compiled.run(engine, keys, free, arrays)
     engine.loop = "compiled-kernel"
     _series(engine, series, used)
-    _fill(engine, start, done, start)  # engine.since: the list of these, made if read (sim.engine._ALL_DONE)
+    _fill(engine, start, done)  # engine.since: the list of these, made if read (sim.engine._ALL_DONE)
     return done + arrived
 
 
@@ -350,11 +354,10 @@ def _series(engine: Any, series: list[float] | np.ndarray, used: int) -> None:
         engine.alloc_held.frombytes(counts)
 
 
-def _fill(engine: Any, start: list[float] | np.ndarray, done: int, starts: np.ndarray | None = None) -> None:
-    """Per-job accumulators from the start times, with the general loop's float operations: it adds
-    ``start - submit`` to a zero wait, ends at ``start + duration / speed`` (speed 1.0) and adds
-    ``end - start`` to a zero train and the duration to a zero work done. ``starts``: the same times as
-    a float array, where the caller has one (the compiled loop)."""
+def _fill(engine: Any, start: list[float] | np.ndarray, done: int) -> None:
+    """Per-job accumulators from the start times (a list, or the compiled loop's float array), with the
+    general loop's float operations: it adds ``start - submit`` to a zero wait, ends at ``start + duration /
+    speed`` (speed 1.0) and adds ``end - start`` to a zero train and the duration to a zero work done."""
     w = engine.workload
     n = len(w)
     engine.unfinished = n - done
@@ -363,7 +366,7 @@ def _fill(engine: Any, start: list[float] | np.ndarray, done: int, starts: np.nd
             if s < INF:
                 engine.state[j] = DONE
         return
-    s = starts if starts is not None else np.asarray(start, dtype=float)
+    s = np.asarray(start, dtype=float)  # the compiled loop's array itself (float64: no copy)
     d = np.asarray(w.column("duration"), dtype=float)  # the arrays build_workload kept (no list pass)
     end = s + d / 1.0
     wait = 0.0 + (s - np.asarray(w.column("submit"), dtype=float))

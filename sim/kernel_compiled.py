@@ -37,7 +37,7 @@ def skip_blas_probe() -> None:
 
     Why: when numba loads its array functions (on the first call of any compiled function, cached or not),
     ``numba.np.arraymath`` imports ``scipy.linalg.cython_blas`` to learn whether BLAS is there, and that
-    imports ``scipy.linalg`` and SciPy's array-API layer (numpy.f2py among it): 0.10-0.15 s of the 0.35-0.45 s
+    imports ``scipy.linalg`` and SciPy's array-API layer (numpy.f2py among it): 0.14 s of the 0.38-0.39 s
     numba costs, for a loop that uses no linear algebra. With the probe answered "absent", numba's only
     use of the answer (``_HAVE_BLAS``: np.convolve's and np.correlate's inner product) takes its plain
     loop; ``np.dot`` and ``np.linalg`` in numba code ask for SciPy again when compiled, and get it.

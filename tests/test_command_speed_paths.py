@@ -162,24 +162,42 @@ def test_label_codes():
     assert label_codes(np.arange(3)) is None
 
 
+def _summary_jobs(rng: np.random.Generator, n: int, failed_share: float) -> pd.DataFrame:
+    """A job table of the columns summarize reads: random waits, training and submissions, a ``failed_share``
+    of failed jobs, and load, save, futile time, preemptions, failures and lost work all zero (a test sets
+    the ones it varies)."""
+    wait, train = rng.exponential(300, n), rng.lognormal(6, 1.5, n)
+    submit = np.sort(rng.uniform(0, 1e5, n))
+    jobs = pd.DataFrame({"submit": submit, "wait": wait, "load": np.zeros(n), "train": train, "save": np.zeros(n),
+                         "futile": np.zeros(n), "preemptions": np.zeros(n, dtype=np.int64),
+                         "failures": np.zeros(n, dtype=int), "lost_work": np.zeros(n), "duration": train,
+                         "end": submit + wait + train, "jct": wait + train})
+    jobs["slowdown"] = jobs["jct"] / np.maximum(jobs["duration"], 1.0)
+    jobs["status"] = _two_labels(rng, n, "done", "failed", failed_share)
+    return jobs
+
+
+def _two_labels(rng: np.random.Generator, n: int, first: str, second: str, second_share: float) -> pd.Series:
+    return pd.Series(np.array([first, second], dtype=object)[(rng.random(n) < second_share).astype(int)], dtype=object)
+
+
+def _groupby_breakdown(jobs: pd.DataFrame, by: str) -> pd.DataFrame:
+    """The breakdown as pandas' groupby makes it: summarize over each group's frame."""
+    from evaluation import metrics
+
+    slim = jobs[[c for c in metrics.SUMMARY_COLUMNS if c in jobs] + [by]]
+    return pd.DataFrame([{by: k, **metrics.summarize(g)} for k, g in slim.groupby(by, sort=True)])
+
+
 @pytest.mark.parametrize("kind", ["copies", "none", "many", "one_and_none"])
 def test_breakdown_over_label_codes_equals_groupby(kind):
     """breakdown's groups from label_codes are groupby's (sorted labels, missing ones left out)."""
-    import numpy as np
-
     from evaluation import metrics
 
     n = 3000
     rng = np.random.default_rng(11)
-    wait, train = rng.exponential(300, n), rng.lognormal(6, 1.5, n)
-    submit = np.sort(rng.uniform(0, 1e5, n))
-    jobs = pd.DataFrame({"submit": submit, "wait": wait, "load": np.zeros(n), "train": train, "save": np.zeros(n),
-                         "futile": rng.choice([0.0, 40.0], n), "preemptions": rng.integers(0, 3, n),
-                         "failures": np.zeros(n, dtype=int), "lost_work": np.zeros(n), "duration": train,
-                         "end": submit + wait + train, "jct": wait + train})
-    jobs["slowdown"] = jobs["jct"] / np.maximum(jobs["duration"], 1.0)
-    jobs["status"] = pd.Series(np.array(["done", "failed"], dtype=object)[(rng.random(n) < 0.1).astype(int)],
-                               dtype=object)
+    jobs = _summary_jobs(rng, n, failed_share=0.1)
+    jobs["futile"], jobs["preemptions"] = rng.choice([0.0, 40.0], n), rng.integers(0, 3, n)
     if kind == "copies":  # equal strings in distinct objects
         keys = np.array(["b", "a"], dtype=object)[rng.integers(0, 2, n)]
         keys[1::3] = "".join(["a"])
@@ -191,9 +209,7 @@ def test_breakdown_over_label_codes_equals_groupby(kind):
     else:
         keys = np.array(["x", None], dtype=object)[rng.integers(0, 2, n)]
     jobs["key"] = pd.Series(keys, dtype=object)
-    slim = jobs[[c for c in metrics.SUMMARY_COLUMNS if c in jobs] + ["key"]]
-    ref = pd.DataFrame([{"key": k, **metrics.summarize(g)} for k, g in slim.groupby("key", sort=True)])
-    pd.testing.assert_frame_equal(metrics.breakdown(jobs, "key"), ref, check_exact=True)
+    pd.testing.assert_frame_equal(metrics.breakdown(jobs, "key"), _groupby_breakdown(jobs, "key"), check_exact=True)
     assert metrics._failed(jobs).tolist() == (jobs["status"] == "failed").tolist()
 
 
@@ -205,23 +221,14 @@ def test_breakdown_zero_columns_are_views_with_groupbys_figures(zero):
 
     n = 2000
     rng = np.random.default_rng(5)
-    wait, train = rng.exponential(300, n), rng.lognormal(6, 1.5, n)
-    submit = np.sort(rng.uniform(0, 1e5, n))
+    jobs = _summary_jobs(rng, n, failed_share=0.05)
     lost = np.zeros(n) if isinstance(zero, float) else np.zeros(n, dtype=int)
     lost[7] = zero
-    jobs = pd.DataFrame({"submit": submit, "wait": wait, "load": np.zeros(n), "futile": np.zeros(n),
-                         "preemptions": np.zeros(n, dtype=np.int64), "failures": np.zeros(n, dtype=int),
-                         "lost_work": lost, "end": submit + wait + train, "jct": wait + train})
-    jobs["slowdown"] = jobs["jct"] / np.maximum(train, 1.0)
-    jobs["status"] = pd.Series(np.array(["done", "failed"], dtype=object)[(rng.random(n) < 0.05).astype(int)],
-                               dtype=object)
-    jobs["size"] = pd.Series(np.array(["<=8 GPUs", ">8 GPUs"], dtype=object)[(rng.random(n) < 0.2).astype(int)],
-                             dtype=object)
+    jobs["lost_work"] = lost
+    jobs["size"] = _two_labels(rng, n, "<=8 GPUs", ">8 GPUs", 0.2)
     assert metrics._all_plus_zero(jobs["lost_work"].to_numpy()) is (zero == 0 and not np.signbit(zero))
     assert metrics._all_plus_zero(jobs["futile"].to_numpy()) and not metrics._all_plus_zero(jobs["jct"].to_numpy())
-    slim = jobs[[c for c in metrics.SUMMARY_COLUMNS if c in jobs] + ["size"]]
-    ref = pd.DataFrame([{"size": k, **metrics.summarize(g)} for k, g in slim.groupby("size", sort=True)])
-    got = metrics.breakdown(jobs, "size")
+    got, ref = metrics.breakdown(jobs, "size"), _groupby_breakdown(jobs, "size")
     pd.testing.assert_frame_equal(got, ref, check_exact=True)
     assert [np.signbit(v) for v in got["lost_work_total"]] == [np.signbit(v) for v in ref["lost_work_total"]]
 
