@@ -95,6 +95,8 @@ class ReproduceContext:
     #: per setting, what the ledger page states (a runner fills it): trace, cluster, gpus, offered_load,
     #: seeds, calibration [{target, paper, cite, reached}], tables (paths under ``out``)
     settings: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: the settings the --claim selection names (None: all); ``run_spec`` replays only those workloads
+    only_settings: frozenset[str] | None = None
 
     def wants(self, *claim_ids: str) -> bool:
         """True when any of ``claim_ids`` is to be measured (always, unless --claim restricted the run)."""
@@ -547,7 +549,10 @@ def write_ledger(out: str | Path, claims: ClaimsFile, verdicts: list[Verdict], m
     doc.update({"paper": claims.paper, "title": claims.title, "paper_file": claims.paper_file,
                 "notes": claims.notes, "counts": tally, "meta": meta, "claims": [asdict(v) for v in verdicts]})
     paths = {"json": out / "claims.json", "md": out / "claims.md", "html": out / "claims.html"}
-    paths["json"].write_text(json.dumps(_clean(doc), indent=1, default=str, allow_nan=False) + "\n")
+    text = json.dumps(_clean(doc), indent=1, default=str, allow_nan=False)
+    if meta.get("quick"):  # the first line says it is a smoke test, like the pages
+        text = "{" + text[1:].lstrip()
+    paths["json"].write_text(text + "\n")
     paths["md"].write_text(_markdown(claims, verdicts, meta, tally))
     paths["html"].write_text(_html(claims, verdicts, meta, tally))
     return paths
@@ -660,7 +665,8 @@ def _html(claims: ClaimsFile, verdicts: list[Verdict], meta: dict[str, Any], tal
     crow = _claim_rows(verdicts)
     table = _html_table(_HEAD, [r for _, _, r in crow], css=[s.verdict.replace(" ", "-") for _, s, _ in crow])
     notes = f"<p>{e(claims.notes)}</p>" if claims.notes else ""
-    return (f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{e(claims.title)} – claims"
+    title = ("SMOKE TEST: " if meta.get("quick") else "") + f"{claims.title} – claims"
+    return (f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{e(title)}"
             f"</title><style>{_CSS}</style></head><body>{smoke}<h1>{e(claims.title)}: claims ledger</h1>"
             f"<p>{e(_summary(meta, tally))}</p>{notes}{settings}<h2>Claims</h2>{table}"
             f"<p>Command: <code>{e(str(meta.get('command', '')))}</code></p></body></html>\n")

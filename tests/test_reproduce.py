@@ -87,7 +87,7 @@ def fake_paper(tmp_path, monkeypatch):
         (ctx.out / "table.csv").write_text("a,b\n1,2\n")
         if getattr(module, "fail", False):
             raise RuntimeError("replay failed")
-        n = max(2, len(ctx.seeds))
+        n = len(ctx.seeds)
         ctx.settings["toy"] = {"trace": "toy", "seeds": list(ctx.seeds), "tables": ["table.csv"]}
         return {"speedup": Measurement(samples=[0.8 + 0.01 * i for i in range(n)], causes={"rule-off": 1.3}),
                 "tail": Measurement(samples=[0.5 - 0.01 * i for i in range(n)])}
@@ -176,3 +176,75 @@ def test_reproduce_lazer_quick_gives_every_claim_a_verdict(tmp_path, monkeypatch
     assert verdicts["f4-srtf-futile"]["verdict"] == HOLDS and verdicts["f4-srtf-futile"]["measured"] > 0.1
     assert all(c["verdict"] in VERDICTS for c in doc["claims"])
     assert all(c["measured"] is None or math.isfinite(c["measured"]) for c in doc["claims"])
+
+
+# -- seeds, --claim, --all, --summary, --list, --track ------------------------------------------------
+def test_full_runs_default_to_three_seeds_and_quick_to_one(fake_paper, tmp_path):
+    assert main(["reproduce", "toy", "--out", "full", "--data-dir", str(tmp_path)]) == 0
+    assert fake_paper.calls[-1].seeds == [0, 1, 2] and not fake_paper.calls[-1].seeds_given
+    assert main(["reproduce", "toy", "--quick", "--out", "q", "--data-dir", str(tmp_path)]) == 0
+    assert fake_paper.calls[-1].seeds == [0]
+    for name in ("claims.md", "claims.html", "claims.json"):
+        assert "SMOKE TEST" in (tmp_path / "q" / name).read_text().splitlines()[0]
+    assert "SMOKE" not in (tmp_path / "full" / "claims.md").read_text()
+
+
+def test_cells_live_under_out_or_the_cache(fake_paper, tmp_path):
+    assert main(["reproduce", "toy", "--out", "a", "--data-dir", str(tmp_path)]) == 0
+    assert fake_paper.calls[-1].work.name == "cells" and fake_paper.calls[-1].work.parent.name.startswith(".a.")
+    assert main(["reproduce", "toy", "--out", "b", "--cache", "shared", "--data-dir", str(tmp_path)]) == 0
+    assert fake_paper.calls[-1].work == Path("shared")
+
+
+def test_claim_reruns_one_claim_into_out_and_shows_only_it(fake_paper, tmp_path, capsys):
+    assert main(["reproduce", "toy", "--quick", "--out", "X", "--data-dir", str(tmp_path)]) == 0
+    before = {p for p in tmp_path.iterdir()}
+    assert main(["reproduce", "toy", "--quick", "--out", "X", "--claim", "tail", "--data-dir", str(tmp_path)]) == 0
+    assert {p for p in tmp_path.iterdir()} == before  # nothing outside X
+    ctx = fake_paper.calls[-1]
+    assert ctx.claims == frozenset({"tail"}) and ctx.work == Path("X") / "cells"
+    doc = json.loads((tmp_path / "X" / "claim-tail" / "claims.json").read_text())
+    assert [c["claim"] for c in doc["claims"]] == ["tail"]
+    capsys.readouterr()
+    assert main(["reproduce", "toy", "--claim", "nope", "--out", "Y", "--data-dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "nope" in err and "faster" in err and not (tmp_path / "Y").exists()
+
+
+def test_all_writes_every_paper_and_an_index_and_summary_makes_the_docs_table(fake_paper, tmp_path, monkeypatch,
+                                                                                capsys):
+    monkeypatch.setattr(papers, "RUNNERS", {"toy": "toy_runner"})
+    assert main(["reproduce", "--all", "--quick", "--out", "all", "--data-dir", str(tmp_path)]) == 0
+    assert (tmp_path / "all" / "toy" / "claims.json").is_file()
+    index = (tmp_path / "all" / "index.md").read_text()
+    assert index.startswith("**SMOKE TEST") and "[toy](toy/claims.md)" in index and "1 holds" in index
+    assert "toy/claims.html" in (tmp_path / "all" / "index.html").read_text()
+    capsys.readouterr()
+    assert main(["reproduce", "--summary", "all"]) == 0
+    md = capsys.readouterr().out
+    assert "## Toy paper" in md and "SMOKE TEST" in md and "| faster | – | 2 [toy.txt:1] |" in md
+    assert "(1 seed)" in md and "Quick (smoke test) ledger of" in md
+    assert main(["reproduce", "--summary", "nowhere"]) == 2
+
+
+def test_list_gives_name_title_and_claim_count(capsys):
+    assert main(["reproduce", "--list"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == len(papers.RUNNERS)
+    for line, name in zip(lines, sorted(papers.RUNNERS)):
+        assert line.startswith(name) and line.rstrip().endswith("claims)")
+
+
+@pytest.mark.slow  # MLflow's sqlite store: ~20 s of schema migrations
+def test_track_logs_settings_claims_verdicts_and_tables(fake_paper, tmp_path):
+    pytest.importorskip("mlflow")
+    from mlflow import MlflowClient
+
+    uri = f"sqlite:///{tmp_path / 'ml.db'}"
+    assert main(["reproduce", "toy", "--out", "t", "--tracking-uri", uri, "--data-dir", str(tmp_path)]) == 0
+    client = MlflowClient(uri)
+    exp = client.get_experiment_by_name("schedcast-reproduce")
+    (run,) = client.search_runs([exp.experiment_id])
+    assert run.data.params["setting.toy.trace"] == "toy" and run.data.params["seeds"]
+    assert run.data.tags["verdict.faster"] == MISSES and "claim/faster" in run.data.metrics
+    assert {a.path for a in client.list_artifacts(run.info.run_id)} >= {"claims.json", "claims.html", "table.csv"}

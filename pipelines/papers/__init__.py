@@ -55,6 +55,9 @@ def run_spec(ctx, path: str | Path, *, overrides: dict[str, Any] | None = None) 
     path = Path(path)
     data = yaml.safe_load(path.read_text())
     data.update(overrides or {})
+    only = getattr(ctx, "only_settings", None)
+    if only is not None:
+        data = _restrict(data, only)
     spec = parse_spec(data, source=str(path))
     out = Path(ctx.work or Path(ctx.out) / "experiments") / spec.name
     executor = "dask" if ctx.workers > 1 else "serial"
@@ -70,6 +73,25 @@ def run_spec(ctx, path: str | Path, *, overrides: dict[str, Any] | None = None) 
         raise RuntimeError(f"experiment {spec.name}: no cell succeeded (first: {first.get('id')}: "
                            f"{first.get('error', first.get('status'))})")
     return records
+
+
+def _restrict(data: dict[str, Any], settings: frozenset[str]) -> dict[str, Any]:
+    """The spec with only the workloads the selected claims' settings name (a workload matches by its name,
+    or by its name with '@' as '-'); policies limited to dropped workloads go too. Unchanged when no
+    workload matches (the runner then names its settings otherwise)."""
+    keep = [w for w in data.get("workloads") or []
+            if w.get("name") in settings or str(w.get("name", "")).replace("@", "-") in settings]
+    if not keep:
+        return data
+    names = {w["name"] for w in keep}
+    policies = []
+    for p in data.get("policies") or []:
+        if isinstance(p, dict) and p.get("workloads"):
+            p = {**p, "workloads": [w for w in p["workloads"] if w in names]}
+            if not p["workloads"]:
+                continue
+        policies.append(p)
+    return {**data, "workloads": keep, "policies": policies}
 
 
 def spec_path(paper: str, name: str) -> Path:
