@@ -576,6 +576,14 @@ def _summary(meta: dict[str, Any], tally: dict[str, int]) -> str:
             f"{float(meta.get('wall_s', 0)):.0f} s.")
 
 
+_NOTES = "Notes from the claims file (figures in them come from earlier runs, not this one):"
+
+
+def _notes(meta: dict[str, Any]) -> str:
+    return ("The claims file's notes are left out of a smoke test: they quote figures of earlier full runs, "
+            "which this run did not measure.")
+
+
 def _settings_rows(meta: dict[str, Any]) -> tuple[list[list[str]], list[list[str]]]:
     """(setting rows, calibration rows) from meta['settings']."""
     rows, calib = [], []
@@ -624,7 +632,7 @@ def _markdown(claims: ClaimsFile, verdicts: list[Verdict], meta: dict[str, Any],
               "direction* = beyond noise, smaller; *does not hold* = within noise or opposite; *not testable* = "
               "with the reason.", ""]
     if claims.notes:
-        lines += [claims.notes.strip(), ""]
+        lines += [_notes(meta), ""] if meta.get("quick") else [f"*{_NOTES}* {claims.notes.strip()}", ""]
     rows, calib = _settings_rows(meta)
     if rows:
         lines += ["## Settings", ""] + _md_table(_SETTING_HEAD, [r[:-1] + [", ".join(f"[{t}]({t})" for t in r[-1].split(", ") if t)] for r in rows]) + [""]
@@ -664,7 +672,8 @@ def _html(claims: ClaimsFile, verdicts: list[Verdict], meta: dict[str, Any], tal
         settings += f"<h3>Calibration</h3>{_html_table(_CAL_HEAD, calib)}"
     crow = _claim_rows(verdicts)
     table = _html_table(_HEAD, [r for _, _, r in crow], css=[s.verdict.replace(" ", "-") for _, s, _ in crow])
-    notes = f"<p>{e(claims.notes)}</p>" if claims.notes else ""
+    notes = "" if not claims.notes else (f"<p><i>{e(_notes(meta))}</i></p>" if meta.get("quick") else
+                                         f"<p><i>{e(_NOTES)}</i> {e(claims.notes)}</p>")
     title = ("SMOKE TEST: " if meta.get("quick") else "") + f"{claims.title} – claims"
     return (f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{e(title)}"
             f"</title><style>{_CSS}</style></head><body>{smoke}<h1>{e(claims.title)}: claims ledger</h1>"
