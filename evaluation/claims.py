@@ -376,6 +376,11 @@ def _judge_setting(claim: Claim, pv: PaperValue, measurements: Mapping[str, Meas
     if not all(math.isfinite(s) for s in samples):
         sv.reason = "the measurement is not a finite number (0/0, a zero baseline or a missing cell)"
         return sv
+    if len(samples) == 1 or m.interval is not None:
+        sv.mean = float(m.value) if m.value is not None else samples[0]
+    else:
+        sv.mean = sum(samples) / len(samples)
+    sv.n = m.n if m.n is not None else len(samples)
     for cond in claim.preconditions:
         c = _lookup(measurements, cond.measure, pv.setting)
         cv = None if c is None else c.value
@@ -386,7 +391,6 @@ def _judge_setting(claim: Claim, pv: PaperValue, measurements: Mapping[str, Meas
             sv.reason = (f"setting lacks {cond.why or cond.measure}: {cond.measure} = {_fmt(float(cv))} "
                          f"(needs {cond.text()})")
             return sv
-    sv.n = m.n if m.n is not None else len(samples)
     if m.interval is not None:
         lo, hi = sorted(float(x) for x in m.interval)
         mean = float(m.value) if m.value is not None else (lo + hi) / 2

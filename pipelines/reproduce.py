@@ -250,6 +250,7 @@ def _track(uri: str, paper: str, quick: bool, out: Path, verdicts, meta) -> str:
 
 def _print(paper: str, out: Path, verdicts, quick: bool = False) -> None:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     from evaluation.claims import DIRECTION, HOLDS, MISSES, SMOKE, UNTESTABLE, counts, ours_cell, paper_cell
@@ -264,8 +265,8 @@ def _print(paper: str, out: Path, verdicts, quick: bool = False) -> None:
     for v in verdicts:
         for i, s in enumerate(v.settings):
             label = s.verdict + (" (1 seed)" if s.one_seed and s.verdict != UNTESTABLE else "")
-            table.add_row(v.claim if i == 0 else "", s.setting or "–", paper_cell(s, v.unit), ours_cell(s, v.unit),
-                          f"[{style.get(s.verdict, 'dim')}]{label}[/]")
+            table.add_row(escape(v.claim if i == 0 else ""), escape(s.setting or "–"), escape(paper_cell(s, v.unit)),
+                          escape(ours_cell(s, v.unit)), f"[{style.get(s.verdict, 'dim')}]{escape(label)}[/]")
     console.print(table)
     tally = counts(verdicts)
     console.print(f"{tally[HOLDS]} hold, {tally[DIRECTION]} hold in direction, {tally[MISSES]} do not hold, "
