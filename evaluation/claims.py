@@ -551,7 +551,7 @@ def write_ledger(out: str | Path, claims: ClaimsFile, verdicts: list[Verdict], m
     if meta.get("quick"):
         doc["smoke_test"] = SMOKE
     doc.update({"paper": claims.paper, "title": claims.title, "paper_file": claims.paper_file,
-                "notes": claims.notes, "counts": tally, "meta": meta, "claims": [asdict(v) for v in verdicts]})
+                "notes": _notes(meta) if meta.get("quick") and claims.notes else claims.notes, "counts": tally, "meta": meta, "claims": [asdict(v) for v in verdicts]})
     paths = {"json": out / "claims.json", "md": out / "claims.md", "html": out / "claims.html"}
     text = json.dumps(_clean(doc), indent=1, default=str, allow_nan=False)
     if meta.get("quick"):  # the first line says it is a smoke test, like the pages

@@ -248,3 +248,31 @@ def test_track_logs_settings_claims_verdicts_and_tables(fake_paper, tmp_path):
     assert run.data.params["setting.toy.trace"] == "toy" and run.data.params["seeds"]
     assert run.data.tags["verdict.faster"] == MISSES and "claim/faster" in run.data.metrics
     assert {a.path for a in client.list_artifacts(run.info.run_id)} >= {"claims.json", "claims.html", "table.csv"}
+
+
+def test_claim_runs_restrict_a_spec_to_the_claims_settings():
+    data = {"name": "x", "workloads": [{"name": "philly-vc"}, {"name": "earth@load0.9"}, {"name": "venus"}],
+            "policies": [{"name": "fifo"}, {"name": "lucid-noshare", "workloads": ["venus"]},
+                         {"name": "lucid-nobinder", "workloads": ["venus", "philly-vc"]}]}
+    got = papers._restrict(data, frozenset({"philly-vc", "earth-load0.9"}))
+    assert [w["name"] for w in got["workloads"]] == ["philly-vc", "earth@load0.9"]
+    assert got["policies"] == [{"name": "fifo"}, {"name": "lucid-nobinder", "workloads": ["philly-vc"]}]
+    assert papers._restrict(data, frozenset({"n37500"})) == data  # no workload named so: the runner's own settings
+
+
+def test_describe_workload_reads_the_cells_source():
+    records = [{"cell": {"workload": "earth", "source": {"synthetic": "earth", "jobs": 20000, "offered_load": 0.9}}}]
+    assert papers.describe_workload(records, "earth") == {"trace": "earth", "offered_load": 0.9, "jobs": 20000}
+    assert papers.describe_workload(records, "other") == {"trace": "other"}
+
+
+def test_a_smoke_test_never_prints_the_claims_files_figures_from_earlier_runs(tmp_path):
+    cf = ClaimsFile.model_validate({"paper": "x", "title": "X", "notes": "an earlier full run measured 6,512 s",
+                                    "claims": [{"id": "a", "source": "T1", "statement": "s", "metric": "m",
+                                                "comparator": "b", "null": 0.0, "measure": "m",
+                                                "values": [{"value": None, "cite": "x.txt:1"}]}]})
+    verdicts = judge_all(cf, {}, quick=True)
+    quick = write_ledger(tmp_path / "q", cf, verdicts, {"quick": True})
+    full = write_ledger(tmp_path / "f", cf, verdicts, {"quick": False})
+    assert all("6,512" not in quick[k].read_text() for k in ("md", "html", "json"))
+    assert "earlier runs" in full["md"].read_text() and "6,512" in full["md"].read_text()

@@ -207,3 +207,19 @@ def quantile_interval(samples: list[float], q: float, level: float = 0.95) -> tu
     lo, hi = max(lo, 0), min(hi, n - 1)
     ordered = sorted(samples)
     return float(ordered[lo]), float(ordered[hi])
+
+
+def describe_workload(records: list[dict[str, Any]], workload: str) -> dict[str, Any]:
+    """What the ledger page states about a spec workload, from its cells' sources: trace (file or preset),
+    cluster, offered load and job count where the spec set them (for ``ctx.settings[...]``)."""
+    for r in records:
+        cell = r.get("cell") or {}
+        if cell.get("workload") != workload:
+            continue
+        src = dict(cell.get("source") or {})
+        out: dict[str, Any] = {"trace": src.get("trace") or src.get("synthetic") or src.get("generator") or workload}
+        for key, name in (("cluster", "cluster"), ("offered_load", "offered_load"), ("jobs", "jobs")):
+            if src.get(key) is not None:
+                out[name] = src[key]
+        return out
+    return {"trace": workload}
