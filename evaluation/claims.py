@@ -595,8 +595,9 @@ def _settings_rows(meta: dict[str, Any]) -> tuple[list[list[str]], list[list[str
         s = dict(s or {})
         tables = s.pop("tables", []) or []
         cal = s.pop("calibration", []) or []
-        known = [str(s.pop(k)) if k in s else "–" for k in ("trace", "cluster", "gpus", "offered_load", "seeds")]
-        other = "; ".join(f"{k}: {v}" for k, v in s.items())
+        known = [str(s.pop(k)) if s.get(k) is not None else (s.pop(k, None), "–")[1]
+                 for k in ("trace", "cluster", "gpus", "offered_load", "seeds")]
+        other = "; ".join(f"{k}: {v}" for k, v in s.items() if v is not None)
         rows.append([name, *known, other, ", ".join(str(t) for t in tables)])
         for c in cal:
             calib.append([name, str(c.get("target", "")), _fmt(c.get("paper")), str(c.get("cite", "")),

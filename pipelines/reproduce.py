@@ -207,6 +207,8 @@ def _flat_settings(settings: dict[str, dict]) -> dict[str, Any]:
     out = {}
     for name, s in (settings or {}).items():
         for key, value in (s or {}).items():
+            if value is None:
+                continue
             if key == "calibration":
                 for c in value or []:
                     out[f"setting.{name}.calibration.{c.get('target', '?')}"] = (

@@ -276,3 +276,30 @@ def test_a_smoke_test_never_prints_the_claims_files_figures_from_earlier_runs(tm
     full = write_ledger(tmp_path / "f", cf, verdicts, {"quick": False})
     assert all("6,512" not in quick[k].read_text() for k in ("md", "html", "json"))
     assert "earlier runs" in full["md"].read_text() and "6,512" in full["md"].read_text()
+
+
+def test_run_spec_gives_full_runs_the_contexts_seeds_and_claim_runs_their_settings(tmp_path, monkeypatch):
+    import yaml
+
+    import pipelines.experiments as E
+    from evaluation.claims import ReproduceContext
+
+    seen = []
+
+    class Outcome:
+        ok = reused = skipped = failed = cells = wall_s = 0
+
+    monkeypatch.setattr(E, "run_experiment", lambda spec, out, spec_text, **kw: seen.append(yaml.safe_load(spec_text))
+                        or Outcome())
+    monkeypatch.setattr(E, "collect", lambda out, spec: [{"status": "ok", "cell": {}}])
+    spec = tmp_path / "s.yaml"
+    spec.write_text(yaml.safe_dump({"name": "s", "workloads": [{"name": "a", "synthetic": "earth", "jobs": 50},
+                                                               {"name": "b", "synthetic": "saturn", "jobs": 50}],
+                                    "policies": [{"name": "fifo"}], "seeds": [0]}))
+    full = ReproduceContext(quick=False, out=tmp_path, seeds=[0, 1, 2], data_dir=tmp_path, work=tmp_path / "c")
+    papers.run_spec(full, spec)
+    papers.run_spec(ReproduceContext(quick=True, out=tmp_path, seeds=[0], data_dir=tmp_path, work=tmp_path / "c"), spec)
+    papers.run_spec(ReproduceContext(quick=False, out=tmp_path, seeds=[0, 1, 2], data_dir=tmp_path, work=tmp_path / "c",
+                                     only_settings=frozenset({"b"})), spec, overrides={"seeds": [5]})
+    assert seen[0]["seeds"] == [0, 1, 2] and seen[1]["seeds"] == [0]
+    assert seen[2]["seeds"] == [5] and [w["name"] for w in seen[2]["workloads"]] == ["b"]

@@ -47,7 +47,9 @@ def run_spec(ctx, path: str | Path, *, overrides: dict[str, Any] | None = None) 
     """Run the experiment spec at ``path`` (see ``spec_path``) into ``ctx.work / <spec name>`` and return
     the cells' status records (finished cells from an earlier run of the same code are reused).
 
-    ``overrides`` replaces top-level spec keys (e.g. ``seeds``) before the run."""
+    ``overrides`` replaces top-level spec keys (e.g. ``seeds``) before the run. A full run (not quick) whose
+    spec lists fewer top-level seeds than ``ctx.seeds`` runs ``ctx.seeds`` (default 0 1 2); ``ctx.only_settings``
+    (--claim) keeps only the workloads those settings name."""
     import yaml
 
     from pipelines.experiments import collect, parse_spec, run_experiment
@@ -55,6 +57,10 @@ def run_spec(ctx, path: str | Path, *, overrides: dict[str, Any] | None = None) 
     path = Path(path)
     data = yaml.safe_load(path.read_text())
     data.update(overrides or {})
+    seeds = data.get("seeds")
+    have = seeds if isinstance(seeds, int) else len(seeds or [0])
+    if not ctx.quick and "seeds" not in (overrides or {}) and have < len(ctx.seeds):
+        data["seeds"] = list(ctx.seeds)  # a full ledger runs >= the context's seeds (0 1 2): verdicts need intervals
     only = getattr(ctx, "only_settings", None)
     if only is not None:
         data = _restrict(data, only)
