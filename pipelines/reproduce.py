@@ -106,6 +106,7 @@ def reproduce(paper: str, *, quick: bool = False, out: str | Path | None = None,
     if claims:
         if base.exists() and not base.is_dir():
             raise ValueError(f"--out {base} is a file, not a folder")
+    made = bool(claims) and not base.exists()
     check_output(target, force)  # before any replay: a file, a foreign folder, an earlier ledger without --force
     data = Path(resolve_data_dir(data_dir))
     say = progress or (lambda message: None)
@@ -126,7 +127,12 @@ def reproduce(paper: str, *, quick: bool = False, out: str | Path | None = None,
 
     if claims:
         base.mkdir(parents=True, exist_ok=True)
-    verdicts, meta = replace_folder(target, fill, kind="reproduce", force=force)
+    try:
+        verdicts, meta = replace_folder(target, fill, kind="reproduce", force=force)
+    except BaseException:
+        if made:  # a --claim run into a new folder leaves nothing behind when it fails
+            shutil.rmtree(base, ignore_errors=True)
+        raise
     if tracking_uri:
         _track(tracking_uri, paper, quick, target, verdicts, meta)
     return target, verdicts

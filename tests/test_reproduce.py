@@ -303,3 +303,9 @@ def test_run_spec_gives_full_runs_the_contexts_seeds_and_claim_runs_their_settin
                                      only_settings=frozenset({"b"})), spec, overrides={"seeds": [5]})
     assert seen[0]["seeds"] == [0, 1, 2] and seen[1]["seeds"] == [0]
     assert seen[2]["seeds"] == [5] and [w["name"] for w in seen[2]["workloads"]] == ["b"]
+
+
+def test_a_failing_claim_run_into_a_new_folder_leaves_nothing(fake_paper, tmp_path):
+    fake_paper.fail = True
+    assert main(["reproduce", "toy", "--out", "new", "--claim", "tail", "--data-dir", str(tmp_path)]) != 0
+    assert not (tmp_path / "new").exists()
