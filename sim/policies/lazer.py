@@ -37,10 +37,11 @@ import heapq
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import numpy as np
 
+from features.plugins import POSITIVE, SECONDS
 from sim.states import LOADING
 from sim.policies.base import start_in_order
 from sim.policies.preemptive import Srtf
@@ -65,7 +66,8 @@ class Lazer(Srtf):
     summary = "Lazer: SRTF with BO-predicted preemption deferral (param deferral=bo|random|grid|SECONDS)"
     citation = "Making Sense of Job Preemption for Distributed Deep Learning Acceleration, DAC'26"
 
-    def __init__(self, deferral: str | float = "bo", x_max: float = 100.0, seed: int | None = None,
+    def __init__(self, deferral: Annotated[str | float, SECONDS] = "bo", x_max: Annotated[float, POSITIVE] = 100.0,
+                 seed: int | None = None,
                  respect_wq: bool = False, protect_loading: bool = False, n_bootstrap: int = 10,
                  min_updates: int = 100, ei_stop: float = 0.10, refit_every: int = 500, max_points: int = 400,
                  noise: float = 1e-3, num_fantasies: int = 16, grid: int = 101) -> None:

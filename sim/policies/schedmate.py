@@ -31,10 +31,11 @@ jobs observed by t.
 from __future__ import annotations
 
 import math
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 
+from features.plugins import PERIOD, UPDATE_INTERVAL
 from sim.coordinator import Coordinator
 from sim.states import LOADING, RUNNING
 from sim.failures import failure_category
@@ -400,10 +401,11 @@ class LucidSchedMate(SchedMateParams, Lucid):
                  detection: float | None = None, skip_profiling: bool = True,
                  profiler: bool = True, sharing: bool = True, n_prof: int = 8, t_prof: float = 200.0,
                  g_ss: int = 2, dynamic: bool = True, min_remaining: float = 300.0,
-                 update_interval: float = 7 * 86400.0, update_model: Literal["lightgbm", "ebm", "rf"] = "lightgbm",
+                 update_interval: Annotated[float, UPDATE_INTERVAL] = 7 * 86400.0,
+                 update_model: Literal["lightgbm", "ebm", "rf"] = "lightgbm",
                  profiler_nodes: int | Literal["auto"] = "auto",
                  profiler_from: Literal["cluster", "extra"] = "cluster",
-                 initial: Literal["given", "history"] = "given", tick: float = 600.0,
+                 initial: Literal["given", "history"] = "given", tick: Annotated[float, PERIOD] = 600.0,
                  forecast: Literal["model", "trend"] = "model") -> None:
         super().__init__(profiler=profiler, sharing=sharing, n_prof=n_prof, t_prof=t_prof, g_ss=g_ss,
                          dynamic=dynamic, min_remaining=min_remaining, unstable_speed=0.0,

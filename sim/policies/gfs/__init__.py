@@ -62,7 +62,9 @@ Our readings where the paper leaves details open (each a parameter where it matt
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from typing import Annotated, Any, Callable
+
+from features.plugins import PERIOD, Domain
 
 from sim.placement import Placement
 from sim.placement.fgd import FgdPlacement
@@ -107,8 +109,10 @@ class Gfs(HpSpotPolicy):
 
     def __init__(self, H: int = 1, p: float = 0.9, estimator: str = "orglinear", adapt_eta: bool = True,
                  summed: bool = True, placement_mode: str = "pts", preemption: str = "gfs", beta: float = 0.5,
-                 gamma: float = 0.8, m: int = 3, quota: bool = True, retrain_hours: float = 24.0,
-                 eta0: float = 1.0, period_s: float = 300.0, sample_s: float = 60.0, eta_max: float = math.inf,
+                 gamma: float = 0.8, m: int = 3, quota: bool = True,
+                 retrain_hours: Annotated[float, Domain(ge=0.25, le=8784.0, why="hours between retrainings")] = 24.0,
+                 eta0: float = 1.0, period_s: Annotated[float, PERIOD] = 300.0, sample_s: Annotated[float, PERIOD] = 60.0,
+                 eta_max: Annotated[float, Domain(gt=0.0, finite=False, why="inf: no ceiling")] = math.inf,
                  window_hours: float = 0.0, eq19: str = "paper", score3: str = "paper", eq10: str = "paper",
                  wait: str = "window", eta_min: float = 0.0, spread_hours: int = 168, calendar: str = "concat",
                  scale_input: str = "cyc", eta_raise: str = "always",

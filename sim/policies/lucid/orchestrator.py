@@ -11,10 +11,11 @@ partitions (profiles, estimates, the dynamic strategy, borrowed nodes) lives in 
 """
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 
+from features.plugins import PERIOD, UPDATE_INTERVAL
 from sim.states import LOADING, QUEUED, RUNNING
 from sim.policies.base import Policy, SortedQueue
 from sim.policies.lucid import binder as rules
@@ -64,7 +65,8 @@ class Lucid(Policy):
     def __init__(self, profiler: bool = True, space_aware: bool = True, binder: bool = True, sharing: bool = True,
                  estimator: bool = True, n_prof: int = 8, t_prof: float = 200.0, g_ss: int = 2,
                  dynamic: bool = True, min_remaining: float = 300.0, unstable_speed: float = 0.5,
-                 check_after: float = 300.0, tick: float = 600.0, update_interval: float = 7 * 86400.0,
+                 check_after: float = 300.0, tick: Annotated[float, PERIOD] = 600.0,
+                 update_interval: Annotated[float, UPDATE_INTERVAL] = 7 * 86400.0,
                  update_model: Literal["lightgbm", "ebm", "rf"] = "lightgbm", monotone: bool = True,
                  packing_labels: Literal["solo", "pair"] = "solo", gpu_memory_mb: float | None = None,
                  profiler_nodes: int | Literal["auto"] = "auto", profiler_from: Literal["cluster", "extra"] = "cluster",
