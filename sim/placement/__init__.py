@@ -345,6 +345,7 @@ def make_placement(name: str | Placement) -> Placement:
     for key, value in params.items():  # a name (``mix=v2023``) only where the factory's default is text
         if isinstance(value, str) and key not in text_ok:
             raise ValueError(f"placement parameter {key!r} in {name!r} is not a number")
+    PLACEMENTS.check_params(base, params, factory)  # each number in its declared Domain (else finite)
     try:
         placement = factory(**params)
     except TypeError as exc:
