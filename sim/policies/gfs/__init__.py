@@ -78,6 +78,11 @@ from sim.policies.gfs.sqa import SpotQuotaAllocator
 __all__ = ["Gfs", "ABLATIONS", "YarnCs", "Chronus", "Lyra", "Fgd", "FgdPlacement", "GfsPlacement", "register_policies"]
 
 
+#: GFS' quota period (Eq. 11, 300 s in the paper): each update forecasts every pool's demand (~1 ms), so a
+#: floor of a minute keeps a month-long replay's updates to seconds.
+QUOTA_PERIOD = Domain(ge=60.0, le=366 * 86400.0, why="seconds between quota updates")
+
+
 class Gfs(HpSpotPolicy):
     """GFS: SQA quotas for spot + PTS (Alg. 1 placement, Alg. 2 preemption for HP)."""
 
@@ -111,7 +116,7 @@ class Gfs(HpSpotPolicy):
                  summed: bool = True, placement_mode: str = "pts", preemption: str = "gfs", beta: float = 0.5,
                  gamma: float = 0.8, m: int = 3, quota: bool = True,
                  retrain_hours: Annotated[float, Domain(ge=0.25, le=8784.0, why="hours between retrainings")] = 24.0,
-                 eta0: float = 1.0, period_s: Annotated[float, PERIOD] = 300.0, sample_s: Annotated[float, PERIOD] = 60.0,
+                 eta0: float = 1.0, period_s: Annotated[float, QUOTA_PERIOD] = 300.0, sample_s: Annotated[float, PERIOD] = 60.0,
                  eta_max: Annotated[float, Domain(gt=0.0, finite=False, why="inf: no ceiling")] = math.inf,
                  window_hours: float = 0.0, eq19: str = "paper", score3: str = "paper", eq10: str = "paper",
                  wait: str = "window", eta_min: float = 0.0, spread_hours: int = 168, calendar: str = "concat",
