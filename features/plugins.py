@@ -301,8 +301,8 @@ def parameter_domains(target: Any) -> tuple[dict[str, Domain], Domain | None]:
             sig = None
         try:
             hints = typing.get_type_hints(fn, include_extras=True)
-        except Exception:  # noqa: BLE001 - unresolvable hints: every number is still checked as FINITE
-            hints = {}
+        except Exception:  # noqa: BLE001 - one unresolvable hint: resolve the others one by one
+            hints = _hints_one_by_one(fn)
         for name, p in (sig.parameters.items() if sig is not None else ()):
             d = _domain_in(hints.get(name))
             if p.kind is p.VAR_KEYWORD:
@@ -317,6 +317,21 @@ def parameter_domains(target: Any) -> tuple[dict[str, Domain], Domain | None]:
     return out
 
 
+def _hints_one_by_one(fn: Any) -> dict[str, Any]:
+    """The annotations of ``fn`` that resolve (a string one is evaluated in the function's module); those
+    that do not are left out, so their numbers are checked as :data:`FINITE`."""
+    out = {}
+    namespace = dict(getattr(fn, "__globals__", {}))
+    for name, annotation in getattr(fn, "__annotations__", {}).items():
+        if isinstance(annotation, str):
+            try:
+                annotation = eval(annotation, namespace)  # noqa: S307 - the plug-in's own annotation, in its module
+            except Exception:  # noqa: BLE001
+                continue
+        out[name] = annotation
+    return out
+
+
 def check_domains(noun: str, name: str, target: Any, params: Mapping[str, Any]) -> None:
     """Check each value of ``params`` against the domain ``target`` declares for it
     (:func:`parameter_domains`; :data:`FINITE` where none): for the first value outside, a one-line
@@ -324,8 +339,14 @@ def check_domains(noun: str, name: str, target: Any, params: Mapping[str, Any]) 
     if not params:
         return
     declared, var_kw = parameter_domains(target) if target is not None else ({}, None)
+    named: Any = ()
+    if var_kw is not None:  # the domain of **kwargs is for names the signature does not list
+        try:
+            named = inspect.signature(target.__init__ if isinstance(target, type) else target).parameters
+        except (TypeError, ValueError):
+            named = ()
     for key, value in params.items():
-        domain = declared.get(key) or var_kw or FINITE
+        domain = declared.get(key) or (var_kw if var_kw is not None and key not in named else None) or FINITE
         problem = domain.problem(value)
         if problem is not None:
             why = f" ({domain.why})" if domain.why else ""
