@@ -99,6 +99,11 @@ STALL_PER_JOB = 8
 EVENTS_BASE = 1 << 16
 EVENTS_PER_JOB = 64
 EVENTS_PER_PARTITION = 4
+#: Simulated seconds of nothing but timers (no arrival, load, save, finish, failure) a replay may take:
+#: IDLE_FACTOR x 3 x the longest of any job's duration, load and save time + IDLE_BASE. Longer, the policy's timers run on with nothing
+#: to do (every job ended, or the queued ones never start) and the replay would never end.
+IDLE_FACTOR = 10
+IDLE_BASE = 86400.0
 
 
 #: The engine's per-job lists and each one's initial value, made on first use: ``remaining`` starts as the
@@ -328,6 +333,7 @@ class Engine(Transitions):
         ai = 0
         done_count = 0
         events = 0
+        timers = 0  # timer events among them (the watchdog's idle rule)
         progress, next_progress = self.progress, 0
         alloc_times, alloc_used, alloc_held = self.alloc_times, self.alloc_used, self.alloc_held
         last_used = last_held = -1
@@ -348,7 +354,7 @@ class Engine(Transitions):
 
         while True:
             if events >= watch_next:
-                watch_next = self._watchdog(events)
+                watch_next = self._watchdog(events, timers)
             t_arr = submit[ai] if ai < n else INF
             t_heap = heap[0][0] if heap else INF
             now = t_arr if t_arr < t_heap else t_heap
@@ -419,8 +425,9 @@ class Engine(Transitions):
             while heap and heap[0][0] == now and heap[0][1] == EV_TIMER:
                 _, _, _, neg_part, payload = heappop(heap)
                 events += 1
+                timers += 1
                 if events >= watch_next:  # a timer that re-arms itself at `now` never leaves this loop
-                    watch_next = self._watchdog(events)
+                    watch_next = self._watchdog(events, timers)
                 if neg_part == n_parts:
                     coord.on_timer(payload)
                     continue
@@ -486,24 +493,37 @@ class Engine(Transitions):
         self._events_rate = EVENTS_PER_PARTITION * (len(self.contexts) + 1) + gpus
         self._t0 = float(w.submit[0]) if len(w) else 0.0
         self._watch_now, self._watch_events = -INF, 0
+        longest = max(map(max, (w.duration, w.load_time, w.save_time))) if len(w) else 0.0
+        self._idle_limit = IDLE_FACTOR * 3 * float(longest) + IDLE_BASE
+        self._busy_events, self._busy_at = -1, self._t0
         return WATCH_EVERY
 
-    def _watchdog(self, events: int) -> int:
+    def _watchdog(self, events: int, timers: int = 0) -> int:
         """Every WATCH_EVERY events: stop (:class:`ReplayStalled`) a replay whose simulated time stopped
-        advancing (more than ``_stall_limit`` events at one instant) or whose events outrun what the
+        advancing (more than ``_stall_limit`` events at one instant), whose events outrun what the
         workload explains (more than ``_events_base + _events_rate x`` simulated seconds since the first
-        submission). Both bounds are counts of events, so a replay stops at the same event on every
-        machine. Returns the event count of the next look."""
+        submission), or that has run nothing but timers for ``_idle_limit`` simulated seconds. The bounds
+        are counts of events and simulated times, so a replay stops at the same event on every machine.
+        Returns the event count of the next look."""
         now = self.now
+        busy = events - timers
+        if busy != self._busy_events:
+            self._busy_events, self._busy_at = busy, now
+        elif now - self._busy_at > self._idle_limit:
+            raise ReplayStalled(
+                f"policy {self.policy_name!r}: nothing but its timers from t={self._busy_at:g} s to t={now:g} s "
+                f"with {self.unfinished} of {len(self.workload)} jobs unfinished, longer than the "
+                f"{self._idle_limit:,.0f} s this workload explains; the watchdog stopped the replay (a timer "
+                "re-armed for ever, or queued jobs that never start?)")
+        bound = self._events_base + self._events_rate * max(0.0, now - self._t0)
         if now != self._watch_now:
             self._watch_now, self._watch_events = now, events
-        elif events - self._watch_events > self._stall_limit:
+        elif events - self._watch_events > self._stall_limit or events > bound:
             raise ReplayStalled(
                 f"policy {self.policy_name!r}: simulated time stopped advancing at t={now:g} s "
-                f"({events - self._watch_events:,} events at that instant, more than the {self._stall_limit:,} "
-                "this workload explains); the watchdog stopped the replay (a timer re-armed at the current "
-                "time, a period or tick of 0?)")
-        bound = self._events_base + self._events_rate * max(0.0, now - self._t0)
+                f"({events - self._watch_events:,} events at that instant; this workload explains "
+                f"{min(self._stall_limit, int(bound)):,}); the watchdog stopped the replay (a timer re-armed "
+                "at the current time, a period or tick of 0?)")
         if events > bound:
             raise ReplayStalled(
                 f"policy {self.policy_name!r}: {events:,} events by simulated time t={now:g} s, more than the "
