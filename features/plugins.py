@@ -20,6 +20,13 @@ Every kind takes parameters in the same grammar, parsed by :func:`parse_spec`:
 ``false`` in any case are booleans, anything else is a string that the entry's typed parameters coerce;
 commas inside ``[...]`` / ``(...)`` do not split).
 
+Every numeric parameter has a domain (:class:`Domain`), declared on its type —
+``interval: Annotated[float, PERIOD] = 60.0``, ``thresholds: Annotated[float | list[float], Domain(gt=0,
+nonempty=True, increasing=True)]`` — or read from pydantic / annotated-types constraints; a number without
+one must be finite. The registries check each parsed value against it (:meth:`Registry.check_params`,
+:func:`check_domains`) before anything runs: ``bad parameters for policy 'tiresias': thresholds must be
+..., got [-5]``. Entry-point plug-ins get the same checks from their own typed parameters.
+
 This module sits in the lowest layer (features) so that every layer above can use it; it imports
 nothing from schedcast.
 """
