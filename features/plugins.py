@@ -148,7 +148,8 @@ class Domain:
     - ``why``: a few words printed after the rule (``"0 would never advance time"``).
 
     pydantic / annotated-types constraints (``Annotated[float, Field(gt=0)]``, ``annotated_types.Ge(1)``)
-    are read as a Domain too."""
+    are read as a Domain too, and a class may list its domains beside its ``param_docs`` as
+    ``param_domains = {"n_prof": COUNT0, ...}`` (merged over its bases)."""
 
     gt: float | None = None
     ge: float | None = None
@@ -284,7 +285,8 @@ _DOMAINS: dict[Any, tuple[dict[str, Domain], Domain | None]] = {}
 def parameter_domains(target: Any) -> tuple[dict[str, Domain], Domain | None]:
     """(name -> declared Domain, the Domain of ``**kwargs`` or None) of a plug-in's parameters: a class's
     ``__init__`` (or its pydantic ``Params`` model, or its own fields when it is a pydantic model), a
-    function's signature. Parameters that declare none are absent (they get :data:`FINITE`)."""
+    function's signature; a class may also list them as ``param_domains = {name: Domain}`` (merged over its
+    bases, as ``param_docs``). Parameters that declare none are absent (they get :data:`FINITE`)."""
     try:
         return _DOMAINS[target]
     except (KeyError, TypeError):
@@ -316,6 +318,11 @@ def parameter_domains(target: Any) -> tuple[dict[str, Domain], Domain | None]:
                 var_kw = d
             elif d is not None:
                 found[name] = d
+    if isinstance(target, type):  # ``param_domains = {name: Domain}`` of the class and its bases (as param_docs)
+        listed: dict[str, Domain] = {}
+        for klass in reversed(target.__mro__):
+            listed.update(klass.__dict__.get("param_domains") or {})
+        found = {**listed, **found}  # a domain on the parameter's own type wins
     out = (found, var_kw)
     try:
         _DOMAINS[target] = out

@@ -209,10 +209,14 @@ def _inside(domain: Domain) -> st.SearchStrategy:
     return strategy.map(lambda v: round(v) if domain.integer else v).filter(lambda v: domain.problem(v) is None)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+_IDS = [f"{n}:{p}" for n, p, _ in POLICY_PARAMS]
+_DECLARED = [p for p in POLICY_PARAMS if p[2] is not FINITE]
+
+
+@pytest.mark.parametrize("name,param,domain", POLICY_PARAMS, ids=_IDS)
+@settings(max_examples=6, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
-def test_every_policy_parameter_refuses_values_just_outside_its_domain(data):
-    name, param, domain = data.draw(st.sampled_from(POLICY_PARAMS))
+def test_every_policy_parameter_refuses_values_just_outside_its_domain(name, param, domain, data):
     value = data.draw(_outside(domain))
     t0 = time.perf_counter()
     with pytest.raises(ValueError) as err:
@@ -223,10 +227,10 @@ def test_every_policy_parameter_refuses_values_just_outside_its_domain(data):
     assert time.perf_counter() - t0 < 1.0
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@pytest.mark.parametrize("name,param,domain", _DECLARED, ids=[f"{n}:{p}" for n, p, _ in _DECLARED])
+@settings(max_examples=6, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
-def test_every_policy_parameter_takes_values_just_inside_its_domain(data):
-    name, param, domain = data.draw(st.sampled_from([p for p in POLICY_PARAMS if p[2] is not FINITE]))
+def test_every_policy_parameter_takes_values_just_inside_its_domain(name, param, domain, data):
     value = data.draw(_inside(domain))
     if domain.takes_lists and data.draw(st.booleans()):
         value = sorted(set(data.draw(st.lists(_inside(domain), min_size=1, max_size=5))))
@@ -237,7 +241,7 @@ OTHER_PARAMS = ([("placement", n, p, d) for n, p, d in _factory_params(PLACEMENT
                 + [("predictor", n, p, d) for n, p, d in _factory_params(PREDICTORS, ["noisy"])])
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60, deadline=None, derandomize=True)
 @given(data=st.data())
 def test_other_kinds_refuse_values_just_outside(data):
     """Placements (scored's weights are **kwargs: float) and predictors, through their own parsers."""

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import numpy as np
 
-from features.plugins import POSITIVE, SECONDS
+from features.plugins import COUNT, COUNT0, POSITIVE, SECONDS, Domain
 from sim.states import LOADING
 from sim.policies.base import start_in_order
 from sim.policies.preemptive import Srtf
@@ -65,6 +65,12 @@ class Lazer(Srtf):
     name = "lazer"
     summary = "Lazer: SRTF with BO-predicted preemption deferral (param deferral=bo|random|grid|SECONDS)"
     citation = "Making Sense of Job Preemption for Distributed Deep Learning Acceleration, DAC'26"
+
+    #: the BO predictor's sizes (models.deferral.BODeferralPredictor): bounded, each one is an array's length
+    param_domains = {"seed": COUNT0, "n_bootstrap": Domain(ge=1, le=10_000, integer=True), "min_updates": COUNT0,
+                     "ei_stop": Domain(ge=0.0), "refit_every": COUNT, "max_points": Domain(ge=2, le=100_000, integer=True),
+                     "noise": POSITIVE, "num_fantasies": Domain(ge=1, le=4096, integer=True),
+                     "grid": Domain(ge=3, le=1_000_001, integer=True)}
 
     def __init__(self, deferral: Annotated[str | float, SECONDS] = "bo", x_max: Annotated[float, POSITIVE] = 100.0,
                  seed: int | None = None,

@@ -35,7 +35,7 @@ from typing import Annotated, Any, Literal
 
 import numpy as np
 
-from features.plugins import PERIOD, UPDATE_INTERVAL
+from features.plugins import COUNT0, FRACTION, PERIOD, SECONDS, UPDATE_INTERVAL, Domain
 from sim.coordinator import Coordinator
 from sim.states import LOADING, RUNNING
 from sim.failures import failure_category
@@ -217,6 +217,11 @@ class SchedMateCoordinator(Coordinator, SchedMateParts):
 class SchedMateParams:
     """Parameters every SchedMate policy shares (documented once)."""
 
+    #: each numeric parameter's domain (features.plugins.Domain; merged with Lucid's for lucid-schedmate)
+    param_domains = {"t_score": FRACTION, "k": Domain(ge=1, le=10_000, integer=True), "corpus_seed": COUNT0,
+                     "recall": FRACTION, "precision": FRACTION, "infra_share": FRACTION, "diagnosis": SECONDS,
+                     "recovery": SECONDS, "repair": SECONDS, "theta": FRACTION, "track_after": SECONDS,
+                     "tracker_error": Domain(ge=0.0), "detection": FRACTION}
     param_docs = {
         "failure_handler": "restart recognised infrastructure failures after diagnosis + recovery",
         "t_score": "cosine similarity a historical job needs to count as a match",

@@ -64,7 +64,7 @@ from __future__ import annotations
 import math
 from typing import Annotated, Any, Callable
 
-from features.plugins import PERIOD, Domain
+from features.plugins import FRACTION, PERIOD, SECONDS, Domain
 
 from sim.placement import Placement
 from sim.placement.fgd import FgdPlacement
@@ -91,6 +91,10 @@ class Gfs(HpSpotPolicy):
     citation = "Duan et al., ASPLOS '26"
     coordinator_class = SpotQuotaAllocator
     order = "gfs"
+    #: each numeric parameter's domain (features.plugins.Domain; periods and eta_max: on their types)
+    param_domains = {"H": Domain(ge=1, le=168, integer=True), "p": Domain(gt=0.0, lt=1.0), "beta": FRACTION,
+                     "gamma": FRACTION, "m": Domain(ge=1, le=100, integer=True), "eta0": Domain(ge=0.0), "window_hours": Domain(ge=0.0, le=8784.0),
+                     "eta_min": Domain(ge=0.0), "spread_hours": Domain(ge=0, le=87840, integer=True)}
     param_docs = {"H": "quota horizon (hours; Table 4: 1)", "p": "forecast confidence (target eviction rate 1 - p; Table 4: 0.9)",
                   "estimator": "orglinear (default, trained in the replay) | models:/demand@champion | persistence | "
                                "seasonal | prev-week-peak",
@@ -271,6 +275,7 @@ class Chronus(YarnCs):
     name = "chronus"
     summary = "Chronus: lease-based (spot 5 min, HP 20 min); victims evicted when their lease ends"
     citation = "Gao et al., SoCC '21"
+    param_domains = {"spot_lease": Domain(gt=0.0, le=SECONDS.le), "hp_lease": Domain(gt=0.0, le=SECONDS.le)}
 
     def __init__(self, preempt: bool = True, spot_lease: float = 300.0, hp_lease: float = 1200.0):
         super().__init__(preempt)

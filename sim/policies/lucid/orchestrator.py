@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 
 import numpy as np
 
-from features.plugins import PERIOD, UPDATE_INTERVAL
+from features.plugins import COUNT0, FRACTION, PERIOD, POSITIVE, SECONDS, UPDATE_INTERVAL
 from sim.states import LOADING, QUEUED, RUNNING
 from sim.policies.base import Policy, SortedQueue
 from sim.policies.lucid import binder as rules
@@ -33,6 +33,10 @@ class Lucid(Policy):
     # save), and the binder evicts the guest of an unstable pair.
     preemptive = True
     coordinator_class = LucidCoordinator
+    #: each numeric parameter's domain (features.plugins.Domain; tick and update_interval: on their types)
+    param_domains = {"n_prof": COUNT0, "t_prof": SECONDS, "g_ss": COUNT0, "min_remaining": SECONDS,
+                     "unstable_speed": FRACTION, "check_after": SECONDS, "gpu_memory_mb": POSITIVE,
+                     "profiler_nodes": COUNT0, "borrow_nodes": COUNT0, "pair_ratio": POSITIVE}
     param_docs = {
         "profiler": "profile jobs in a profiling partition first (§3.2)",
         "space_aware": "profiler runs least GPUs first (Alg. 1); False: FIFO",
