@@ -295,3 +295,23 @@ def test_values_at_the_bounds_finish_on_a_small_workload(spec, small):
 
 def test_period_is_a_reusable_domain():
     assert dataclasses.replace(PERIOD, ge=60.0).problem(30) is not None
+
+
+def test_failure_model_and_generator_plugins_get_the_checks():
+    from features.traces.synthetic import call_generator
+    from sim.failures import FAILURES, parse_failure_spec
+
+    def storms(workload, seed, every: Annotated[float, PERIOD] = 3600.0, scale: float = 1.0):
+        return [], None
+
+    FAILURES.register("test-storms", storms)
+    try:
+        assert parse_failure_spec("test-storms:every=7200,scale=2") == ("test-storms", {"every": 7200, "scale": 2})
+        for spec, fragment in (("test-storms:every=0", "every must be a finite number >= 1"),
+                               ("test-storms:scale=1e400", "scale must be a finite number, got inf")):
+            with pytest.raises(ValueError, match=f"^bad parameters for failure model 'test-storms': {fragment}"):
+                parse_failure_spec(spec)
+    finally:
+        FAILURES.unregister("test-storms")
+    with pytest.raises(ValueError, match="^bad parameters for generator 'gfs': hp_share must be a finite number"):
+        call_generator("gfs", {"hp_share": math.nan}, 0, 10)
