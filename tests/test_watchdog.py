@@ -139,6 +139,7 @@ def test_simulate_cli_stops_a_stalled_replay_with_one_line_and_exit_2(tmp_path):
     lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1, done.stderr
     assert lines[0].startswith("schedcast: error: policy 'test-spin:step=0': simulated time stopped advancing at t=")
+    assert not out.exists() or not any(out.iterdir())  # nothing written half-way
 
 
 def test_a_sweep_reports_the_stalled_cell_as_failed_and_completes_the_rest(spin, tmp_path):
