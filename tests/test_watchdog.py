@@ -156,3 +156,17 @@ def test_a_sweep_reports_the_stalled_cell_as_failed_and_completes_the_rest(spin,
     assert len(failed) == 1 and failed[0]["stage"] == "replay"
     assert failed[0]["error"].startswith("ReplayStalled: policy 'test-spin:step=0': simulated time stopped advancing")
     assert sorted(r["status"] for r in records) == ["failed", "ok", "ok"]
+
+
+def test_experiment_run_cli_fails_the_stalled_cell_and_finishes_the_sweep(tmp_path):
+    (tmp_path / "spin_policies.py").write_text(SPIN_MODULE)
+    (tmp_path / "spec.yaml").write_text("name: watch\nworkloads:\n  - {name: demo, synthetic: demo, jobs: 20}\n"
+                                        "policies: [fifo, 'test-spin:step=0', sjf]\nseeds: 1\n")
+    done = subprocess.run([sys.executable, "-m", "pipelines.cli", "--plugin", "spin_policies", "experiment", "run",
+                           "spec.yaml", "--executor", "serial", "--out", "run", "--no-progress", "--no-track"],
+                          cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]  # some cell failed, the sweep ended
+    assert "2 ok" in done.stdout and "1 failed of 3 cells" in done.stdout, done.stdout
+    records = [json.loads(p.read_text()) for p in (tmp_path / "run" / "cells").glob("*.json")]
+    failed = [r for r in records if r["status"] == "failed"]
+    assert len(failed) == 1 and "ReplayStalled: policy 'test-spin:step=0': simulated time stopped" in failed[0]["error"]
