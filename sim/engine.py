@@ -99,9 +99,10 @@ STALL_PER_JOB = 8
 EVENTS_BASE = 1 << 16
 EVENTS_PER_JOB = 64
 EVENTS_PER_PARTITION = 4
-#: Simulated seconds of nothing but timers (no arrival, load, save, finish, failure) a replay may take:
-#: IDLE_FACTOR x 3 x the longest of any job's duration, load and save time + IDLE_BASE. Longer, the policy's timers run on with nothing
-#: to do (every job ended, or the queued ones never start) and the replay would never end.
+#: Simulated seconds of nothing but timers a replay may take once nothing else can come (no arrival left,
+#: no finish, load, save, restart, repair or failure pending): IDLE_FACTOR x 3 x the longest of any job's
+#: duration, load and save time + IDLE_BASE. Longer, the policy's timers run on with nothing to do (every
+#: job ended, or the queued ones never start) and the replay would never end.
 IDLE_FACTOR = 10
 IDLE_BASE = 86400.0
 
@@ -354,7 +355,7 @@ class Engine(Transitions):
 
         while True:
             if events >= watch_next:
-                watch_next = self._watchdog(events, timers)
+                watch_next = self._watchdog(events, timers, ai < n)
             t_arr = submit[ai] if ai < n else INF
             t_heap = heap[0][0] if heap else INF
             now = t_arr if t_arr < t_heap else t_heap
@@ -427,7 +428,7 @@ class Engine(Transitions):
                 events += 1
                 timers += 1
                 if events >= watch_next:  # a timer that re-arms itself at `now` never leaves this loop
-                    watch_next = self._watchdog(events, timers)
+                    watch_next = self._watchdog(events, timers, ai < n)
                 if neg_part == n_parts:
                     coord.on_timer(payload)
                     continue
@@ -498,16 +499,18 @@ class Engine(Transitions):
         self._busy_events, self._busy_at = -1, self._t0
         return WATCH_EVERY
 
-    def _watchdog(self, events: int, timers: int = 0) -> int:
+    def _watchdog(self, events: int, timers: int = 0, arrivals_left: bool = True) -> int:
         """Every WATCH_EVERY events: stop (:class:`ReplayStalled`) a replay whose simulated time stopped
         advancing (more than ``_stall_limit`` events at one instant), whose events outrun what the
         workload explains (more than ``_events_base + _events_rate x`` simulated seconds since the first
-        submission), or that has run nothing but timers for ``_idle_limit`` simulated seconds. The bounds
+        submission), or that has run nothing but timers for ``_idle_limit`` simulated seconds with nothing
+        else to come (no arrival left, only timers in the heap: no finish, load, save, restart, repair or
+        failure pending, each of which a long job or repair may put far ahead). The bounds
         are counts of events and simulated times, so a replay stops at the same event on every machine.
         Returns the event count of the next look."""
         now = self.now
         busy = events - timers
-        if busy != self._busy_events:
+        if busy != self._busy_events or arrivals_left or any(entry[1] != EV_TIMER for entry in self.heap):
             self._busy_events, self._busy_at = busy, now
         elif now - self._busy_at > self._idle_limit:
             raise ReplayStalled(

@@ -170,3 +170,28 @@ def test_experiment_run_cli_fails_the_stalled_cell_and_finishes_the_sweep(tmp_pa
     records = [json.loads(p.read_text()) for p in (tmp_path / "run" / "cells").glob("*.json")]
     failed = [r for r in records if r["status"] == "failed"]
     assert len(failed) == 1 and "ReplayStalled: policy 'test-spin:step=0': simulated time stopped" in failed[0]["error"]
+
+
+class _Ticker(Fifo):
+    """Ticks every minute until its jobs are done (as Lucid's scaling tick or GFS' sampling do)."""
+
+    def on_start(self):
+        super().on_start()
+        self.left = len(self.ctx.jobs.duration)
+        self.ctx.set_timer(self.ctx.now + 60.0, "tick")
+
+    def on_finish(self, job):
+        super().on_finish(job)
+        self.left -= 1
+
+    def on_timer(self, payload):
+        if self.left:
+            self.ctx.set_timer(self.ctx.now + 60.0, "tick")
+
+
+def test_a_long_gap_between_submissions_is_not_idle():
+    """30 days without a job between two 10-s jobs: 43,200 ticks with nothing running, far past the idle
+    limit (~1 day here), but an arrival is still to come, so the replay is not stopped."""
+    w = workload([(0.0, 10.0, 1), (30 * 86400.0, 10.0, 1)])
+    result = Engine(w, _Ticker, policy_name="ticker").run()
+    assert result.events > 43_000 and list(result.end) == [10.0, 30 * 86400.0 + 10.0]
