@@ -20,6 +20,13 @@ Every kind takes parameters in the same grammar, parsed by :func:`parse_spec`:
 ``false`` in any case are booleans, anything else is a string that the entry's typed parameters coerce;
 commas inside ``[...]`` / ``(...)`` do not split).
 
+Every numeric parameter has a domain (:class:`Domain`), declared on its type —
+``interval: Annotated[float, PERIOD] = 60.0``, ``thresholds: Annotated[float | list[float], Domain(gt=0,
+nonempty=True, increasing=True)]`` — or read from pydantic / annotated-types constraints; a number without
+one must be finite. The registries check each parsed value against it (:meth:`Registry.check_params`,
+:func:`check_domains`) before anything runs: ``bad parameters for policy 'tiresias': thresholds must be
+..., got [-5]``. Entry-point plug-ins get the same checks from their own typed parameters.
+
 This module sits in the lowest layer (features) so that every layer above can use it; it imports
 nothing from schedcast.
 """
@@ -27,9 +34,14 @@ from __future__ import annotations
 
 import ast
 import importlib
+import inspect
+import math
+import numbers
 import os
 import re
 import sys
+import typing
+from dataclasses import dataclass
 from typing import Any, Callable, Generic, Iterator, Mapping, TypeVar
 
 T = TypeVar("T")
@@ -112,6 +124,247 @@ def parse_spec(spec: str, what: str = "spec", *, positional: str | None = None,
 def format_spec(name: str, params: Mapping[str, Any]) -> str:
     """The inverse of :func:`parse_spec` (values written as Python literals)."""
     return name + (":" + ",".join(f"{k}={v!r}" for k, v in params.items()) if params else "")
+
+
+# -- parameter domains ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Domain:
+    """The values a numeric parameter may take, declared on the parameter's type:
+    ``interval: Annotated[float, Domain(ge=1.0)] = 60.0``.
+
+    Every numeric parameter value is checked against its domain when a spec is parsed (one-line error
+    naming the plug-in and the parameter; the CLI's exit 2). A parameter that declares none (a plain
+    ``float`` or ``int``, an entry point's typed parameter, ``**weights: float``) still gets
+    :data:`FINITE`: a number must be finite. Strings, booleans and None are left to the parameter's type
+    (the domain of a ``str | float`` parameter applies to its numbers only).
+
+    - ``gt`` / ``ge`` / ``lt`` / ``le``: bounds. A period, a tick, an interval or a size is > 0; one whose
+      small values make the replay's event count explode has a floor instead (``ge=1.0`` s).
+    - ``finite=False`` lets ``inf`` through (``eta_max=inf``: no cap); NaN is never a value.
+    - ``allow``: values taken even outside the bounds (``allow=(0,)``: 0 means off).
+    - ``integer``: a whole number (2.0 is taken).
+    - a list value (``float | list[float]``) must hold numbers, each in the bounds; ``nonempty``,
+      ``increasing`` (strictly) and ``max_len`` constrain the list itself.
+    - ``why``: a few words printed after the rule (``"0 would never advance time"``).
+
+    pydantic / annotated-types constraints (``Annotated[float, Field(gt=0)]``, ``annotated_types.Ge(1)``)
+    are read as a Domain too, and a class may list its domains beside its ``param_docs`` as
+    ``param_domains = {"n_prof": COUNT0, ...}`` (merged over its bases)."""
+
+    gt: float | None = None
+    ge: float | None = None
+    lt: float | None = None
+    le: float | None = None
+    finite: bool = True
+    allow: tuple = ()
+    integer: bool = False
+    nonempty: bool = False
+    increasing: bool = False
+    max_len: int | None = None
+    why: str = ""
+
+    @property
+    def takes_lists(self) -> bool:
+        return self.nonempty or self.increasing or self.max_len is not None
+
+    def describe(self) -> str:
+        """``'a finite number > 0 and <= 100'``; for a list domain ``'... , or a non-empty, strictly
+        increasing list of them (at most 64)'``."""
+        one = ("a finite " if self.finite else "a ") + ("whole number" if self.integer else "number")
+        bounds = [f"{op} {_num(v)}" for op, v in ((">", self.gt), (">=", self.ge), ("<", self.lt), ("<=", self.le))
+                  if v is not None]
+        if bounds:
+            one += " " + " and ".join(bounds)
+        if self.allow:
+            one += " (or " + " or ".join(_num(a) for a in self.allow) + ")"
+        if not self.takes_lists:
+            return one
+        shape = ", ".join(w for w in ("non-empty" if self.nonempty else "",
+                                      "strictly increasing" if self.increasing else "") if w)
+        text = f"{one}, or a{'n' if shape[:1] in 'aeiou' and shape else ''} {shape + ' ' if shape else ''}list of them"
+        return text + (f" (at most {self.max_len})" if self.max_len is not None else "")
+
+    def _scalar_ok(self, value: Any) -> bool:
+        v = float(value)
+        if math.isnan(v):
+            return False
+        if v in self.allow:
+            return True
+        if (self.finite and math.isinf(v)) or (self.integer and math.isfinite(v) and v != int(v)):
+            return False
+        return ((self.gt is None or v > self.gt) and (self.ge is None or v >= self.ge)
+                and (self.lt is None or v < self.lt) and (self.le is None or v <= self.le))
+
+    def problem(self, value: Any) -> str | None:
+        """None if ``value`` is in the domain (or is no number: its type decides), else the rule broken
+        (``'must be a finite number > 0, got nan'``)."""
+        if isinstance(value, str):  # a number given as text to a ``str | float`` parameter ('nan', '1e3')
+            try:
+                value = float(value)
+            except ValueError:
+                return None  # a name ('bo'): the parameter's type and the plug-in decide
+        if value is None or isinstance(value, (bool, bytes)):
+            return None
+        if isinstance(value, numbers.Real):
+            return None if self._scalar_ok(value) else f"must be {self.describe()}, got {value!r}"
+        if isinstance(value, (list, tuple)):
+            ok = all(isinstance(v, numbers.Real) and not isinstance(v, bool) and self._scalar_ok(v) for v in value)
+            ok = ok and not (self.nonempty and not value)
+            ok = ok and not (self.max_len is not None and len(value) > self.max_len)
+            ok = ok and not (self.increasing and any(float(b) <= float(a) for a, b in zip(value, value[1:])))
+            return None if ok else f"must be {self.describe()}, got {list(value)!r}"
+        return None
+
+
+def _num(v: Any) -> str:
+    if isinstance(v, float) and v.is_integer() and abs(v) < 1e15:
+        return str(int(v))
+    return f"{v:g}" if isinstance(v, float) else repr(v)
+
+
+#: The domain of a numeric parameter that declares none: a finite number.
+FINITE = Domain()
+#: Common domains (use them as they are, or ``dataclasses.replace(PERIOD, ge=60.0)``).
+#: A timer's period, tick or interval, in seconds: 0 would never advance simulated time and below a second
+#: the timer events of a long replay explode; above a year the replay's clock loses the jobs' seconds.
+PERIOD = Domain(ge=1.0, le=366 * 86400.0, why="a timer's period in seconds")
+#: A retraining interval in seconds, 0 for never: each update retrains a model, so at least an hour.
+UPDATE_INTERVAL = Domain(ge=3600.0, le=366 * 86400.0, allow=(0,), why="seconds between model updates; 0: never")
+#: A length of time in seconds (a delay, a duration, a lease): >= 0, at most 100 years.
+SECONDS = Domain(ge=0.0, le=100 * 366 * 86400.0)
+#: A size, a rate or a scale that must be > 0.
+POSITIVE = Domain(gt=0.0)
+#: A share or a probability.
+FRACTION = Domain(ge=0.0, le=1.0)
+#: A count of at least one (nodes, GPUs, samples).
+COUNT = Domain(ge=1, integer=True)
+#: A count that may be 0.
+COUNT0 = Domain(ge=0, integer=True)
+
+
+def _domain_in(annotation: Any) -> Domain | None:
+    """The Domain an annotation declares: ``Annotated[T, Domain(...)]`` (also inside ``Optional`` or a
+    union), or annotated-types / pydantic constraints (``Annotated[float, Field(gt=0)]``, ``Gt(0)``)."""
+    if typing.get_origin(annotation) is typing.Annotated:
+        base, *meta = typing.get_args(annotation)
+        for m in meta:
+            if isinstance(m, Domain):
+                return m
+        found = _constraints(meta)
+        return found if found is not None else _domain_in(base)
+    for arg in typing.get_args(annotation):
+        found = _domain_in(arg)
+        if found is not None:
+            return found
+    return None
+
+
+_BOUND_TYPES = {"Gt": "gt", "Ge": "ge", "Lt": "lt", "Le": "le"}
+
+
+def _constraints(meta: list) -> Domain | None:
+    """A Domain from annotated-types constraints (what ``pydantic.Field(gt=...)`` carries), if any."""
+    found: dict[str, Any] = {}
+    for m in meta:
+        for item in getattr(m, "metadata", None) or [m]:  # a pydantic FieldInfo carries its constraints
+            kind = type(item).__name__
+            if kind in _BOUND_TYPES:
+                found[_BOUND_TYPES[kind]] = getattr(item, _BOUND_TYPES[kind])
+            elif kind == "Interval":
+                found.update({k: getattr(item, k) for k in ("gt", "ge", "lt", "le") if getattr(item, k) is not None})
+            elif kind == "MinLen" and item.min_length > 0:
+                found["nonempty"] = True
+            elif kind == "MaxLen":
+                found["max_len"] = item.max_length
+    return Domain(**found) if found else None
+
+
+_DOMAINS: dict[Any, tuple[dict[str, Domain], Domain | None]] = {}
+
+
+def parameter_domains(target: Any) -> tuple[dict[str, Domain], Domain | None]:
+    """(name -> declared Domain, the Domain of ``**kwargs`` or None) of a plug-in's parameters: a class's
+    ``__init__`` (or its pydantic ``Params`` model, or its own fields when it is a pydantic model), a
+    function's signature; a class may also list them as ``param_domains = {name: Domain}`` (merged over its
+    bases, as ``param_docs``). Parameters that declare none are absent (they get :data:`FINITE`)."""
+    try:
+        return _DOMAINS[target]
+    except (KeyError, TypeError):
+        pass
+    found: dict[str, Domain] = {}
+    var_kw: Domain | None = None
+    fields = getattr(target, "model_fields", None) if isinstance(target, type) else None
+    declared = getattr(target, "Params", None)
+    if fields is None and isinstance(declared, type) and isinstance(getattr(declared, "model_fields", None), dict):
+        fields = declared.model_fields
+    if isinstance(fields, dict):  # a pydantic model: each field's annotation and constraints
+        for name, info in fields.items():
+            d = _domain_in(info.annotation) or _constraints(list(info.metadata))
+            if d is not None:
+                found[name] = d
+    else:
+        fn = target.__init__ if isinstance(target, type) else target
+        try:
+            sig = inspect.signature(fn)
+        except (TypeError, ValueError):
+            sig = None
+        try:
+            hints = typing.get_type_hints(fn, include_extras=True)
+        except Exception:  # noqa: BLE001 - one unresolvable hint: resolve the others one by one
+            hints = _hints_one_by_one(fn)
+        for name, p in (sig.parameters.items() if sig is not None else ()):
+            d = _domain_in(hints.get(name))
+            if p.kind is p.VAR_KEYWORD:
+                var_kw = d
+            elif d is not None:
+                found[name] = d
+    if isinstance(target, type):  # ``param_domains = {name: Domain}`` of the class and its bases (as param_docs)
+        listed: dict[str, Domain] = {}
+        for klass in reversed(target.__mro__):
+            listed.update(klass.__dict__.get("param_domains") or {})
+        found = {**listed, **found}  # a domain on the parameter's own type wins
+    out = (found, var_kw)
+    try:
+        _DOMAINS[target] = out
+    except TypeError:
+        pass
+    return out
+
+
+def _hints_one_by_one(fn: Any) -> dict[str, Any]:
+    """The annotations of ``fn`` that resolve (a string one is evaluated in the function's module); those
+    that do not are left out, so their numbers are checked as :data:`FINITE`."""
+    out = {}
+    namespace = dict(getattr(fn, "__globals__", {}))
+    for name, annotation in getattr(fn, "__annotations__", {}).items():
+        if isinstance(annotation, str):
+            try:
+                annotation = eval(annotation, namespace)  # noqa: S307 - the plug-in's own annotation, in its module
+            except Exception:  # noqa: BLE001
+                continue
+        out[name] = annotation
+    return out
+
+
+def check_domains(noun: str, name: str, target: Any, params: Mapping[str, Any]) -> None:
+    """Check each value of ``params`` against the domain ``target`` declares for it
+    (:func:`parameter_domains`; :data:`FINITE` where none): for the first value outside, a one-line
+    ValueError ``bad parameters for NOUN 'NAME': KEY must be ..., got VALUE``."""
+    if not params:
+        return
+    declared, var_kw = parameter_domains(target) if target is not None else ({}, None)
+    named: Any = ()
+    if var_kw is not None:  # the domain of **kwargs is for names the signature does not list
+        try:
+            named = inspect.signature(target.__init__ if isinstance(target, type) else target).parameters
+        except (TypeError, ValueError):
+            named = ()
+    for key, value in params.items():
+        domain = declared.get(key) or (var_kw if var_kw is not None and key not in named else None) or FINITE
+        problem = domain.problem(value)
+        if problem is not None:
+            why = f" ({domain.why})" if domain.why else ""
+            raise ValueError(f"bad parameters for {noun} {name!r}: {key} {problem}{why}")
 
 
 # -- plug-in modules (--plugin, SCHEDCAST_PLUGINS) ---------------------------------------------------
@@ -310,6 +563,25 @@ class Registry(Mapping[str, T], Generic[T]):
             raise UnknownName(self.unknown_message(name))
         return self._items[name]
 
+    def params_target(self, name: str) -> Any:
+        """What declares the parameters of entry ``name``: the entry itself (a class, a function), or
+        the class a stored record wraps (a policy's PolicyInfo.cls)."""
+        entry = self.lookup(name)
+        return getattr(entry, "cls", entry)
+
+    def check_params(self, name: str, params: Mapping[str, Any], target: Any = _MISSING) -> None:
+        """Check ``params`` of entry ``name`` against the domains its typed parameters declare
+        (:class:`Domain`; a number without one must be finite): a one-line ValueError ``bad parameters
+        for NOUN 'NAME': KEY must be ..., got VALUE``. ``target`` overrides what declares them."""
+        check_domains(self.noun, name, self.params_target(name) if target is _MISSING else target, params)
+
+    def parse(self, spec: str, what: str | None = None, *, positional: str | None = None) -> tuple[str, dict[str, Any]]:
+        """:func:`parse_spec` of ``'name:key=value,...'``, the name looked up (one-line UnknownName) and
+        the values checked against the entry's domains (:meth:`check_params`)."""
+        name, params = parse_spec(spec, what or self.noun, positional=positional)
+        self.check_params(name, params)
+        return name, params
+
     def unknown_message(self, name: Any) -> str:
         return f"unknown {self.noun} {name!r}; known: {', '.join(sorted(self.names()))}"
 
@@ -385,6 +657,6 @@ def new_registry(kind: str, **options: Any) -> Registry:
     return registry
 
 
-__all__ = ["ENV_VAR", "KINDS", "PluginError", "REGISTRIES", "Registry", "UnknownName", "entry_points_of",
-           "format_spec", "load_env_plugins", "load_plugins", "new_registry", "parse_spec", "parse_value",
+__all__ = ["COUNT", "COUNT0", "Domain", "ENV_VAR", "FINITE", "FRACTION", "PERIOD", "POSITIVE", "SECONDS", "UPDATE_INTERVAL", "KINDS", "PluginError", "REGISTRIES", "Registry", "UnknownName", "entry_points_of",
+           "check_domains", "format_spec", "load_env_plugins", "load_plugins", "new_registry", "parameter_domains", "parse_spec", "parse_value",
            "plugin_names_from_env", "split_params"]

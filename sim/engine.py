@@ -66,7 +66,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 import numpy as np
 
 from sim.context import Context
-from sim.errors import InvariantViolation, SimulationError  # noqa: F401  (re-exported)
+from sim.errors import InvariantViolation, ReplayStalled, SimulationError  # noqa: F401  (re-exported)
 from sim.invariants import check as _check
 from sim.kernel import eligible as _kernel_eligible, fast_path_default, run_fast as _run_fast
 from sim.kernel_tiresias import eligible as _tiresias_eligible, run_tiresias as _run_tiresias
@@ -82,7 +82,29 @@ from sim.workload import Workload
 if TYPE_CHECKING:
     from sim.failures import Failure, RestartRule
 
-__all__ = ["Context", "Engine", "InvariantViolation", "SimResult", "SimulationError"]
+__all__ = ["Context", "Engine", "InvariantViolation", "ReplayStalled", "SimResult", "SimulationError"]
+
+#: The watchdog (:meth:`Engine._watchdog`) looks every this many events: one integer comparison per
+#: scheduling round and per timer is all it costs the loop.
+WATCH_EVERY = 4096
+#: Events at one simulated instant that a replay may take before time is said to have stopped: this many
+#: plus STALL_PER_JOB per job and failure (every job arriving, loading and finishing at the same instant).
+STALL_EVENTS = 1 << 16
+STALL_PER_JOB = 8
+#: Events a replay may take by simulated time t: EVENTS_BASE + EVENTS_PER_JOB per job and failure (its
+#: arrival, loads, saves, demotions, preemptions, profiling and lease timers) + (EVENTS_PER_PARTITION per
+#: partition + one per GPU) per simulated second since the first submission (periodic timers of at least
+#: a second, a preemption of every GPU's job every second). A replay above it makes events from nothing:
+#: a timer period, tick or interval that is effectively zero.
+EVENTS_BASE = 1 << 16
+EVENTS_PER_JOB = 64
+EVENTS_PER_PARTITION = 4
+#: Simulated seconds of nothing but timers a replay may take once nothing else can come (no arrival left,
+#: no finish, load, save, restart, repair or failure pending): IDLE_FACTOR x 3 x the longest of any job's
+#: duration, load and save time + IDLE_BASE. Longer, the policy's timers run on with nothing to do (every
+#: job ended, or the queued ones never start) and the replay would never end.
+IDLE_FACTOR = 10
+IDLE_BASE = 86400.0
 
 
 #: The engine's per-job lists and each one's initial value, made on first use: ``remaining`` starts as the
@@ -139,8 +161,11 @@ class Engine(Transitions):
                  policy_name: str = "policy", seed: int = 0,
                  failures: "Iterable[Failure] | None" = None, restart: "RestartRule | None" = None,
                  performance: "PerformanceModel | None" = None,
-                 coordinator: "Coordinator | type[Coordinator] | None" = None, fast_path: bool | None = None):
+                 coordinator: "Coordinator | type[Coordinator] | None" = None, fast_path: bool | None = None,
+                 watchdog: bool = True):
         self.workload = workload
+        #: Stop a replay that would not end (ReplayStalled, see _watchdog); False only for tests.
+        self.watchdog = bool(watchdog)
         # The specialised loop of sim.kernel where it applies (None: on unless SCHEDCAST_FAST_PATH=0).
         self.fast_path = fast_path_default() if fast_path is None else bool(fast_path)
         n = len(workload)
@@ -255,8 +280,9 @@ class Engine(Transitions):
         return np.random.default_rng(np.random.SeedSequence([self.seed & 0xFFFFFFFF, key, partition + 1]))
 
     def set_timer(self, at: float, payload: Any, owner: int) -> None:
-        if at < self.now:
-            raise SimulationError(f"timer at {at} is in the past (now {self.now})")
+        if not at >= self.now:  # also NaN, which no heap orders: the loop would spin for ever
+            what = "in the past" if at < self.now else "not a time"
+            raise SimulationError(f"policy {self.policy_name!r} set a timer at {at} s, {what} (now {self.now:g} s)")
         self._seq += 1
         heapq.heappush(self.heap, (at, EV_TIMER, self._seq, -1 - owner if owner >= 0 else len(self.contexts),
                                    payload))
@@ -308,6 +334,7 @@ class Engine(Transitions):
         ai = 0
         done_count = 0
         events = 0
+        timers = 0  # timer events among them (the watchdog's idle rule)
         progress, next_progress = self.progress, 0
         alloc_times, alloc_used, alloc_held = self.alloc_times, self.alloc_used, self.alloc_held
         last_used = last_held = -1
@@ -320,17 +347,23 @@ class Engine(Transitions):
         for f in self._failures:
             self._seq += 1
             heapq.heappush(heap, (f.time, EV_FAILURE, self._seq, -1, f))
+        watch_next = self._watch_start() if self.watchdog else 1 << 62
         for policy in policies:
             policy.on_start()
         if coord is not None:
             coord.on_start()
 
         while True:
+            if events >= watch_next:
+                watch_next = self._watchdog(events, timers, ai < n)
             t_arr = submit[ai] if ai < n else INF
             t_heap = heap[0][0] if heap else INF
             now = t_arr if t_arr < t_heap else t_heap
-            if now == INF:
-                break
+            if not now < INF:
+                if now == INF:
+                    break
+                raise SimulationError(f"policy {self.policy_name!r}: an event at time {now} (not a time) after "
+                                      f"t={self.now:g} s; a speed or a duration that is not a number?")
             self.now = now
             # 1. Finishes, saves and loads at `now` (kinds below EV_ARRIVAL), in kind order.
             while heap and heap[0][0] == now and heap[0][1] < EV_ARRIVAL:
@@ -393,6 +426,9 @@ class Engine(Transitions):
             while heap and heap[0][0] == now and heap[0][1] == EV_TIMER:
                 _, _, _, neg_part, payload = heappop(heap)
                 events += 1
+                timers += 1
+                if events >= watch_next:  # a timer that re-arms itself at `now` never leaves this loop
+                    watch_next = self._watchdog(events, timers, ai < n)
                 if neg_part == n_parts:
                     coord.on_timer(payload)
                     continue
@@ -447,6 +483,57 @@ class Engine(Transitions):
         self.events = events
         self.unfinished = n - done_count - self.failed_count
         return self._finish_run(wall0)
+
+    def _watch_start(self) -> int:
+        """Set the watchdog's bounds from the workload; returns the event count of its first look."""
+        w = self.workload
+        jobs = len(w) + len(self._failures) + sum(len(v) for v in self._after.values())
+        gpus = sum(p.gpus for p in w.cluster.partitions)
+        self._stall_limit = STALL_EVENTS + STALL_PER_JOB * jobs
+        self._events_base = EVENTS_BASE + EVENTS_PER_JOB * jobs
+        self._events_rate = EVENTS_PER_PARTITION * (len(self.contexts) + 1) + gpus
+        self._t0 = float(w.submit[0]) if len(w) else 0.0
+        self._watch_now, self._watch_events = -INF, 0
+        longest = max(map(max, (w.duration, w.load_time, w.save_time))) if len(w) else 0.0
+        self._idle_limit = IDLE_FACTOR * 3 * float(longest) + IDLE_BASE
+        self._busy_events, self._busy_at = -1, self._t0
+        return WATCH_EVERY
+
+    def _watchdog(self, events: int, timers: int = 0, arrivals_left: bool = True) -> int:
+        """Every WATCH_EVERY events: stop (:class:`ReplayStalled`) a replay whose simulated time stopped
+        advancing (more than ``_stall_limit`` events at one instant), whose events outrun what the
+        workload explains (more than ``_events_base + _events_rate x`` simulated seconds since the first
+        submission), or that has run nothing but timers for ``_idle_limit`` simulated seconds with nothing
+        else to come (no arrival left, only timers in the heap: no finish, load, save, restart, repair or
+        failure pending, each of which a long job or repair may put far ahead). The bounds
+        are counts of events and simulated times, so a replay stops at the same event on every machine.
+        Returns the event count of the next look."""
+        now = self.now
+        busy = events - timers
+        if busy != self._busy_events or arrivals_left or any(entry[1] != EV_TIMER for entry in self.heap):
+            self._busy_events, self._busy_at = busy, now
+        elif now - self._busy_at > self._idle_limit:
+            raise ReplayStalled(
+                f"policy {self.policy_name!r}: nothing but its timers from t={self._busy_at:g} s to t={now:g} s "
+                f"with {self.unfinished} of {len(self.workload)} jobs unfinished, longer than the "
+                f"{self._idle_limit:,.0f} s this workload explains; the watchdog stopped the replay (a timer "
+                "re-armed for ever, or queued jobs that never start?)")
+        bound = self._events_base + self._events_rate * max(0.0, now - self._t0)
+        if now != self._watch_now:
+            self._watch_now, self._watch_events = now, events
+        elif events - self._watch_events > self._stall_limit or events > bound:
+            raise ReplayStalled(
+                f"policy {self.policy_name!r}: simulated time stopped advancing at t={now:g} s "
+                f"({events - self._watch_events:,} events at that instant; this workload explains "
+                f"{min(self._stall_limit, int(bound)):,}); the watchdog stopped the replay (a timer re-armed "
+                "at the current time, a period or tick of 0?)")
+        if events > bound:
+            raise ReplayStalled(
+                f"policy {self.policy_name!r}: {events:,} events by simulated time t={now:g} s, more than the "
+                f"{bound:,.0f} this workload explains ({EVENTS_PER_JOB} per job and failure and "
+                f"{self._events_rate:,} per simulated second); the watchdog stopped the replay (a period, tick "
+                "or interval too small?)")
+        return events + WATCH_EVERY
 
     def _finish_run(self, wall0: float) -> SimResult:
         """End hooks, the unfinished-jobs check, merged policy stats and the result (either loop)."""

@@ -6,6 +6,12 @@ class SimulationError(RuntimeError):
     """A policy asked for something impossible (the message names the job and the time)."""
 
 
+class ReplayStalled(SimulationError):
+    """The engine's watchdog stopped a replay that would not end: simulated time stopped advancing, or
+    events came faster per simulated second than the workload can explain (the message names the policy
+    and the simulated time). Not a "this policy cannot run here" skip: a sweep records the cell as failed."""
+
+
 class InvariantViolation(SimulationError):
     """An invariant of the replay does not hold (raised by ``check_invariants``, also under
     ``python -O``): the message names the invariant, the job, the node and the time."""

@@ -152,6 +152,14 @@ def _number(field: str, text: str, *, minimum: float = 0.0, integer: bool = Fals
     return value
 
 
+def _plugin_spec(text: str) -> tuple[str, dict[str, object]]:
+    """A plug-in failure model's ``name[:key=value,...]``: the name looked up, each number checked against
+    the domain the model's typed parameters declare (features.plugins.Domain; else finite)."""
+    name, params = parse_spec(text, "--failures")
+    FAILURES.check_params(name, params)
+    return name, params
+
+
 def parse_failure_spec(spec: str) -> tuple[str, dict[str, object]]:
     """'none' | 'trace[,reaction=S,attempts=N,checkpoint=S]' |
     'rate=R,repair=S,checkpoint=S,reaction=S[,mix=I/F/S,attempts=N,horizon=S]' -> (mode, fields).
@@ -169,11 +177,11 @@ def parse_failure_spec(spec: str) -> tuple[str, dict[str, object]]:
             text = "trace," + rest
         else:
             FAILURES.lookup(name)
-            return parse_spec(text, "--failures")
+            return _plugin_spec(text)
     parts = [p.strip() for p in text.split(",") if p.strip()]
     if "=" not in parts[0] and parts[0].lower() not in ("trace", "rate"):  # a plug-in's name, or a typo
         FAILURES.lookup(parts[0].partition(":")[0].strip())
-        return parse_spec(text, "--failures")
+        return _plugin_spec(text)
     mode = "trace" if parts[0].lower() == "trace" else "rate"
     if mode == "trace":
         parts = parts[1:]

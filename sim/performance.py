@@ -76,8 +76,10 @@ def make_performance(spec: str | None, workload=None) -> PerformanceModel | None
     models = _spec_models()
     if name not in models:
         factory = PERFORMANCE.lookup(name)
+        given = plugins.parse_spec(spec, "--performance")[1]
+        PERFORMANCE.check_params(name, given, factory)  # each number in its declared Domain (else finite)
         try:
-            model = factory(**plugins.parse_spec(spec, "--performance")[1])
+            model = factory(**given)
         except TypeError as exc:
             raise ValueError(f"--performance {spec!r}: {exc}") from None
         if workload is not None and hasattr(model, "bind_workload"):
@@ -92,6 +94,7 @@ def make_performance(spec: str | None, workload=None) -> PerformanceModel | None
         valid = ", ".join(cls.model_fields)
         msg = "unknown parameter" if err.get("type") == "extra_forbidden" else err.get("msg", "invalid")
         raise ValueError(f"--performance {spec!r}: {field}: {msg} (parameters of {name}: {valid})") from None
+    plugins.check_domains("performance model", name, cls, params.model_dump(exclude_unset=True))
     if name == "constant":
         return ConstantSpeed(**params.model_dump())
     from sim.asrpt.performance import IterationSpeed

@@ -252,6 +252,7 @@ def make_predictor(spec: str | Predictor | None, seed: int = 0, tracking_uri: st
             raise ValueError(f"{PREDICTORS.unknown_message(name)} (or models:/NAME@ALIAS, runs:/ID/PATH, an "
                              "http(s) serving URL)")
         factory = PREDICTORS.lookup(name)
+        PREDICTORS.check_params(name, params, factory)  # each number in its declared Domain (else finite)
         try:
             accepts_seed = "seed" in inspect.signature(factory).parameters
         except (TypeError, ValueError):

@@ -15,7 +15,7 @@ from tests.helpers import table, workload
 from tests.test_engine_kernel import assert_files_equal_with_and_without_the_kernels, assert_same
 
 VARIANTS = ["tiresias", "tiresias:backfill=false", "tiresias:thresholds=[600,3600,36000]",
-            "tiresias:thresholds=[]", "tiresias:thresholds=60"]
+            "tiresias:thresholds=60"]
 
 
 def _pair(w, policy: str, placement: str | None = None, **kwargs):

@@ -207,6 +207,7 @@ def build_preset(name: str, seed: int = 0, jobs: int | None = None,
         data["cluster_gpus"] = int(cluster_gpus)
     ref = data.pop("generator", None)
     if ref is None:
+        plugins.check_domains("generator", "synthetic", SyntheticSpec, data)  # finite, in the fields' bounds
         spec = SyntheticSpec(**{**data, **({"jobs": jobs} if jobs is not None else {})})
         return generate(spec, seed=seed), spec.cluster
     cluster = data.pop("cluster", None)
@@ -225,6 +226,7 @@ def call_generator(ref: str, params: dict, seed: int, jobs: int | None, preset: 
         function = get_generator(ref)
     except ValueError as exc:
         raise ValueError(f"{where}: {exc}" if preset else str(exc)) from None
+    plugins.check_domains("generator", ref, None, params)  # every number finite (its fields are a dict)
     table = function(params, seed, jobs)
     if not isinstance(table, JobTable):
         raise ValueError(f"generator {ref!r} of {where} returned a {type(table).__name__}, not a JobTable")

@@ -18,9 +18,9 @@ follow the scheduling-framework stages of framework.py: bound to the workload wh
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Annotated, Callable
 
-from features.plugins import Registry, new_registry, parse_spec
+from features.plugins import Domain, Registry, new_registry, parse_spec
 from sim.placement.pool import MILLI, NodePool, Placement_t
 
 __all__ = ["MILLI", "NodePool", "Placement", "Placement_t", "FirstFit", "Consolidate", "PLACEMENTS",
@@ -264,7 +264,7 @@ class Consolidate(Placement):
         return out
 
 
-def _scored(fgd_mix: str = "workload", **weights: float) -> Placement:
+def _scored(fgd_mix: str = "workload", **weights: Annotated[float, Domain(ge=0.0, why="a score's weight")]) -> Placement:
     from sim.placement.scored import ScoredPlacement
 
     for key, value in weights.items():
@@ -345,6 +345,7 @@ def make_placement(name: str | Placement) -> Placement:
     for key, value in params.items():  # a name (``mix=v2023``) only where the factory's default is text
         if isinstance(value, str) and key not in text_ok:
             raise ValueError(f"placement parameter {key!r} in {name!r} is not a number")
+    PLACEMENTS.check_params(base, params, factory)  # each number in its declared Domain (else finite)
     try:
         placement = factory(**params)
     except TypeError as exc:

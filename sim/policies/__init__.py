@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
-from features.plugins import PluginError, Registry, format_spec, new_registry, parse_spec, split_params
+from features.plugins import PluginError, Registry, check_domains, format_spec, new_registry, parse_spec, split_params
 from sim.policies.asrpt import ASrpt, ASrptPerfect
 from sim.policies.base import Policy
 from sim.policies.lazer import Lazer
@@ -121,6 +121,7 @@ class PolicyInfo:
                              f"({err['msg']}); valid parameters: {self._valid_list()}") from None
         out = checked.model_dump(exclude_unset=True)
         out.update({k: v for k, v in (checked.model_extra or {}).items()})
+        check_domains("policy", self.name, self.cls, out)  # each number in its declared Domain (else finite)
         return out
 
     def factory(self, **params: Any) -> Callable[[], Policy]:

@@ -62,6 +62,7 @@ import bisect
 import heapq
 from typing import Any
 
+from features.plugins import POSITIVE, Domain
 from sim.policies.base import Policy, ShapedQueue, misfits_stay, request_shape
 
 _EPS = 1e-9
@@ -74,6 +75,9 @@ class ASrpt(Policy):
     citation = "Luo et al., Prediction-Assisted Online Distributed DL Workload Scheduling (INFOCOM'25)"
     uses_predictions = True
     default_placement = "heavy-edge"
+    #: each numeric parameter's domain (features.plugins.Domain)
+    param_domains = {"tau": Domain(ge=0.0, le=1e6), "heavy_ratio": Domain(ge=1.0), "kappa": Domain(ge=1.0),
+                     "inter_gbit": POSITIVE}
     param_docs = {
         "tau": "delay factor: a communication-heavy head job waits up to tau x its virtual size for a faster placement",
         "heavy_ratio": "COMM_HEAVY: alpha_max / alpha_min at or above which a job is communication-heavy, and alpha(x) / alpha_min up to which a heavy job starts at once",

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import heapq
 import math
-from typing import Any
+from typing import Annotated, Any
+
+from features.plugins import PERIOD
 
 from sim.states import LOADING, RUNNING, SAVING
 from sim.policies.base import Policy, SortedQueue
@@ -289,6 +291,6 @@ class PeriodicSrtf(RoundBased, Srtf):
     summary = "SRTF re-decided every `interval` seconds (param interval=, default 60)"
     citation = "interval scheduling of Pollux (OSDI'21), Muri (SIGCOMM'22), Optimus (EuroSys'18)"
 
-    def __init__(self, interval: float = 60.0, backfill: bool | None = None) -> None:
+    def __init__(self, interval: Annotated[float, PERIOD] = 60.0, backfill: bool | None = None) -> None:
         super().__init__(backfill)
         self._init_rounds(interval)

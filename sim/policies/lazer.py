@@ -37,10 +37,11 @@ import heapq
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import numpy as np
 
+from features.plugins import COUNT, COUNT0, POSITIVE, SECONDS, Domain
 from sim.states import LOADING
 from sim.policies.base import start_in_order
 from sim.policies.preemptive import Srtf
@@ -65,7 +66,14 @@ class Lazer(Srtf):
     summary = "Lazer: SRTF with BO-predicted preemption deferral (param deferral=bo|random|grid|SECONDS)"
     citation = "Making Sense of Job Preemption for Distributed Deep Learning Acceleration, DAC'26"
 
-    def __init__(self, deferral: str | float = "bo", x_max: float = 100.0, seed: int | None = None,
+    #: the BO predictor's sizes (models.deferral.BODeferralPredictor): bounded, each one is an array's length
+    param_domains = {"seed": COUNT0, "n_bootstrap": Domain(ge=1, le=10_000, integer=True), "min_updates": COUNT0,
+                     "ei_stop": Domain(ge=0.0), "refit_every": COUNT, "max_points": Domain(ge=2, le=100_000, integer=True),
+                     "noise": POSITIVE, "num_fantasies": Domain(ge=1, le=4096, integer=True),
+                     "grid": Domain(ge=3, le=1_000_001, integer=True)}
+
+    def __init__(self, deferral: Annotated[str | float, SECONDS] = "bo", x_max: Annotated[float, POSITIVE] = 100.0,
+                 seed: int | None = None,
                  respect_wq: bool = False, protect_loading: bool = False, n_bootstrap: int = 10,
                  min_updates: int = 100, ei_stop: float = 0.10, refit_every: int = 500, max_points: int = 400,
                  noise: float = 1e-3, num_fantasies: int = 16, grid: int = 101) -> None:

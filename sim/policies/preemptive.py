@@ -6,7 +6,9 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
+
+from features.plugins import PERIOD, Domain
 
 from sim.placement import Consolidate
 from sim.states import LOADING, RUNNING
@@ -25,6 +27,10 @@ def shortest(n: int, fits: Any) -> int:
     return 1 + bisect.bisect_left(range(1, n), True, key=fits)
 
 
+#: Tiresias' queue thresholds: attained GPU-service seconds at which a job drops to the next queue.
+THRESHOLDS = Domain(gt=0.0, nonempty=True, increasing=True, max_len=64,
+                    why="attained GPU-seconds at which a job drops a queue")
+
 class Tiresias(HeadPreemptive):
     """Discretised two-dimensional least-attained-service (2D-LAS): a job's queue is the number of
     thresholds its attained GPU-seconds have passed; lower queues first, FIFO (submission) inside a
@@ -40,7 +46,8 @@ class Tiresias(HeadPreemptive):
     # rounds any timer wakes a round, so tiresias-rounds keeps them to stay what it was.
     skip_unreached = True
 
-    def __init__(self, thresholds: float | list[float] = 3600.0, backfill: bool | None = None) -> None:
+    def __init__(self, thresholds: Annotated[float | list[float], THRESHOLDS] = 3600.0,
+                 backfill: bool | None = None) -> None:
         super().__init__(backfill)
         self.thresholds = sorted([float(thresholds)] if isinstance(thresholds, (int, float)) else
                                  [float(t) for t in thresholds])
@@ -384,7 +391,8 @@ class TiresiasRounds(RoundBased, Tiresias):
                   "interval": "round length, s", "backfill": "head rule: later jobs may use idle GPUs",
                   "rule": "head (preempt for the best waiting job) or quota (Lucid simulator's GPU budget)"}
 
-    def __init__(self, thresholds: float | list[float] = 18000.0, interval: float = 60.0,
+    def __init__(self, thresholds: Annotated[float | list[float], THRESHOLDS] = 18000.0,
+                 interval: Annotated[float, PERIOD] = 60.0,
                  backfill: bool | None = None, rule: Literal["head", "quota"] = "head") -> None:
         super().__init__(thresholds, backfill)
         self._init_rounds(interval)

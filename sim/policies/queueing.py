@@ -1,7 +1,9 @@
 """Non-preemptive queue policies: FIFO, SJF, the prediction-ordered ones and the work-conserving family."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
+
+from features.plugins import SECONDS
 
 from sim.policies.base import Policy, ShapedQueue, SortedQueue, request_shape, start_in_order
 
@@ -102,7 +104,8 @@ class Qssf(OrderedQueuePolicy):
     summary = "quasi-shortest-service-first: GPUs x duration predicted from past jobs, non-preemptive"
     citation = "Hu et al., Helios, SC'21 §5"
 
-    def __init__(self, work_conserving: bool | None = None, history: bool = True, prior: float = 3600.0):
+    def __init__(self, work_conserving: bool | None = None, history: bool = True,
+                 prior: Annotated[float, SECONDS] = 3600.0):
         super().__init__(work_conserving)
         self.history, self.prior = bool(history), float(prior)
         self.uses_predictions = not self.history

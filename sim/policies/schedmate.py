@@ -31,10 +31,11 @@ jobs observed by t.
 from __future__ import annotations
 
 import math
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 
+from features.plugins import COUNT0, FRACTION, PERIOD, SECONDS, UPDATE_INTERVAL, Domain
 from sim.coordinator import Coordinator
 from sim.states import LOADING, RUNNING
 from sim.failures import failure_category
@@ -216,6 +217,11 @@ class SchedMateCoordinator(Coordinator, SchedMateParts):
 class SchedMateParams:
     """Parameters every SchedMate policy shares (documented once)."""
 
+    #: each numeric parameter's domain (features.plugins.Domain; merged with Lucid's for lucid-schedmate)
+    param_domains = {"t_score": FRACTION, "k": Domain(ge=1, le=10_000, integer=True), "corpus_seed": COUNT0,
+                     "recall": FRACTION, "precision": FRACTION, "infra_share": FRACTION, "diagnosis": SECONDS,
+                     "recovery": SECONDS, "repair": SECONDS, "theta": FRACTION, "track_after": SECONDS,
+                     "tracker_error": Domain(ge=0.0), "detection": FRACTION}
     param_docs = {
         "failure_handler": "restart recognised infrastructure failures after diagnosis + recovery",
         "t_score": "cosine similarity a historical job needs to count as a match",
@@ -400,10 +406,11 @@ class LucidSchedMate(SchedMateParams, Lucid):
                  detection: float | None = None, skip_profiling: bool = True,
                  profiler: bool = True, sharing: bool = True, n_prof: int = 8, t_prof: float = 200.0,
                  g_ss: int = 2, dynamic: bool = True, min_remaining: float = 300.0,
-                 update_interval: float = 7 * 86400.0, update_model: Literal["lightgbm", "ebm", "rf"] = "lightgbm",
+                 update_interval: Annotated[float, UPDATE_INTERVAL] = 7 * 86400.0,
+                 update_model: Literal["lightgbm", "ebm", "rf"] = "lightgbm",
                  profiler_nodes: int | Literal["auto"] = "auto",
                  profiler_from: Literal["cluster", "extra"] = "cluster",
-                 initial: Literal["given", "history"] = "given", tick: float = 600.0,
+                 initial: Literal["given", "history"] = "given", tick: Annotated[float, PERIOD] = 600.0,
                  forecast: Literal["model", "trend"] = "model") -> None:
         super().__init__(profiler=profiler, sharing=sharing, n_prof=n_prof, t_prof=t_prof, g_ss=g_ss,
                          dynamic=dynamic, min_remaining=min_remaining, unstable_speed=0.0,

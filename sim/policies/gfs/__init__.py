@@ -62,7 +62,9 @@ Our readings where the paper leaves details open (each a parameter where it matt
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from typing import Annotated, Any, Callable
+
+from features.plugins import FRACTION, PERIOD, SECONDS, Domain
 
 from sim.placement import Placement
 from sim.placement.fgd import FgdPlacement
@@ -76,6 +78,11 @@ from sim.policies.gfs.sqa import SpotQuotaAllocator
 __all__ = ["Gfs", "ABLATIONS", "YarnCs", "Chronus", "Lyra", "Fgd", "FgdPlacement", "GfsPlacement", "register_policies"]
 
 
+#: GFS' quota period (Eq. 11, 300 s in the paper): each update forecasts every pool's demand (~1 ms), so a
+#: floor of a minute keeps a month-long replay's updates to seconds.
+QUOTA_PERIOD = Domain(ge=60.0, le=366 * 86400.0, why="seconds between quota updates")
+
+
 class Gfs(HpSpotPolicy):
     """GFS: SQA quotas for spot + PTS (Alg. 1 placement, Alg. 2 preemption for HP)."""
 
@@ -84,6 +91,10 @@ class Gfs(HpSpotPolicy):
     citation = "Duan et al., ASPLOS '26"
     coordinator_class = SpotQuotaAllocator
     order = "gfs"
+    #: each numeric parameter's domain (features.plugins.Domain; periods and eta_max: on their types)
+    param_domains = {"H": Domain(ge=1, le=168, integer=True), "p": Domain(gt=0.0, lt=1.0), "beta": FRACTION,
+                     "gamma": FRACTION, "m": Domain(ge=1, le=100, integer=True), "eta0": Domain(ge=0.0), "window_hours": Domain(ge=0.0, le=8784.0),
+                     "eta_min": Domain(ge=0.0), "spread_hours": Domain(ge=0, le=87840, integer=True)}
     param_docs = {"H": "quota horizon (hours; Table 4: 1)", "p": "forecast confidence (target eviction rate 1 - p; Table 4: 0.9)",
                   "estimator": "orglinear (default, trained in the replay) | models:/demand@champion | persistence | "
                                "seasonal | prev-week-peak",
@@ -107,8 +118,10 @@ class Gfs(HpSpotPolicy):
 
     def __init__(self, H: int = 1, p: float = 0.9, estimator: str = "orglinear", adapt_eta: bool = True,
                  summed: bool = True, placement_mode: str = "pts", preemption: str = "gfs", beta: float = 0.5,
-                 gamma: float = 0.8, m: int = 3, quota: bool = True, retrain_hours: float = 24.0,
-                 eta0: float = 1.0, period_s: float = 300.0, sample_s: float = 60.0, eta_max: float = math.inf,
+                 gamma: float = 0.8, m: int = 3, quota: bool = True,
+                 retrain_hours: Annotated[float, Domain(ge=0.25, le=8784.0, why="hours between retrainings")] = 24.0,
+                 eta0: float = 1.0, period_s: Annotated[float, QUOTA_PERIOD] = 300.0, sample_s: Annotated[float, PERIOD] = 60.0,
+                 eta_max: Annotated[float, Domain(gt=0.0, finite=False, why="inf: no ceiling")] = math.inf,
                  window_hours: float = 0.0, eq19: str = "paper", score3: str = "paper", eq10: str = "paper",
                  wait: str = "window", eta_min: float = 0.0, spread_hours: int = 168, calendar: str = "concat",
                  scale_input: str = "cyc", eta_raise: str = "always",
@@ -262,6 +275,7 @@ class Chronus(YarnCs):
     name = "chronus"
     summary = "Chronus: lease-based (spot 5 min, HP 20 min); victims evicted when their lease ends"
     citation = "Gao et al., SoCC '21"
+    param_domains = {"spot_lease": Domain(gt=0.0, le=SECONDS.le), "hp_lease": Domain(gt=0.0, le=SECONDS.le)}
 
     def __init__(self, preempt: bool = True, spot_lease: float = 300.0, hp_lease: float = 1200.0):
         super().__init__(preempt)

@@ -11,10 +11,11 @@ partitions (profiles, estimates, the dynamic strategy, borrowed nodes) lives in 
 """
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 
+from features.plugins import COUNT0, FRACTION, PERIOD, POSITIVE, SECONDS, UPDATE_INTERVAL
 from sim.states import LOADING, QUEUED, RUNNING
 from sim.policies.base import Policy, SortedQueue
 from sim.policies.lucid import binder as rules
@@ -32,6 +33,10 @@ class Lucid(Policy):
     # save), and the binder evicts the guest of an unstable pair.
     preemptive = True
     coordinator_class = LucidCoordinator
+    #: each numeric parameter's domain (features.plugins.Domain; tick and update_interval: on their types)
+    param_domains = {"n_prof": COUNT0, "t_prof": SECONDS, "g_ss": COUNT0, "min_remaining": SECONDS,
+                     "unstable_speed": FRACTION, "check_after": SECONDS, "gpu_memory_mb": POSITIVE,
+                     "profiler_nodes": COUNT0, "borrow_nodes": COUNT0, "pair_ratio": POSITIVE}
     param_docs = {
         "profiler": "profile jobs in a profiling partition first (§3.2)",
         "space_aware": "profiler runs least GPUs first (Alg. 1); False: FIFO",
@@ -64,7 +69,8 @@ class Lucid(Policy):
     def __init__(self, profiler: bool = True, space_aware: bool = True, binder: bool = True, sharing: bool = True,
                  estimator: bool = True, n_prof: int = 8, t_prof: float = 200.0, g_ss: int = 2,
                  dynamic: bool = True, min_remaining: float = 300.0, unstable_speed: float = 0.5,
-                 check_after: float = 300.0, tick: float = 600.0, update_interval: float = 7 * 86400.0,
+                 check_after: float = 300.0, tick: Annotated[float, PERIOD] = 600.0,
+                 update_interval: Annotated[float, UPDATE_INTERVAL] = 7 * 86400.0,
                  update_model: Literal["lightgbm", "ebm", "rf"] = "lightgbm", monotone: bool = True,
                  packing_labels: Literal["solo", "pair"] = "solo", gpu_memory_mb: float | None = None,
                  profiler_nodes: int | Literal["auto"] = "auto", profiler_from: Literal["cluster", "extra"] = "cluster",
