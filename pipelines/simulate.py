@@ -274,9 +274,11 @@ DOMINANT_TOP5_SHARE = 0.20
 def _print_load(runs: dict[str, dict[str, Any]], offered: float, sizing: dict | None) -> None:
     """The load each replay reached over the measured submission window beside the offered load (and
     the --offered-load target), and a warning when the 5 largest jobs hold most of the work."""
+    from evaluation.catalog import LOAD_MEANING
+
     reached = ", ".join(f"{p} {r['summary'].get('load_reached', float('nan')):.2f}" for p, r in runs.items())
     target = f" (--offered-load target {sizing['target']:g})" if sizing else ""
-    print(f"load:       offered {offered:.2f}{target}; reached over the submission window: {reached}")
+    print(f"load:       offered {offered:.2f}{target}; reached: {reached}\n            ({LOAD_MEANING})")
     top = max((r["summary"].get("top5_gpu_share", 0.0) for r in runs.values()), default=0.0)
     if top > DOMINANT_TOP5_SHARE:
         print(f"warning: the 5 largest jobs hold {top:.0%} of the measured GPU-seconds: the load and the ranking "
@@ -470,6 +472,7 @@ def _run(args, t0, out, force, window, predictor, predicted, predictor_info, plo
 
     meta = ordered_meta({"kind": kind, "command": shlex.join(["schedcast", *getattr(args, "argv", sys.argv[1:])]),
             **replayed.meta, "trace_name": trace_name, "offered_load": load, "policies": args.policy,
+            "load_reached": {p: r["summary"].get("load_reached") for p, r in runs.items()},
             "predictor_resolved": predictor_info, "failures": getattr(args, "failures", "none"),
             "measured_jobs": measured or len(workload), **({"forecasters": forecasters} if forecasters else {})})
     plots = getattr(args, "plots", True)

@@ -10,6 +10,7 @@
 """
 from __future__ import annotations
 
+import json
 import re
 
 import numpy as np
@@ -73,9 +74,15 @@ def test_simulate_prints_load_dominance_unused_predictor_and_a_timing_line_that_
                  "noisy:0.5", "--no-plots", "--no-progress", "--out", str(tmp_path / "o")]) == 0
     out = capsys.readouterr().out
     assert "note: --predictor noisy:0.5 is not used: none of the policies (fifo, sjf) uses predictions" in out
-    load = re.search(r"load: +offered ([0-9.]+); reached over the submission window: fifo ([0-9.]+), sjf", out)
+    load = re.search(r"load: +offered ([0-9.]+); reached: fifo ([0-9.]+), sjf", out)
     assert load, out
     assert float(load.group(2)) < float(load.group(1))  # 300 demo jobs: long jobs run on past the window
+    from evaluation.catalog import LOAD_MEANING
+
+    assert LOAD_MEANING in out  # the two loads are defined where they are printed, and in meta.json
+    meta = json.loads((tmp_path / "o" / "meta.json").read_text())
+    assert meta["load_meaning"] == LOAD_MEANING and set(meta["load_reached"]) == {"fifo", "sjf"}
+    assert meta["load_reached"]["fifo"] == pytest.approx(float(load.group(2)), abs=0.006)
     assert re.search(r"warning: the 5 largest jobs hold \d+% of the measured GPU-seconds", out)
     timing = re.search(r"time: ([0-9.]+) s in this command \((.*)\)", out)
     parts = [float(v) for v in re.findall(r" ([0-9.]+)(?:,|$)", timing.group(2))]
