@@ -58,7 +58,7 @@ def _option(action: argparse.Action) -> str:
     metavar = action.metavar or (f"{{{','.join(map(str, action.choices))}}}" if action.choices else
                                  action.dest.upper())
     if isinstance(metavar, tuple):
-        metavar = " ".join(metavar)
+        return f"{names} {' '.join(metavar)}"
     if action.nargs in ("+", "*"):
         metavar += " ..."
     elif isinstance(action.nargs, int) and action.nargs > 1:
@@ -186,6 +186,7 @@ def metrics_page() -> str:
 def _type_text(annotation: Any) -> str:
     text = str(annotation)
     text = re.sub(r"typing\.|<class '([^']+)'>", lambda m: m.group(1) or "", text)
+    text = re.sub(r"\b(?:[\w]+\.|<locals>\.)+(\w+)", r"\1", text)  # spec._define_models.<locals>.WorkloadSpec
     return text.replace("NoneType", "None")
 
 
@@ -198,14 +199,15 @@ def _model_table(model: Any, kind: str) -> list[str]:
             default = f"`{f.default_factory()!r}`"
         else:
             default = f"`{f.default!r}`"
-        out.append(f"| `{name}` | `{_cell(_type_text(f.annotation))}` | {_cell(default)} | {_cell(SPEC_FIELDS.get(f"{kind}.{name}", SPEC_FIELDS.get(name, "")))} |")
+        meaning = SPEC_FIELDS.get(f"{kind}.{name}", SPEC_FIELDS.get(name, ""))
+        out.append(f"| `{name}` | `{_cell(_type_text(f.annotation))}` | {_cell(default)} | {_cell(meaning)} |")
     return out
 
 
 #: One line per spec field (the models' field names; tests/test_docs.py checks every field has one).
 SPEC_FIELDS = {
-    "name": "a name (letters, digits, `_.-`): the default output folder `results/experiments/NAME`; for a workload "
-            "or a policy entry, its label in tables",
+    "name": "the experiment's name (letters, digits, `_.-`): the default output folder `results/experiments/NAME` "
+            "and the MLflow run name",
     "description": "one line shown on the leaderboard page and the MLflow run",
     "workloads": "the workloads (table below); every policy runs on every workload unless an entry's "
                  "`workloads` narrows it",
@@ -239,6 +241,7 @@ SPEC_FIELDS = {
     "PolicyEntry.workloads": "names of the workloads this entry runs on (default: every workload)",
     "PolicyEntry.predictors": "this entry's predictors instead of the top level's",
     "PolicyEntry.name": "a policy registry name ([policies.md](policies.md))",
+    "WorkloadSpec.name": "the workload's label in tables and cell folders (unique)",
     "WorkloadSpec.seeds": "this workload's seeds instead of the top level's",
 }
 

@@ -365,7 +365,8 @@ def add_parsers(sub) -> None:
     p.add_argument("--ready-timeout", type=float, default=180.0, help="seconds to wait for the UI (default 180)")
     p.set_defaults(func=cmd_server)
 
-    s = sub.add_parser("serve", help="serve a registered model over REST (mlflow models serve, local env)")
+    s = sub.add_parser("serve", help="serve a registered model over REST: schedcast's scoring server, or "
+                       "`mlflow models serve` with --engine mlflow")
     s.add_argument("model_uri", metavar="MODEL_URI", help="models:/NAME@ALIAS, models:/NAME/VERSION or runs:/ID/model")
     s.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
     s.add_argument("--port", type=int, default=5001)

@@ -555,7 +555,7 @@ def add_parsers(sub) -> None:
     p.add_argument("--failures", default=None, metavar="SPEC",
                    help="failure events: trace (the trace's own failures; the default for a workload that "
                    "carries them, such as the *-failures presets), none (the default otherwise), or "
-                   "rate=R,repair=S,... (parametric; see README 'Failures')")
+                   "rate=R,repair=S,... (parametric; see docs/concepts.md, Failures)")
     p.add_argument("--performance", default=None, metavar="SPEC",
                    help="placement-dependent speed model, e.g. asrpt or asrpt:inter_gbps=1 (default: "
                    "speed 1 everywhere)")
