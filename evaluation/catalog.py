@@ -84,7 +84,9 @@ _ENTRIES = [
     _m("failed_jobs", "count", "lower", "jobs that ended FAILED"),
     _m("failures", "count", "lower", "failure events that hit a job"),
     _m("lost_work_total", "s", "lower", "work (s at speed 1) thrown away by failures and redone, sum over jobs"),
-    _m("gpu_utilisation", "frac", "higher", "time-weighted share of physical GPUs held, first submission to last end"),
+    _m("gpu_utilisation", "frac", "higher", "time-weighted share of physical GPUs held, first submission to last "
+       "end (the tail in which the last jobs run alone included; load_reached is the same share over the "
+       "submission window)"),
     _m("gpu_sharing_factor", "ratio", "higher", "job-GPUs served per physical GPU held (packing), time-weighted"),
     _m("offered_load", "ratio", "none", "GPU-seconds submitted / (submission window x the cluster's GPUs): the "
        "share of the cluster the jobs need just to keep up (above 1 the queue must grow)"),
