@@ -260,17 +260,19 @@ def _train(args: argparse.Namespace) -> int:
     champion in place ``--alias champion`` is refused (the retraining gate decides, `schedcast retrain`),
     and a first version becomes champion only when it is not worse than the best baseline (or with
     ``--allow-worse-than-baseline``); the "first champion" step is a compare-and-set under the alias lock."""
-    from models.registry import CHAMPION, alias_version, check_tracking_uri, configure, resolve_tracking_uri
-    from pipelines.train import TASKS, best_baseline, log_result
+    from pipelines.progress import step
 
     algo = args.algo or default_algo(args.task)
     alias = None if args.alias == "none" else args.alias
-    check_tracking_uri(resolve_tracking_uri(args.tracking_uri))  # a bad store: refused before any work
-    with quiet(args.verbose, args.task, algo):
-        from pipelines.progress import step
+    # the spinner from the first second: importing MLflow and loading the data take seconds of silence
+    with step(f"loading the {args.task} data and the model store"), quiet(args.verbose, args.task, algo):
+        from models.registry import CHAMPION, alias_version, check_tracking_uri, configure, resolve_tracking_uri
+        from pipelines.train import TASKS, best_baseline, log_result
 
+        check_tracking_uri(resolve_tracking_uri(args.tracking_uri))  # a bad store: refused before any work
         trainer = _task_trainer(args)  # parameters checked and data loaded before the store is touched
         uri = configure(args.tracking_uri)
+    with quiet(args.verbose, args.task, algo):
         if alias == CHAMPION and not args.no_register:
             current = alias_version(args.task, CHAMPION)
             if current is not None:

@@ -267,6 +267,28 @@ def _policies_using_predictions(policies: list[str]) -> list[str]:
     return out
 
 
+def model_line(info: dict[str, Any]) -> str:
+    """``models:/duration@champion = duration version 3 (run 1a2b3c4d) in sqlite:///mlruns/mlflow.db``."""
+    text = info.get("uri", "?")
+    if info.get("version"):
+        text += f" = {info.get('name')} version {info['version']}"
+    if info.get("run_id"):
+        text += f" (run {str(info['run_id'])[:8]})"
+    return text + (f" in {info['tracking_uri']}" if info.get("tracking_uri") else "")
+
+
+def _terminal_width() -> int | None:
+    """The terminal's columns when stdout is one (tables are cut to fit), else None (logs keep whole lines)."""
+    import shutil
+
+    try:
+        if not sys.stdout.isatty():
+            return None
+    except (AttributeError, ValueError):
+        return None
+    return shutil.get_terminal_size((100, 24)).columns
+
+
 #: Share of the measured GPU-seconds above which the 5 largest jobs are said to dominate a run.
 DOMINANT_TOP5_SHARE = 0.20
 
@@ -350,6 +372,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         print(f"note: --predictor {args.predictor} is not used: none of the policies ({', '.join(args.policy)}) "
               "uses predictions")
     predictor_info = describe_predictor(predictor) if predicted else {"kind": "unused", "spec": args.predictor}
+    if predictor_info.get("kind") == "mlflow-model":  # which model drove the policies: the console says it too
+        print(f"predictor:  {model_line(predictor_info)}")
     plotter = _start_plotter() if getattr(args, "plots", True) else None
     try:
         return _run(args, t0, out, force, window, predictor, predicted, predictor_info, plotter)
@@ -458,14 +482,14 @@ def _run(args, t0, out, force, window, predictor, predicted, predictor_info, plo
                   "util % over the whole replay")
     else:
         title += f"{len(workload):,} jobs"
-    print(render_table([r["summary"] for r in runs.values()], title))
+    print(render_table([r["summary"] for r in runs.values()], title, width=_terminal_width()))
     _print_load(runs, load, sizing)
     if has_spot:
         warmup = "warmup" in workload.frame and bool(workload.frame["warmup"].fillna(False).astype(bool).any())
         scope = ("measured window" if window else "tasks after the HP-only warm-up" if warmup else "all tasks")
         print(render_table([r["summary"] for r in runs.values()],
                            f"\nHP / spot tasks ({scope}; JQT = sum of all waits; evict/run = evictions / spot runs)",
-                           HP_SPOT_COLUMNS))
+                           HP_SPOT_COLUMNS, width=_terminal_width()))
     import shlex
 
     from pipelines.replay import ordered_meta
