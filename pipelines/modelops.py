@@ -285,7 +285,9 @@ def _train(args: argparse.Namespace) -> int:
         print(metrics_table(result))
         if args.no_register:
             logged = log_result(result, register=False)
-            print(f"logged run {logged.run_id} (not registered) to {uri}")
+            from pipelines.tracking import ui_link
+
+            print(f"logged run {logged.run_id} (not registered) to {uri}\nMLflow UI: {ui_link(uri, logged.run_id)}")
             return 0
         base = best_baseline(result)
         worse = base is not None and result.primary > base[1]
@@ -307,8 +309,10 @@ def _train(args: argparse.Namespace) -> int:
     elif worse and alias_version(args.task, CHAMPION) is None:
         print(f"warning: version {logged.version} is not champion: its {metric} is worse than the baseline "
               f"{base[0]} {base[1]:.4g} (give --allow-worse-than-baseline to make it champion anyway)")
+    from pipelines.tracking import ui_link
+
     print(f"registered {args.task} version {logged.version} (aliases {', '.join(logged.aliases) or 'none'}); "
-          f"run {logged.run_id}; store {uri}")
+          f"run {logged.run_id}; store {uri}\nMLflow UI: {ui_link(uri, logged.run_id)}")
     return 0
 
 
@@ -360,6 +364,12 @@ def _retrain(args: argparse.Namespace) -> int:
     print(f"{verdict}: {decision.reason}")
     print(f"  challenger version {decision.challenger_version}; champion before {decision.champion_version_before}, "
           f"after {decision.champion_version_after}")
+    run_id = decision.details.get("decision_run_id")
+    if run_id:
+        from models.registry import resolve_tracking_uri
+        from pipelines.tracking import ui_link
+
+        print(f"MLflow UI: {ui_link(resolve_tracking_uri(args.tracking_uri), run_id)}")
     return decision.exit_code
 
 

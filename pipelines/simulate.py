@@ -457,6 +457,7 @@ def _run(args, t0, out, force, window, predictor, predicted, predictor_info, plo
     runs: dict[str, dict[str, Any]] = {}
     encoded: dict[str, JobsParquet] = {}  # each policy's job file, encoded beside the scoring and later replays
     forecasters: dict[str, dict[str, Any]] = {}
+    replay_times: dict[str, tuple[float, float]] = {}  # epoch (start, end) per replay: MLflow runs' durations
     replayed = None
     t_replay = time.perf_counter()
     for policy in args.policy:
@@ -465,7 +466,9 @@ def _run(args, t0, out, force, window, predictor, predicted, predictor_info, plo
             def encode(jobs, policy=policy) -> None:
                 encoded[policy] = JobsParquet(jobs, window)
 
+            began = time.time()
             replayed = run_replay(base.with_policy(policy), prepared, progress=update, on_jobs=encode)
+            replay_times[policy] = (began, time.time())
         finally:
             stop()
         runs[policy] = replayed.evaluation
@@ -511,9 +514,13 @@ def _run(args, t0, out, force, window, predictor, predicted, predictor_info, plo
         from pipelines.tracking import track_simulation
 
         t_track = time.perf_counter()
-        parent = track_simulation(out, runs, meta, uri)
+        parent = track_simulation(out, runs, meta, uri, times=replay_times,
+                                  started=time.time() - (time.perf_counter() - t0))
         t_track = time.perf_counter() - t_track
-        print(f"MLflow: parent run {parent} with one nested run per policy in {uri} ({t_track:.2f} s)")
+        from pipelines.tracking import ui_link
+
+        print(f"MLflow: parent run {parent} with one nested run per policy in {uri} ({t_track:.2f} s)\n"
+              f"MLflow UI: {ui_link(uri, parent)}")
     files = "summary.csv, jobs_*.parquet, allocation_*.parquet, breakdowns, meta.json"
     files += ", jct_cdf.png, gpu_allocation.png" if plots else " (no plots: --no-plots)"
     total = time.perf_counter() - t0
