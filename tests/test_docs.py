@@ -143,3 +143,30 @@ def test_plugin_module_beside_the_spec_is_found(tmp_path, monkeypatch):
     assert str(folder.resolve()) in sys.path and str(folder.resolve()) in os.environ["PYTHONPATH"]
     with pytest.raises(ValueError, match="no such file"):
         _plugin_module("nowhere/missing.py", [])
+
+
+def test_no_duplicate_cells_for_policies_that_ignore_the_predictor():
+    """A policy that reads no duration prediction with its parameters (or under a per-kind duration or
+    iterations estimate) runs once per seed, not once per predictor: those cells would repeat each other."""
+    from pipelines.experiments.cells import expand
+    from pipelines.experiments.spec import parse_spec
+
+    spec = parse_spec({"name": "dups", "workloads": [{"name": "demo", "synthetic": "demo", "jobs": 50}],
+                       "policies": ["spjf", "fifo", "a-srpt-perfect", "lucid:initial=history", "lucid-noestimator",
+                                    "lucid", "schedmate-sjf:host=history", "schedmate-sjf"],
+                       "predictors": ["oracle", "noisy:0.5"], "seeds": 2})
+    per = {}
+    for cell in expand(spec):
+        per.setdefault(cell.label, set()).add(cell.predictor)
+    assert per["spjf"] == per["lucid"] == per["schedmate-sjf"] == {"oracle", "noisy:0.5"}
+    for label in ("fifo", "a-srpt-perfect", "lucid:initial=history", "lucid-noestimator", "schedmate-sjf:host=history"):
+        assert per[label] == {"unused"}, label
+    spec = parse_spec({"name": "pai", "workloads": [{"name": "pai", "synthetic": "pai", "jobs": 50,
+                                                    "predict": {"iterations": "group-median"}},
+                                                   {"name": "est", "synthetic": "demo", "jobs": 50,
+                                                    "predict": {"duration": "group-median"}}],
+                       "policies": ["a-srpt", "spjf"], "predictors": ["oracle", "noisy:0.5"]})
+    cells = expand(spec)
+    assert {c.predictor for c in cells if c.label == "a-srpt" and c.workload == "pai"} == {"unused"}
+    assert {c.predictor for c in cells if c.label == "spjf" and c.workload == "pai"} == {"oracle", "noisy:0.5"}
+    assert {c.predictor for c in cells if c.workload == "est"} == {"unused"}
