@@ -103,7 +103,7 @@ _ENTRIES = [
 ]
 CATALOG: dict[str, Metric] = {m.name: m for m in _ENTRIES}
 
-#: The two loads, defined once: every place that prints one prints both, with :func:`load_line`'s meaning.
+#: The two loads, defined once: every place that prints one prints both, with :data:`LOAD_MEANING`.
 LOADS: dict[str, dict[str, str]] = {
     "offered": {"name": "offered_load", "label": "offered load",
                 "meaning": "GPU-seconds the jobs submit / (submission window x the cluster's GPUs): the share of "
@@ -114,22 +114,9 @@ LOADS: dict[str, dict[str, str]] = {
                            "replay reached. It stays below the offered load when jobs wait (a queue building up, "
                            "fragmentation, a strict queue's blocked head) or run on after the window."},
 }
-#: The one-line meaning printed beside the two numbers (console, meta.json, leaderboard, ledger).
+#: The one-line meaning printed beside the two numbers (console, meta.json, leaderboard; the ledger should too).
 LOAD_MEANING = ("offered = GPU-seconds submitted / (submission window x GPUs), the load needed to keep up; "
                 "reached = share of GPUs held during that window")
-
-
-def load_line(offered: float | None, reached: "dict[str, float] | float | None" = None) -> str:
-    """``offered load 0.90, reached 0.53 (offered = ...; reached = ...)``: the two loads side by side with
-    their one-line meaning; ``reached`` is one number or one per policy."""
-    parts = []
-    if offered is not None:
-        parts.append(f"offered load {offered:.2f}")
-    if isinstance(reached, dict) and reached:
-        parts.append("reached " + ", ".join(f"{p} {v:.2f}" for p, v in reached.items()))
-    elif isinstance(reached, (int, float)):
-        parts.append(f"reached {reached:.2f}")
-    return ", ".join(parts) + f" ({LOAD_MEANING})"
 
 
 #: How tables show a metric: name -> (header, scale, format) (the leaderboard's columns; times in hours).
@@ -212,4 +199,4 @@ def group_label(value: object) -> str:
     return text
 
 
-__all__ = ["CATALOG", "DISPLAY", "LOADS", "LOAD_MEANING", "load_line", "Metric", "file_name", "group_label", "higher_is_better", "known", "lookup", "names"]
+__all__ = ["CATALOG", "DISPLAY", "LOADS", "LOAD_MEANING", "Metric", "file_name", "group_label", "higher_is_better", "known", "lookup", "names"]

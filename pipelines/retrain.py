@@ -13,7 +13,7 @@ pipelines.train.TrainResult.lineage). The gate compares on:
 * otherwise nothing: the gate refuses (exit 4), because a model trained on other data cannot be judged
   on its own holdout (a synthetic challenger wins on synthetic data and loses on the real trace).
 
-Exit codes (for cron / Kubernetes; also in the README):
+Exit codes (for cron / Kubernetes; also in docs/models.md):
 
 ====  ==================================================================================================
 0     promoted (or the first champion)
