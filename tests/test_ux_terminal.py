@@ -60,3 +60,39 @@ def test_train_spinner_starts_before_the_slow_imports_and_data(monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         modelops._train(args)
     assert events == ["spinner: loading the duration data and the model store", "data"]
+
+
+LEDGER = (["claim", "source", "paper", "schedcast", "holds if", "verdict"],
+          [["T5-hp-jqt-low", "Table 5 (Low)", "-62 %", "+27.1 %", "cut >= 50 % of the paper's", "does not hold"],
+           ["T6-eviction-ratio-medium", "Table 6, spot eviction ratio", "0.41", "2.03", "<= 0.5 x YARN-CS",
+            "does not hold"],
+           ["F7-forecast", "Figure 7, OrgLinear vs DLinear", "0.86", "0.913", "< 1", "holds"]])
+
+
+def test_rich_tables_never_break_a_word_at_80_columns():
+    import io
+
+    from rich.console import Console
+
+    from pipelines.console import rich_table
+
+    buf = io.StringIO()
+    console = Console(file=buf, width=80, force_terminal=False, color_system=None)
+    console.print(rich_table(*LEDGER, title="gfs: claims ledger", width=80))
+    text = buf.getvalue()
+    assert max(len(line) for line in text.splitlines()) <= 80
+    words = {w for row in [LEDGER[0], *LEDGER[1]] for cell in row for w in str(cell).split()}
+    printed = set(text.replace("│", " ").replace("┃", " ").split())
+    assert words <= printed, words - printed  # every word whole (wrapped at spaces only)
+
+
+def test_plain_tables_are_one_line_per_row_outside_a_terminal():
+    import io
+
+    from pipelines.console import print_table
+
+    buf = io.StringIO()  # not a terminal
+    print_table(*LEDGER, title="gfs: claims ledger", file=buf)
+    lines = buf.getvalue().splitlines()
+    assert len(lines) == 1 + 2 + len(LEDGER[1]) and lines[0] == "gfs: claims ledger"
+    assert lines[3].startswith("T5-hp-jqt-low") and lines[3].rstrip().endswith("does not hold")
