@@ -84,10 +84,14 @@ _ENTRIES = [
     _m("failed_jobs", "count", "lower", "jobs that ended FAILED"),
     _m("failures", "count", "lower", "failure events that hit a job"),
     _m("lost_work_total", "s", "lower", "work (s at speed 1) thrown away by failures and redone, sum over jobs"),
-    _m("gpu_utilisation", "frac", "higher", "time-weighted share of physical GPUs held, first submission to last end"),
+    _m("gpu_utilisation", "frac", "higher", "time-weighted share of physical GPUs held, first submission to last "
+       "end (the tail in which the last jobs run alone included; load_reached is the same share over the "
+       "submission window)"),
     _m("gpu_sharing_factor", "ratio", "higher", "job-GPUs served per physical GPU held (packing), time-weighted"),
-    _m("load_reached", "frac", "none", "share of GPUs held over the submission window of the measured jobs: "
-       "the load the replay actually reached, beside the offered load it was sized for"),
+    _m("offered_load", "ratio", "none", "GPU-seconds submitted / (submission window x the cluster's GPUs): the "
+       "share of the cluster the jobs need just to keep up (above 1 the queue must grow)"),
+    _m("load_reached", "frac", "none", "share of the cluster's GPUs held by jobs during the submission window: "
+       "the load the replay reached (below the offered load when jobs wait or run after the window)"),
     _m("top5_gpu_share", "frac", "none", "share of the measured jobs' GPU-seconds held by the 5 largest jobs"),
     _m("events", "count", "none", "simulator events processed"),
     _m("sim_seconds", "s", "lower", "wall time of the replay"),
@@ -98,6 +102,22 @@ _ENTRIES = [
     *_hp_spot(),
 ]
 CATALOG: dict[str, Metric] = {m.name: m for m in _ENTRIES}
+
+#: The two loads, defined once: every place that prints one prints both, with :data:`LOAD_MEANING`.
+LOADS: dict[str, dict[str, str]] = {
+    "offered": {"name": "offered_load", "label": "offered load",
+                "meaning": "GPU-seconds the jobs submit / (submission window x the cluster's GPUs): the share of "
+                           "the cluster they need just to keep up; above 1 the queue must grow, around 0.1 nothing "
+                           "waits and policies tie. `--offered-load X` resizes the cluster so that it is X."},
+    "reached": {"name": "load_reached", "label": "reached load",
+                "meaning": "share of the cluster's GPUs held by jobs during the same submission window: what the "
+                           "replay reached. It stays below the offered load when jobs wait (a queue building up, "
+                           "fragmentation, a strict queue's blocked head) or run on after the window."},
+}
+#: The one-line meaning printed beside the two numbers (console, meta.json, leaderboard; the ledger should too).
+LOAD_MEANING = ("offered = GPU-seconds submitted / (submission window x GPUs), the load needed to keep up; "
+                "reached = share of GPUs held during that window")
+
 
 #: How tables show a metric: name -> (header, scale, format) (the leaderboard's columns; times in hours).
 DISPLAY: dict[str, tuple[str, float, str]] = {
@@ -113,7 +133,7 @@ DISPLAY: dict[str, tuple[str, float, str]] = {
     "futile_p95": ("futile P95 (min)", 1 / 60, "{:.2f}"), "jct_p50_min": ("P50 JCT (min)", 1 / 60, "{:.1f}"),
     "wait_p50": ("P50 queueing (h)", 1 / 3600, "{:.3f}"), "wait_p95": ("P95 queueing (h)", 1 / 3600, "{:.3f}"),
     "gpu_sharing_factor": ("sharing factor", 1.0, "{:.3f}"), "jobs": ("jobs", 1.0, "{:.0f}"),
-    "load_reached": ("reached load", 1.0, "{:.2f}"),
+    "load_reached": ("reached load", 1.0, "{:.2f}"), "offered_load": ("offered load", 1.0, "{:.2f}"),
     "hp_jct_mean": ("HP JCT (h)", 1 / 3600, "{:.3f}"), "hp_jqt_mean": ("HP JQT (s)", 1.0, "{:.1f}"),
     "spot_jct_mean": ("spot JCT (h)", 1 / 3600, "{:.3f}"), "spot_jqt_mean": ("spot JQT (h)", 1 / 3600, "{:.3f}"),
     "evictions": ("evictions", 1.0, "{:.0f}"), "evict_rate_runs": ("evict/run (%)", 100.0, "{:.2f}"),
@@ -179,4 +199,4 @@ def group_label(value: object) -> str:
     return text
 
 
-__all__ = ["CATALOG", "DISPLAY", "Metric", "file_name", "group_label", "higher_is_better", "known", "lookup", "names"]
+__all__ = ["CATALOG", "DISPLAY", "LOADS", "LOAD_MEANING", "Metric", "file_name", "group_label", "higher_is_better", "known", "lookup", "names"]

@@ -38,6 +38,29 @@ _NO_PREDICTOR = ("unused",)
 _DISPLAY = DISPLAY
 
 
+#: Time units a page may show a seconds metric in: (name, seconds per unit, format).
+_TIME_UNITS = (("s", 1.0, "{:.1f}"), ("min", 60.0, "{:.2f}"), ("h", 3600.0, "{:.3f}"))
+
+
+def page_units(board: pd.DataFrame, metrics: Sequence[str]) -> dict[str, tuple[str, float, str]]:
+    """(header, scale, format) per metric for one page: a seconds metric gets ONE unit for every table
+    and chart of the page (s below 2 min, min below 2 h, else h, by the largest mean on the page), so the
+    queueing chart and the table beside it read in the same unit; other metrics as :func:`display`."""
+    from evaluation.catalog import lookup
+
+    out = {}
+    for m in metrics:
+        header, scale, fmt = display(m)
+        entry = lookup(m)
+        if entry is not None and entry.unit == "s" and m in board and len(board):
+            top = float(np.nanmax(np.abs(board[m].to_numpy(dtype=float)), initial=0.0))
+            unit, per, fmt = _TIME_UNITS[0] if top < 120 else _TIME_UNITS[1] if top < 7200 else _TIME_UNITS[2]
+            base = header.rsplit(" (", 1)[0] if header.endswith(")") else header
+            header, scale = f"{base} ({unit})", 1.0 / per
+        out[m] = (header, scale, fmt)
+    return out
+
+
 def display(metric: str) -> tuple[str, float, str]:
     """(header, scale, format) of a metric; a group metric 'class/spot/jct_mean' is 'spot: avg JCT (h)'."""
     if metric in _DISPLAY:
@@ -64,6 +87,9 @@ def results_frame(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
         for k, v in (rec.get("metrics") or {}).items():  # per-group columns: partition/NAME/..., class/NAME/...
             if "/" in k and isinstance(v, (int, float)):
                 row[k] = v
+        offered = (rec.get("meta") or {}).get("offered_load")
+        if isinstance(offered, (int, float)) and not isinstance(offered, bool) and rec.get("status") == "ok":
+            row["offered_load"] = float(offered)  # the workload's, beside the load each replay reached
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -170,54 +196,93 @@ def _jobs_jct(run_dir: Path, cell_ids: Iterable[str]) -> np.ndarray:
     return np.concatenate(parts) if parts else np.array([])
 
 
-def cdf_figure(run_dir: Path, ok: pd.DataFrame, workload: str, max_lines: int = 12) -> str | None:
-    """JCT CDF of each entry of one workload (seeds pooled), the best ``max_lines`` by mean JCT."""
+#: Line colours of the CDF panels: tab10 without its grey (the other entries are drawn in grey).
+_PALETTE = ("C0", "C1", "C2", "C3", "C4", "C5", "C6", "C8", "C9", "#1b1b8f", "#8f1b5c", "#2f6f2f")
+
+
+def cdf_figure(run_dir: Path, ok: pd.DataFrame, workload: str, max_lines: int = 12, ncols: int = 3) -> str | None:
+    """JCT CDFs of one workload (seeds pooled) as small multiples: one panel per entry (the best
+    ``max_lines`` by mean JCT), the entry in colour over the others in light grey, so each curve can be
+    told apart however many overlap."""
     sub = ok[ok["workload"] == workload]
     if not len(sub):
         return None
     order = sub.groupby(["policy", "predictor"], sort=False)["jct_mean"].mean().sort_values() if "jct_mean" in sub else None
     keys = list(order.index[:max_lines]) if order is not None else []
-    fig, ax = figure_axes((8.5, 4.2))
-    drawn, lo, hi = 0, float("inf"), 0.0
+    curves = []
     for policy, predictor in keys:
         ids = sub[(sub["policy"] == policy) & (sub["predictor"] == predictor)]["cell"]
         jct = np.maximum(np.sort(_jobs_jct(run_dir, ids)), 1.0)
-        if not len(jct):
-            continue
-        idx = np.unique(np.linspace(0, len(jct) - 1, min(len(jct), 400)).astype(int))
-        ax.step(jct[idx], (idx + 1) / len(jct), where="post", label=entry_label(policy, predictor), lw=1.3)
-        lo, hi = min(lo, float(jct[0])), max(hi, float(jct[-1]))
-        drawn += 1
-    if not drawn:
+        if len(jct):
+            idx = np.unique(np.linspace(0, len(jct) - 1, min(len(jct), 400)).astype(int))
+            curves.append((entry_label(policy, predictor), jct[idx], (idx + 1) / len(jct)))
+    if not curves:
         return None
-    ax.set_xscale("log")
-    _time_axis(ax, lo, hi)
-    ax.set_xlabel("job completion time (log scale)")
-    ax.set_ylabel("share of jobs")
-    ax.set_title(f"JCT CDF: {workload} (seeds pooled; best {drawn} by avg JCT)", fontsize=10)
-    ax.grid(alpha=0.3)
-    # beside the axes, not over the curves (they end at the top right, where a legend would sit)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
+    lo = min(float(c[1][0]) for c in curves)
+    hi = max(float(c[1][-1]) for c in curves)
+    cols = min(ncols, len(curves))
+    rows = math.ceil(len(curves) / cols)
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(3.2 * cols + 0.6, 2.3 * rows + 0.7))
+    FigureCanvasAgg(fig)
+    axes = np.atleast_1d(fig.subplots(rows, cols, sharex=True, sharey=True, squeeze=False)).ravel()
+    colours = [_PALETTE[i % len(_PALETTE)] for i in range(len(curves))]
+    for i, ax in enumerate(axes):
+        if i >= len(curves):
+            ax.set_visible(False)
+            continue
+        for j, (_, x, y) in enumerate(curves):
+            if j != i:
+                ax.step(x, y, where="post", color="#cccccc", lw=0.8, zorder=1)
+        label, x, y = curves[i]
+        ax.step(x, y, where="post", color=colours[i], lw=1.8, zorder=2)
+        ax.set_title(f"{i + 1}. {label}", fontsize=8, loc="left")
+        ax.set_xscale("log")
+        _time_axis(ax, lo, hi)
+        ax.tick_params(labelsize=7)
+        ax.grid(alpha=0.3)
+        if i % cols == 0:
+            ax.set_ylabel("share of jobs", fontsize=8)
+        if i >= len(curves) - cols:
+            ax.set_xlabel("JCT (log scale)", fontsize=8)
+            ax.tick_params(labelbottom=True)
+    fig.suptitle(f"JCT CDF: {workload} (seeds pooled; best {len(curves)} by avg JCT, each in colour over the "
+                 "others in grey)", fontsize=9)
+    fig.tight_layout()
     return _png(fig)
 
 
-def queue_figure(board: pd.DataFrame, workload: str) -> str | None:
-    """Average queueing per entry of one workload with its 95 % interval."""
+def queue_figure(board: pd.DataFrame, workload: str,
+                 units: dict[str, tuple[str, float, str]] | None = None) -> str | None:
+    """Average queueing per entry of one workload: the mean as a dot with its symmetric 95 % interval
+    (both whiskers drawn, below zero too: it is the Student-t interval the table gives), in the unit the
+    page's table uses for the same metric."""
     sub = board[board["workload"] == workload]
     if not len(sub) or "wait_mean" not in sub:
         return None
     sub = sub.sort_values("wait_mean")
     labels = [entry_label(p, pr) for p, pr in zip(sub["policy"], sub["predictor"])]
+    header, scale, _ = (units or page_units(sub, ["wait_mean"]))["wait_mean"]
+    unit = header.rsplit("(", 1)[-1].rstrip(")") if header.endswith(")") else ""
     fig, ax = figure_axes((7.5, max(2.2, 0.28 * len(sub) + 1)))
-    unit, scale = _time_unit(float(np.nanmax(sub["wait_mean"].to_numpy(dtype=float), initial=0.0)))
-    err = sub["wait_mean_ci95"].to_numpy(dtype=float) / scale
-    ax.barh(range(len(sub)), sub["wait_mean"].to_numpy(dtype=float) / scale,
-            xerr=np.where(np.isfinite(err), err, 0.0), color="#4c72b0", ecolor="#333", capsize=2)
-    ax.set_yticks(range(len(sub)))
+    mean = sub["wait_mean"].to_numpy(dtype=float) * scale
+    half = sub["wait_mean_ci95"].to_numpy(dtype=float) * scale
+    pos = np.arange(len(sub))
+    has = np.isfinite(half)
+    ax.errorbar(mean[has], pos[has], xerr=half[has], fmt="o", color="#4c72b0", ecolor="#333", elinewidth=1.2,
+                capsize=4, markersize=5)
+    ax.plot(mean[~has], pos[~has], "o", color="#4c72b0", markersize=5)
+    ax.axvline(0.0, color="#999", lw=0.8)
+    ax.set_yticks(pos)
     ax.set_yticklabels(labels, fontsize=7)
     ax.invert_yaxis()
-    ax.set_xlim(left=0)
-    ax.set_xlabel(f"average queueing delay ({unit}), 95 % interval over seeds")
+    left = float(np.nanmin(np.where(has, mean - half, mean), initial=0.0))
+    right = float(np.nanmax(np.where(has, mean + half, mean), initial=0.0))
+    pad = 0.05 * max(right - min(left, 0.0), 1e-9)
+    ax.set_xlim(min(left, 0.0) - pad, right + pad)
+    ax.set_xlabel(f"average queueing delay ({unit}): mean and 95 % interval over seeds")
     ax.set_title(f"Queueing: {workload}")
     ax.grid(axis="x", alpha=0.3)
     return _png(fig)
@@ -227,15 +292,15 @@ def queue_figure(board: pd.DataFrame, workload: str) -> str | None:
 _CSS = """body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:24px;color:#222;max-width:1200px}
 table{border-collapse:collapse;margin:8px 0 20px;font-size:13px}th,td{border:1px solid #ccc;padding:3px 8px;text-align:right}
 th{background:#f0f0f0}td.l,th.l{text-align:left}tr.best td{background:#e8f5e9;font-weight:600}
-.muted{color:#666;font-size:12px}.warn{background:#fff4e5;border-left:4px solid #f0a030;padding:6px 10px}img{max-width:100%;border:1px solid #eee;margin:4px 0 16px}h2{margin-top:32px}"""
+.muted{color:#666;font-size:12px}dl.columns{font-size:13px;display:grid;grid-template-columns:max-content 1fr;gap:2px 12px}dl.columns dt{font-weight:600}dl.columns dd{margin:0}.warn{background:#fff4e5;border-left:4px solid #f0a030;padding:6px 10px}img{max-width:100%;border:1px solid #eee;margin:4px 0 16px}h2{margin-top:32px}"""
 
 
-def _fmt(metric: str, mean: float, half: float) -> str:
-    _, scale, fmt = display(metric)
+def _fmt(metric: str, mean: float, half: float, units: dict[str, tuple[str, float, str]] | None = None) -> str:
+    _, scale, fmt = (units or {}).get(metric) or display(metric)
     if not np.isfinite(mean):
         return "&ndash;"
     text = fmt.format(mean * scale)
-    if np.isfinite(half):
+    if np.isfinite(half) and metric != "offered_load":  # the workload's: the same in every seed
         text += f" &plusmn; {fmt.format(half * scale)}"
     return text
 
@@ -249,11 +314,13 @@ def _cell_links(cells: pd.DataFrame | None, workload: str, policy: str, predicto
                     for c, s in zip(sel["cell"], sel["seed"]))
 
 
-def _board_table(sub: pd.DataFrame, metrics: Sequence[str], rank_by: str, cells: pd.DataFrame | None = None) -> str:
-    head = "".join(f"<th>{html.escape(display(m)[0])}</th>" for m in metrics)
+def _board_table(sub: pd.DataFrame, metrics: Sequence[str], rank_by: str, cells: pd.DataFrame | None = None,
+                 units: dict[str, tuple[str, float, str]] | None = None) -> str:
+    units = units or page_units(sub, metrics)
+    head = "".join(f"<th>{html.escape(units[m][0])}</th>" for m in metrics)
     rows = []
     for _, r in sub.iterrows():
-        cells_html = "".join(f"<td>{_fmt(m, r.get(m, float('nan')), r.get(f'{m}_ci95', float('nan')))}</td>"
+        cells_html = "".join(f"<td>{_fmt(m, r.get(m, float('nan')), r.get(f'{m}_ci95', float('nan')), units)}</td>"
                              for m in metrics)
         cls = ' class="best"' if r.get("rank") == 1 else ""
         links = _cell_links(cells, r["workload"], r["policy"], r["predictor"])
@@ -264,6 +331,32 @@ def _board_table(sub: pd.DataFrame, metrics: Sequence[str], rank_by: str, cells:
             f"<th>seeds</th>{head}<th class=l>cells (seed)</th></tr></thead><tbody>{''.join(rows)}</tbody></table>")
 
 
+def column_definitions(metrics: Sequence[str], units: dict[str, tuple[str, float, str]], rank_by: str) -> list[tuple[str, str]]:
+    """(header, definition) of every column the page's tables show, from the metric catalog."""
+    from evaluation.catalog import LOADS, lookup
+
+    loads = {v["name"]: v["meaning"] for v in LOADS.values()}
+    out = [("rank", f"position within the workload by the mean of {units.get(rank_by, display(rank_by))[0]} "
+                    "(ties share a rank); the best row is green"),
+           ("policy", "the policy and its parameters (docs/policies.md)"),
+           ("predictor", "the duration predictor the policy read; &ndash; when it reads none"),
+           ("seeds", "seeds (replays) averaged; each number is their mean &plusmn; the 95 % Student-t half-width "
+                     "mean &plusmn; t(0.975, n-1) &middot; sd / &radic;n, a symmetric interval")]
+    for m in metrics:
+        entry = lookup(m)
+        meaning = loads.get(m) or (entry.description if entry is not None else m)
+        if m == "offered_load":
+            meaning += " The same for every policy of a workload: it is the workload's."
+        better = {"lower": " Lower is better.", "higher": " Higher is better."}.get(entry.direction if entry else "", "")
+        meaning = meaning.rstrip(". ") + "."
+        if m == "gpu_utilisation":
+            meaning += (" It includes the tail in which the last jobs run alone, so its spread over seeds is mostly "
+                        "that tail's length; the reached load measures the same over the submission window.")
+        out.append((units[m][0], html.escape(meaning) + better))
+    out.append(("cells (seed)", "links to each seed's cell folder (the files of `schedcast simulate`)"))
+    return out
+
+
 def render_html(board: pd.DataFrame, results: pd.DataFrame, metrics: Sequence[str], rank_by: str, title: str,
                 description: str = "", run_dir: Path | None = None, plots: bool = True, meta: dict | None = None) -> str:
     """The whole page as one string (images inline)."""
@@ -271,13 +364,17 @@ def render_html(board: pd.DataFrame, results: pd.DataFrame, metrics: Sequence[st
              f"<style>{_CSS}</style></head><body>", f"<h1>Leaderboard: {html.escape(title)}</h1>"]
     if description:
         parts.append(f"<p>{html.escape(description)}</p>")
+    units = page_units(board, metrics)
     counts = results["status"].value_counts().to_dict() if len(results) else {}
     parts.append(f'<p class=muted>{len(results)} cells: {", ".join(f"{v} {k}" for k, v in counts.items())}. Values are means '
-                 f"over seeds &plusmn; the 95 % Student-t half-width; ranked by {html.escape(display(rank_by)[0])} "
+                 f"over seeds &plusmn; the 95 % Student-t half-width; ranked by {html.escape(units[rank_by][0])} "
                  f"per workload.{' Run: ' + html.escape(', '.join(f'{k} {v}' for k, v in (meta or {}).items())) if meta else ''}</p>")
     few = seeds_warning(board)
     if few:
         parts.append(f'<p class=warn>{html.escape(few)}</p>')
+    parts.append('<details open class=columns><summary>What each column means</summary><dl class=columns>'
+                 + "".join(f"<dt>{html.escape(h)}</dt><dd>{d}</dd>" for h, d in column_definitions(metrics, units, rank_by))
+                 + "</dl></details>")
     ov = overall(board)
     if len(ov) and board["workload"].nunique() > 1:
         parts.append("<h2>Overall</h2><table class=overall><thead><tr><th>rank</th><th class=l>policy</th>"
@@ -290,9 +387,21 @@ def render_html(board: pd.DataFrame, results: pd.DataFrame, metrics: Sequence[st
     for workload in board["workload"].unique() if len(board) else []:
         sub = board[board["workload"] == workload]
         parts.append(f"<h2>{html.escape(str(workload))}</h2>")
-        parts.append(_board_table(sub, metrics, rank_by, ok))
+        if "offered_load" in sub or "load_reached" in sub:
+            from evaluation.catalog import LOAD_MEANING
+
+            offered = float(sub["offered_load"].mean()) if "offered_load" in sub else None
+            reached = sub["load_reached"].to_numpy(dtype=float) if "load_reached" in sub else np.array([])
+            text = f"offered load {offered:.2f}" if offered is not None and np.isfinite(offered) else ""
+            if len(reached) and np.isfinite(reached).any():
+                span = f"{np.nanmin(reached):.2f}" + (f"&ndash;{np.nanmax(reached):.2f}" if np.nanmax(reached) -
+                                                      np.nanmin(reached) >= 0.005 else "")
+                text += (", " if text else "") + f"reached {span} across policies"
+            parts.append(f"<p class=muted>{text} ({html.escape(LOAD_MEANING)})</p>")
+        parts.append(_board_table(sub, metrics, rank_by, ok, units))
         if plots and run_dir is not None:
-            for img, alt in ((cdf_figure(run_dir, ok, workload), "JCT CDF"), (queue_figure(board, workload), "queueing")):
+            for img, alt in ((cdf_figure(run_dir, ok, workload), "JCT CDF"),
+                             (queue_figure(board, workload, units), "queueing")):
                 if img:
                     parts.append(f'<img alt="{alt} {html.escape(str(workload))}" src="data:image/png;base64,{img}">')
     bad = results[results["status"] != "ok"] if len(results) else results
@@ -325,21 +434,33 @@ def seeds_warning(board: pd.DataFrame) -> str:
 
 
 def top_text(board: pd.DataFrame, metrics: Sequence[str], rank_by: str, top: int = 5) -> str:
-    """The first ``top`` entries of each workload as plain text (printed at the end of `experiment run`)."""
+    """The first ``top`` entries of each workload as plain text (printed at the end of `experiment run`),
+    with the workload's offered and reached load, and what they mean, once."""
     if not len(board):
         return "leaderboard: no cell succeeded"
-    shown = [m for m in dict.fromkeys([rank_by, *metrics, "load_reached"]) if m in board]
+    shown = [m for m in dict.fromkeys([rank_by, *metrics]) if m in board and m not in ("offered_load", "load_reached")]
+    units = page_units(board, shown)
     lines = []
+    loads = False
     for workload, sub in board.groupby("workload", sort=False):
-        reached = f" (reached load {sub['load_reached'].mean():.2f})" if "load_reached" in sub else ""
-        lines.append(f"leaderboard {workload}{reached}:")
-        rows = [["rank", "entry", "seeds", *(display(m)[0] for m in shown)]]
+        parts = []
+        if "offered_load" in sub and np.isfinite(sub["offered_load"]).any():
+            parts.append(f"offered load {sub['offered_load'].mean():.2f}")
+        if "load_reached" in sub and np.isfinite(sub["load_reached"]).any():
+            parts.append(f"reached load {sub['load_reached'].mean():.2f}")
+        loads = loads or bool(parts)
+        lines.append(f"leaderboard {workload}" + (f" ({', '.join(parts)})" if parts else "") + ":")
+        rows = [["rank", "entry", "seeds", *(units[m][0] for m in shown)]]
         for _, r in sub.head(top).iterrows():
             rows.append([str(r.get("rank", "")), entry_label(r["policy"], r["predictor"]), str(r["seeds"]),
-                         *(_fmt(m, r.get(m, float("nan")), float("nan")).replace("&ndash;", "-") for m in shown)])
+                         *(_fmt(m, r.get(m, float("nan")), float("nan"), units).replace("&ndash;", "-") for m in shown)])
         widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
         lines += ["  " + "  ".join(c.ljust(w) if i == 1 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))
                   for row in rows]
+    if loads:
+        from evaluation.catalog import LOAD_MEANING
+
+        lines.append(f"loads: {LOAD_MEANING}; reached is the mean over the policies shown")
     few = seeds_warning(board)
     return "\n".join(lines + ([f"note: {few}"] if few else []))
 
@@ -361,8 +482,9 @@ def write_report(run_dir: str | Path, records: Iterable[dict[str, Any]], *, metr
     """results.csv (one row per cell), leaderboard.csv, overall.csv and leaderboard.html in ``run_dir``."""
     run_dir = Path(run_dir)
     results = results_frame(records)
-    if "load_reached" in results and "load_reached" not in metrics:  # beside the offered load (workload name)
-        metrics = [*metrics, "load_reached"]
+    for name in ("offered_load", "load_reached"):  # the two loads, side by side, after the spec's metrics
+        if name in results and name not in metrics:
+            metrics = [*metrics, name]
     board = leaderboard(results, metrics, rank_by)
     paths = {"results": run_dir / "results.csv", "leaderboard": run_dir / "leaderboard.csv",
              "overall": run_dir / "overall.csv", "html": run_dir / "leaderboard.html", "top": run_dir / "leaderboard.txt"}
@@ -383,5 +505,5 @@ def write_report(run_dir: str | Path, records: Iterable[dict[str, Any]], *, metr
     return paths
 
 
-__all__ = ["entry_label", "leaderboard", "overall", "render_html", "results_frame", "seeds_warning", "top_text",
+__all__ = ["column_definitions", "entry_label", "leaderboard", "overall", "page_units", "render_html", "results_frame", "seeds_warning", "top_text",
            "write_report"]

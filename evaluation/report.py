@@ -86,14 +86,32 @@ def comparison_frame(summaries: list[dict[str, Any]], columns: list[tuple[str, s
 
 
 def render_table(summaries: list[dict[str, Any]], title: str = "",
-                 columns: list[tuple[str, str, float]] | None = None) -> str:
+                 columns: list[tuple[str, str, float]] | None = None, width: int | None = None) -> str:
     """A fixed-width table (plain text, so it reads the same in logs and terminals); ``columns``
-    (label, key, scale) default to TABLE_COLUMNS."""
+    (label, key, scale) default to TABLE_COLUMNS. ``width`` (a terminal's columns): a wider table is cut
+    into blocks of whole columns, the policy column repeated in each, so no line wraps and no word is
+    broken; None (a log, a pipe) keeps one block of full lines."""
     import pandas as pd
 
     frame = comparison_frame(summaries, columns)
-    with pd.option_context("display.width", 200, "display.max_columns", 50):
-        text = frame.to_string(index=False, float_format=lambda v: f"{v:,.3f}")
+
+    def text_of(part: pd.DataFrame) -> str:
+        with pd.option_context("display.width", 10_000, "display.max_columns", 200):
+            return part.to_string(index=False, float_format=lambda v: f"{v:,.3f}")
+
+    text = text_of(frame)
+    if width is not None and max(map(len, text.splitlines()), default=0) > width and frame.shape[1] > 2:
+        key, rest = frame.columns[0], list(frame.columns[1:])
+        blocks, current = [], []
+        for col in rest:
+            trial = text_of(frame[[key, *current, col]])
+            if current and max(map(len, trial.splitlines())) > width:
+                blocks.append(current)
+                current = [col]
+            else:
+                current.append(col)
+        blocks.append(current)
+        text = "\n\n".join(text_of(frame[[key, *cols]]) for cols in blocks)
     return f"{title}\n{text}" if title else text
 
 

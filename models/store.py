@@ -14,7 +14,27 @@ import time
 from pathlib import Path
 from typing import Iterator
 
-EXPERIMENT = "schedcast"
+#: The MLflow experiment of each kind of run schedcast logs, and what the UI says about it.
+EXPERIMENT = "schedcast-training"
+EXPERIMENTS = {
+    "training": EXPERIMENT,
+    "simulations": "schedcast-simulations",
+    "sweeps": "schedcast-sweeps",
+    "ledgers": "schedcast-reproduce",
+}
+EXPERIMENT_DESCRIPTIONS = {
+    EXPERIMENT: "Model training (`schedcast train`, `retrain`): one run per trained model with its data lineage, "
+                "metrics beside the baselines' (unit in each name) and the registered version; retraining "
+                "decisions are runs named retrain-TASK.",
+    "schedcast-simulations": "Replays (`schedcast simulate --track`): a parent run per command, one nested run per "
+                             "policy with its parameters, summary metrics (unit in each name), result files and the "
+                             "models that drove it. A run's duration is the replay's.",
+    "schedcast-sweeps": "Experiment specs (`schedcast experiment run --track`): a parent run per invocation, one "
+                        "nested run per cell (workload x policy x predictor x seed); the leaderboard is the parent's "
+                        "artifact. A cell's duration is the cell's.",
+    "schedcast-reproduce": "Claims ledgers (`schedcast reproduce PAPER --track`): one run per ledger, a metric per "
+                           "claim and a tag per verdict.",
+}
 #: Environment variable that trusts models addressed by a local path or a direct artifact URI.
 TRUST_ENV = "SCHEDCAST_TRUST_LOCAL_MODELS"
 #: Seconds a process waits for a store or alias lock before giving up (exit 1 from the CLI).
@@ -146,10 +166,25 @@ def _quiet_mlflow() -> None:
 EXPERIMENT_KIND_TAG, EXPERIMENT_KIND = "mlflow.experimentKind", "custom_model_development"
 
 
-def mark_model_development(client, experiment_id: str, tags: dict | None = None) -> None:
-    """Tag an experiment as model development unless it already carries an experiment kind."""
+#: MLflow's tag for an experiment's description (shown on its page in the UI).
+DESCRIPTION_TAG = "mlflow.note.content"
+
+
+def experiment_tags(name: str) -> dict[str, str]:
+    """The tags a new schedcast experiment is created with: its kind for the UI and its description."""
+    tags = {EXPERIMENT_KIND_TAG: EXPERIMENT_KIND}
+    if name in EXPERIMENT_DESCRIPTIONS:
+        tags[DESCRIPTION_TAG] = EXPERIMENT_DESCRIPTIONS[name]
+    return tags
+
+
+def mark_model_development(client, experiment_id: str, tags: dict | None = None, name: str | None = None) -> None:
+    """Tag an experiment as model development unless it already carries an experiment kind, and give a
+    schedcast experiment (``name``) its description unless it has one."""
     if EXPERIMENT_KIND_TAG not in (tags or {}):
         client.set_experiment_tag(experiment_id, EXPERIMENT_KIND_TAG, EXPERIMENT_KIND)
+    if name in EXPERIMENT_DESCRIPTIONS and DESCRIPTION_TAG not in (tags or {}):
+        client.set_experiment_tag(experiment_id, DESCRIPTION_TAG, EXPERIMENT_DESCRIPTIONS[name])
 
 
 @contextlib.contextmanager
@@ -191,10 +226,9 @@ def configure(tracking_uri: str | None = None) -> str:
         exp = mlflow.get_experiment_by_name(EXPERIMENT)  # first connection: creates the tables
         if exp is None:
             location = (db.parent / "artifacts").resolve().as_uri() if db is not None else None
-            mlflow.create_experiment(EXPERIMENT, artifact_location=location,
-                                     tags={EXPERIMENT_KIND_TAG: EXPERIMENT_KIND})
+            mlflow.create_experiment(EXPERIMENT, artifact_location=location, tags=experiment_tags(EXPERIMENT))
         else:
-            mark_model_development(mlflow.MlflowClient(), exp.experiment_id, exp.tags)
+            mark_model_development(mlflow.MlflowClient(), exp.experiment_id, exp.tags, EXPERIMENT)
         mlflow.MlflowClient().search_registered_models(max_results=1)  # the registry store, same lock
     mlflow.set_experiment(EXPERIMENT)
     return uri

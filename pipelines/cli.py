@@ -60,9 +60,10 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                     "SCHEDCAST_DEBUG=1 prints tracebacks.")
     parser.add_argument("--debug", action="store_true", help="show the traceback of any error")
     parser.add_argument("--plugin", action="append", default=[], metavar="MODULE",
-                        help="import MODULE first (repeatable; also SCHEDCAST_PLUGINS=mod1,mod2): a local module "
-                        "that registers policies, placements, scores, trace formats, ... (features.plugins); "
-                        "experiment workers import it too")
+                        help="import MODULE first (repeatable; also SCHEDCAST_PLUGINS=mod1,mod2): a module name (looked "
+                        "for on the Python path, in the working folder, then beside the command's YAML spec) or a "
+                        "path such as plugins/my_policies.py; it registers policies, placements, scores, trace "
+                        "formats, ... (docs/plugins.md); experiment workers import it too")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     if command in COMMAND_MODULES:
         import importlib
@@ -102,7 +103,46 @@ def _load_plugins(argv: list[str]) -> None:
             names.append(argv[i].partition("=")[2])
         i += 1
     load_env_plugins()
-    load_plugins(names, export=True)
+    load_plugins([_plugin_module(name, argv) for name in names], export=True)
+
+
+def _plugin_module(name: str, argv: list[str]) -> str:
+    """The module name of a ``--plugin`` value. A path (``plugins/my_policies.py``, ``../x/my_policies``)
+    names a file or package folder: its parent folder goes on ``sys.path`` (and ``PYTHONPATH``, for the
+    experiment workers) and its stem is the module. A module name found neither on the Python path nor in
+    the working folder is looked for beside the YAML files the command names (an experiment spec's own
+    folder)."""
+    import importlib.util
+    from pathlib import Path
+
+    text = str(name).strip()
+    if text.endswith(".py") or "/" in text or os.sep in text:
+        path = Path(text).expanduser()
+        target = path if path.suffix == ".py" or path.is_dir() else path.with_suffix(".py")
+        if not target.exists():
+            raise ValueError(f"plug-in {text!r}: no such file or package folder")
+        _add_path(str(target.resolve().parent))
+        return target.stem if target.suffix == ".py" else target.name
+    top = text.split(".")[0]
+    if not top.isidentifier() or importlib.util.find_spec(top) is not None or Path(top + ".py").exists() \
+            or Path(top).is_dir():
+        return text
+    for word in argv:
+        if word.endswith((".yaml", ".yml")) and Path(word).is_file():
+            folder = Path(word).resolve().parent
+            if (folder / f"{top}.py").is_file() or (folder / top).is_dir():
+                _add_path(str(folder))
+                break
+    return text
+
+
+def _add_path(folder: str) -> None:
+    """``folder`` first on ``sys.path`` and on ``PYTHONPATH`` (worker processes inherit it)."""
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    parts = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if folder not in parts:
+        os.environ["PYTHONPATH"] = os.pathsep.join([folder, *parts])
 
 
 def _user_errors() -> tuple[type[BaseException], ...]:

@@ -260,17 +260,19 @@ def _train(args: argparse.Namespace) -> int:
     champion in place ``--alias champion`` is refused (the retraining gate decides, `schedcast retrain`),
     and a first version becomes champion only when it is not worse than the best baseline (or with
     ``--allow-worse-than-baseline``); the "first champion" step is a compare-and-set under the alias lock."""
-    from models.registry import CHAMPION, alias_version, check_tracking_uri, configure, resolve_tracking_uri
-    from pipelines.train import TASKS, best_baseline, log_result
+    from pipelines.progress import step
 
     algo = args.algo or default_algo(args.task)
     alias = None if args.alias == "none" else args.alias
-    check_tracking_uri(resolve_tracking_uri(args.tracking_uri))  # a bad store: refused before any work
-    with quiet(args.verbose, args.task, algo):
-        from pipelines.progress import step
+    # the spinner from the first second: importing MLflow and loading the data take seconds of silence
+    with step(f"loading the {args.task} data and the model store"), quiet(args.verbose, args.task, algo):
+        from models.registry import CHAMPION, alias_version, check_tracking_uri, configure, resolve_tracking_uri
+        from pipelines.train import TASKS, best_baseline, log_result
 
+        check_tracking_uri(resolve_tracking_uri(args.tracking_uri))  # a bad store: refused before any work
         trainer = _task_trainer(args)  # parameters checked and data loaded before the store is touched
         uri = configure(args.tracking_uri)
+    with quiet(args.verbose, args.task, algo):
         if alias == CHAMPION and not args.no_register:
             current = alias_version(args.task, CHAMPION)
             if current is not None:
@@ -283,7 +285,9 @@ def _train(args: argparse.Namespace) -> int:
         print(metrics_table(result))
         if args.no_register:
             logged = log_result(result, register=False)
-            print(f"logged run {logged.run_id} (not registered) to {uri}")
+            from pipelines.tracking import ui_link
+
+            print(f"logged run {logged.run_id} (not registered) to {uri}\nMLflow UI: {ui_link(uri, logged.run_id)}")
             return 0
         base = best_baseline(result)
         worse = base is not None and result.primary > base[1]
@@ -305,8 +309,10 @@ def _train(args: argparse.Namespace) -> int:
     elif worse and alias_version(args.task, CHAMPION) is None:
         print(f"warning: version {logged.version} is not champion: its {metric} is worse than the baseline "
               f"{base[0]} {base[1]:.4g} (give --allow-worse-than-baseline to make it champion anyway)")
+    from pipelines.tracking import ui_link
+
     print(f"registered {args.task} version {logged.version} (aliases {', '.join(logged.aliases) or 'none'}); "
-          f"run {logged.run_id}; store {uri}")
+          f"run {logged.run_id}; store {uri}\nMLflow UI: {ui_link(uri, logged.run_id)}")
     return 0
 
 
@@ -358,6 +364,12 @@ def _retrain(args: argparse.Namespace) -> int:
     print(f"{verdict}: {decision.reason}")
     print(f"  challenger version {decision.challenger_version}; champion before {decision.champion_version_before}, "
           f"after {decision.champion_version_after}")
+    run_id = decision.details.get("decision_run_id")
+    if run_id:
+        from models.registry import resolve_tracking_uri
+        from pipelines.tracking import ui_link
+
+        print(f"MLflow UI: {ui_link(resolve_tracking_uri(args.tracking_uri), run_id)}")
     return decision.exit_code
 
 

@@ -359,12 +359,14 @@ def run_replay(spec: ReplaySpec, prepared: PreparedReplay | None = None, *,
         from evaluation.gfs_metrics import gfs_jobs, pool_summary
 
         ev["summary"].update(pool_summary(gfs_jobs(result, spec.window)))
-    return ReplayResult(spec=spec, result=result, evaluation=ev, prepared=prepared, meta=replay_meta(spec, prepared))
+    meta = replay_meta(spec, prepared)
+    meta["load_reached"] = ev["summary"].get("load_reached")
+    return ReplayResult(spec=spec, result=result, evaluation=ev, prepared=prepared, meta=meta)
 
 
 #: The order of meta.json's keys (simulate's and an experiment cell's; a key not listed goes last).
 META_ORDER = ("kind", "command", "cell", "cell_key", "code_version", "trace", "trace_name", "workload", "cluster",
-              "cluster_name", "cluster_gpus", "offered_load", "policies", "placement", "predictor",
+              "cluster_name", "cluster_gpus", "offered_load", "load_reached", "load_meaning", "policies", "placement", "predictor",
               "predictor_resolved", "failures", "performance", "predict", "seed", "window", "measured_jobs", "jobs",
               "workload_fingerprint", "units")
 
@@ -377,6 +379,7 @@ def ordered_meta(meta: dict[str, Any]) -> dict[str, Any]:
 
 def replay_meta(spec: ReplaySpec, prepared: PreparedReplay) -> dict[str, Any]:
     """The fields of meta.json every replay records (callers add theirs: kind, command, cell, ...)."""
+    from evaluation.catalog import LOAD_MEANING
     from sim.predictors import describe_predictor
     from sim.sizing import offered_load
 
@@ -384,7 +387,7 @@ def replay_meta(spec: ReplaySpec, prepared: PreparedReplay) -> dict[str, Any]:
     return {"trace": prepared.table.report.as_dict() if prepared.table is not None else None,
             "workload": workload.report, "cluster": workload.cluster.describe(),
             "cluster_name": workload.cluster.name, "cluster_gpus": workload.cluster.gpus,
-            "offered_load": offered_load(workload, workload.cluster.gpus),
+            "offered_load": offered_load(workload, workload.cluster.gpus), "load_meaning": LOAD_MEANING,
             "placement": spec.placement or "policy default", "predictor": spec.predictor,
             "predictor_resolved": (describe_predictor(prepared.predictor) if prepared.predictor is not None
                                    else {"kind": "unused"}),

@@ -13,7 +13,7 @@ pipelines.train.TrainResult.lineage). The gate compares on:
 * otherwise nothing: the gate refuses (exit 4), because a model trained on other data cannot be judged
   on its own holdout (a synthetic challenger wins on synthetic data and loses on the real trace).
 
-Exit codes (for cron / Kubernetes; also in the README):
+Exit codes (for cron / Kubernetes; also in docs/models.md):
 
 ====  ==================================================================================================
 0     promoted (or the first champion)
@@ -211,7 +211,8 @@ def retrain(task: str, train: Callable[[], TrainResult], *, margin: float = 0.02
 
 
 def _log_decision(mlflow, task: str, decision: Decision) -> None:
-    with mlflow.start_run(run_name=f"retrain-{task}"):
+    with mlflow.start_run(run_name=f"retrain-{task}") as run:
+        decision.details["decision_run_id"] = run.info.run_id  # the command prints its UI link
         mlflow.set_tags({"schedcast.kind": "retrain-decision", "schedcast.task": task,
                          "schedcast.promoted": str(decision.promoted), "schedcast.reason": decision.reason[:4000],
                          "schedcast.champion_before": str(decision.champion_version_before),
@@ -221,8 +222,11 @@ def _log_decision(mlflow, task: str, decision: Decision) -> None:
                            "holdout": decision.holdout, "holdout_rows": decision.holdout_rows,
                            "min_holdout": decision.min_holdout, "champion_version": decision.champion_version_before,
                            "challenger_version": decision.challenger_version})
-        mlflow.log_metrics({k: v for k, v in (("challenger_score", decision.challenger_score),
-                                              ("champion_score", decision.champion_score),
+        from pipelines.train import metric_name
+
+        unit = metric_name(decision.metric, TASKS[task].units)[len(decision.metric):] if task in TASKS else ""
+        mlflow.log_metrics({k: v for k, v in ((f"challenger_score{unit}", decision.challenger_score),
+                                              (f"champion_score{unit}", decision.champion_score),
                                               ("holdout_rows", float(decision.holdout_rows))) if v is not None})
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "decision.json"

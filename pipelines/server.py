@@ -44,8 +44,17 @@ def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     env = dict(os.environ)
     bindir = os.path.dirname(sys.executable)
     env["PATH"] = os.pathsep.join([bindir] + [p for p in env.get("PATH", "").split(os.pathsep) if p and p != bindir])
+    # third-party deprecation notices are for MLflow's developers, not the user (Starlette's is a UserWarning)
+    quiet = ",".join(QUIET_WARNINGS)
+    env["PYTHONWARNINGS"] = ",".join(w for w in (env.get("PYTHONWARNINGS", ""), quiet) if w)
     env.update(extra or {})
     return env
+
+
+#: Warnings the server children (mlflow server / models serve and their uvicorn workers) do not print:
+#: -W filters (action:message-start:category), the category a built-in so no module is imported for it.
+QUIET_WARNINGS = ("ignore:starlette.middleware.wsgi is deprecated:UserWarning",
+                  "ignore::DeprecationWarning")
 
 
 def port_in_use(host: str, port: int) -> bool:
@@ -365,7 +374,8 @@ def add_parsers(sub) -> None:
     p.add_argument("--ready-timeout", type=float, default=180.0, help="seconds to wait for the UI (default 180)")
     p.set_defaults(func=cmd_server)
 
-    s = sub.add_parser("serve", help="serve a registered model over REST (mlflow models serve, local env)")
+    s = sub.add_parser("serve", help="serve a registered model over REST: schedcast's scoring server, or "
+                       "`mlflow models serve` with --engine mlflow")
     s.add_argument("model_uri", metavar="MODEL_URI", help="models:/NAME@ALIAS, models:/NAME/VERSION or runs:/ID/model")
     s.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
     s.add_argument("--port", type=int, default=5001)

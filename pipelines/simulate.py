@@ -267,6 +267,28 @@ def _policies_using_predictions(policies: list[str]) -> list[str]:
     return out
 
 
+def model_line(info: dict[str, Any]) -> str:
+    """``models:/duration@champion = duration version 3 (run 1a2b3c4d) in sqlite:///mlruns/mlflow.db``."""
+    text = info.get("uri", "?")
+    if info.get("version"):
+        text += f" = {info.get('name')} version {info['version']}"
+    if info.get("run_id"):
+        text += f" (run {str(info['run_id'])[:8]})"
+    return text + (f" in {info['tracking_uri']}" if info.get("tracking_uri") else "")
+
+
+def _terminal_width() -> int | None:
+    """The terminal's columns when stdout is one (tables are cut to fit), else None (logs keep whole lines)."""
+    import shutil
+
+    try:
+        if not sys.stdout.isatty():
+            return None
+    except (AttributeError, ValueError):
+        return None
+    return shutil.get_terminal_size((100, 24)).columns
+
+
 #: Share of the measured GPU-seconds above which the 5 largest jobs are said to dominate a run.
 DOMINANT_TOP5_SHARE = 0.20
 
@@ -274,9 +296,11 @@ DOMINANT_TOP5_SHARE = 0.20
 def _print_load(runs: dict[str, dict[str, Any]], offered: float, sizing: dict | None) -> None:
     """The load each replay reached over the measured submission window beside the offered load (and
     the --offered-load target), and a warning when the 5 largest jobs hold most of the work."""
+    from evaluation.catalog import LOAD_MEANING
+
     reached = ", ".join(f"{p} {r['summary'].get('load_reached', float('nan')):.2f}" for p, r in runs.items())
     target = f" (--offered-load target {sizing['target']:g})" if sizing else ""
-    print(f"load:       offered {offered:.2f}{target}; reached over the submission window: {reached}")
+    print(f"load:       offered {offered:.2f}{target}; reached: {reached}\n            ({LOAD_MEANING})")
     top = max((r["summary"].get("top5_gpu_share", 0.0) for r in runs.values()), default=0.0)
     if top > DOMINANT_TOP5_SHARE:
         print(f"warning: the 5 largest jobs hold {top:.0%} of the measured GPU-seconds: the load and the ranking "
@@ -348,6 +372,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         print(f"note: --predictor {args.predictor} is not used: none of the policies ({', '.join(args.policy)}) "
               "uses predictions")
     predictor_info = describe_predictor(predictor) if predicted else {"kind": "unused", "spec": args.predictor}
+    if predictor_info.get("kind") == "mlflow-model":  # which model drove the policies: the console says it too
+        print(f"predictor:  {model_line(predictor_info)}")
     plotter = _start_plotter() if getattr(args, "plots", True) else None
     try:
         return _run(args, t0, out, force, window, predictor, predicted, predictor_info, plotter)
@@ -431,6 +457,7 @@ def _run(args, t0, out, force, window, predictor, predicted, predictor_info, plo
     runs: dict[str, dict[str, Any]] = {}
     encoded: dict[str, JobsParquet] = {}  # each policy's job file, encoded beside the scoring and later replays
     forecasters: dict[str, dict[str, Any]] = {}
+    replay_times: dict[str, tuple[float, float]] = {}  # epoch (start, end) per replay: MLflow runs' durations
     replayed = None
     t_replay = time.perf_counter()
     for policy in args.policy:
@@ -439,7 +466,9 @@ def _run(args, t0, out, force, window, predictor, predicted, predictor_info, plo
             def encode(jobs, policy=policy) -> None:
                 encoded[policy] = JobsParquet(jobs, window)
 
+            began = time.time()
             replayed = run_replay(base.with_policy(policy), prepared, progress=update, on_jobs=encode)
+            replay_times[policy] = (began, time.time())
         finally:
             stop()
         runs[policy] = replayed.evaluation
@@ -456,20 +485,21 @@ def _run(args, t0, out, force, window, predictor, predicted, predictor_info, plo
                   "util % over the whole replay")
     else:
         title += f"{len(workload):,} jobs"
-    print(render_table([r["summary"] for r in runs.values()], title))
+    print(render_table([r["summary"] for r in runs.values()], title, width=_terminal_width()))
     _print_load(runs, load, sizing)
     if has_spot:
         warmup = "warmup" in workload.frame and bool(workload.frame["warmup"].fillna(False).astype(bool).any())
         scope = ("measured window" if window else "tasks after the HP-only warm-up" if warmup else "all tasks")
         print(render_table([r["summary"] for r in runs.values()],
                            f"\nHP / spot tasks ({scope}; JQT = sum of all waits; evict/run = evictions / spot runs)",
-                           HP_SPOT_COLUMNS))
+                           HP_SPOT_COLUMNS, width=_terminal_width()))
     import shlex
 
     from pipelines.replay import ordered_meta
 
     meta = ordered_meta({"kind": kind, "command": shlex.join(["schedcast", *getattr(args, "argv", sys.argv[1:])]),
             **replayed.meta, "trace_name": trace_name, "offered_load": load, "policies": args.policy,
+            "load_reached": {p: r["summary"].get("load_reached") for p, r in runs.items()},
             "predictor_resolved": predictor_info, "failures": getattr(args, "failures", "none"),
             "measured_jobs": measured or len(workload), **({"forecasters": forecasters} if forecasters else {})})
     plots = getattr(args, "plots", True)
@@ -484,9 +514,13 @@ def _run(args, t0, out, force, window, predictor, predicted, predictor_info, plo
         from pipelines.tracking import track_simulation
 
         t_track = time.perf_counter()
-        parent = track_simulation(out, runs, meta, uri)
+        parent = track_simulation(out, runs, meta, uri, times=replay_times,
+                                  started=time.time() - (time.perf_counter() - t0))
         t_track = time.perf_counter() - t_track
-        print(f"MLflow: parent run {parent} with one nested run per policy in {uri} ({t_track:.2f} s)")
+        from pipelines.tracking import ui_link
+
+        print(f"MLflow: parent run {parent} with one nested run per policy in {uri} ({t_track:.2f} s)\n"
+              f"MLflow UI: {ui_link(uri, parent)}")
     files = "summary.csv, jobs_*.parquet, allocation_*.parquet, breakdowns, meta.json"
     files += ", jct_cdf.png, gpu_allocation.png" if plots else " (no plots: --no-plots)"
     total = time.perf_counter() - t0
@@ -552,7 +586,7 @@ def add_parsers(sub) -> None:
     p.add_argument("--failures", default=None, metavar="SPEC",
                    help="failure events: trace (the trace's own failures; the default for a workload that "
                    "carries them, such as the *-failures presets), none (the default otherwise), or "
-                   "rate=R,repair=S,... (parametric; see README 'Failures')")
+                   "rate=R,repair=S,... (parametric; see docs/concepts.md, Failures)")
     p.add_argument("--performance", default=None, metavar="SPEC",
                    help="placement-dependent speed model, e.g. asrpt or asrpt:inter_gbps=1 (default: "
                    "speed 1 everywhere)")

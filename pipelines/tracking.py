@@ -22,7 +22,11 @@ import re
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-EXPERIMENT = "schedcast-simulations"
+from models.store import EXPERIMENTS  # noqa: E402 - one experiment per kind: training, simulations, sweeps, ledgers
+
+EXPERIMENT = EXPERIMENTS["simulations"]
+SWEEP_EXPERIMENT = EXPERIMENTS["sweeps"]
+LEDGER_EXPERIMENT = EXPERIMENTS["ledgers"]
 #: Per-group metrics logged for partitions, job classes and size groups (summary columns).
 GROUP_METRICS = ("jobs", "jct_mean", "jct_p50", "jct_p99", "wait_mean", "wait_p99")
 _PARAM_MAX = 500
@@ -61,6 +65,27 @@ def ui_url(tracking_uri: str, experiment_id: str, run_id: str | None = None) -> 
         return None
     page = f"#/experiments/{experiment_id}" + (f"/runs/{run_id}" if run_id else "")
     return f"{tracking_uri.rstrip('/')}/{page}?{UI_RUNS_QUERY}"
+
+
+def ui_link(tracking_uri: str, run_id: str, experiment_id: str | None = None) -> str:
+    """Where to see a run: its UI page on a tracking server, or for a local store the page the UI of
+    `schedcast server` (http://127.0.0.1:5000) will show, and the command that starts it. The experiment
+    is looked up when not given."""
+    if experiment_id is None:
+        try:
+            from mlflow import MlflowClient
+
+            experiment_id = MlflowClient(tracking_uri=tracking_uri).get_run(run_id).info.experiment_id
+        except Exception:  # noqa: BLE001 - a link is a courtesy: never fail a finished command over it
+            return f"run {run_id} in {tracking_uri}"
+    url = ui_url(tracking_uri, experiment_id, run_id)
+    if url:
+        return url
+    from models.registry import default_tracking_uri
+
+    start = "schedcast server" if tracking_uri == default_tracking_uri() else \
+        f"schedcast server --backend-store-uri {tracking_uri}"
+    return f"{ui_url('http://127.0.0.1:5000', experiment_id, run_id)} (start the UI with `{start}`)"
 
 
 # One implementation, in the lowest layer that needs it (model runs are tagged with it too).
@@ -209,8 +234,8 @@ class Tracker:
     def __init__(self, tracking_uri: str, experiment: str = EXPERIMENT) -> None:
         import warnings
 
-        from models.registry import (EXPERIMENT_KIND, EXPERIMENT_KIND_TAG, _file_lock, _quiet_mlflow,
-                                     mark_model_development, sqlite_path)
+        from models.registry import _file_lock, _quiet_mlflow, mark_model_development, sqlite_path
+        from models.store import experiment_tags
 
         import mlflow
         from mlflow import MlflowClient
@@ -232,24 +257,27 @@ class Tracker:
                 if exp is None:
                     location = (db.parent / "artifacts").resolve().as_uri() if db is not None else None
                     self.experiment_id = self.client.create_experiment(
-                        experiment, artifact_location=location, tags={EXPERIMENT_KIND_TAG: EXPERIMENT_KIND})
+                        experiment, artifact_location=location, tags=experiment_tags(experiment))
                 else:
                     self.experiment_id = exp.experiment_id
-                    mark_model_development(self.client, exp.experiment_id, exp.tags)
+                    mark_model_development(self.client, exp.experiment_id, exp.tags, experiment)
             finally:
                 if lock is not None:
                     lock.__exit__(None, None, None)
         self._mlflow = mlflow
 
     def start(self, name: str, params: Mapping[str, Any] | None = None, tags: Mapping[str, Any] | None = None,
-              parent: str | None = None, metrics: Mapping[str, float] | None = None) -> str:
+              parent: str | None = None, metrics: Mapping[str, float] | None = None,
+              started: float | None = None) -> str:
         """Create a run (nested under ``parent``) and log its params and metrics in one batch (each
-        store call is a commit: on sqlite a few ms of fsync each)."""
+        store call is a commit: on sqlite a few ms of fsync each). ``started`` (epoch seconds): when the
+        work began, so that the run's duration in the UI is the work's, not the logging's."""
         all_tags = {**self._context, "mlflow.runName": name, "schedcast.kind": "simulation",
                     **{k: str(v) for k, v in (tags or {}).items()}}
         if parent:
             all_tags["mlflow.parentRunId"] = parent
-        run = self.client.create_run(self.experiment_id, run_name=name, tags=all_tags)
+        run = self.client.create_run(self.experiment_id, run_name=name, tags=all_tags,
+                                     start_time=None if started is None else int(started * 1000))
         if params or metrics:
             self.log(run.info.run_id, params=params, metrics=metrics)
         return run.info.run_id
@@ -290,12 +318,13 @@ class Tracker:
         except Exception:  # noqa: BLE001 - older MLflow / foreign stores: the lineage params stay
             pass
 
-    def end(self, run_id: str, status: str = "FINISHED") -> None:
-        self.client.set_terminated(run_id, status)
+    def end(self, run_id: str, status: str = "FINISHED", ended: float | None = None) -> None:
+        """End a run; ``ended`` (epoch seconds): when its work ended (default: now)."""
+        self.client.set_terminated(run_id, status, end_time=None if ended is None else int(ended * 1000))
 
     def url(self, run_id: str) -> str:
-        """A link to the run's UI page on a tracking server, else the store, experiment and run."""
-        return ui_url(self.uri, self.experiment_id, run_id) or f"{self.uri} experiment {self.experiment_id} run {run_id}"
+        """A link to the run's UI page (:func:`ui_link`)."""
+        return ui_link(self.uri, run_id, self.experiment_id)
 
 
 def _policy_params(policy: str) -> tuple[dict[str, Any], bool]:
@@ -360,12 +389,15 @@ def _safe(name: str) -> str:
 
 
 def track_simulation(out_dir: str | Path, runs: Mapping[str, Mapping[str, Any]], meta: Mapping[str, Any],
-                     tracking_uri: str) -> str:
+                     tracking_uri: str, times: Mapping[str, tuple[float, float]] | None = None,
+                     started: float | None = None) -> str:
     """Log a `schedcast simulate` result folder: a parent run for the invocation (command, trace, cluster,
     seed, summary.csv, meta.json, plots) and one nested run per policy (params, summary and per-group
     metrics, its job table / allocation / breakdown files, model lineage). Returns the parent run id.
 
-    ``runs`` and ``meta`` are what evaluation.report.write_results wrote into ``out_dir``.
+    ``runs`` and ``meta`` are what evaluation.report.write_results wrote into ``out_dir``. ``times``: per
+    policy, the (start, end) epoch seconds of its replay, and ``started`` the command's start: the runs'
+    durations in the UI are then the replays' and the command's.
     """
     out = Path(out_dir)
     tracker = Tracker(tracking_uri)
@@ -379,20 +411,21 @@ def track_simulation(out_dir: str | Path, runs: Mapping[str, Mapping[str, Any]],
         "trace.fingerprint": meta.get("workload_fingerprint"), "seed": meta.get("seed"),
         "policies": ",".join(runs), "placement": meta.get("placement"), "predictor": meta.get("predictor"),
         "code_version": code, "out_dir": str(out.resolve())},
-        tags={"schedcast.kind": "simulate", "schedcast.code_version": code})
+        tags={"schedcast.kind": "simulate", "schedcast.code_version": code}, started=started)
     status = "FAILED"
     try:
         for policy, ev in runs.items():
             params, tags, models = replay_params(policy, meta, code)
+            when = (times or {}).get(policy)
             child = tracker.start(f"{policy} | {meta.get('trace_name')} | seed {meta.get('seed')}",
                                   params=params, tags=tags, parent=parent,
-                                  metrics=summary_metrics(ev["summary"], ev))
+                                  metrics=summary_metrics(ev["summary"], ev), started=when[0] if when else None)
             safe = _safe(policy)
             tracker.artifacts(child, [out / "summary.csv", out / f"jobs_{safe}.parquet",
                                       out / f"allocation_{safe}.parquet",
                                       *(out / f"{k}_{safe}.csv" for k in ("by_partition", "by_size", "by_class"))])
             tracker.link_models(child, [model_id(m, tracker.client) for m in models])
-            tracker.end(child)
+            tracker.end(child, ended=when[1] if when else None)
         tracker.log(parent, metrics=comparison_metrics(runs))
         tracker.artifacts(parent, [out / "summary.csv", out / "meta.json", out / "jct_cdf.png",
                                    out / "gpu_allocation.png"])
@@ -402,5 +435,5 @@ def track_simulation(out_dir: str | Path, runs: Mapping[str, Mapping[str, Any]],
     return parent
 
 
-__all__ = ["EXPERIMENT", "Tracker", "code_version", "comparison_metrics", "ui_url", "model_lineage", "replay_params", "summary_metrics",
+__all__ = ["EXPERIMENT", "LEDGER_EXPERIMENT", "SWEEP_EXPERIMENT", "Tracker", "code_version", "comparison_metrics", "ui_link", "ui_url", "model_lineage", "replay_params", "summary_metrics",
            "track_simulation", "tracking_destination"]

@@ -118,6 +118,22 @@ def describe(result: TrainResult) -> str:
     return text + "."
 
 
+#: The MLflow name's suffix per training unit (a task's ``units``), as simulation metrics carry theirs
+#: (evaluation.catalog): ``log_mae`` -> ``log_mae_log_s``, ``mae`` -> ``mae_s``; unitless scores (r2,
+#: rank correlations, F1) and names that already end in a unit are logged as they are.
+UNIT_SUFFIX = {"s": "_s", "log-s": "_log_s", "share": "_frac", "GPUs": "_gpus", "jobs/10 min": "_jobs_per_10min"}
+
+
+def metric_name(key: str, units: dict[str, str]) -> str:
+    """The logged name of a training metric ``key`` (``baseline.NAME.METRIC`` too), with its unit."""
+    from evaluation.catalog import UNIT_ENDINGS
+
+    base = key.rsplit(".", 1)[-1] if key.startswith("baseline.") else key
+    if base.endswith(UNIT_ENDINGS):
+        return key
+    return key + UNIT_SUFFIX.get(units.get(base, ""), "")
+
+
 def log_result(result: TrainResult, *, register: bool = True, alias: str | None = "challenger",
                tags: dict | None = None, champion_if_none: bool = False, serving: bool = True):
     """Log a TrainResult to MLflow (and register it under the task's name) with its dataset inputs,
@@ -127,16 +143,18 @@ def log_result(result: TrainResult, *, register: bool = True, alias: str | None 
     from models.registry import log_estimator
 
     task = TASKS[result.task]
-    metrics = dict(result.metrics)
+    metrics = {metric_name(k, task.units): v for k, v in result.metrics.items()}
     for name, base in result.baselines.items():
         for k, v in base.items():
-            metrics[f"baseline.{name}.{k}"] = v
+            metrics[metric_name(f"baseline.{name}.{k}", task.units)] = v
     lin = result.lineage
     run_tags = {f"schedcast.data.{k}": v for k, v in lin.items() if v not in (None, "")}
     run_tags.update({"schedcast.algorithm": result.algo, "schedcast.primary_metric": task.primary, **(tags or {})})
     # rows and date range stay on the run (schedcast.data.*): the version keeps what identifies it
     version_tags = {"algorithm": result.algo, "primary_metric": task.primary,
                     "data": lin.get("source_desc", ""), "data.sha256": lin.get("sha256", "")}
+    if result.primary is not None and np.isfinite(result.primary):  # logged metrics carry units in their names
+        version_tags[f"metric.{task.primary}"] = f"{result.primary:.6g}"
     base = best_baseline(result)
     if base:
         version_tags["best_baseline"] = f"{base[0]} {base[1]:.4g}"

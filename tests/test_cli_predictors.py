@@ -66,7 +66,10 @@ def test_meta_records_the_resolved_model_version(registry, tmp_path, capsys):
     code = main(["simulate", "--synthetic", "demo", "--jobs", "200", "--policy", "spjf", "--predictor",
                  "models:/duration@champion", "--tracking-uri", uri, "--out", str(out), "--no-progress",
                  "--no-plots"])
-    assert code == 0, capsys.readouterr().err
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    # the console names the version the alias resolved to, as meta.json does
+    assert f"predictor:  models:/duration@champion = duration version 1 (run {runs[0][:8]}) in {uri}" in captured.out
     meta = json.loads((out / "meta.json").read_text())
     resolved = meta["predictor_resolved"]
     assert resolved["name"] == "duration" and resolved["alias"] == "champion"

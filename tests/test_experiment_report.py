@@ -69,7 +69,8 @@ def test_html_has_tables_plots_and_reasons(tmp_path):
     images = re.findall(r'src="data:image/png;base64,([^"]+)"', page)
     assert len(images) == 4  # a CDF and a queueing plot per workload
     assert all(base64.b64decode(img)[:8] == b"\x89PNG\r\n\x1a\n" for img in images)
-    assert "200.000" not in page and "0.056 &plusmn; 0.069" in page  # JCT shown in hours: 200 s = 0.056 h
+    # one unit per metric on the page, chosen by its largest mean (200 s): minutes, in the header too
+    assert "200.000" not in page and "3.33 &plusmn; 4.14" in page and "avg JCT (min)" in page
     frame = pd.read_csv(paths["results"])
     assert len(frame) == len(RECORDS) and set(frame["status"]) == {"ok", "skipped"}
     assert "http://" not in page.replace("http://www.w3.org", "")  # nothing fetched from a server

@@ -43,7 +43,7 @@ def test_train_registers_and_simulator_uses_champion(store, philly_file, tmp_pat
 
     run = mlflow.get_run(mlflow.MlflowClient().get_model_version("duration", "1").tags["run_id"])
     assert run.data.params["fingerprint.data_rows"] == "74110" and "fingerprint.data_file_sha256" in run.data.params
-    assert "log_mae" in run.data.metrics and run.data.tags["schedcast.code_version"]
+    assert "log_mae_log_s" in run.data.metrics and run.data.tags["schedcast.code_version"]
     arts = [a.path for a in mlflow.MlflowClient().list_artifacts(run.info.run_id, "plots")]
     assert "plots/importances.png" in arts
     model = load("models:/duration@champion")

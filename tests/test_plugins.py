@@ -231,7 +231,9 @@ def test_a_bad_plugin_module_is_one_line_exit_2(tmp_path, capsys, monkeypatch):
     assert main(["--plugin", "no_such_plugin_module", "policies"]) == 2
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "no_such_plugin_module" in err and "not found" in err
-    assert main(["--plugin", "../evil", "policies"]) == 2
+    assert main(["--plugin", "../evil", "policies"]) == 2  # a path is looked up as a file, not imported by name
+    assert "plug-in '../evil': no such file or package folder" in capsys.readouterr().err
+    assert main(["--plugin", "my-policies", "policies"]) == 2
     assert "not a module name" in capsys.readouterr().err
 
 

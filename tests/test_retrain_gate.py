@@ -70,7 +70,7 @@ def test_gate_scores_on_the_champions_lineage_or_refuses(store, tmp_path, capsys
         run_id=decision_run.info.run_id, artifact_path="decision.json")).read())
     assert decision["holdout"] == "champion-lineage"
     # Same rows as the champion's training holdout: the champion's score is exactly its training score.
-    assert decision["champion_score"] == pytest.approx(champion_run.data.metrics["log_mae"], rel=1e-9)
+    assert decision["champion_score"] == pytest.approx(champion_run.data.metrics["log_mae_log_s"], rel=1e-9)
     assert decision["champion_version_before"] == "1"
     versions_before = {str(v.version) for v in client.search_model_versions("name='duration'")}
 

@@ -129,7 +129,7 @@ def test_experiment_run_logs_nested_runs_and_the_leaderboard(tmp_path, monkeypat
     monkeypatch.setattr("pipelines.tracking.code_version", lambda: "test-version")
 
     from pipelines.experiment import expand, parse_spec, run_experiment
-    from pipelines.tracking import EXPERIMENT
+    from pipelines.tracking import EXPERIMENT, SWEEP_EXPERIMENT
 
     import pipelines.replay as replay
 
@@ -150,9 +150,16 @@ def test_experiment_run_logs_nested_runs_and_the_leaderboard(tmp_path, monkeypat
     res = run_experiment(spec, tmp_path / "run", engine="serial", tracking_uri=uri)
     assert res.parent_run_id and (res.ok, res.skipped) == (4, 2)
     client = mlflow.MlflowClient(uri)
-    exp = client.get_experiment_by_name(EXPERIMENT)
+    exp = client.get_experiment_by_name(SWEEP_EXPERIMENT)  # sweeps have their own experiment
+    assert client.get_experiment_by_name(EXPERIMENT) is None
+    assert "nested run per cell" in exp.tags["mlflow.note.content"]  # described in the UI
     children = client.search_runs([exp.experiment_id], f"tags.mlflow.parentRunId = '{res.parent_run_id}'")
     assert len(children) == len(expand(spec)) == 6
+    import json
+
+    for r in children:  # a cell run lasts as long as its cell did, not as long as logging it took
+        record = json.loads((tmp_path / "run" / "cells" / f"{r.data.params['cell']}.json").read_text())
+        assert (r.info.end_time - r.info.start_time) / 1000 == pytest.approx(record["wall_s"], abs=0.002)
     ok = [r for r in children if r.info.status == "FINISHED"]
     bad = [r for r in children if r.info.status == "FAILED"]
     assert len(ok) == 4 and len(bad) == 2
@@ -205,6 +212,17 @@ def test_simulate_track_logs_nested_runs(tmp_path, migrated_store):
     children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parents[0].info.run_id]
     assert len(parents) == 1 and sorted(r.data.params["policy"] for r in children) == ["fifo", "spjf"]
     assert all(r.data.metrics["jobs"] == 80 for r in children)
+    # a replay run lasts as long as the replay: it ended before the result folder was written (logging
+    # comes after), and the two replays ran one after the other
+    written = (tmp_path / "out" / "meta.json").stat().st_mtime
+    ordered = sorted(children, key=lambda r: r.info.start_time)
+    assert all(r.info.end_time / 1000 <= written + 0.01 for r in children)
+    assert ordered[0].info.end_time <= ordered[1].info.start_time
+    parent = parents[0]
+    assert parent.info.end_time - parent.info.start_time >= max(r.info.end_time - r.info.start_time for r in children)
+    assert min(r.info.start_time for r in children) >= parent.info.start_time
+    exp = client.get_experiment_by_name(EXPERIMENT)
+    assert "duration is the replay's" in exp.tags["mlflow.note.content"]
     assert main(["simulate", "--synthetic", "demo", "--jobs", "80", "--policy", "fifo", "--no-plots",
                  "--out", str(tmp_path / "out2"), "--no-track", "--tracking-uri", uri]) == 0
     assert len(client.search_runs([client.get_experiment_by_name(EXPERIMENT).experiment_id])) == len(runs)

@@ -126,14 +126,15 @@ def test_jobs_lineage_description_and_evaluate_reproduces(store, tmp_path, capsy
         assert mv.description.startswith(f"{task} model") and "vs baseline" in mv.description
         assert mv.tags["algorithm"] and mv.tags["data.sha256"] == sha and mv.tags["code_version"]
         assert mv.tags["primary_metric"] == "log_mae" and "best_baseline" in mv.tags
+        assert float(mv.tags["metric.log_mae"]) > 0  # `schedcast models` shows it (logged names carry units)
         arts = {a.path for a in client.list_artifacts(run.info.run_id, "plots")}
         assert "plots/importances.png" in arts and "plots/predicted_vs_actual.png" in arts
     it = client.get_run(client.get_model_version("iterations", "1").run_id).data.metrics
-    assert "baseline.group_median.log_mae" in it and "baseline.median.log_mae" in it
+    assert "baseline.group_median.log_mae_log_s" in it and "baseline.median.log_mae_log_s" in it
     capsys.readouterr()
     assert main(["evaluate", "duration", *args]) == 0
     printed = capsys.readouterr().out
-    logged = client.get_run(client.get_model_version("duration", "1").run_id).data.metrics["log_mae"]
+    logged = client.get_run(client.get_model_version("duration", "1").run_id).data.metrics["log_mae_log_s"]
     line = next(ln for ln in printed.splitlines() if ln.strip().startswith("log_mae"))
     assert float(line.split()[-1]) == pytest.approx(logged, rel=1e-3)
 

@@ -10,6 +10,7 @@
 """
 from __future__ import annotations
 
+import json
 import re
 
 import numpy as np
@@ -73,9 +74,15 @@ def test_simulate_prints_load_dominance_unused_predictor_and_a_timing_line_that_
                  "noisy:0.5", "--no-plots", "--no-progress", "--out", str(tmp_path / "o")]) == 0
     out = capsys.readouterr().out
     assert "note: --predictor noisy:0.5 is not used: none of the policies (fifo, sjf) uses predictions" in out
-    load = re.search(r"load: +offered ([0-9.]+); reached over the submission window: fifo ([0-9.]+), sjf", out)
+    load = re.search(r"load: +offered ([0-9.]+); reached: fifo ([0-9.]+), sjf", out)
     assert load, out
     assert float(load.group(2)) < float(load.group(1))  # 300 demo jobs: long jobs run on past the window
+    from evaluation.catalog import LOAD_MEANING
+
+    assert LOAD_MEANING in out  # the two loads are defined where they are printed, and in meta.json
+    meta = json.loads((tmp_path / "o" / "meta.json").read_text())
+    assert meta["load_meaning"] == LOAD_MEANING and set(meta["load_reached"]) == {"fifo", "sjf"}
+    assert meta["load_reached"]["fifo"] == pytest.approx(float(load.group(2)), abs=0.006)
     assert re.search(r"warning: the 5 largest jobs hold \d+% of the measured GPU-seconds", out)
     timing = re.search(r"time: ([0-9.]+) s in this command \((.*)\)", out)
     parts = [float(v) for v in re.findall(r" ([0-9.]+)(?:,|$)", timing.group(2))]
@@ -176,6 +183,9 @@ def test_registry_predictor_without_track_writes_no_run_and_with_track_runs_are_
     assert main([*args, "--out", str(tmp_path / "b"), "--track"]) == 0
     out = capsys.readouterr().out
     assert "MLflow: parent run" in out
+    # the UI link of the parent run, on the UI `schedcast server` starts for this (default) store
+    assert re.search(r"MLflow UI: http://127\.0\.0\.1:5000/#/experiments/\d+/runs/[0-9a-f]+\?workflowType=machine_learning "
+                     r"\(start the UI with `schedcast server`\)", out), out
     assert re.search(r"time: .*\(load [0-9.]+, model [0-9.]+, replay and scoring [0-9.]+, .*MLflow [0-9.]+", out)
 
     import io
@@ -226,3 +236,22 @@ def test_retrain_decision_run_logs_parameters(tmp_path, monkeypatch, empty_store
     run = mlflow.search_runs(output_format="list")[0]
     assert run.data.params["margin"] == "0.02" and run.data.params["metric"] == "log_mae"
     assert run.data.params["holdout"] == "first" and run.data.params["challenger_version"] == "1"
+    assert run.data.metrics["challenger_score_log_s"] == 1.2  # the primary metric's unit in the name
+    assert decision.details["decision_run_id"] == run.info.run_id  # `retrain` prints its UI link
+    from models.store import EXPERIMENT
+
+    exp = mlflow.MlflowClient().get_experiment_by_name(EXPERIMENT)
+    assert EXPERIMENT == "schedcast-training" and "Model training" in exp.tags["mlflow.note.content"]
+
+
+def test_training_metric_names_carry_their_units():
+    from pipelines.train import TASKS, metric_name
+
+    units = TASKS["duration"].units
+    assert metric_name("log_mae", units) == "log_mae_log_s" and metric_name("mae", units) == "mae_s"
+    assert metric_name("baseline.median.log_mae", units) == "baseline.median.log_mae_log_s"
+    assert metric_name("unseen_share", units) == "unseen_share_frac"
+    assert metric_name("r2", units) == "r2" and metric_name("train_seconds", units) == "train_seconds"
+    assert metric_name("mae", TASKS["throughput"].units) == "mae_jobs_per_10min"
+    assert metric_name("ql_0.9", TASKS["demand"].units) == "ql_0.9_gpus"
+    assert metric_name("accuracy", TASKS["packing"].units) == "accuracy_frac"

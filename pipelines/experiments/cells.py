@@ -83,9 +83,11 @@ def expand(spec: ExperimentSpec, data_dir: str | None = None) -> list[Cell]:
             if entry.workloads and w.name not in entry.workloads:
                 continue
             for policy, label in expand_entry(entry):
-                predictors = (entry.predictors or spec.predictors) if uses_predictions(policy) else ["unused"]
                 predict = entry.predict if entry.predict is not None else (
                     w.predict if w.predict is not None else spec.predict)
+                # a policy that reads no duration prediction here runs once per seed, not once per predictor
+                predictors = ((entry.predictors or spec.predictors) if uses_predictions(policy, predict)
+                              else ["unused"])
                 for predictor in predictors:
                     for seed in (w.seeds or spec.seeds):
                         cell = Cell(workload=w.name, policy=policy, label=label, seed=int(seed),

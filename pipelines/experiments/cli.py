@@ -69,7 +69,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             print("\n" + top.read_text(encoding="utf-8").rstrip())
         print("report: " + ", ".join(str(p) for p in outcome.report.values()))
     if outcome.parent_run_id:
-        print(f"MLflow: parent run {outcome.parent_run_id} in {uri}")
+        from pipelines.tracking import ui_link
+
+        print(f"MLflow: parent run {outcome.parent_run_id} in {uri}\nMLflow UI: {ui_link(uri, outcome.parent_run_id)}")
     if outcome.cells and outcome.ok + outcome.reused == 0:
         first = next((r.get("error") for r in collect(out, spec) if r.get("status") in ("skipped", "failed")), None)
         print(f"schedcast: error: no cell of {spec.name} succeeded ({outcome.skipped} skipped, {outcome.failed} "

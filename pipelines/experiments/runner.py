@@ -113,9 +113,9 @@ def run_experiment(spec: ExperimentSpec, out: str | Path, *, executor: str | Non
                 "spec_hash": hashlib.sha256(json.dumps(spec.model_dump(), sort_keys=True, default=str).encode()).hexdigest()[:16]}
     tracker = parent = None
     if tracking_uri:
-        from pipelines.tracking import Tracker
+        from pipelines.tracking import SWEEP_EXPERIMENT, Tracker
 
-        tracker = Tracker(tracking_uri)
+        tracker = Tracker(tracking_uri, SWEEP_EXPERIMENT)  # sweeps apart from single simulations
         fail_orphaned_parent(tracker, previous, tracking_uri)
         parent = tracker.start(f"experiment {spec.name}", params={
             "spec": spec.name, "spec_hash": run_info["spec_hash"], "code_version": code, "executor": executor,

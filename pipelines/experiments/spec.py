@@ -459,9 +459,34 @@ def _policy_info(spec_text: str):
     return info, params
 
 
-def uses_predictions(spec_text: str) -> bool:
+def _predictor_unused(cls: type, params: dict[str, Any], predict: dict[str, str]) -> bool:
+    """Whether a policy that can read duration predictions does not with these parameters (and the
+    cell's per-kind predictions): its cells are then not crossed with the spec's predictors, which would
+    only repeat the same replay. Each rule is the one the policy's code follows."""
+    from sim.policies.asrpt import ASrpt
+    from sim.policies.lucid import Lucid
+
+    if "duration" in predict:  # sim.simulate: a per-kind duration estimate replaces the predictor's values
+        return True
+    if issubclass(cls, Lucid):  # sim/policies/lucid/coordinator.py: predictions only for the estimator's start
+        return params.get("estimator", True) is False or params.get("initial", "given") == "history"
+    if issubclass(cls, ASrpt):  # sim/policies/asrpt.py predicted_iterations: true counts, or iterations first
+        return params.get("iterations", "predicted") == "perfect" or "iterations" in predict
+    if cls.__name__ == "SchedMateSjf":  # sim/policies/schedmate.py estimate: host=history reads none
+        return params.get("host", "prediction") == "history"
+    return False
+
+
+def uses_predictions(spec_text: str, predict: dict[str, str] | None = None) -> bool:
+    """Whether the policy ``spec_text`` reads the duration predictor (so cells cross it with the spec's
+    predictors); ``predict``: the cell's per-kind predictions (an iterations model replaces A-SRPT's use
+    of durations)."""
     info, params = _policy_info(spec_text)
-    return bool(info.uses_predictions or {**info.defaults, **params}.get("history") is False)
+    merged = {**info.defaults, **params}
+    if not (info.uses_predictions or merged.get("history") is False):
+        return False
+    full = {name: f.default for name, f in info.params_model.model_fields.items() if not f.is_required()}
+    return not _predictor_unused(info.cls, {**full, **merged}, dict(predict or {}))  # the class's own defaults too
 
 
 def default_out(spec: ExperimentSpec) -> Path:

@@ -80,10 +80,13 @@ def track_cell(tracker, parent: str, spec: ExperimentSpec, cell: Cell, record: d
         tags["schedcast.error"] = record.get("error", "")
     metrics = dict(record.get("metrics") or {})
     metrics.update({"cell_wall_s": record.get("wall_s", float("nan")), "cell_cpu_s": record.get("cpu_s", float("nan"))})
+    ended = record.get("finished")  # the cell's own start and end: its run's duration is the replay's
+    began = ended - record["wall_s"] if isinstance(ended, (int, float)) and isinstance(record.get("wall_s"), (int, float)) \
+        else None
     run = tracker.start(cell.describe(), params=params, tags=tags, parent=parent,
-                        metrics={k: v for k, v in metrics.items() if v == v})
+                        metrics={k: v for k, v in metrics.items() if v == v}, started=began)
     folder = out / "cells" / cell.id
     if record["status"] == "ok" and folder.is_dir():
         tracker.artifacts(run, sorted(p for p in folder.iterdir() if p.suffix in (".csv", ".parquet", ".json", ".png")))
         tracker.link_models(run, [model_id(m, tracker.client) for m in models])
-    tracker.end(run, "FINISHED" if record["status"] == "ok" else "FAILED")
+    tracker.end(run, "FINISHED" if record["status"] == "ok" else "FAILED", ended=ended if began is not None else None)
