@@ -45,12 +45,13 @@ def column_widths(headers: Sequence[str], rows: Sequence[Sequence[Any]], width: 
 def rich_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], title: str = "", width: int = 80):
     """A rich Table that fits ``width`` and never breaks a word (:func:`column_widths`)."""
     from rich.table import Table
+    from rich.text import Text
 
     table = Table(title=title or None, show_lines=False)
     for header, w in zip(headers, column_widths(headers, rows, width)):
         table.add_column(str(header), width=w, overflow="ellipsis")
     for row in rows:
-        table.add_row(*(str(c) for c in row))
+        table.add_row(*(Text(str(c)) for c in row))  # cells are text, never rich markup ('[paper.txt:12]')
     return table
 
 

@@ -226,10 +226,10 @@ def _flat_settings(settings: dict[str, dict]) -> dict[str, Any]:
 
 def _track(uri: str, paper: str, quick: bool, out: Path, verdicts, meta) -> str:
     from evaluation.claims import DIRECTION, HOLDS, MISSES, UNTESTABLE, counts
-    from pipelines.tracking import Tracker
+    from pipelines.tracking import LEDGER_EXPERIMENT, Tracker, ui_link
 
     tally = counts(verdicts)
-    tracker = Tracker(uri, experiment="schedcast-reproduce")
+    tracker = Tracker(uri, experiment=LEDGER_EXPERIMENT)
     metrics: dict[str, float] = {}
     tags = {"schedcast.kind": "reproduce", "schedcast.code_version": meta["code_version"],
             "schedcast.smoke_test": str(bool(quick))}
@@ -253,32 +253,28 @@ def _track(uri: str, paper: str, quick: bool, out: Path, verdicts, meta) -> str:
     for p in files:
         tracker.artifacts(run, [p], artifact_path=p.name if p.is_dir() else None)
     tracker.end(run, "FINISHED")
+    print(f"MLflow run: {ui_link(uri, run)}", file=sys.stderr)
     return run
 
 
 def _print(paper: str, out: Path, verdicts, quick: bool = False) -> None:
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
-
+    """The ledger's table on stdout: rich in a terminal (whole words, cut into column blocks when wider than
+    the terminal), one plain line per row elsewhere (pipelines.console)."""
     from evaluation.claims import DIRECTION, HOLDS, MISSES, SMOKE, UNTESTABLE, counts, ours_cell, paper_cell
+    from pipelines.console import print_table
 
-    console = Console(highlight=False)
     if quick:
-        console.print(f"[bold yellow]{SMOKE}[/]")
-    table = Table(title=f"{paper}: claims ledger", show_lines=False)
-    for col in ("claim", "setting", "paper [cite]", "schedcast: mean [95 % interval]", "verdict"):
-        table.add_column(col, overflow="fold")
-    style = {HOLDS: "green", DIRECTION: "yellow", MISSES: "red"}
+        print(SMOKE)
+    rows = []
     for v in verdicts:
         for i, s in enumerate(v.settings):
             label = s.verdict + (" (1 seed)" if s.one_seed and s.verdict != UNTESTABLE else "")
-            table.add_row(escape(v.claim if i == 0 else ""), escape(s.setting or "–"), escape(paper_cell(s, v.unit)),
-                          escape(ours_cell(s, v.unit)), f"[{style.get(s.verdict, 'dim')}]{escape(label)}[/]")
-    console.print(table)
+            rows.append([v.claim if i == 0 else "", s.setting or "–", paper_cell(s, v.unit), ours_cell(s, v.unit), label])
+    print_table(("claim", "setting", "paper [cite]", "schedcast: mean [95 % interval]", "verdict"), rows,
+                title=f"{paper}: claims ledger")
     tally = counts(verdicts)
-    console.print(f"{tally[HOLDS]} hold, {tally[DIRECTION]} hold in direction, {tally[MISSES]} do not hold, "
-                  f"{tally[UNTESTABLE]} not testable. Ledger: {out / 'claims.html'} (also claims.md, claims.json)")
+    print(f"{tally[HOLDS]} hold, {tally[DIRECTION]} hold in direction, {tally[MISSES]} do not hold, "
+          f"{tally[UNTESTABLE]} not testable. Ledger: {out / 'claims.html'} (also claims.md, claims.json)")
 
 
 # -- the docs table ---------------------------------------------------------------------------------
