@@ -193,9 +193,13 @@ def test_profile_bypass_averages_the_matches(monkeypatch):
         predictions = None
         profiled: set = set()
         skipped_profiling = 0
-        scores = np.array([0, 2, 2, 0])
+        # what Lucid's profiler measured (a warm-up profile may read low) vs the steady state of a whole run
+        scores = np.array([0, 0, 1, 0])
+        true_scores = np.array([0, 2, 2, 0])
         gmem = np.array([1000.0, 3000.0, 5000.0, 0.0])
-        util = np.array([10.0, 20.0, 60.0, 0.0])
+        util = np.array([5.0, 10.0, 30.0, 0.0])
+        true_util = np.array([10.0, 20.0, 60.0, 45.0])
+        util_errors: list = []
 
         def advise(self, job, now):
             return Advice(100.0, None, ("0", "1", "2"), 0.95)
@@ -205,7 +209,9 @@ def test_profile_bypass_averages_the_matches(monkeypatch):
     pol.ctx = type("X", (), {"now": 0.0})()
     monkeypatch.setattr(sm.Lucid, "on_arrival", lambda self, job: None)
     pol.on_arrival(3)
+    # the matches' steady-state metrics (their whole runs), not their warm-up profiles
     assert pol.c.scores[3] == 1 and pol.c.gmem[3] == pytest.approx(3000.0) and pol.c.util[3] == pytest.approx(30.0)
+    assert pol.c.util_errors == [pytest.approx(15.0 / 45.0)]  # the SM-utilisation estimate's relative error
 
 
 # -- failure presets replay their failures by default ------------------------------------------------------
