@@ -396,6 +396,7 @@ class LucidSchedMateCoordinator(LucidCoordinator, SchedMateParts):
             out["schedmate_cancelled_packings"] = self.cancelled
             if self.util_errors:
                 out["schedmate_util_rel_error"] = float(np.mean(self.util_errors))
+                out["schedmate_util_rel_error_capped"] = float(np.mean(np.minimum(self.util_errors, 1.0)))
             if float(np.max(self.warmup_drop)) > 0:  # Lucid's profiler against the steady state (paper: 19.3 %)
                 out["lucid_profile_util_rel_error"] = float(np.mean(self.warmup_drop))
             out["schedmate_packs_below_theta"] = self.tracker["slowdowns"]
