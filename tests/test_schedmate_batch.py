@@ -135,3 +135,20 @@ def test_openai_backend_times_out_or_gets_garbage_and_the_rules_answer(delay, re
         server.shutdown()
         server.server_close()
         t.join(5)
+
+
+def test_advise_batch_reads_json_lines_and_keeps_each_repository(tmp_path):
+    from models.schedmate.batch import run_advise
+
+    (tmp_path / "train.py").write_text('import argparse\np = argparse.ArgumentParser()\n'
+                                       'p.add_argument("--epochs", type=int, default=90)\n'
+                                       'p.add_argument("--batch-size", type=int, default=256)\n')
+    reqs = [json.dumps({"repo": str(tmp_path), "command": "torchrun --nproc_per_node 4 train.py --epochs 30"}),
+            "not json", json.dumps({"repo": str(tmp_path), "command": "python train.py"})]
+    out: list[str] = []
+    readers = Readers()
+    assert run_advise(reqs, out.append, readers) == 1
+    rows = [json.loads(x) for x in out]
+    assert (rows[0]["iterations"], rows[0]["gpus"], rows[0]["batch_size"]) == (30, 4, 256)
+    assert "error" in rows[1] and rows[2]["iterations"] == 90
+    assert list(readers._repos) == [str(tmp_path)]  # read once

@@ -5,6 +5,8 @@ that asks per job pays that every time. This module needs the standard library a
 
 - batch: ``python -m models.schedmate.batch diagnose LOG...`` / ``... track LOG...`` (``-`` reads the
   paths from stdin, one per line): one process, one JSON line per log, in input order.
+- advise: ``python -m models.schedmate.batch advise REQUESTS.jsonl`` (``-``: stdin), one request per line,
+  ``{"repo": "<folder>", "command": "<launch command>"}``; a repository is read once and kept.
 - served: ``python -m models.schedmate.batch serve --port 8321`` answers ``POST /diagnose`` and
   ``POST /track`` with a JSON body ``{"lines": [...]}`` (or ``{"text": "..."}``, or ``{"path": "..."}``
   when started with ``--allow-paths``) and ``GET /health``; it binds 127.0.0.1 unless told otherwise.
@@ -23,6 +25,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
 TOOLS = ("diagnose", "track")
+#: advise reads {"repo": folder, "command": "..."} requests (JSON lines in batch mode, a JSON body served)
+ALL_TOOLS = (*TOOLS, "advise")
 MAX_BODY = 64 * 1024 * 1024  # bytes a served request may carry
 
 
@@ -64,6 +68,16 @@ class Readers:
                 "loss": None if loss is None else (loss if loss == loss else "nan"), "epoch": p.epoch,
                 "diverged": p.diverged, "decided_by": p.decided_by}
 
+    def advise(self, repo: str, command: str) -> dict[str, Any]:
+        """The job's metadata from its repository and launch command (repositories read once and kept)."""
+        from features.schedmate_text.extract import extract_metadata, read_repository
+
+        cache = self.__dict__.setdefault("_repos", {})
+        if repo not in cache:
+            cache[repo] = read_repository(repo)
+        md = extract_metadata(command, cache[repo])
+        return {k: v for k, v in md.to_dict().items()}
+
     def run(self, tool: str, lines: Sequence[str]) -> dict[str, Any]:
         if tool not in TOOLS:
             raise ValueError(f"unknown tool {tool!r}; known: {', '.join(TOOLS)}")
@@ -85,6 +99,28 @@ def run_batch(tool: str, paths: Iterable[str], write: Callable[[str], Any], read
         except OSError as exc:
             bad += 1
             out = {"path": path, "error": f"cannot read: {exc.strerror or exc}"}
+        out["ms"] = round((time.perf_counter() - t0) * 1000, 3)
+        write(json.dumps(out, ensure_ascii=False) + "\n")
+    return bad
+
+
+def run_advise(requests: Iterable[str], write: Callable[[str], Any], readers: Readers | None = None) -> int:
+    """advise over JSON lines {"repo": ..., "command": ...}: one JSON line out per request, in order;
+    a bad request gives {"error"} (counted in the return value)."""
+    readers = readers or Readers()
+    bad = 0
+    for n, raw in enumerate(requests, 1):
+        if not raw.strip():
+            continue
+        t0 = time.perf_counter()
+        try:
+            req = json.loads(raw)
+            if not (isinstance(req, dict) and isinstance(req.get("repo"), str) and isinstance(req.get("command"), str)):
+                raise ValueError('each line is {"repo": "<folder>", "command": "<launch command>"}')
+            out: dict[str, Any] = {"request": n, **readers.advise(req["repo"], req["command"])}
+        except (ValueError, OSError) as exc:
+            bad += 1
+            out = {"request": n, "error": str(exc)}
         out["ms"] = round((time.perf_counter() - t0) * 1000, 3)
         write(json.dumps(out, ensure_ascii=False) + "\n")
     return bad
@@ -115,7 +151,7 @@ def make_server(host: str = "127.0.0.1", port: int = 0, allow_paths: bool = Fals
 
         def do_POST(self) -> None:  # noqa: N802
             tool = self.path.strip("/")
-            if tool not in TOOLS:
+            if tool not in ALL_TOOLS:
                 self._send(404, {"error": f"unknown path {self.path}; POST /diagnose or /track"})
                 return
             size = int(self.headers.get("Content-Length") or 0)
@@ -126,6 +162,15 @@ def make_server(host: str = "127.0.0.1", port: int = 0, allow_paths: bool = Fals
                 body = json.loads(decode(self.rfile.read(size)))
                 if not isinstance(body, dict):
                     raise ValueError("the body must be a JSON object")
+                if tool == "advise":
+                    if not (isinstance(body.get("repo"), str) and isinstance(body.get("command"), str)) \
+                            or not allow_paths:
+                        raise ValueError('advise needs {"repo", "command"} and a server started with --allow-paths')
+                    t0 = time.perf_counter()
+                    out = readers.advise(body["repo"], body["command"])
+                    out["ms"] = round((time.perf_counter() - t0) * 1000, 3)
+                    self._send(200, out)
+                    return
                 if isinstance(body.get("lines"), list):
                     lines = [str(x) for x in body["lines"]]
                 elif isinstance(body.get("text"), str):
@@ -154,7 +199,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     for tool in TOOLS:
         p = sub.add_parser(tool, help=f"{tool} each log given (- : paths from stdin, one per line)")
         p.add_argument("logs", nargs="+")
-    p = sub.add_parser("serve", help="POST /diagnose, POST /track, GET /health")
+    p = sub.add_parser("advise", help='job metadata per request: JSON lines {"repo", "command"} from FILE or - (stdin)')
+    p.add_argument("requests")
+    p = sub.add_parser("serve", help="POST /diagnose, POST /track (POST /advise with --allow-paths), GET /health")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8321)
     p.add_argument("--allow-paths", action="store_true", help='accept {"path": ...} bodies (files this host can read)')
@@ -175,6 +222,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         except KeyboardInterrupt:
             pass
         return 0
+    if args.cmd == "advise":
+        if args.requests == "-":
+            return 1 if run_advise(sys.stdin, sys.stdout.write) else 0
+        try:
+            with open(args.requests, encoding="utf-8") as fh:
+                return 1 if run_advise(fh, sys.stdout.write) else 0
+        except OSError as exc:
+            print(f"error: {args.requests}: {exc.strerror or exc}", file=sys.stderr)
+            return 2
     paths = sys.stdin if args.logs == ["-"] else args.logs
     bad = run_batch(args.cmd, paths, sys.stdout.write)
     return 1 if bad else 0
