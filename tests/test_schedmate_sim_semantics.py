@@ -242,11 +242,11 @@ def test_runner_returns_every_measure_its_claims_file_names(tmp_path, monkeypatc
 
     monkeypatch.setattr(runner, "QUICK", {**runner.QUICK, "jobs": 80, "fh_logs": 12})
 
-    def fake(self, name, policy, seed, predictions=None):  # replays stubbed: the reduction is under test
-        jct = 1000.0 + 10 * (hash(policy) % 7)
-        return {"jct": jct, "stats": {"schedmate_coverage": 0.5, "schedmate_fh_failures": 3,
-                                      "schedmate_fh_infrastructure": 1, "schedmate_tracker_slowdowns": 0,
-                                      "schedmate_tracker_reads": 4}, "wall_s": 0.0}
+    def fake(self, name, policy, seed, oracle=False):  # replays stubbed: the reduction is under test
+        jct = 1000.0 + 10 * (sum(map(ord, policy)) % 7)
+        return {"jct": jct, "wait": 50.0, "stats": {"schedmate_coverage": 0.5, "schedmate_fh_failures": 3,
+                                                    "schedmate_fh_infrastructure": 1, "schedmate_packs_below_theta": 0,
+                                                    "schedmate_mispacks": 2, "lucid_packs": 4}, "wall_s": 0.0}
 
     monkeypatch.setattr(runner._Replays, "run", fake)
 
@@ -265,11 +265,19 @@ def test_runner_returns_every_measure_its_claims_file_names(tmp_path, monkeypatc
 
     data = Path(__file__).resolve().parents[1].parent / "shared" / "data"
     ctx = ReproduceContext(quick=True, out=tmp_path, seeds=[0], data_dir=data)
+    monkeypatch.setattr(runner, "fig12_generated", lambda rep, seed: "stub")
     got = runner.run(ctx)
     claims = load_claims(paper_dir("schedmate") / "claims.yaml")
+    quick_settings = set(runner.QUICK["lucid"]) | set(runner.QUICK["f11"]) | {"real"}
     for c in claims.claims:
-        assert c.measure in got, c.measure
-        m = got[c.measure]
-        assert m.value is not None or m.not_testable
-    assert got["f13c_measured_detection_rate"].not_testable  # no slowdown in the stub: said, not invented
-    assert (tmp_path / "schedmate_replays.md").is_file()
+        for v in c.values:
+            if v.setting is not None and v.setting not in quick_settings:
+                continue  # a full-run setting
+            key = c.key(v.setting)
+            assert key in got, key
+            m = got[key]
+            assert m.value is not None or m.not_testable
+            for cond in c.preconditions:  # every precondition is measured in the same run
+                assert c.key(v.setting, cond.measure) in got
+    assert got["f10d_packs_below_theta@acme"].value == 0  # no slowdown in the stub: said, not invented
+    assert (tmp_path / "schedmate_replays.md").is_file() and (tmp_path / "schedmate_replays.csv").is_file()
