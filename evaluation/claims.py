@@ -95,6 +95,8 @@ class ReproduceContext:
     #: per setting, what the ledger page states (a runner fills it): trace, cluster, gpus, offered_load,
     #: seeds, calibration [{target, paper, cite, reached}], tables (paths under ``out``)
     settings: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: the settings the --claim selection names (None: all); ``run_spec`` replays only those workloads
+    only_settings: frozenset[str] | None = None
 
     def wants(self, *claim_ids: str) -> bool:
         """True when any of ``claim_ids`` is to be measured (always, unless --claim restricted the run)."""
@@ -374,7 +376,19 @@ def _judge_setting(claim: Claim, pv: PaperValue, measurements: Mapping[str, Meas
     if not all(math.isfinite(s) for s in samples):
         sv.reason = "the measurement is not a finite number (0/0, a zero baseline or a missing cell)"
         return sv
-    for cond in claim.preconditions:
+    sv.n = m.n if m.n is not None else len(samples)
+    if m.interval is not None:
+        lo, hi = sorted(float(x) for x in m.interval)
+        mean = float(m.value) if m.value is not None else (lo + hi) / 2
+    elif len(samples) >= 2:
+        mean, lo, hi = interval(samples)
+    else:
+        mean = lo = hi = samples[0]
+        sv.one_seed = True
+    sv.mean = mean
+    if not sv.one_seed:
+        sv.lo, sv.hi = lo, hi
+    for cond in claim.preconditions:  # shown with the measured mean, judged not at all when unmet
         c = _lookup(measurements, cond.measure, pv.setting)
         cv = None if c is None else c.value
         if cv is None or not math.isfinite(float(cv)):
@@ -384,20 +398,11 @@ def _judge_setting(claim: Claim, pv: PaperValue, measurements: Mapping[str, Meas
             sv.reason = (f"setting lacks {cond.why or cond.measure}: {cond.measure} = {_fmt(float(cv))} "
                          f"(needs {cond.text()})")
             return sv
-    sv.n = m.n if m.n is not None else len(samples)
-    if m.interval is not None:
-        lo, hi = sorted(float(x) for x in m.interval)
-        mean = float(m.value) if m.value is not None else (lo + hi) / 2
-    elif len(samples) >= 2:
-        mean, lo, hi = interval(samples)
-    elif quick:
-        mean = lo = hi = samples[0]
-        sv.one_seed = True
-    else:
-        sv.mean = samples[0]
+    if sv.one_seed and not quick:
+        sv.one_seed = False
         sv.reason = "one seed: no interval (a full ledger needs >= 2 seeds; run with --seeds 0 1 2)"
         return sv
-    sv.mean, sv.lo, sv.hi = mean, lo, hi
+    sv.lo, sv.hi = lo, hi
     if claim.kind == "effect":
         target = pv.value if pv.value is not None else (claim.holds_if.value if claim.holds_if else None)
         sv.verdict, sv.reason = _effect(claim, target, lo, hi)
@@ -545,9 +550,12 @@ def write_ledger(out: str | Path, claims: ClaimsFile, verdicts: list[Verdict], m
     if meta.get("quick"):
         doc["smoke_test"] = SMOKE
     doc.update({"paper": claims.paper, "title": claims.title, "paper_file": claims.paper_file,
-                "notes": claims.notes, "counts": tally, "meta": meta, "claims": [asdict(v) for v in verdicts]})
+                "notes": _notes(meta) if meta.get("quick") and claims.notes else claims.notes, "counts": tally, "meta": meta, "claims": [asdict(v) for v in verdicts]})
     paths = {"json": out / "claims.json", "md": out / "claims.md", "html": out / "claims.html"}
-    paths["json"].write_text(json.dumps(_clean(doc), indent=1, default=str, allow_nan=False) + "\n")
+    text = json.dumps(_clean(doc), indent=1, default=str, allow_nan=False)
+    if meta.get("quick"):  # the first line says it is a smoke test, like the pages
+        text = "{" + text[1:].lstrip()
+    paths["json"].write_text(text + "\n")
     paths["md"].write_text(_markdown(claims, verdicts, meta, tally))
     paths["html"].write_text(_html(claims, verdicts, meta, tally))
     return paths
@@ -571,6 +579,14 @@ def _summary(meta: dict[str, Any], tally: dict[str, int]) -> str:
             f"{float(meta.get('wall_s', 0)):.0f} s.")
 
 
+_NOTES = "Notes from the claims file (figures in them come from earlier runs, not this one):"
+
+
+def _notes(meta: dict[str, Any]) -> str:
+    return ("The claims file's notes are left out of a smoke test: they quote figures of earlier full runs, "
+            "which this run did not measure.")
+
+
 def _settings_rows(meta: dict[str, Any]) -> tuple[list[list[str]], list[list[str]]]:
     """(setting rows, calibration rows) from meta['settings']."""
     rows, calib = [], []
@@ -578,8 +594,9 @@ def _settings_rows(meta: dict[str, Any]) -> tuple[list[list[str]], list[list[str
         s = dict(s or {})
         tables = s.pop("tables", []) or []
         cal = s.pop("calibration", []) or []
-        known = [str(s.pop(k)) if k in s else "–" for k in ("trace", "cluster", "gpus", "offered_load", "seeds")]
-        other = "; ".join(f"{k}: {v}" for k, v in s.items())
+        known = [str(s.pop(k)) if s.get(k) is not None else (s.pop(k, None), "–")[1]
+                 for k in ("trace", "cluster", "gpus", "offered_load", "seeds")]
+        other = "; ".join(f"{k}: {v}" for k, v in s.items() if v is not None)
         rows.append([name, *known, other, ", ".join(str(t) for t in tables)])
         for c in cal:
             calib.append([name, str(c.get("target", "")), _fmt(c.get("paper")), str(c.get("cite", "")),
@@ -619,7 +636,7 @@ def _markdown(claims: ClaimsFile, verdicts: list[Verdict], meta: dict[str, Any],
               "direction* = beyond noise, smaller; *does not hold* = within noise or opposite; *not testable* = "
               "with the reason.", ""]
     if claims.notes:
-        lines += [claims.notes.strip(), ""]
+        lines += [_notes(meta), ""] if meta.get("quick") else [f"*{_NOTES}* {claims.notes.strip()}", ""]
     rows, calib = _settings_rows(meta)
     if rows:
         lines += ["## Settings", ""] + _md_table(_SETTING_HEAD, [r[:-1] + [", ".join(f"[{t}]({t})" for t in r[-1].split(", ") if t)] for r in rows]) + [""]
@@ -659,8 +676,10 @@ def _html(claims: ClaimsFile, verdicts: list[Verdict], meta: dict[str, Any], tal
         settings += f"<h3>Calibration</h3>{_html_table(_CAL_HEAD, calib)}"
     crow = _claim_rows(verdicts)
     table = _html_table(_HEAD, [r for _, _, r in crow], css=[s.verdict.replace(" ", "-") for _, s, _ in crow])
-    notes = f"<p>{e(claims.notes)}</p>" if claims.notes else ""
-    return (f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{e(claims.title)} – claims"
+    notes = "" if not claims.notes else (f"<p><i>{e(_notes(meta))}</i></p>" if meta.get("quick") else
+                                         f"<p><i>{e(_NOTES)}</i> {e(claims.notes)}</p>")
+    title = ("SMOKE TEST: " if meta.get("quick") else "") + f"{claims.title} – claims"
+    return (f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{e(title)}"
             f"</title><style>{_CSS}</style></head><body>{smoke}<h1>{e(claims.title)}: claims ledger</h1>"
             f"<p>{e(_summary(meta, tally))}</p>{notes}{settings}<h2>Claims</h2>{table}"
             f"<p>Command: <code>{e(str(meta.get('command', '')))}</code></p></body></html>\n")

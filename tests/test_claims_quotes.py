@@ -4,7 +4,7 @@ A value matches a number printed on the cited line(s) when, in one of the forms 
 100 x a fraction quoted as a percentage, 100 x (1 - a ratio) quoted as a reduction, or 1 / a ratio the paper
 states as "N x lower"), it equals that number, or rounds to it at the paper's precision where the paper
 prints two or more significant digits. A value derived from a table (one printed number over another, or
-1 - that, or their difference in points, e.g. a variant's eviction rate over GFS's) matches when it is within 0.1 % of such a quotient of two
+1 - that, or that - 1, or their difference in points, e.g. a variant's eviction rate over GFS's) matches when it is within 0.1 % of such a quotient of two
 numbers printed on the cited lines.
 Every number in a value's ``text`` must be printed there too. The paper texts are not in the repository:
 without ../shared/papers the test is skipped."""
@@ -46,7 +46,7 @@ def quoted(value: float, printed: list[tuple[float, int, int]]) -> bool:
         return False
     pairs = [(a, b) for a, _, sa in printed for b, _, sb in printed if a != b and min(sa, sb) >= 2]
     derived = [a / b for a, b in pairs if b != 0] + [a - b for a, b in pairs]
-    return any(abs(q - v) <= 1e-3 * abs(v) for q in derived for v in (value, 1 - value, 100 * value) if v != 0)
+    return any(abs(q - v) <= 1e-3 * abs(v) for q in derived for v in (value, 1 - value, 1 + value, 100 * value) if v != 0)
 
 
 def lines_of(name: str) -> list[str]:

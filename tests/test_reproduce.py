@@ -87,7 +87,7 @@ def fake_paper(tmp_path, monkeypatch):
         (ctx.out / "table.csv").write_text("a,b\n1,2\n")
         if getattr(module, "fail", False):
             raise RuntimeError("replay failed")
-        n = max(2, len(ctx.seeds))
+        n = len(ctx.seeds)
         ctx.settings["toy"] = {"trace": "toy", "seeds": list(ctx.seeds), "tables": ["table.csv"]}
         return {"speedup": Measurement(samples=[0.8 + 0.01 * i for i in range(n)], causes={"rule-off": 1.3}),
                 "tail": Measurement(samples=[0.5 - 0.01 * i for i in range(n)])}
@@ -176,3 +176,136 @@ def test_reproduce_lazer_quick_gives_every_claim_a_verdict(tmp_path, monkeypatch
     assert verdicts["f4-srtf-futile"]["verdict"] == HOLDS and verdicts["f4-srtf-futile"]["measured"] > 0.1
     assert all(c["verdict"] in VERDICTS for c in doc["claims"])
     assert all(c["measured"] is None or math.isfinite(c["measured"]) for c in doc["claims"])
+
+
+# -- seeds, --claim, --all, --summary, --list, --track ------------------------------------------------
+def test_full_runs_default_to_three_seeds_and_quick_to_one(fake_paper, tmp_path):
+    assert main(["reproduce", "toy", "--out", "full", "--data-dir", str(tmp_path)]) == 0
+    assert fake_paper.calls[-1].seeds == [0, 1, 2] and not fake_paper.calls[-1].seeds_given
+    assert main(["reproduce", "toy", "--quick", "--out", "q", "--data-dir", str(tmp_path)]) == 0
+    assert fake_paper.calls[-1].seeds == [0]
+    for name in ("claims.md", "claims.html", "claims.json"):
+        assert "SMOKE TEST" in (tmp_path / "q" / name).read_text().splitlines()[0]
+    assert "SMOKE" not in (tmp_path / "full" / "claims.md").read_text()
+
+
+def test_cells_live_under_out_or_the_cache(fake_paper, tmp_path):
+    assert main(["reproduce", "toy", "--out", "a", "--data-dir", str(tmp_path)]) == 0
+    assert fake_paper.calls[-1].work.name == "cells" and fake_paper.calls[-1].work.parent.name.startswith(".a.")
+    assert main(["reproduce", "toy", "--out", "b", "--cache", "shared", "--data-dir", str(tmp_path)]) == 0
+    assert fake_paper.calls[-1].work == Path("shared")
+
+
+def test_claim_reruns_one_claim_into_out_and_shows_only_it(fake_paper, tmp_path, capsys):
+    assert main(["reproduce", "toy", "--quick", "--out", "X", "--data-dir", str(tmp_path)]) == 0
+    before = {p for p in tmp_path.iterdir()}
+    assert main(["reproduce", "toy", "--quick", "--out", "X", "--claim", "tail", "--data-dir", str(tmp_path)]) == 0
+    assert {p for p in tmp_path.iterdir()} == before  # nothing outside X
+    ctx = fake_paper.calls[-1]
+    assert ctx.claims == frozenset({"tail"}) and ctx.work == Path("X") / "cells"
+    doc = json.loads((tmp_path / "X" / "claim-tail" / "claims.json").read_text())
+    assert [c["claim"] for c in doc["claims"]] == ["tail"]
+    capsys.readouterr()
+    assert main(["reproduce", "toy", "--claim", "nope", "--out", "Y", "--data-dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "nope" in err and "faster" in err and not (tmp_path / "Y").exists()
+
+
+def test_all_writes_every_paper_and_an_index_and_summary_makes_the_docs_table(fake_paper, tmp_path, monkeypatch,
+                                                                                capsys):
+    monkeypatch.setattr(papers, "RUNNERS", {"toy": "toy_runner"})
+    assert main(["reproduce", "--all", "--quick", "--out", "all", "--data-dir", str(tmp_path)]) == 0
+    assert (tmp_path / "all" / "toy" / "claims.json").is_file()
+    index = (tmp_path / "all" / "index.md").read_text()
+    assert index.startswith("**SMOKE TEST") and "[toy](toy/claims.md)" in index and "1 holds" in index
+    assert "toy/claims.html" in (tmp_path / "all" / "index.html").read_text()
+    capsys.readouterr()
+    assert main(["reproduce", "--summary", "all"]) == 0
+    md = capsys.readouterr().out
+    assert "## Toy paper" in md and "SMOKE TEST" in md and "| faster | – | 2 [toy.txt:1] |" in md
+    assert "(1 seed)" in md and "Quick (smoke test) ledger of" in md
+    assert main(["reproduce", "--summary", "nowhere"]) == 2
+
+
+def test_list_gives_name_title_and_claim_count(capsys):
+    assert main(["reproduce", "--list"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == len(papers.RUNNERS)
+    for line, name in zip(lines, sorted(papers.RUNNERS)):
+        assert line.startswith(name) and line.rstrip().endswith("claims)")
+
+
+@pytest.mark.slow  # MLflow's sqlite store: ~20 s of schema migrations
+def test_track_logs_settings_claims_verdicts_and_tables(fake_paper, tmp_path):
+    pytest.importorskip("mlflow")
+    from mlflow import MlflowClient
+
+    uri = f"sqlite:///{tmp_path / 'ml.db'}"
+    assert main(["reproduce", "toy", "--out", "t", "--tracking-uri", uri, "--data-dir", str(tmp_path)]) == 0
+    client = MlflowClient(uri)
+    exp = client.get_experiment_by_name("schedcast-reproduce")
+    (run,) = client.search_runs([exp.experiment_id])
+    assert run.data.params["setting.toy.trace"] == "toy" and run.data.params["seeds"]
+    assert run.data.tags["verdict.faster"] == MISSES and "claim/faster" in run.data.metrics
+    assert {a.path for a in client.list_artifacts(run.info.run_id)} >= {"claims.json", "claims.html", "table.csv"}
+
+
+def test_claim_runs_restrict_a_spec_to_the_claims_settings():
+    data = {"name": "x", "workloads": [{"name": "philly-vc"}, {"name": "earth@load0.9"}, {"name": "venus"}],
+            "policies": [{"name": "fifo"}, {"name": "lucid-noshare", "workloads": ["venus"]},
+                         {"name": "lucid-nobinder", "workloads": ["venus", "philly-vc"]}]}
+    got = papers._restrict(data, frozenset({"philly-vc", "earth-load0.9"}))
+    assert [w["name"] for w in got["workloads"]] == ["philly-vc", "earth@load0.9"]
+    assert got["policies"] == [{"name": "fifo"}, {"name": "lucid-nobinder", "workloads": ["philly-vc"]}]
+    assert papers._restrict(data, frozenset({"n37500"})) == data  # no workload named so: the runner's own settings
+
+
+def test_describe_workload_reads_the_cells_source():
+    records = [{"cell": {"workload": "earth", "source": {"synthetic": "earth", "jobs": 20000, "offered_load": 0.9}}}]
+    assert papers.describe_workload(records, "earth") == {"trace": "earth", "offered_load": 0.9, "jobs": 20000}
+    assert papers.describe_workload(records, "other") == {"trace": "other"}
+
+
+def test_a_smoke_test_never_prints_the_claims_files_figures_from_earlier_runs(tmp_path):
+    cf = ClaimsFile.model_validate({"paper": "x", "title": "X", "notes": "an earlier full run measured 6,512 s",
+                                    "claims": [{"id": "a", "source": "T1", "statement": "s", "metric": "m",
+                                                "comparator": "b", "null": 0.0, "measure": "m",
+                                                "values": [{"value": None, "cite": "x.txt:1"}]}]})
+    verdicts = judge_all(cf, {}, quick=True)
+    quick = write_ledger(tmp_path / "q", cf, verdicts, {"quick": True})
+    full = write_ledger(tmp_path / "f", cf, verdicts, {"quick": False})
+    assert all("6,512" not in quick[k].read_text() for k in ("md", "html", "json"))
+    assert "earlier runs" in full["md"].read_text() and "6,512" in full["md"].read_text()
+
+
+def test_run_spec_gives_full_runs_the_contexts_seeds_and_claim_runs_their_settings(tmp_path, monkeypatch):
+    import yaml
+
+    import pipelines.experiments as E
+    from evaluation.claims import ReproduceContext
+
+    seen = []
+
+    class Outcome:
+        ok = reused = skipped = failed = cells = wall_s = 0
+
+    monkeypatch.setattr(E, "run_experiment", lambda spec, out, spec_text, **kw: seen.append(yaml.safe_load(spec_text))
+                        or Outcome())
+    monkeypatch.setattr(E, "collect", lambda out, spec: [{"status": "ok", "cell": {}}])
+    spec = tmp_path / "s.yaml"
+    spec.write_text(yaml.safe_dump({"name": "s", "workloads": [{"name": "a", "synthetic": "earth", "jobs": 50},
+                                                               {"name": "b", "synthetic": "saturn", "jobs": 50}],
+                                    "policies": [{"name": "fifo"}], "seeds": [0]}))
+    full = ReproduceContext(quick=False, out=tmp_path, seeds=[0, 1, 2], data_dir=tmp_path, work=tmp_path / "c")
+    papers.run_spec(full, spec)
+    papers.run_spec(ReproduceContext(quick=True, out=tmp_path, seeds=[0], data_dir=tmp_path, work=tmp_path / "c"), spec)
+    papers.run_spec(ReproduceContext(quick=False, out=tmp_path, seeds=[0, 1, 2], data_dir=tmp_path, work=tmp_path / "c",
+                                     only_settings=frozenset({"b"})), spec, overrides={"seeds": [5]})
+    assert seen[0]["seeds"] == [0, 1, 2] and seen[1]["seeds"] == [0]
+    assert seen[2]["seeds"] == [5] and [w["name"] for w in seen[2]["workloads"]] == ["b"]
+
+
+def test_a_failing_claim_run_into_a_new_folder_leaves_nothing(fake_paper, tmp_path):
+    fake_paper.fail = True
+    assert main(["reproduce", "toy", "--out", "new", "--claim", "tail", "--data-dir", str(tmp_path)]) != 0
+    assert not (tmp_path / "new").exists()

@@ -47,7 +47,9 @@ def run_spec(ctx, path: str | Path, *, overrides: dict[str, Any] | None = None) 
     """Run the experiment spec at ``path`` (see ``spec_path``) into ``ctx.work / <spec name>`` and return
     the cells' status records (finished cells from an earlier run of the same code are reused).
 
-    ``overrides`` replaces top-level spec keys (e.g. ``seeds``) before the run."""
+    ``overrides`` replaces top-level spec keys (e.g. ``seeds``) before the run. A full run (not quick) whose
+    spec lists fewer top-level seeds than ``ctx.seeds`` runs ``ctx.seeds`` (default 0 1 2); ``ctx.only_settings``
+    (--claim) keeps only the workloads those settings name."""
     import yaml
 
     from pipelines.experiments import collect, parse_spec, run_experiment
@@ -55,6 +57,13 @@ def run_spec(ctx, path: str | Path, *, overrides: dict[str, Any] | None = None) 
     path = Path(path)
     data = yaml.safe_load(path.read_text())
     data.update(overrides or {})
+    seeds = data.get("seeds")
+    have = seeds if isinstance(seeds, int) else len(seeds or [0])
+    if not ctx.quick and "seeds" not in (overrides or {}) and have < len(ctx.seeds):
+        data["seeds"] = list(ctx.seeds)  # a full ledger runs >= the context's seeds (0 1 2): verdicts need intervals
+    only = getattr(ctx, "only_settings", None)
+    if only is not None:
+        data = _restrict(data, only)
     spec = parse_spec(data, source=str(path))
     out = Path(ctx.work or Path(ctx.out) / "experiments") / spec.name
     executor = "dask" if ctx.workers > 1 else "serial"
@@ -70,6 +79,25 @@ def run_spec(ctx, path: str | Path, *, overrides: dict[str, Any] | None = None) 
         raise RuntimeError(f"experiment {spec.name}: no cell succeeded (first: {first.get('id')}: "
                            f"{first.get('error', first.get('status'))})")
     return records
+
+
+def _restrict(data: dict[str, Any], settings: frozenset[str]) -> dict[str, Any]:
+    """The spec with only the workloads the selected claims' settings name (a workload matches by its name,
+    or by its name with '@' as '-'); policies limited to dropped workloads go too. Unchanged when no
+    workload matches (the runner then names its settings otherwise)."""
+    keep = [w for w in data.get("workloads") or []
+            if w.get("name") in settings or str(w.get("name", "")).replace("@", "-") in settings]
+    if not keep:
+        return data
+    names = {w["name"] for w in keep}
+    policies = []
+    for p in data.get("policies") or []:
+        if isinstance(p, dict) and p.get("workloads"):
+            p = {**p, "workloads": [w for w in p["workloads"] if w in names]}
+            if not p["workloads"]:
+                continue
+        policies.append(p)
+    return {**data, "workloads": keep, "policies": policies}
 
 
 def spec_path(paper: str, name: str) -> Path:
@@ -185,3 +213,19 @@ def quantile_interval(samples: list[float], q: float, level: float = 0.95) -> tu
     lo, hi = max(lo, 0), min(hi, n - 1)
     ordered = sorted(samples)
     return float(ordered[lo]), float(ordered[hi])
+
+
+def describe_workload(records: list[dict[str, Any]], workload: str) -> dict[str, Any]:
+    """What the ledger page states about a spec workload, from its cells' sources: trace (file or preset),
+    cluster, offered load and job count where the spec set them (for ``ctx.settings[...]``)."""
+    for r in records:
+        cell = r.get("cell") or {}
+        if cell.get("workload") != workload:
+            continue
+        src = dict(cell.get("source") or {})
+        out: dict[str, Any] = {"trace": src.get("trace") or src.get("synthetic") or src.get("generator") or workload}
+        for key, name in (("cluster", "cluster"), ("offered_load", "offered_load"), ("jobs", "jobs")):
+            if src.get(key) is not None:
+                out[name] = src[key]
+        return out
+    return {"trace": workload}
