@@ -184,14 +184,18 @@ def test_every_replay_the_ledger_asks_for_is_a_valid_policy(tmp_path, monkeypatc
         monkeypatch.setattr(runner, "QUICK", {**(runner.FULL if full else runner.QUICK), "jobs": 60})
         asked = set()
 
-        def fake(self, name, policy, seed, predictions=None):
+        def fake(self, name, policy, seed, oracle=False):
             get_policy(policy)  # raises on a bad spec
             asked.add(policy)
-            return {"jct": 1000.0 + len(policy), "stats": {}, "wall_s": 0.0}
+            return {"jct": 1000.0 + len(policy), "wait": 100.0, "stats": {}, "wall_s": 0.0}
 
         monkeypatch.setattr(runner._Replays, "run", fake)
-        monkeypatch.setattr(runner, "fig12", lambda rep, cfg: {})
-        monkeypatch.setattr(runner, "table4", lambda cfg: {})
+        monkeypatch.setattr(runner, "fig12_generated", lambda rep, seed: "stub")
+        monkeypatch.setattr(runner, "table4", lambda cfg: ({}, {"recall": 0.5, "false_alarm_framework": 0.0,
+                                                                 "false_alarm_script": 0.1}))
+        monkeypatch.setattr(runner, "tracker", lambda cfg: ({}, 0.8))
         ctx = ReproduceContext(quick=True, out=tmp_path, seeds=[0], data_dir=ROOT.parent / "shared" / "data")
         got = runner.run(ctx)
-        assert "schedmate-sjf:host=prediction" in asked and "f11_smfh_vs_qssf" in got
+        assert runner.LUCID in asked and "qssf" in asked and "f11_fh_gain@acme" in got
+        assert "f10d_lucid_over_lucid_sm@acme-t65" in got and "f13c_gain_at_half@acme" in got
+        assert any("detection=0.8" in p for p in asked)  # the measured rate drives the replay

@@ -46,7 +46,7 @@ APP_XIDS = frozenset({13, 31, 43, 45})
 # that share words with hardware or network failures ("CUDA error: device-side assert", "NCCL error:
 # invalid usage", "No space left on device" under /dev/shm) come before the generic rules.
 RULES: tuple[tuple[str, str, str, str], ...] = (
-    (r"device-side assert|Assertion `[^`]*(?:t >= 0|n_classes|index|srcIndex|target)[^`]*` failed|"
+    (r"device-side assert(?!ions)|Assertion `[^`]*(?:t >= 0|n_classes|index|srcIndex|target)[^`]*` failed|"
      r"CUBLAS_STATUS_NOT_INITIALIZED.*(?:label|target)", "device_assert", "script", "data"),
     (r"no kernel image is available|is not compatible with the current PyTorch installation|"
      r"CUDA driver version is insufficient|NVIDIA driver on your system is too old|forward compatibility was attempted|"
@@ -68,12 +68,14 @@ RULES: tuple[tuple[str, str, str, str], ...] = (
      r"(?:segmentation fault|bus error) .*worker|worker.* (?:segmentation fault|bus error)", "dataloader_killed",
      "framework", "dataloader"),
     (r"oom[-_ ]?kill|Out of memory: Kill|Killed process \d+|Memory cgroup out of memory|signal 9\b|SIGKILL|"
-     r"exitcode\s*:\s*-9\b|exit status -9|^\s*Killed\s*$|host memory|cannot allocate memory|"
+     r"exitcode\s*:\s*-9\b|exit status -9|^\s*(?:Killed|已杀死|已殺死|Getötet|Processus arrêté|Matado)\s*$|host memory|cannot allocate memory|"
      r"DefaultCPUAllocator: can't allocate|std::bad_alloc", "host_oom", "framework", "host memory"),
     (r"Xid[^\n]*\b74\b|NVLink", "nvlink", "infrastructure", "NVLink"),
     (r"NVRM: Xid|fallen off the bus|ECC error|Uncorrected \(Fatal\)|Surprise Down|double bit error|\bDBE\b|GPU stopped processing|GSP|"
      r"uncorrectable ECC|ECC_UNCORRECTABLE|GPU is lost|unspecified launch failure|CUDA error: unknown error|"
-     r"RmInitAdapter failed|rm_init_adapter failed|Cannot attach gpu|Unable to determine the device handle for GPU",
+     r"RmInitAdapter failed|rm_init_adapter failed|Cannot attach gpu|Unable to determine the device handle for GPU|"
+     r"Driver/library version mismatch|Failed to initialize NVML|busy or unavailable|"
+     r"CUDA_ERROR_(?:NO_DEVICE|ECC_UNCORRECTABLE|LAUNCH_FAILED)",
      "gpu_xid", "infrastructure", "GPU"),
     (r"NET/IB|ibv_|mlx5|InfiniBand|link is down|IB link|Connection (?:closed|reset) by peer|No route to host|"
      r"Network is unreachable|ncclRemoteError", "ib_error", "infrastructure", "network"),
@@ -150,6 +152,14 @@ PROTOTYPES: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "syntax_error": ("script", "syntax", ("invalid python syntax in the script",)),
     "file_not_found": ("script", "file", ("input file or path does not exist",)),
 }
+
+
+def _dedent(lines: list[str]) -> list[str]:
+    """A log pasted as one indented block (every non-blank line starts with the same spaces) read as the
+    log it is: the indentation is the paste's, not a traceback's frame indentation."""
+    indents = [len(x) - len(x.lstrip(" ")) for x in lines if x.strip()]
+    cut = min(indents) if indents else 0
+    return [x[cut:] for x in lines] if cut else lines
 
 
 def _words(text: str) -> set[str]:
@@ -483,7 +493,7 @@ class FailureHandler:
         method = method or ("tail" if tail_only else "locator")
         if method not in ("locator", "tail", "scan"):
             raise ValueError(f"unknown method {method!r}; known: locator, tail, scan")
-        lines = [str(x).rstrip("\n") for x in lines]
+        lines = _dedent([str(x).rstrip("\n") for x in lines])
         if method == "tail":
             start = max(0, len(lines) - self.tail)
             root = _root_in(lines, start, len(lines))

@@ -38,7 +38,7 @@ _FAILURE = re.compile(
     r"link is down|Input/output error|Stale file handle|No space left|file write failed|ChildFailedError|"
     r"closing signal SIGTERM|terminate called|Segmentation fault|[Bb]us error|\bFAILED\b|exitcode|"
     r"Root Cause \(first observed|srun: error|slurmstepd: error|Killed\b|core dumped|[Ff]atal error|\bFATAL\b|"
-    r"\bCRITICAL\b|kernel panic|failed to listen on any local network address")
+    r"\bCRITICAL\b|kernel panic|failed to listen on any local network address|已杀死|已殺死|Getötet|Processus arrêté")
 # the same in lower case, searched in the lower-cased line (an inline (?i:) group makes the scan slow)
 _FAILURE_LOW = re.compile(
     r"segmentation fault|undefined symbol|address already in use|oom[-_ ]?kill|signal 9\b|sigkill|sigsegv|got stuck|"
@@ -47,7 +47,8 @@ _FAILURE_LOW = re.compile(
     r"heartbeat monitor timed out|assertion `[^`]*` failed|fallen off the bus|uncorrected \(fatal\)|"
     r"client socket has timed out|can't resolve|name does not resolve|name or service not known|"
     r"temporary failure in name resolution|uncorrectable ecc|ecc_uncorrectable|rminitadapter failed|"
-    r"rm_init_adapter failed|cannot attach gpu|unable to determine the device handle for gpu")
+    r"rm_init_adapter failed|cannot attach gpu|unable to determine the device handle for gpu|"
+    r"driver/library version mismatch|failed to initialize nvml|busy or unavailable|cuda_error_\w+")
 # a Python exception line: "torch.OutOfMemoryError: ...", "KeyError: 'x'" (case-sensitive, no backtracking)
 _EXC = re.compile(r"^\s*(?:[a-z_][a-z0-9_]*\.)*[A-Z][A-Za-z0-9_]*(?:Error|Exception|Interrupt)\b")
 # a glog/c10 warning-level line ("[W socket.cpp:401] ...", "W0301 12:00:00.1 ..."): a warning, not the failure
@@ -75,7 +76,8 @@ _FAILURE_KEYS = ("traceback", "xid", "nccl warn", "processgroupnccl", "ncclinval
                  "core dumped", "fatal", "critical", "kernel panic", "undefined symbol", "already in use", "oom",
                  "signal 9", "sigkill", "sigsegv", "stuck", "loss is", "loss became", "non-finite", "device-side", "kernel image", "shared object",
                  "cudnn_status", "cublas_status", "failed to listen", "fallen off", "uncorrected", "client socket",
-                 "resolve", "name or service", "ecc", "rminitadapter", "rm_init_adapter", "attach gpu", "device handle")
+                 "resolve", "name or service", "ecc", "rminitadapter", "rm_init_adapter", "attach gpu", "device handle",
+                 "version mismatch", "nvml", "unavailable", "cuda_error_", "已杀死", "已殺死", "getötet", "processus arrêté")
 
 
 def is_failure_line(line: str) -> bool:

@@ -91,7 +91,13 @@ def role(name: str) -> str | None:
         comps = [normalise(c) for c in name.split("/")]
         if not any(c.split("_")[0] in _NOT_TRAIN for c in comps) and any(c in _LOSS for c in comps):
             return "loss"
-    return "loss2" if n.endswith("loss") else None  # a named part of the loss (cls_loss): used when no total loss
+    if n.endswith("loss"):
+        return "loss2"  # a named part of the loss (cls_loss): used when no total loss
+    # a loss qualified after its name ("loss_net", "Loss content"): a part too; "loss_scale" is AMP's scaler
+    if n.startswith("loss_") and not n.startswith(("loss_scale", "loss_weight")) \
+            and not any(part in _NOT_TRAIN for part in n.split("_")):  # "loss/val/total" is an evaluation
+        return "loss2"
+    return None
 
 
 @dataclass

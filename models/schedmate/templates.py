@@ -104,6 +104,10 @@ class _Col:
         return sum(0.5 * med <= x <= 2 * med for x in d) >= 0.7 * len(d)
 
 
+# a rate after a space ("56.12 sent/s", "2143.80 words/s", "3.1 samples/sec"): a throughput, not a loss
+_RATE_UNIT = re.compile(r" ?[A-Za-z]+/(?:s|sec|second)\b")
+
+
 def _columns(lines: list[str], rows: list[int], spans: list[list[tuple[int, int]]]) -> list[_Col]:
     first = lines[rows[0]]
     cols: list[_Col] = []
@@ -119,7 +123,8 @@ def _columns(lines: list[str], rows: list[int], spans: list[list[tuple[int, int]
             vals = [math.nan] * len(texts)
         after = first[b:b + 2].lstrip()
         col = _Col(name=name, role=role(name) if name else None, vals=vals,
-                   ints=all(re.fullmatch(r"[-+]?[\d,]+", t) for t in texts), unit=first[b:b + 1].isalpha() or after[:1] == "%",
+                   ints=all(re.fullmatch(r"[-+]?[\d,]+", t) for t in texts), unit=(first[b:b + 1].isalpha() or after[:1] == "%"
+                         or _RATE_UNIT.match(first, b) is not None),
                    named=bool(name) and _NAMED_GAP.search(gap) is not None)
         if gap.strip() == "/" and cols and cols[-1].ints and col.ints and not re.search(r"[A-Za-z]", gap):
             col.pair_total, cols[-1].in_pair = True, True

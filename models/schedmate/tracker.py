@@ -234,6 +234,8 @@ def parse_progress(line: str) -> _Rec | None:
         y = re.match(r"\s*(\d+)/(\d+)\s", desc)
         if e:
             r.kind, r.epoch, r.s_in, r.spe = "bar", int(e.group(1)), n, tot
+            if "v_num=" in line[m.end():]:  # Lightning's own postfix (its version tag): epochs count from 0
+                r.ebase = 0
         elif y and int(y.group(1)) <= int(y.group(2)):  # YOLO-style "epoch/last epoch" (0-based)
             r.kind, r.epoch, r.s_in, r.spe = "bar0", int(y.group(1)), n, tot
             r.epoch_total = int(y.group(2)) + 1

@@ -1,31 +1,34 @@
-"""SchedMate's claims (``schedcast reproduce schedmate``): Table 1 (Lucid vs Lucid + SchedMate), Fig. 11
-(standalone SchedMate vs QSSF, Tiresias, FIFO, Horus; with and without the Failure Handler), Fig. 12 (the
-Advisor's relative-error CDF vs Lucid's GA2M), Fig. 13c (the slowdown-detection-rate sweep) and Table 4
-(the Failure Handler with and without the locator), measured on schedcast's replays.
+"""SchedMate's claims (``schedcast reproduce schedmate``), measured on schedcast's replays and on real logs.
 
-Workloads: the failure-shaped synthetic presets (acme-failures, helios-failures) on clusters sized to an
-offered load of 0.9, their own failures replayed (``trace``, a 30-minute human reaction). SchedMate reads
-the material features.jobcorpus generates per job (SYNTHETIC: no public trace carries code or logs), and
-the Failure Handler / Metric Tracker are the real readers on generated logs; every number here depends on
-that material. Replays go through pipelines.replay.run_replay (the policies' own parameters, no experiment cells),
-so the quick mode fits in about a minute on 2 cores.
+- Fig. 10d (Lucid vs Lucid + SchedMate, schedmate.txt:298) and Fig. 13c (the slowdown-detection sweep,
+  schedmate.txt:360): replays of the failure-shaped synthetic presets (acme-failures, helios-failures;
+  offered load 0.9) in which Lucid's profiler reads each job during its warm-up (Lucid's ``warmup_error``:
+  the profiler's mean relative error on SM utilisation, 19.3 %, schedmate.txt:329), so some packings
+  fall below the slowdown threshold theta; Lucid (as SchedMate describes it, schedmate.txt:210) has no
+  runtime check of a packing (``unstable_speed=0``); SchedMate's Metric Tracker detects a slowdown with
+  the rate it MEASURES on real progress logs (benchmarks/realsets/, the held-out batch with committed
+  excerpts), not a constant. Preconditions: packings below theta occur, mis-packings occur.
+- Table 4 (the Failure Handler as an infrastructure-failure detector, schedmate.txt:334): scored on the
+  real failure logs of benchmarks/realsets/ that are held out and whose excerpts are committed, in the
+  paper's taxonomy (infrastructure / framework / script, adapted from Acme, schedmate.txt:198); the
+  generated-log scores are a cause. The replay's handler is a coin with the per-type rates measured
+  there (recall on infrastructure, false alarms on framework and script failures).
+- Fig. 11 (standalone SchedMate vs QSSF 25.7 % and Tiresias 16 %, the Failure Handler's further 12.5 %,
+  schedmate.txt:320) on the same presets, >= 3 seeds (workload and policy randomness) in a full run.
+- Not testable here, with the reason: Sia + SchedMate (schedmate.txt:315: no Sia policy in schedcast),
+  the physical cluster's 23.2 % (schedmate.txt:292: a testbed), the Advisor vs GA2M on real material
+  (Fig. 12: no public trace carries job code or launch commands; the generated-corpus figure is given
+  in the detail).
 
-Causes of a miss are measured, not argued: the same measure with one SchedMate part switched (profiling
-kept, no Failure Handler, no packing cancelled, trace-field texts, QSSF's service order, the true
-duration where the Advisor has no match, a perfect handler, no cordon), the oracle's room (SJF on the true
-durations against each baseline) and the counts that bound an effect (matches, packings slowed below theta).
-
-Why no ``spec.yaml`` (as lazer / lucid have): the replays here could be written as experiment cells, but
-the claims' causes read each replay's policy statistics (the Advisor's coverage, the handler's recall and
-precision on the replay's failures, the tracker's reads and detections), which experiment cells do not
-keep; the failure events are drawn once per (workload, seed) and shared by every policy; and two of the
-five figures are not replays at all (Fig. 12: the Advisor against a GA2M fitted at a cut of the trace;
-Table 4: the handler on generated failed logs). One runner keeps them in one place.
+One value per seed goes into each replay measure's samples; the text-tool measures (one held-out set of
+logs, no seeds) give an interval of their own: Wilson for a proportion, a percentile bootstrap for F1.
 """
 from __future__ import annotations
 
+import csv
 import math
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -33,300 +36,462 @@ import numpy as np
 from evaluation.claims import Measurement, ReproduceContext
 
 FAILURES = "trace,reaction=1800"
-LUCID = "lucid:initial=history"
-LUCID_SM = "lucid-schedmate:initial=history"
+LOAD = 0.9  # offered load the presets are sized to
+WARMUP = 0.193  # Lucid's profiler: mean relative SM-utilisation error (schedmate.txt:329)
+LUCID = f"lucid:initial=history,unstable_speed=0,warmup_error={WARMUP}"
 SM = "schedmate-sjf:host=history"
-SM_FH = "schedmate-sjf-fh:host=history"
 BASELINES = {"qssf": "qssf", "tiresias": "tiresias", "fifo": "fifo", "horus": "horus"}
+REALSETS = Path(__file__).resolve().parents[2] / "benchmarks" / "realsets"
+EXCERPTS = REALSETS / "excerpts"
 
-QUICK = {"jobs": 300, "workloads": ("acme-failures", "helios-failures"), "table1": ("acme-failures",),
-         "sweep": (0.0, 1.0), "sweep_workload": "acme-failures", "fh_logs": 60, "t1_causes": False}
-FULL = {"jobs": 2000, "workloads": ("acme-failures", "helios-failures"),
-        "table1": ("acme-failures", "helios-failures"), "sweep": (0.0, 0.25, 0.5, 0.75, 1.0),
-        "sweep_workload": "acme-failures", "fh_logs": 300, "t1_causes": True}
+# settings of the Lucid case study: (workload, theta); 0.5 is the paper's (schedmate.txt:292, 360), 0.65
+# the "35 % slowdown" of schedmate.txt:223
+# (workload, theta, offered load); the paper states no load: 0.9 (the presets' default sizing) barely queues,
+# 1.5 queues (a named setting, not the paper's)
+LUCID_SETTINGS = {"acme": ("acme-failures", 0.5, LOAD), "helios": ("helios-failures", 0.5, LOAD),
+                  "acme-t65": ("acme-failures", 0.65, LOAD), "acme-t65-l1.5": ("acme-failures", 0.65, 1.5)}
+F11_SETTINGS = {"acme": ("acme-failures", LOAD), "helios": ("helios-failures", LOAD), "acme-l1.5": ("acme-failures", 1.5)}
+QUICK = {"jobs": 300, "lucid": ("acme", "acme-t65"), "f11": ("acme",), "sweep": (0.0, 0.5, 1.0), "folds": 3}
+# full: 2,000 jobs, >= 3 seeds, Acme settings only (the paper's Fig. 11 / 13c numbers are Acme's): the helios
+# settings above stay defined for a user's own run but are left out to keep the ledger within minutes on a
+# shared 2-core machine
+FULL = {"jobs": 2000, "lucid": ("acme", "acme-t65", "acme-t65-l1.5"), "f11": ("acme", "acme-l1.5"),
+        "sweep": (0.0, 0.5, 1.0), "folds": 3}
 
 
-def _workload(name: str, jobs: int, seed: int, data_dir: Any) -> Any:
+def _m(**kw: Any) -> Measurement:
+    return Measurement(**kw)
+
+
+# -- real material ---------------------------------------------------------------------------------------
+def _held_out(manifest: str, kind: str) -> list[dict]:
+    import yaml
+
+    items = yaml.safe_load((REALSETS / manifest).read_text()) or []
+    return [it for it in items if it.get("split") == "held-out" and (EXCERPTS / kind / f"{it['id']}.log").exists()]
+
+
+def _lines(kind: str, ident: str) -> list[str]:
+    return (EXCERPTS / kind / f"{ident}.log").read_text(encoding="utf-8", errors="replace").splitlines()
+
+
+def real_failures() -> list[dict]:
+    """The Failure Handler on the held-out real failure logs with committed excerpts: per log the
+    truth and the answer (kind in the Acme taxonomy, root line)."""
+    from models.schedmate.failures import FailureHandler
+
+    fh = FailureHandler()
+    rows = []
+    for it in _held_out("failures.yaml", "failures"):
+        lines = _lines("failures", it["id"])
+        d = fh.diagnose(lines)
+        tail = fh.diagnose(lines[-500:])  # the paper's baseline: the last 500 lines only
+        rows.append({"id": it["id"], "truth": it["kind"], "kind": d.kind, "tail_kind": tail.kind,
+                     "line_ok": d.line_index is not None and d.line_index + 1 == it["line"]})
+    return rows
+
+
+def real_progress() -> list[dict]:
+    """The Metric Tracker on the held-out real progress logs with committed excerpts."""
+    from models.schedmate.tracker import MetricTracker
+
+    tr = MetricTracker()
+    rows = []
+    for it in _held_out("progress.yaml", "progress"):
+        p = tr.track(_lines("progress", it["id"]))
+        tl = it.get("loss")
+        if tl is None:
+            loss_ok = p.loss is None
+        elif isinstance(tl, str) and tl.lower() == "nan":
+            loss_ok = p.loss is not None and math.isnan(p.loss)
+        else:
+            loss_ok = (p.loss is not None and math.isfinite(p.loss)
+                       and abs(p.loss - float(tl)) <= 0.01 * abs(float(tl)))
+        rows.append({"id": it["id"], "step_ok": p.step == it["step"], "loss_ok": bool(loss_ok)})
+    return rows
+
+
+def _prf(rows: list[dict], key: str = "kind") -> tuple[float, float, float, float]:
+    tp = sum(r[key] == "infrastructure" and r["truth"] == "infrastructure" for r in rows)
+    fp = sum(r[key] == "infrastructure" and r["truth"] != "infrastructure" for r in rows)
+    fn = sum(r[key] != "infrastructure" and r["truth"] == "infrastructure" for r in rows)
+    p = tp / (tp + fp) if tp + fp else float("nan")
+    r = tp / (tp + fn) if tp + fn else float("nan")
+    f1 = 2 * p * r / (p + r) if tp else 0.0
+    acc = sum((x[key] == "infrastructure") == (x["truth"] == "infrastructure") for x in rows) / len(rows)
+    return p, r, f1, acc
+
+
+def wilson(successes: int, n: int, z: float = 1.959964) -> tuple[float, float]:
+    """The 95 % Wilson interval of a proportion (the spread of a text tool's score over its logs)."""
+    if n == 0:
+        return (math.nan, math.nan)
+    p = successes / n
+    den = 1 + z * z / n
+    mid = (p + z * z / (2 * n)) / den
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
+    return (max(0.0, mid - half), min(1.0, mid + half))
+
+
+def _boot_f1(rows: list[dict], reps: int = 2000, seed: int = 0) -> tuple[float, float]:
+    """95 % percentile-bootstrap interval of the infrastructure F1 over the logs (seeded)."""
+    rng = np.random.default_rng(seed)
+    vals = [_prf([rows[i] for i in rng.integers(0, len(rows), len(rows))])[2] for _ in range(reps)]
+    return (float(np.percentile(vals, 2.5)), float(np.percentile(vals, 97.5)))
+
+
+def table4(cfg: dict) -> tuple[dict[str, Measurement], dict[str, float]]:
+    """Table 4 on real held-out logs; returns the measures and the per-type rates the replay's handler uses."""
+    from models.schedmate.evaluate import failure_handler_scores
+
+    rows = real_failures()
+    if not rows:
+        why = "no held-out real failure log with a committed excerpt under benchmarks/realsets/excerpts/failures"
+        return {k: _m(not_testable=why) for k in ("t4_f1@real", "t4_precision@real", "t4_accuracy@real",
+                                                  "t4_locator_minus_tail_f1@real")}, {}
+    p, r, f1, acc = _prf(rows)
+    tp_, tr_, tf1, tacc = _prf(rows, "tail_kind")
+    by = {t: [x for x in rows if x["truth"] == t] for t in ("infrastructure", "framework", "script")}
+    rates = {"recall": r,
+             "false_alarm_framework": (sum(x["kind"] == "infrastructure" for x in by["framework"]) / len(by["framework"])
+                                       if by["framework"] else 0.0),
+             "false_alarm_script": (sum(x["kind"] == "infrastructure" for x in by["script"]) / len(by["script"])
+                                    if by["script"] else 0.0)}
+    gen = failure_handler_scores(60 if cfg["jobs"] < 1000 else 300, 0, method="locator")
+    n = {t: len(v) for t, v in by.items()}
+    detail = (f"{len(rows)} held-out real logs (batch with committed excerpts; {n['infrastructure']} infrastructure, "
+              f"{n['framework']} framework, {n['script']} script): precision {p:.3f}, recall {r:.3f}, F1 {f1:.3f}, "
+              f"accuracy {acc:.3f}, root line {np.mean([x['line_ok'] for x in rows]):.3f}; unanswered "
+              f"{sum(x['kind'] is None for x in rows)}")
+    causes = {"generated logs (same project wrote the logs and the classifier): F1": round(gen["f1"], 4),
+              "generated logs: precision": round(gen["precision"], 4),
+              "recall on real infrastructure logs": round(r, 4),
+              "real logs the handler did not answer": f"{sum(x['kind'] is None for x in rows)} of {len(rows)}"}
+    called = [x for x in rows if x["kind"] == "infrastructure"]
+    right = sum((x["kind"] == "infrastructure") == (x["truth"] == "infrastructure") for x in rows)
+    tps = sum(x["truth"] == "infrastructure" for x in called)
+    cav = ["one held-out batch of real logs (public issue threads), labelled by us from the excerpts"]
+    out = {
+        "t4_f1@real": _m(value=f1, interval=_boot_f1(rows), n=len(rows), detail=detail, causes=causes, caveats=cav),
+        "t4_precision@real": _m(value=p, interval=wilson(tps, len(called)), n=len(called), detail=detail,
+                                causes=causes, caveats=cav),
+        "t4_recall@real": _m(value=r, interval=wilson(tps, len(by["infrastructure"])), n=len(by["infrastructure"]),
+                             detail=detail, causes=causes, caveats=cav),
+        "t4_accuracy@real": _m(value=acc, interval=wilson(right, len(rows)), n=len(rows), detail=detail,
+                               causes=causes, caveats=cav),
+        "t4_locator_minus_tail_f1@real": _m(
+            not_testable="the real excerpts are short (<= 15 lines): the last 500 lines ARE the excerpt, so the "
+                         f"paper's baseline reads the same text (tail F1 {tf1:.3f} = locator F1 {f1:.3f})")}
+    return out, rates
+
+
+def tracker(cfg: dict) -> tuple[dict[str, Measurement], float | None]:
+    rows = real_progress()
+    if not rows:
+        why = "no held-out real progress log with a committed excerpt under benchmarks/realsets/excerpts/progress"
+        return {"f13_tracker_success@real": _m(not_testable=why)}, None
+    step = [float(r["step_ok"]) for r in rows]
+    rate = float(np.mean(step))
+    detail = (f"{len(rows)} held-out real progress logs: step read right {rate:.3f}, loss within 1 % "
+              f"{np.mean([r['loss_ok'] for r in rows]):.3f}; misses: "
+              + ", ".join(r["id"] for r in rows if not r["step_ok"]))
+    return {"f13_tracker_success@real": _m(value=rate, interval=wilson(int(sum(step)), len(step)), n=len(step),
+                                           detail=detail)}, rate
+
+
+# -- replays ---------------------------------------------------------------------------------------------
+def _workload(name: str, jobs: int, seed: int, data_dir: Any, load: float = LOAD) -> Any:
     from pipelines.replay import build_source
 
-    return build_source(synthetic=name, jobs=jobs, seed=seed, offered_load=0.9, data_dir=str(data_dir))[1]
+    return build_source(synthetic=name, jobs=jobs, seed=seed, offered_load=load, data_dir=str(data_dir))[1]
+
+
+def group_profiles(workload: Any, seed: int) -> Any:
+    """A copy of the workload whose jobs of one group (same template: the same code and model) share one
+    Lucid workload profile, drawn as Lucid draws a job's (by GPU-time, seeded) for the group's first job.
+    SchedMate's bypass averages the utilisation of similar jobs (schedmate.txt:175); that means something
+    only when similar jobs run similar workloads, which per-job profile draws (Lucid's default, independent
+    of the job's text) do not give."""
+    from dataclasses import replace
+
+    from sim.interference import InterferenceModel
+    from sim.policies.lucid.workload import PROFILE_COLUMNS, draw_profiles
+    from sim.policies.schedmate_material import group_keys
+
+    interference = InterferenceModel.load()
+    work = np.asarray(workload.duration, dtype=float) * np.asarray(workload.gpus, dtype=float)
+    keys = draw_profiles(work, interference, np.random.default_rng([seed, 41]))
+    first: dict[str, str] = {}
+    shared = [first.setdefault(g, k) for g, k in zip(group_keys(workload.frame), keys)]
+    frame = workload.frame.copy()
+    frame["profile_key"] = shared
+    for col in PROFILE_COLUMNS:
+        frame[f"profile_{col}"] = interference.solo.loc[shared, col].to_numpy()
+    out = replace(workload, partition=list(workload.partition))
+    out.frame = frame
+    return out
 
 
 class _Replays:
-    """Replays kept per (workload, policy, seed): a measure and its causes share them."""
+    """Replays kept per (workload, policy, seed); the workload and its failures are drawn per seed."""
 
-    def __init__(self, ctx: ReproduceContext, works: dict[str, Any]) -> None:
-        self.ctx, self.works, self.done = ctx, works, {}
-        self.failures: dict[tuple[str, int], tuple] = {}
+    def __init__(self, ctx: ReproduceContext, jobs: int) -> None:
+        self.ctx, self.jobs, self.done, self.works, self.failures = ctx, jobs, {}, {}, {}
 
-    def run(self, name: str, policy: str, seed: int, predictions: Any = None) -> dict[str, Any]:
-        key = (name, policy, seed, predictions is not None)
+    def work(self, name: str, seed: int) -> Any:
+        """``name``: a preset, ``preset@load``, and ``#group`` for Lucid profiles shared by a job group."""
+        if (name, seed) not in self.works:
+            base, _, tag = name.partition("#")
+            preset, _, load = base.partition("@")
+            w = _workload(preset, self.jobs, seed, self.ctx.data_dir, float(load) if load else LOAD)
+            self.works[(name, seed)] = group_profiles(w, seed) if tag == "group" else w
+        return self.works[(name, seed)]
+
+    def run(self, name: str, policy: str, seed: int, oracle: bool = False) -> dict[str, Any]:
+        key = (name, policy, seed, oracle)
         if key not in self.done:
             from pipelines.replay import PreparedReplay, ReplaySpec, run_replay
             from sim.failures import failures_from_spec
 
-            w = self.works[name]
+            w = self.work(name, seed)
             if (name, seed) not in self.failures:
                 self.failures[(name, seed)] = failures_from_spec(FAILURES, w, seed)
             failures, rule = self.failures[(name, seed)]
-            t0 = time.perf_counter()
-            # the failure events are drawn once per (workload, seed) and shared by the policies
             extras = {"failures": failures, "restart": rule}
-            if predictions is not None:
-                extras["predictions"] = predictions
+            if oracle:
+                extras["predictions"] = list(w.duration)
+            t0 = time.perf_counter()
             prepared = PreparedReplay(table=None, workload=w, extras=extras, predictor=None, failures=FAILURES,
                                       has_spot=False)
             r = run_replay(ReplaySpec(policy=policy, seed=seed, failures=FAILURES), prepared).result
             end, submit = np.asarray(r.end, dtype=float), np.asarray(w.submit, dtype=float)
+            start = np.asarray(r.first_start, dtype=float)
             ok = np.isfinite(end)
-            self.done[key] = {"jct": float(np.mean(end[ok] - submit[ok])), "stats": dict(r.policy_stats),
-                              "wall_s": time.perf_counter() - t0}
-            self.ctx.progress(f"schedmate: {name} {policy} seed {seed}: avg JCT {self.done[key]['jct']:.0f} s "
+            jct = end[ok] - submit[ok]
+            self.done[key] = {"jct": float(np.mean(jct)), "wait": float(np.mean(start[ok] - submit[ok])),
+                              "stats": dict(r.policy_stats), "wall_s": time.perf_counter() - t0}
+            self.ctx.progress(f"schedmate: {name} seed {seed} {policy}: avg JCT {self.done[key]['jct']:.0f} s "
                               f"({self.done[key]['wall_s']:.1f} s)")
         return self.done[key]
 
-    def jct(self, name: str, policy: str, seeds: list[int], predictions: Any = None) -> float:
-        return float(np.mean([self.run(name, policy, s, predictions)["jct"] for s in seeds]))
+    def jcts(self, name: str, policy: str, seeds: list[int], oracle: bool = False) -> list[float]:
+        return [self.run(name, policy, s, oracle)["jct"] for s in seeds]
+
+    def stat(self, name: str, policy: str, seeds: list[int], key: str) -> list[float]:
+        return [float(self.run(name, policy, s)["stats"].get(key, float("nan"))) for s in seeds]
 
 
-def _f(x: float, digits: int = 3) -> str:
-    return "n/a" if x is None or not math.isfinite(x) else f"{x:.{digits}f}"
+def _mean(x: list[float]) -> float:
+    return float(np.mean(x)) if x else float("nan")
 
 
-def table1(rep: _Replays, cfg: dict, seeds: list[int]) -> Measurement:
-    """Lucid's avg JCT over Lucid + SchedMate's (> 1: SchedMate helps); the worst workload decides."""
-    ratios, parts, causes = [], [], {}
-    for name in cfg["table1"]:
-        base = rep.jct(name, LUCID, seeds)
-        ours = rep.jct(name, LUCID_SM, seeds)
-        st = rep.run(name, LUCID_SM, seeds[0])["stats"]
-        r = base / ours
-        ratios.append(r)
-        parts.append(f"{name}: Lucid {base:.0f} s / +SchedMate {ours:.0f} s = {r:.3f} (coverage "
-                     f"{st.get('schedmate_coverage', 0):.2f}, profiling skipped {st.get('schedmate_skipped_profiling')}, "
-                     f"packings cancelled {st.get('schedmate_cancelled_packings')})")
-        variants = {"profiling kept (skip_profiling=false)": ",skip_profiling=false",
-                    "no Failure Handler": ",failure_handler=false",
-                    "no packing cancelled by the tracker (theta=0)": ",theta=0"}
-        if cfg["t1_causes"]:
-            variants["trace-field texts (text_source=trace)"] = ",text_source=trace"
-        for label, extra in variants.items():
-            v = base / rep.jct(name, LUCID_SM + extra, seeds)
-            causes[f"{label} [{name}]"] = round(v, 4)
-        causes[f"advisor coverage [{name}]"] = round(float(st.get("schedmate_coverage", 0.0)), 3)
-    return Measurement(min(ratios), detail="; ".join(parts), causes=causes)
+def _lsm(theta: float, det: float | None, extra: str = "") -> str:
+    d = "" if det is None else f",detection={det:.4g}"
+    # SchedMate's Lucid integration is the bypass, the durations and the cancellation (schedmate.txt:212-218):
+    # no Failure Handler there (the failures still happen; both sides restart after the human's reaction)
+    return f"lucid-schedmate:initial=history,failure_handler=false,warmup_error={WARMUP},theta={theta:g}{d}{extra}"
 
 
-def fig11(rep: _Replays, cfg: dict, seeds: list[int]) -> dict[str, Measurement]:
-    """Standalone SchedMate (SJF on the Advisor's duration, Helios' history without a match) against
-    each baseline, and the Failure Handler's further gain: 1 - JCT(ours) / JCT(theirs), mean over the
-    failure workloads."""
+def lucid_case(rep: _Replays, cfg: dict, seeds: list[int], det: float | None) -> dict[str, Measurement]:
+    """Fig. 10d and Fig. 13c per setting, with their preconditions and causes."""
     out: dict[str, Measurement] = {}
-    names = cfg["workloads"]
-    sm = {n: rep.jct(n, SM, seeds) for n in names}
-    fh = {n: rep.jct(n, SM_FH, seeds) for n in names}
-    oracle = {n: rep.jct(n, "spjf", seeds, predictions=list(rep.works[n].duration)) for n in names}
-    # one SchedMate part switched at a time (standalone, without the handler)
-    # (policy, replayed with the true durations as the replay's prediction)
-    switches = {"QSSF's order: GPUs x duration (priority=service)": (SM + ",priority=service", False),
-                "the true duration where the Advisor has no match (host=prediction)":
-                    ("schedmate-sjf:host=prediction", True)}
-    if cfg["t1_causes"]:
-        switches["trace-field texts (text_source=trace)"] = (SM + ",text_source=trace", False)
-    for label, policy in BASELINES.items():
-        for tag, ours, name in (("sm", sm, "SchedMate"), ("smfh", fh, "SchedMate + FH")):
-            gains, parts, causes = [], [], {}
-            for n in names:
-                theirs = rep.jct(n, policy, seeds)
-                g = 1.0 - ours[n] / theirs
-                gains.append(g)
-                parts.append(f"{n}: {label} {theirs:.0f} s, {name} {ours[n]:.0f} s ({g:+.3f})")
-                causes[f"SJF on the true durations vs {label} [{n}] (the room an estimate can use)"] = \
-                    round(1.0 - oracle[n] / theirs, 4)
-                st = rep.run(n, SM, seeds[0])["stats"]
-                causes[f"advisor coverage [{n}]"] = round(float(st.get("schedmate_coverage", 0.0)), 3)
-                if tag == "sm":
-                    for what, (pol, true) in switches.items():
-                        pred = list(rep.works[n].duration) if true else None
-                        causes[f"{what} vs {label} [{n}]"] = round(1.0 - rep.jct(n, pol, seeds, pred) / theirs, 4)
-                else:
-                    causes[f"without the handler vs {label} [{n}]"] = round(1.0 - sm[n] / theirs, 4)
-                    perfect = rep.jct(n, SM_FH + ",recall=1,precision=1", seeds)
-                    causes[f"perfect handler (recall=1,precision=1) vs {label} [{n}]"] = round(1.0 - perfect / theirs, 4)
-            out[f"f11_{tag}_vs_{label}"] = Measurement(float(np.mean(gains)), detail="; ".join(parts),
-                                                       causes=causes)
-    gains, parts, causes = [], [], {}
-    for n in names:
-        g = 1.0 - fh[n] / sm[n]
-        gains.append(g)
-        st = rep.run(n, SM_FH, seeds[0])["stats"]
-        parts.append(f"{n}: SchedMate {sm[n]:.0f} s, +FH {fh[n]:.0f} s ({g:+.3f}); handler recall "
-                     f"{_f(st.get('schedmate_fh_recall', float('nan')), 2)}, precision "
-                     f"{_f(st.get('schedmate_fh_precision', float('nan')), 2)} on {st.get('schedmate_fh_failures')} "
-                     f"failures ({st.get('schedmate_fh_infrastructure')} infrastructure)")
-        perfect = rep.jct(n, SM_FH + ",recall=1,precision=1", seeds)
-        causes[f"perfect handler (recall=1,precision=1) [{n}]"] = round(1.0 - perfect / sm[n], 4)
-        causes[f"no node cordoned after a recognised failure (repair=0) [{n}]"] = \
-            round(1.0 - rep.jct(n, SM_FH + ",repair=0", seeds) / sm[n], 4)
-        causes[f"handler recall / precision on this replay's failures [{n}]"] = \
-            f"{_f(st.get('schedmate_fh_recall', float('nan')), 3)} / {_f(st.get('schedmate_fh_precision', float('nan')), 3)}"
-        causes[f"infrastructure failures / all failures [{n}]"] = \
-            f"{st.get('schedmate_fh_infrastructure')} / {st.get('schedmate_fh_failures')}"
-    out["f11_fh_gain"] = Measurement(float(np.mean(gains)), detail="; ".join(parts), causes=causes)
+    for setting in cfg["lucid"]:
+        preset, theta, load = LUCID_SETTINGS[setting]
+        name = f"{preset}@{load:g}#group"
+        ours = _lsm(theta, det)
+        base = rep.jcts(name, LUCID, seeds)
+        sm = rep.jcts(name, ours, seeds)
+        ratios = [b / o for b, o in zip(base, sm)]
+        below = rep.stat(name, ours, seeds, "schedmate_packs_below_theta")
+        mis = rep.stat(name, ours, seeds, "schedmate_mispacks")
+        packs = rep.stat(name, ours, seeds, "lucid_packs")
+        cancelled = rep.stat(name, ours, seeds, "schedmate_cancelled_packings")
+        out[f"f10d_packs_below_theta@{setting}"] = _m(value=_mean(below), samples=below)
+        out[f"f10d_mispacks@{setting}"] = _m(value=_mean(mis), samples=mis)
+        variants = {"Lucid with its own oracle split of unstable pairs (unstable_speed=0.5)":
+                        ("base", LUCID.replace("unstable_speed=0", "unstable_speed=0.5")),
+                    "exact profiles on both sides (warmup_error=0)": ("both", None),
+                    "every slowdown detected (detection=1)": ("ours", _lsm(theta, 1.0)),
+                    "no packing cancelled (theta=0)": ("ours", _lsm(0.0, 0.0)),
+                    "profiling kept (skip_profiling=false)": ("ours", _lsm(theta, det, ",skip_profiling=false"))}
+        causes: dict[str, float | str] = {}
+        for label, (side, pol) in variants.items():
+            if side == "base":
+                v = [b / o for b, o in zip(rep.jcts(name, pol, seeds), sm)]
+            elif side == "both":
+                v = [b / o for b, o in zip(rep.jcts(name, LUCID.replace(f"warmup_error={WARMUP}", "warmup_error=0"), seeds),
+                                           rep.jcts(name, ours.replace(f"warmup_error={WARMUP}", "warmup_error=0"), seeds))]
+            else:
+                v = [b / o for b, o in zip(base, rep.jcts(name, pol, seeds))]
+            causes[label] = round(_mean(v), 4)
+        per_job = name.replace("#group", "")
+        causes["profiles drawn per job, independent of the job's text (Lucid's default draw)"] = round(_mean(
+            [b / o for b, o in zip(rep.jcts(per_job, LUCID, seeds), rep.jcts(per_job, ours, seeds))]), 4)
+        causes["packings below theta / mis-packings / packings / cancelled (mean per seed)"] = \
+            f"{_mean(below):.1f} / {_mean(mis):.1f} / {_mean(packs):.1f} / {_mean(cancelled):.1f}"
+        causes["detection rate used (measured on real progress logs)"] = "n/a" if det is None else round(det, 3)
+        detail = (f"{name}, theta {theta:g}, {len(seeds)} seeds: Lucid {_mean(base):.0f} s, Lucid+SchedMate "
+                  f"{_mean(sm):.0f} s; packings below theta {_mean(below):.1f}, mis-packings {_mean(mis):.1f} of "
+                  f"{_mean(packs):.1f} packings per seed")
+        out[f"f10d_lucid_over_lucid_sm@{setting}"] = _m(samples=ratios, detail=detail, causes=causes)
+        # Fig. 13c: the detection-rate sweep (a true slowdown detected with that probability)
+        sweep = {r: rep.jcts(name, _lsm(theta, r), seeds) for r in cfg["sweep"]}
+        half = [1.0 - a / z for a, z in zip(sweep[0.5], sweep[0.0])]
+        full = [1.0 - a / z for a, z in zip(sweep[1.0], sweep[0.0])]
+        sd = f"{name}, theta {theta:g}: " + ", ".join(f"detection {r:g}: {_mean(v):.0f} s" for r, v in sweep.items())
+        out[f"f13c_gain_at_half@{setting}"] = _m(samples=half, detail=sd)
+        out[f"f13c_gain_full@{setting}"] = _m(samples=full, detail=sd)
+        if setting == "acme":
+            err = rep.stat(name, ours, seeds, "schedmate_util_rel_error")
+            capped = rep.stat(name, ours, seeds, "schedmate_util_rel_error_capped")
+            prof = rep.stat(name, ours, seeds, "lucid_profile_util_rel_error")
+            out["f12b_sm_util_error@acme"] = _m(
+                samples=err, detail=f"{name}: SchedMate (matches' mean) {_mean(err):.3f}, Lucid's warm-up profiler "
+                                    f"{_mean(prof):.3f} (an input here: warmup_error={WARMUP})",
+                causes={"errors capped at 100 % (the paper truncates its Fig. 12b plot)": round(_mean(capped), 4),
+                        "profiles drawn per job, independent of the job's text (Lucid's default draw)": round(_mean(
+                            rep.stat(name.replace("#group", ""), ours, seeds, "schedmate_util_rel_error")), 4)})
     return out
 
 
-def fig12(rep: _Replays, cfg: dict) -> dict[str, Measurement]:
-    """Share of jobs whose duration estimate is within 100 % relative error: SchedMate's Advisor (with
-    Lucid's GA2M where it has no match) vs the GA2M alone. History = jobs finished by the median
-    submission; asked = jobs submitted after it, all at that instant (retrieval never sees the future)."""
+def fig11(rep: _Replays, cfg: dict, seeds: list[int], rates: dict[str, float]) -> dict[str, Measurement]:
+    out: dict[str, Measurement] = {}
+    fh_real = (f"schedmate-sjf-fh:host=history,recall={rates['recall']:.4g},"
+               f"false_alarm_framework={rates['false_alarm_framework']:.4g},"
+               f"false_alarm_script={rates['false_alarm_script']:.4g}") if rates else "schedmate-sjf-fh:host=history"
+    for setting in cfg["f11"]:
+        preset, load = F11_SETTINGS[setting]
+        name = f"{preset}@{load:g}"
+        sm = rep.jcts(name, SM, seeds)
+        oracle = rep.jcts(name, "spjf", seeds, oracle=True)
+        waits = [rep.run(name, "qssf", s)["wait"] / rep.run(name, "qssf", s)["jct"] for s in seeds]
+        out[f"f11_qssf_wait_share@{setting}"] = _m(samples=waits)
+        cov = rep.stat(name, SM, seeds, "schedmate_coverage")
+        for label, pol in BASELINES.items():
+            theirs = rep.jcts(name, pol, seeds)
+            gains = [1.0 - a / b for a, b in zip(sm, theirs)]
+            causes = {f"SJF on the true durations vs {label} (the room an estimate can use)":
+                          round(_mean([1.0 - a / b for a, b in zip(oracle, theirs)]), 4),
+                      "advisor coverage": round(_mean(cov), 3),
+                      "QSSF's order: GPUs x duration (priority=service)":
+                          round(_mean([1.0 - a / b for a, b in zip(rep.jcts(name, SM + ",priority=service", seeds),
+                                                                   theirs)]), 4)}
+            out[f"f11_sm_vs_{label}@{setting}"] = _m(
+                samples=gains, causes=causes,
+                detail=f"{name}: {label} {_mean(theirs):.0f} s, SchedMate {_mean(sm):.0f} s ({len(seeds)} seeds)")
+        fh = rep.jcts(name, fh_real, seeds)
+        gains = [1.0 - a / b for a, b in zip(fh, sm)]
+        st = rep.run(name, fh_real, seeds[0])["stats"]
+        infra = rep.stat(name, fh_real, seeds, "schedmate_fh_infrastructure")
+        out[f"f11_infra_failures@{setting}"] = _m(samples=infra)
+        causes = {
+            "the generated-log classifier instead of the real-log rates (seed 0)":
+                round(1.0 - rep.jcts(name, "schedmate-sjf-fh:host=history", seeds[:1])[0] / sm[0], 4),
+            "perfect handler (recall=1, no false alarm)":
+                round(_mean([1.0 - a / b for a, b in zip(rep.jcts(name, "schedmate-sjf-fh:host=history,recall=1,precision=1",
+                                                                  seeds), sm)]), 4),
+            "no node cordoned after a recognised failure (repair=0)":
+                round(_mean([1.0 - a / b for a, b in zip(rep.jcts(name, fh_real + ",repair=0", seeds), sm)]), 4),
+            "cordon 2 h instead of 30 min (repair=7200)":
+                round(_mean([1.0 - a / b for a, b in zip(rep.jcts(name, fh_real + ",repair=7200", seeds), sm)]), 4),
+            "real-log rates used: recall / false alarms framework / script":
+                ("n/a" if not rates else f"{rates['recall']:.3f} / {rates['false_alarm_framework']:.3f} / "
+                                         f"{rates['false_alarm_script']:.3f}"),
+            "failures / infrastructure (seed 0)": f"{st.get('schedmate_fh_failures')} / {st.get('schedmate_fh_infrastructure')}",
+            "restart without the handler": "the restart rule's human reaction time (reaction=1800 s)"}
+        out[f"f11_fh_gain@{setting}"] = _m(
+            samples=gains, causes=causes,
+            detail=f"{name}: SchedMate {_mean(sm):.0f} s, + Failure Handler (real-log rates) {_mean(fh):.0f} s")
+    return out
+
+
+def fig12_generated(rep: _Replays, seed: int) -> str:
+    """The Advisor vs Lucid's GA2M on the GENERATED corpus (acme-failures), for the detail only."""
     from features.duration import duration_features
     from models.schedmate.advisor import SchedulingAdvisor
     from models.tabular import make_duration_model
     from sim.policies.schedmate import JobTexts
 
-    from sim.policies.schedmate import group_keys
-
-    sm_all, ga_all, matched_all, cov, parts, grp_all = [], [], [], [], [], []
-    for n in cfg["workloads"]:
-        w = rep.works[n]
-        f = w.frame
-        submit, dur = np.asarray(w.submit, dtype=float), np.asarray(w.duration, dtype=float)
-        cut = float(np.median(submit))
-        hist = np.flatnonzero(submit + dur <= cut)
-        test = np.flatnonzero(submit > cut)
-        X = duration_features(f)
-        X = X.loc[:, X.notna().any()]
-        ga2m = make_duration_model("ebm", fast=True).fit(X.iloc[hist], dur[hist])
-        lucid = np.asarray(ga2m.predict(X.iloc[test]), dtype=float)
-        texts = JobTexts(f, list(w.gpus), "corpus", 0)
-        adv = SchedulingAdvisor(t_score=0.9, k=3, embedder="hash")
-        for j in hist:
-            adv.observe(str(j), texts.text(int(j)), float(dur[j]), float(submit[j] + dur[j]))
-        advice = [adv.advise(texts.text(int(j)), cut) for j in test]
-        matched = np.array([a is not None for a in advice])
-        sm = np.where(matched, [a.duration if a is not None else np.nan for a in advice], lucid)
-        truth = dur[test]
-        err_sm = np.abs(sm - truth) / np.maximum(truth, 1.0)
-        err_ga = np.abs(lucid - truth) / np.maximum(truth, 1.0)
-        sm_all.append(err_sm)
-        ga_all.append(err_ga)
-        # recurrence alone: the mean of the job's group's finished durations (NaN without one)
-        keys = group_keys(f)
-        by: dict[str, list[float]] = {}
-        for j in hist:
-            by.setdefault(keys[j], []).append(float(dur[j]))
-        grp = np.array([np.mean(by[keys[j]]) if keys[j] in by else np.nan for j in test])
-        grp_all.append(np.abs(grp - truth) / np.maximum(truth, 1.0))
-        matched_all.append(matched)
-        cov.append(float(matched.mean()))
-        parts.append(f"{n}: {len(hist)} finished, {len(test)} asked, coverage {matched.mean():.2f}, "
-                     f"Advisor+GA2M {np.mean(err_sm < 1):.3f}, GA2M {np.mean(err_ga < 1):.3f}")
-    e_sm, e_ga, m = np.concatenate(sm_all), np.concatenate(ga_all), np.concatenate(matched_all)
-    sm_share, ga_share = float(np.mean(e_sm < 1.0)), float(np.mean(e_ga < 1.0))
-    on_matched = float(np.mean(e_sm[m] < 1.0)) if m.any() else float("nan")
-    e_grp = np.concatenate(grp_all)
-    has = np.isfinite(e_grp)
-    causes = {"Advisor on matched jobs only": round(on_matched, 4),
-              "group mean of finished jobs within 100 % (recurrence alone; jobs whose group has history)":
-              round(float(np.mean(e_grp[has] < 1.0)) if has.any() else float("nan"), 4),
-              "share of asked jobs whose group has history": round(float(has.mean()), 4),
-              "GA2M on the matched jobs": round(float(np.mean(e_ga[m] < 1.0)) if m.any() else float("nan"), 4),
-              "coverage (share of asked jobs with a match)": round(float(m.mean()), 4),
-              "killed / failed-for-good jobs ran less than their text says": "the trace duration of an early "
-              "exit is a fraction of the work its text states; neither estimator can know it"}
-    detail = "; ".join(parts)
-    return {"f12_advisor_within_100": Measurement(sm_share, detail=detail, causes=causes),
-            "f12_ga2m_within_100": Measurement(ga_share, detail=detail, causes=causes),
-            "f12_advisor_minus_ga2m": Measurement(sm_share - ga_share, detail=detail, causes=causes)}
+    w = rep.work("acme-failures", seed)
+    f = w.frame
+    submit, dur = np.asarray(w.submit, dtype=float), np.asarray(w.duration, dtype=float)
+    cut = float(np.median(submit))
+    hist, test = np.flatnonzero(submit + dur <= cut), np.flatnonzero(submit > cut)
+    X = duration_features(f)
+    X = X.loc[:, X.notna().any()]
+    lucid = np.asarray(make_duration_model("ebm", fast=True).fit(X.iloc[hist], dur[hist]).predict(X.iloc[test]))
+    texts = JobTexts(f, list(w.gpus), "corpus", 0)
+    adv = SchedulingAdvisor(t_score=0.9, k=3, embedder="hash")
+    for j in hist:
+        adv.observe(str(j), texts.text(int(j)), float(dur[j]), float(submit[j] + dur[j]))
+    advice = [adv.advise(texts.text(int(j)), cut) for j in test]
+    sm = np.array([a.duration if a is not None else g for a, g in zip(advice, lucid)])
+    truth = np.maximum(dur[test], 1.0)
+    return (f"generated corpus (acme-failures, seed {seed}): Advisor+GA2M within 100 % "
+            f"{np.mean(np.abs(sm - dur[test]) / truth < 1):.3f}, GA2M {np.mean(np.abs(lucid - dur[test]) / truth < 1):.3f}")
 
 
-def fig13c(rep: _Replays, cfg: dict, seeds: list[int]) -> dict[str, Measurement]:
-    """Lucid + SchedMate's avg JCT as the slowdown-detection rate goes from 0 to 1 (a true slowdown
-    below theta is detected with that probability; nothing else is); the measured tracker beside it."""
-    n = cfg["sweep_workload"]
-    rates = cfg["sweep"]
-    jcts = {r: rep.jct(n, f"{LUCID_SM},detection={r}", seeds) for r in rates}
-    measured = rep.run(n, LUCID_SM, seeds[0])["stats"]
-    st = rep.run(n, f"{LUCID_SM},detection={rates[-1]}", seeds[0])["stats"]
-    gain = jcts[rates[0]] / jcts[rates[-1]]
-    slow = int(st.get("schedmate_tracker_slowdowns", 0))
-    reads = int(measured.get("schedmate_tracker_reads", 0))
-    detail = (f"{n}: " + ", ".join(f"detection {r:g}: {jcts[r]:.0f} s" for r in rates)
-              + f"; measured tracker: {reads} packings read, {measured.get('schedmate_tracker_untrackable', 0)} "
-              f"untrackable, {measured.get('schedmate_tracker_slowdowns', 0)} true slowdowns below theta, "
-              f"{measured.get('schedmate_tracker_detected', 0)} detected, "
-              f"{measured.get('schedmate_tracker_false_alarms', 0)} false alarms")
-    causes = {f"packings that slowed the host below theta (detection={rates[-1]:g}) [{n}]": slow,
-              f"packings read by the measured tracker [{n}]": reads,
-              "measured detection rate": (round(float(measured["schedmate_tracker_detection_rate"]), 3)
-                                          if "schedmate_tracker_detection_rate" in measured
-                                          else "no true slowdown to detect")}
-    out = {"f13c_jct_gain_full_detection": Measurement(gain, detail=detail, causes=causes)}
-    if "schedmate_tracker_detection_rate" in measured:
-        out["f13c_measured_detection_rate"] = Measurement(float(measured["schedmate_tracker_detection_rate"]),
-                                                          detail=detail)
-    else:
-        out["f13c_measured_detection_rate"] = Measurement(
-            None, detail=detail, not_testable=f"no packing slowed its host below theta in the {n} replay: "
-                                              "there is no slowdown for the tracker to detect")
-    return out
-
-
-def table4(cfg: dict) -> dict[str, Measurement]:
-    """The Failure Handler as a binary infrastructure detector on generated failed logs (causes cycled
-    evenly, half noisy): with the locator vs reading the last 500 lines (the paper's baseline)."""
-    from models.schedmate.evaluate import failure_handler_scores
-
-    n = cfg["fh_logs"]
-    loc = failure_handler_scores(n, 0, method="locator")
-    tail = failure_handler_scores(n, 0, method="tail", tail=500)
-    d = (f"{n} generated logs: locator F1 {loc['f1']:.3f} / precision {loc['precision']:.3f} / accuracy "
-         f"{loc['accuracy']:.3f} / root line {loc['root_line_accuracy']:.3f}; tail-500 F1 {tail['f1']:.3f} / "
-         f"precision {tail['precision']:.3f} / accuracy {tail['accuracy']:.3f} / root line "
-         f"{tail['root_line_accuracy']:.3f}")
-    synthetic = {"logs are generated by the same project that wrote the classifier":
-                 "scores on public logs are the text readers' benchmark (bench_schedmate_text.py), not this"}
-    return {"t4_locator_f1": Measurement(loc["f1"], detail=d, causes=synthetic),
-            "t4_locator_precision": Measurement(loc["precision"], detail=d, causes=synthetic),
-            "t4_locator_accuracy": Measurement(loc["accuracy"], detail=d, causes=synthetic),
-            "t4_tail_f1": Measurement(tail["f1"], detail=d),
-            "t4_locator_minus_tail_f1": Measurement(loc["f1"] - tail["f1"], detail=d,
-                                                    causes={"root line: locator - tail-500":
-                                                            round(loc["root_line_accuracy"]
-                                                                  - tail["root_line_accuracy"], 4)})}
-
-
+# -- run -------------------------------------------------------------------------------------------------
 def run(ctx: ReproduceContext) -> dict[str, Measurement]:
     cfg = QUICK if ctx.quick else FULL
-    seeds = list(ctx.seeds)[:1] if ctx.quick else list(ctx.seeds)
-    seed0 = seeds[0] if seeds else 0
-    seeds = seeds or [0]
+    seeds = (list(ctx.seeds)[:1] if ctx.quick else list(ctx.seeds)) or [0]
     t0 = time.perf_counter()
-    works = {n: _workload(n, cfg["jobs"], seed0, ctx.data_dir) for n in cfg["workloads"]}
-    rep = _Replays(ctx, works)
     out: dict[str, Measurement] = {}
-    out.update(table4(cfg))
-    out["t1_lucid_over_lucid_sm"] = table1(rep, cfg, seeds)
-    out.update(fig11(rep, cfg, seeds))
-    out.update(fig12(rep, cfg))
-    out.update(fig13c(rep, cfg, seeds))
+    wants = getattr(ctx, "wants", lambda *ids: True)
+    t4, rates = table4(cfg)
+    out.update(t4)
+    tr, det = tracker(cfg)
+    out.update(tr)
+    rep = _Replays(ctx, cfg["jobs"])
+    if wants("f10d-lucid-schedmate-jct", "f13c-detection-half", "f13c-detection-full", "f12b-sm-util-error"):
+        out.update(lucid_case(rep, cfg, seeds, det))
+    if wants("f11-sm-vs-qssf", "f11-sm-vs-tiresias", "f11-sm-vs-fifo", "f11-sm-vs-horus", "f11-failure-handler-gain"):
+        out.update(fig11(rep, cfg, seeds, rates))
+    gen = fig12_generated(rep, seeds[0]) if wants("f12-advisor-beats-ga2m") else "not run (--claim)"
+    why12 = ("no public trace carries a job's code or launch command with its duration (the job-level traces in "
+             "../shared/data give a VC and a GPU count only), so the Advisor cannot be run on real material")
+    out["f12_advisor_within_100"] = _m(not_testable=why12, detail=gen)
+    out["f12_advisor_minus_ga2m"] = _m(not_testable=why12, detail=gen)
+    out["f12_ga2m_within_100"] = _m(not_testable=why12, detail=gen)
+    out["t3_sia_jct_cut"] = _m(not_testable="schedcast has no Sia policy (elastic, heterogeneity-aware, "
+                                            "profile-as-you-go), so Sia + SchedMate cannot be replayed")
+    out["t1_physical_jct_cut"] = _m(not_testable="a physical 128-GPU A800 testbed run (Ray, Qwen-2.5-7B)")
+    _settings(ctx, cfg, seeds, det, rates)
     _write(ctx, rep, out, time.perf_counter() - t0)
     return out
 
 
+def _settings(ctx: ReproduceContext, cfg: dict, seeds: list[int], det: float | None, rates: dict) -> None:
+    settings = getattr(ctx, "settings", None)
+    if not isinstance(settings, dict):
+        return
+    for s in cfg["lucid"]:
+        name, theta, load = LUCID_SETTINGS[s]
+        settings[s] = {"trace": f"{name} (synthetic preset)", "cluster": f"preset's, sized to offered load {load:g}",
+                       "offered_load": load, "seeds": seeds, "jobs": cfg["jobs"], "theta": theta,
+                       "lucid_warmup_error": WARMUP, "detection": det, "tables": ["schedmate_replays.csv"]}
+    for s in cfg["f11"]:
+        name, load = F11_SETTINGS[s]
+        settings.setdefault(s, {"trace": f"{name} (synthetic preset)", "offered_load": load, "seeds": seeds,
+                                "jobs": cfg["jobs"], "tables": ["schedmate_replays.csv"]})
+    settings["real"] = {"trace": "benchmarks/realsets held-out batch (committed excerpts)", "handler_rates": rates}
+
+
 def _write(ctx: ReproduceContext, rep: _Replays, out: dict[str, Measurement], wall: float) -> None:
-    """schedmate_replays.md: every replay's avg JCT, and the measures with their details."""
+    """schedmate_replays.csv (every replay) and schedmate_replays.md (the measures with their details)."""
     try:
         ctx.out.mkdir(parents=True, exist_ok=True)
-        L = ["# SchedMate replays", "", f"{'quick' if ctx.quick else 'full'} mode, {wall:.0f} s; failures `{FAILURES}`; "
-             "job material SYNTHETIC (features.jobcorpus, per job).", "", "| workload | policy | seed | avg JCT (s) |",
-             "|---|---|---|---|"]
-        for (name, policy, seed, oracle), r in sorted(rep.done.items()):
-            L.append(f"| {name} | {policy}{' (true durations)' if oracle else ''} | {seed} | {r['jct']:.0f} |")
-        L += ["", "| measure | value | detail |", "|---|---|---|"]
+        with open(ctx.out / "schedmate_replays.csv", "w", newline="") as fh:
+            wr = csv.writer(fh)
+            wr.writerow(["workload", "policy", "seed", "true_durations", "avg_jct_s", "avg_wait_s", "wall_s"])
+            for (name, policy, seed, oracle), r in sorted(rep.done.items()):
+                wr.writerow([name, policy, seed, oracle, f"{r['jct']:.1f}", f"{r['wait']:.1f}", f"{r['wall_s']:.2f}"])
+        L = ["# SchedMate replays", "", f"{'quick (smoke test)' if ctx.quick else 'full'} mode, {wall:.0f} s; "
+             f"failures `{FAILURES}`; job material SYNTHETIC (features.jobcorpus) except the real logs.", "",
+             "| measure | value | detail |", "|---|---|---|"]
         for k, m in out.items():
-            L.append(f"| {k} | {_f(m.value) if m.value is not None else 'n/a'} | {m.detail or m.not_testable or ''} |")
+            v = "n/a" if m.value is None or not math.isfinite(m.value) else f"{m.value:.4f}"
+            L.append(f"| {k} | {v} | {(m.detail or m.not_testable or '').replace('|', '/')} |")
         (ctx.out / "schedmate_replays.md").write_text("\n".join(L) + "\n")
     except OSError:
         pass

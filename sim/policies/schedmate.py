@@ -114,6 +114,9 @@ class SchedMateParts:
         u = float(self.fh_rng.random())
         if category == "infrastructure":
             return u < recall
+        per_type = {"framework": p.false_alarm_framework, "script": p.false_alarm_script}.get(category)
+        if per_type is not None:  # measured per failure type (e.g. on real logs): P(called infrastructure | type)
+            return u < per_type
         return u < false_positive_rate(recall, precision, p.infra_share)
 
     def restart_delay(self, ctx: Any, job: int, nodes: list[int]) -> float | None:
@@ -221,7 +224,8 @@ class SchedMateParams:
     param_domains = {"t_score": FRACTION, "k": Domain(ge=1, le=10_000, integer=True), "corpus_seed": COUNT0,
                      "recall": FRACTION, "precision": FRACTION, "infra_share": FRACTION, "diagnosis": SECONDS,
                      "recovery": SECONDS, "repair": SECONDS, "theta": FRACTION, "track_after": SECONDS,
-                     "tracker_error": Domain(ge=0.0), "detection": FRACTION}
+                     "tracker_error": Domain(ge=0.0), "detection": FRACTION,
+                     "false_alarm_framework": FRACTION, "false_alarm_script": FRACTION}
     param_docs = {
         "failure_handler": "restart recognised infrastructure failures after diagnosis + recovery",
         "t_score": "cosine similarity a historical job needs to count as a match",
@@ -233,6 +237,9 @@ class SchedMateParams:
         "recall": "Failure Handler recall as a coin (default: none, the real classifier reads each failed log)",
         "precision": "Failure Handler precision as a coin (default: none, the real classifier reads each failed log)",
         "infra_share": "infrastructure share of failures the coin's precision refers to (recall/precision given)",
+        "false_alarm_framework": "with recall given: P(called infrastructure | a framework failure), measured per type "
+                                 "(default: from precision and infra_share)",
+        "false_alarm_script": "with recall given: P(called infrastructure | a script failure), measured per type",
         "diagnosis": "s to diagnose a failure",
         "recovery": "s to recover (restart from the last checkpoint) after diagnosis",
         "repair": "s a node stays cordoned after a recognised infrastructure job failure (0: never)",
@@ -248,6 +255,8 @@ class SchedMateParams:
     recall: float | None
     precision: float | None
     infra_share: float
+    false_alarm_framework: float | None = None
+    false_alarm_script: float | None = None
     diagnosis: float
     recovery: float
     repair: float
@@ -270,6 +279,14 @@ class SchedMateParams:
         self.recall, self.precision, self.infra_share = recall, precision, float(infra_share)
         self.diagnosis, self.recovery, self.repair = float(diagnosis), float(recovery), float(repair)
 
+    def _set_false_alarms(self, framework: float | None, script: float | None) -> None:
+        for name, value in (("false_alarm_framework", framework), ("false_alarm_script", script)):
+            if value is not None and not 0.0 <= value <= 1.0:
+                raise ValueError(f"{name} must be in [0, 1], got {value}")
+        if (framework is not None or script is not None) and self.recall is None:
+            raise ValueError("false_alarm_framework / false_alarm_script need recall= (the coin replaces the classifier)")
+        self.false_alarm_framework, self.false_alarm_script = framework, script
+
 
 def _placement_nodes(ctx: Any, job: int) -> list[int]:
     placement = ctx.placement_of(job)
@@ -288,9 +305,11 @@ class SchedMateSjf(SchedMateParams, Policy):
                  corpus_seed: int = 0, host: Literal["prediction", "history"] = "prediction",
                  recall: float | None = None, precision: float | None = None, infra_share: float = 7 / 15,
                  diagnosis: float = 60.0, recovery: float = 120.0, repair: float = 1800.0,
-                 work_conserving: bool = False, priority: Literal["duration", "service"] = "duration") -> None:
+                 work_conserving: bool = False, priority: Literal["duration", "service"] = "duration",
+                 false_alarm_framework: float | None = None, false_alarm_script: float | None = None) -> None:
         self._set_schedmate(failure_handler, t_score, k, embedder, text_source, corpus_seed, recall,
                             precision, infra_share, diagnosis, recovery, repair)
+        self._set_false_alarms(false_alarm_framework, false_alarm_script)
         if host not in ("prediction", "history"):
             raise ValueError(f"host must be 'prediction' or 'history', got {host!r}")
         if priority not in ("duration", "service"):
@@ -367,6 +386,8 @@ class LucidSchedMateCoordinator(LucidCoordinator, SchedMateParts):
         super()._setup(policy)
         self.setup_schedmate(policy, self.cctx.jobs, self.cctx.rng("schedmate.fh"))
         self.skipped_profiling = self.cancelled = 0
+        self.util_errors: list[float] = []
+        self.mispacks = 0  # packings the steady-state profiles' scores would not have allowed (score sum > G_SS)
 
     def _update(self) -> None:
         super()._update()
@@ -380,6 +401,13 @@ class LucidSchedMateCoordinator(LucidCoordinator, SchedMateParts):
             out.update(self.stats_schedmate())
             out["schedmate_skipped_profiling"] = self.skipped_profiling
             out["schedmate_cancelled_packings"] = self.cancelled
+            if self.util_errors:
+                out["schedmate_util_rel_error"] = float(np.mean(self.util_errors))
+                out["schedmate_util_rel_error_capped"] = float(np.mean(np.minimum(self.util_errors, 1.0)))
+            if float(np.max(self.warmup_drop)) > 0:  # Lucid's profiler against the steady state (paper: 19.3 %)
+                out["lucid_profile_util_rel_error"] = float(np.mean(self.warmup_drop))
+            out["schedmate_packs_below_theta"] = self.tracker["slowdowns"]
+            out["schedmate_mispacks"] = self.mispacks
         return out
 
 
@@ -395,7 +423,8 @@ class LucidSchedMate(SchedMateParams, Lucid):
                   "tracker_error": "tracker=oracle: relative error (sigma, log scale) of the speed reading",
                   "detection": "a true slowdown is detected with this probability, nothing else is (Fig. 13c sweep; "
                                "default: whatever the tracker reads)",
-                  "skip_profiling": "skip the profiler for jobs with a match (use the matches' mean profile)"}
+                  "skip_profiling": "skip the profiler for jobs with a match (use the matches' mean profile)",
+                  "warmup_error": Lucid.param_docs["warmup_error"]}
 
     def __init__(self, failure_handler: bool = True, t_score: float = 0.9, k: int = 3,
                  embedder: Literal["hash", "minilm"] = "hash", text_source: Literal["corpus", "trace"] = "corpus",
@@ -411,14 +440,16 @@ class LucidSchedMate(SchedMateParams, Lucid):
                  profiler_nodes: int | Literal["auto"] = "auto",
                  profiler_from: Literal["cluster", "extra"] = "cluster",
                  initial: Literal["given", "history"] = "given", tick: Annotated[float, PERIOD] = 600.0,
-                 forecast: Literal["model", "trend"] = "model") -> None:
+                 forecast: Literal["model", "trend"] = "model", warmup_error: float = 0.0,
+                 false_alarm_framework: float | None = None, false_alarm_script: float | None = None) -> None:
         super().__init__(profiler=profiler, sharing=sharing, n_prof=n_prof, t_prof=t_prof, g_ss=g_ss,
                          dynamic=dynamic, min_remaining=min_remaining, unstable_speed=0.0,
                          update_interval=update_interval, update_model=update_model,
                          profiler_nodes=profiler_nodes, profiler_from=profiler_from, initial=initial,
-                         tick=tick, forecast=forecast)
+                         tick=tick, forecast=forecast, warmup_error=warmup_error)
         self._set_schedmate(failure_handler, t_score, k, embedder, text_source, corpus_seed, recall,
                             precision, infra_share, diagnosis, recovery, repair)
+        self._set_false_alarms(false_alarm_framework, false_alarm_script)
         if not 0.0 <= theta <= 1.0:
             raise ValueError(f"theta must be in [0, 1], got {theta}")
         if not (track_after >= 0 and tracker_error >= 0):
@@ -442,11 +473,15 @@ class LucidSchedMate(SchedMateParams, Lucid):
                     # unchanged, so no re-sort (bumping c.version re-sorted every VC queue per arrival).
                     c.predictions[job] = adv.duration
                 if self.skip_profiling and job not in c.profiled:
-                    # the matches' measured profiles, averaged (the paper's bypass), not the top match's
+                    # the matches' historical hardware metrics (their whole runs, so steady state, not a
+                    # warm-up profile), averaged: the paper's bypass (schedmate.txt:214), not the top match's
                     ms = [int(m) for m in adv.matches]
-                    c.scores[job] = round(sum(float(c.scores[m]) for m in ms) / len(ms))
+                    c.scores[job] = round(sum(float(c.true_scores[m]) for m in ms) / len(ms))
                     c.gmem[job] = sum(float(c.gmem[m]) for m in ms) / len(ms)
-                    c.util[job] = sum(float(c.util[m]) for m in ms) / len(ms)
+                    c.util[job] = sum(float(c.true_util[m]) for m in ms) / len(ms)
+                    truth = float(c.true_util[job])
+                    if truth > 0:  # the SM-utilisation estimate's relative error (paper: 28.1 %)
+                        c.util_errors.append(abs(float(c.util[job]) - truth) / truth)
                     c.profiled.add(job)  # known from its match: no profiling, may pack at once
                     c.skipped_profiling += 1
         super().on_arrival(job)
@@ -462,6 +497,9 @@ class LucidSchedMate(SchedMateParams, Lucid):
         ctx = self.ctx
         host = ctx.holder(job)
         ratio = ctx.speed(host)  # the host's true throughput after / before packing
+        c = self.c
+        if float(c.true_scores[job]) + float(c.true_scores[host]) > c.g_ss:
+            c.mispacks += 1
         if self.c.slowdown_seen(ctx, host, float(ratio), self.theta, self.tracker, self.detection,
                                 self.tracker_error):
             ctx.set_timer(ctx.now + self.track_after, ("sm_cancel", job, host))

@@ -61,10 +61,25 @@ class LucidCoordinator(Coordinator):
         else:
             clf = _default_packing_classifier(policy.packing_labels)
         n = len(w)
-        self.scores = np.asarray(clf.predict(self.profiles.features(tuple(FEATURES))))
+        feats = self.profiles.features(tuple(FEATURES))
+        self.true_scores = np.asarray(clf.predict(feats))  # from the steady-state profile
         self.keys = self.profiles.keys
         self.gmem = np.asarray(self.profiles.gmem, dtype=float)
-        self.util = np.asarray(self.profiles.gpu_util, dtype=float)
+        self.true_util = np.asarray(self.profiles.gpu_util, dtype=float)
+        # What the profiler measures: with warmup_error > 0 a job profiled in its warm-up shows a lower
+        # GPU / memory-bandwidth utilisation (relative underestimate ~ exponential, mean warmup_error),
+        # so its sharing score may be lower than its steady state's (schedmate.txt:210).
+        self.warmup_drop = np.zeros(n)
+        if getattr(policy, "warmup_error", 0.0) > 0:
+            self.warmup_drop = np.minimum(cctx.rng("lucid.warmup").exponential(policy.warmup_error, n), 0.9)
+            feats = feats.copy()
+            for col in ("gpu_util", "gmem_util"):
+                if col in feats:
+                    feats[col] = feats[col].to_numpy(dtype=float) * (1.0 - self.warmup_drop)
+            self.scores = np.asarray(clf.predict(feats))
+        else:
+            self.scores = self.true_scores.copy()
+        self.util = self.true_util * (1.0 - self.warmup_drop)
         self.home = list(w.partition)
         self.profiled: set[int] = set()
         self.never_pack: set[int] = set()

@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 
 import numpy as np
 
-from features.plugins import COUNT0, FRACTION, PERIOD, POSITIVE, SECONDS, UPDATE_INTERVAL
+from features.plugins import COUNT0, FRACTION, PERIOD, POSITIVE, SECONDS, UPDATE_INTERVAL, Domain
 from sim.states import LOADING, QUEUED, RUNNING
 from sim.policies.base import Policy, SortedQueue
 from sim.policies.lucid import binder as rules
@@ -36,7 +36,8 @@ class Lucid(Policy):
     #: each numeric parameter's domain (features.plugins.Domain; tick and update_interval: on their types)
     param_domains = {"n_prof": COUNT0, "t_prof": SECONDS, "g_ss": COUNT0, "min_remaining": SECONDS,
                      "unstable_speed": FRACTION, "check_after": SECONDS, "gpu_memory_mb": POSITIVE,
-                     "profiler_nodes": COUNT0, "borrow_nodes": COUNT0, "pair_ratio": POSITIVE}
+                     "profiler_nodes": COUNT0, "borrow_nodes": COUNT0, "pair_ratio": POSITIVE,
+                     "warmup_error": Domain(ge=0.0, lt=1.0)}
     param_docs = {
         "profiler": "profile jobs in a profiling partition first (§3.2)",
         "space_aware": "profiler runs least GPUs first (Alg. 1); False: FIFO",
@@ -64,6 +65,8 @@ class Lucid(Policy):
         "borrow_nodes": "idle VC nodes the profiler may borrow on a burst",
         "pair_ratio": "a guest's estimate may be at most this times its host's",
         "forecast": "throughput forecast: model (retrained in the replay) or trend",
+        "warmup_error": "mean relative underestimate of a profiled job's GPU / memory-bandwidth utilisation "
+                        "(T_prof caught in warm-up; 0: exact profiles)",
     }
 
     def __init__(self, profiler: bool = True, space_aware: bool = True, binder: bool = True, sharing: bool = True,
@@ -76,7 +79,10 @@ class Lucid(Policy):
                  profiler_nodes: int | Literal["auto"] = "auto", profiler_from: Literal["cluster", "extra"] = "cluster",
                  initial: Literal["given", "history"] = "given", packing_model: str | None = None,
                  tracking_uri: str | None = None, borrow_nodes: int = 2, pair_ratio: float = 2.0,
-                 forecast: Literal["model", "trend"] = "model") -> None:
+                 forecast: Literal["model", "trend"] = "model", warmup_error: float = 0.0) -> None:
+        if not (0.0 <= warmup_error < 1.0):
+            raise ValueError(f"warmup_error must be in [0, 1), got {warmup_error}")
+        self.warmup_error = float(warmup_error)
         self.profiler_on, self.space_aware, self.binder, self.sharing = profiler, space_aware, binder, sharing
         self.estimator, self.n_prof0, self.t_prof0, self.g_ss0 = estimator, int(n_prof), float(t_prof), int(g_ss)
         self.dynamic, self.min_remaining, self.unstable_speed = dynamic, float(min_remaining), float(unstable_speed)
