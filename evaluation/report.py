@@ -483,7 +483,7 @@ class PlotWorker:
         code = ("import os, sys; sys.path[:] = [p for p in sys.path if p not in ('', '.')]; "
                 "os.nice(10) if hasattr(os, 'nice') else None; "
                 "from evaluation.report import _plot_worker; _plot_worker()")
-        self.proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+        self.proc = subprocess.Popen([sys.executable, "-P", "-c", code], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.PIPE, env=env)
 
     def draw(self, tasks: list[tuple[str, dict, str, dict]]) -> None:

@@ -38,12 +38,30 @@ from typing import Sequence
 GRACE_S = 10.0
 
 
+#: schedcast's own source root (the folder holding pipelines/, models/, ...), put on a child's PYTHONPATH so
+#: the child imports the same schedcast as this process.
+PACKAGE_ROOT = str(Path(__file__).resolve().parents[1])
+
+
+def python_cmd(*args: str) -> list[str]:
+    """A child Python command line that never imports from the working folder: ``-P`` (Python 3.11+)
+    keeps the current directory off ``sys.path`` for ``-m`` / ``-c``, so a ``pipelines/server.py``,
+    ``orjson.py`` or ``mlflow/__main__.py`` in the folder a user runs schedcast from is not executed.
+    :func:`child_env` also sets PYTHONSAFEPATH=1, which does the same for every Python the child starts."""
+    return [sys.executable, "-P", *args]
+
+
 def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     """This process's environment with the interpreter's bin directory first on PATH (not resolved:
-    a venv's python is a symlink, and the venv's bin is what holds its console scripts)."""
+    a venv's python is a symlink, and the venv's bin is what holds its console scripts), PYTHONSAFEPATH=1
+    (no Python the child starts puts the working folder on its import path) and schedcast's own source
+    root first on PYTHONPATH (the child imports the schedcast this process runs)."""
     env = dict(os.environ)
     bindir = os.path.dirname(sys.executable)
     env["PATH"] = os.pathsep.join([bindir] + [p for p in env.get("PATH", "").split(os.pathsep) if p and p != bindir])
+    env["PYTHONSAFEPATH"] = "1"
+    paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p not in (".", PACKAGE_ROOT)]
+    env["PYTHONPATH"] = os.pathsep.join([PACKAGE_ROOT] + paths)
     env.update(extra or {})
     return env
 
@@ -270,13 +288,13 @@ def cmd_server(args: argparse.Namespace) -> int:
     root = Path(os.getcwd()) / "mlruns" / "artifacts"
     if backend.startswith("sqlite:///"):
         Path(backend[len("sqlite:///"):]).parent.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "mlflow", "server", "--host", args.host, "--port", str(args.port),
-           "--backend-store-uri", backend, "--default-artifact-root", args.artifact_root or root.as_uri()]
+    cmd = python_cmd("-m", "mlflow", "server", "--host", args.host, "--port", str(args.port),
+           "--backend-store-uri", backend, "--default-artifact-root", args.artifact_root or root.as_uri())
     cmd += ["--workers", str(args.workers)]
     # MLflow's job runner (GenAI scorers / prompt optimisation) starts 7 huey consumers; schedcast uses none.
     env = child_env({"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": os.environ.get("MLFLOW_SERVER_ENABLE_JOB_EXECUTION",
                                                                            "false")})
-    print("starting:", " ".join(cmd[2:]), flush=True)
+    print("starting:", " ".join(cmd[3:]), flush=True)
     from pipelines.tracking import UI_RUNS_QUERY
 
     return run_managed(cmd, ready_url=f"http://{_url_host(args.host)}:{args.port}/health", what="MLflow server",
@@ -295,21 +313,21 @@ def cmd_serve(args: argparse.Namespace) -> int:
     _check_port(args.host, args.port)
     uri = args.tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or default_tracking_uri()
     if args.engine == "mlflow":
-        cmd = [sys.executable, "-m", "mlflow", "models", "serve", "-m", args.model_uri, "--env-manager", "local",
-               "-h", args.host, "-p", str(args.port)]
+        cmd = python_cmd("-m", "mlflow", "models", "serve", "-m", args.model_uri, "--env-manager", "local",
+                         "-h", args.host, "-p", str(args.port))
         if args.workers is not None:
             cmd += ["-w", str(args.workers)]
     else:
         if args.workers not in (None, 1):
             raise ValueError("--workers N > 1 needs --engine mlflow (schedcast's scoring server is one process, "
                              "so the finished jobs a client reports are seen by every later request)")
-        cmd = [sys.executable, "-m", "pipelines.server", "score", args.model_uri, "--host", args.host,
-               "--port", str(args.port)]
+        cmd = python_cmd("-m", "pipelines.server", "score", args.model_uri, "--host", args.host,
+                         "--port", str(args.port))
     # An explicit --tracking-uri names the registry too; otherwise $MLFLOW_REGISTRY_URI may point elsewhere.
     registry = uri if args.tracking_uri else os.environ.get("MLFLOW_REGISTRY_URI", uri)
     _check_registered(args.model_uri, uri, registry)
     env = child_env({"MLFLOW_TRACKING_URI": uri, "MLFLOW_REGISTRY_URI": registry})
-    print("starting:", " ".join(cmd[2:]), f"(tracking {uri})", flush=True)
+    print("starting:", " ".join(cmd[3:]), f"(tracking {uri})", flush=True)
     base = f"http://{_url_host(args.host)}:{args.port}"
     return run_managed(cmd, ready_url=f"{base}/ping", what=f"model server for {args.model_uri}",
                        banner=f"model {args.model_uri} at {base}/invocations", timeout=args.ready_timeout, env=env)
