@@ -357,11 +357,28 @@ class RawRecordModel(_python_model_base()):
         if bad:
             raise RecordError(bad)
         state = self._state
+        # history_features' order for the request's finished jobs: by submission, then request order. They
+        # are applied in chunks, the lock released between them, so a concurrent query waits for at most
+        # one chunk (each finished job is O(log n) per key, see models.serving_history._Series).
+        finished = sorted((j for j in parsed if j.finished), key=lambda j: j.t)
+        for k in range(0, len(finished), _APPLY_CHUNK):
+            with self._lock:
+                for job in finished[k:k + _APPLY_CHUNK]:
+                    state.add(job)
+        if state.dirty:
+            self._repair(state)  # the request's own queries see exact statistics
+        return self._query_rows(state, [j for j in parsed if not j.finished])
+
+    def _repair(self, state: _History) -> None:
+        """Exact statistics again after out-of-order finished jobs, in steps of _REPAIR_STEP entries with
+        the lock released between them (paid by the request that reported them; a concurrent query meanwhile reads
+        statistics computed from the durations, see models.serving_history._Series)."""
+        while state.dirty:
+            with self._lock:
+                state.repair(_REPAIR_STEP)
+
+    def _query_rows(self, state: _History, queries: list[_Job]) -> list[list[Any]]:
         with self._lock:
-            # history_features' order for the request's finished jobs: by submission, then request order
-            for job in sorted((j for j in parsed if j.finished), key=lambda j: j.t):
-                state.add(job)
-            queries = [j for j in parsed if not j.finished]
             seen = state.seen
             present = [all(seen[c] or any(j.has(c) for j in queries) for c in cols) for cols, _ in self._layout]
             n, nan, at = len(self.columns), math.nan, self._at
@@ -407,6 +424,11 @@ class RawRecordModel(_python_model_base()):
         ex["duration"] = [np.nan] * (len(ex) - 1) + [float(tail["duration"].iloc[-1])]
         return ex.reset_index(drop=True)
 
+
+#: Finished records applied per hold of the model's lock, and history entries repaired per hold (each hold
+#: about a millisecond or less, so a concurrent one-job query never waits for a large request).
+_APPLY_CHUNK = 128
+_REPAIR_STEP = 256
 
 #: The per-job (non-history) features a raw record gives: feature -> _Job attribute.
 _JOB_ATTR = {"num_gpus": "f_gpus", "num_nodes": "num_nodes", "org": "f_org", "user": "f_user",
