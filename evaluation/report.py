@@ -124,7 +124,7 @@ def write_results(out_dir: str | Path, runs: dict[str, dict[str, Any]], meta: di
 
     out = Path(out_dir)
     names = replace_folder(out, lambda tmp: _write_files(tmp, runs, meta, plots, plotter, encoded),
-                           kind="simulate", force=force)
+                           kind=str(meta.get("kind") or "simulate"), force=force)
     return [out / n for n in names]
 
 

@@ -89,8 +89,10 @@ class _Series:
     append (the usual case: finished jobs reported as they end). A job that ends before jobs already here
     (or a replaced / removed one) is a binary search and an array insert / delete (a C memmove): O(log n)
     Python steps; it only lowers ``valid`` to the entry's position. The statistics after it are brought
-    back by :meth:`repair` in bounded steps (the scoring server repairs after each request that changed
-    the history, releasing its lock between steps, so a concurrent query never waits for a whole replay).
+    back by :meth:`repair` in bounded steps: each request that reported finished jobs repairs up to a
+    budget proportional to its records (models.serving: _REPAIR_PER_RECORD per record, at least
+    _REPAIR_MIN), releasing the model's lock between steps, so a concurrent query never waits for a whole
+    replay and the work per record stays O(log n) + O(1) amortised.
     A query that reads an entry past ``valid`` before it is repaired gets the statistics computed
     directly from the durations (:meth:`stats_at`): count, last and the rolling median are exact, the
     mean and rolling mean equal up to rounding (pandas' Kahan running sums may differ in the last bits).
@@ -249,12 +251,17 @@ class _History:
 
     def repair(self, budget: int) -> int:
         """Exact statistics again for up to ``budget`` entries of the series that out-of-order finished jobs
-        changed (see :class:`_Series`); how many entries are still pending afterwards."""
-        while self.dirty and budget > 0:
+        changed (see :class:`_Series`); how many entries were repaired."""
+        done = 0
+        while self.dirty and done < budget:
             s = next(iter(self.dirty))
-            budget -= s.repair(budget)
+            done += s.repair(budget - done)
             if not s.pending():
                 self.dirty.discard(s)
+        return done
+
+    def pending(self) -> int:
+        """Entries whose exact statistics are still to be computed."""
         return sum(s.pending() for s in self.dirty)
 
     def layout(self, columns: list[str]) -> list[tuple[tuple[str, ...], tuple[int, ...]]]:

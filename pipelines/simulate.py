@@ -499,7 +499,12 @@ def _run(args, t0, out, force, window, predictor, predicted, predictor_info, plo
 
 
 def _is_demo_folder(path: Path) -> bool:
-    """True for a folder holding an earlier `schedcast demo` result (which the demo may replace)."""
+    """True for a folder holding an earlier `schedcast demo` result (which the demo may replace): schedcast's
+    marker of kind demo, with the id its meta.json records (evaluation.outdir); a meta.json alone is not enough."""
+    from evaluation.outdir import is_own_output
+
+    if not is_own_output(path):
+        return False
     try:
         return json.loads((path / "meta.json").read_text()).get("kind") == "demo"
     except (OSError, ValueError, AttributeError):
