@@ -71,3 +71,107 @@ def test_children_never_import_from_the_working_folder(monkeypatch, hostile_cwd)
         out = subprocess.run(cmd[:4] + ["--version"], cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
         assert out.returncode == 0, out.stderr
     assert not marker.exists(), marker.read_text()
+
+
+# -- 44.4: a cell's key holds the content hash of every input it reads ----------------------------------
+def _helios(path: Path, seed: int = 1, jobs: int = 60) -> Path:
+    import pandas as pd
+
+    from features.traces.synthetic import generate_preset
+
+    f = generate_preset("demo", seed=seed, jobs=jobs).frame
+    pd.DataFrame({"job_id": f["job_id"], "user": f["user"], "vc": f["org"], "gpu_num": f["num_gpus"],
+                  "submit_time": f["submit_ts"].dt.tz_convert("Asia/Shanghai").dt.strftime("%Y-%m-%d %H:%M:%S"),
+                  "duration": f["duration"]}).to_csv(path, index=False)
+    return path
+
+
+def _cluster(folder: Path, csv: str = "nodes.csv", rows: int = 4, **fields) -> Path:
+    import yaml
+
+    (folder / "nodes.csv").write_text("gpus\n" + "8\n" * rows)
+    path = folder / "mine.yaml"
+    path.write_text(yaml.safe_dump({"name": "mine", "nodes_from_csv": {"file": csv, "gpus_column": "gpus"},
+                                    **fields}))
+    return path
+
+
+def test_a_changed_input_changes_the_cell_key(tmp_path):
+    from pipelines.experiment import parse_spec
+    from pipelines.experiments.cells import expand
+
+    one, two = tmp_path / "one", tmp_path / "two"
+    one.mkdir(), two.mkdir()
+    _helios(one / "t.csv", seed=1)
+    _helios(two / "t.csv", seed=2)
+    spec = parse_spec({"name": "t", "workloads": [{"name": "w", "trace": "t.csv", "format": "helios",
+                                                   "cluster": "demo"}], "policies": ["fifo"]})
+    a, b = expand(spec, str(one))[0], expand(spec, str(two))[0]
+    assert a.key() != b.key()  # another --data-dir with other content: another cell
+    (two / "t.csv").write_bytes((one / "t.csv").read_bytes())
+    assert expand(spec, str(two))[0].key() == a.key()  # the same content elsewhere: the same cell
+    with open(one / "t.csv", "a") as fh:  # a trace edited in place
+        fh.write("extra,u,vc,1,2020-01-01 00:00:00,10\n")
+    assert expand(spec, str(one))[0].key() != a.key()
+    cluster = _cluster(tmp_path)
+    spec2 = parse_spec({"name": "t", "workloads": [{"name": "w", "synthetic": "demo", "jobs": 30,
+                                                    "cluster": str(cluster)}], "policies": ["fifo"]})
+    k1 = expand(spec2, str(one))[0].key()
+    (tmp_path / "nodes.csv").write_text("gpus\n" + "8\n" * 6)  # the cluster's node list changed
+    assert expand(spec2, str(one))[0].key() != k1
+
+
+def test_resume_reruns_the_cells_of_an_edited_trace(tmp_path):
+    from pipelines.experiment import parse_spec, run_experiment
+
+    data = tmp_path / "data"
+    data.mkdir()
+    _helios(data / "t.csv", seed=1)
+    spec = parse_spec({"name": "t", "workloads": [{"name": "w", "trace": "t.csv", "format": "helios",
+                                                   "cluster": "demo"}], "policies": ["fifo"]})
+    out = tmp_path / "run"
+    first = run_experiment(spec, out, engine="serial", data_dir=str(data), report=False)
+    assert first.ok == 1 and first.reused == 0
+    assert run_experiment(spec, out, engine="serial", data_dir=str(data), report=False).reused == 1
+    _helios(data / "t.csv", seed=3, jobs=90)  # edited in place
+    again = run_experiment(spec, out, engine="serial", data_dir=str(data), report=False)
+    assert again.reused == 0 and again.ok == 1
+
+
+# -- 44.5 (cluster part) and 44.8 (nodes: true): cluster configs ------------------------------------------
+@pytest.mark.parametrize("csv", ["/etc/passwd", "../../../../etc/passwd", "../outside.csv"])
+def test_a_cluster_csv_outside_the_data_dir_and_config_folder_is_refused(tmp_path, csv):
+    from sim.cluster import load_cluster
+
+    folder = tmp_path / "cfg"
+    folder.mkdir()
+    (tmp_path / "outside.csv").write_text("gpus\n8\n")
+    path = _cluster(folder, csv=csv)
+    with pytest.raises(ValueError) as err:
+        load_cluster(str(path), tmp_path / "data")
+    text = str(err.value)
+    assert "nodes_from_csv.file" in text and csv in text and "outside" in text and "\n" not in text
+    assert load_cluster(str(_cluster(folder)), tmp_path / "data").gpus == 32  # beside the config: fine
+
+
+def test_an_unreadable_cluster_csv_names_file_and_field(tmp_path):
+    from sim.cluster import load_cluster
+
+    path = _cluster(tmp_path)
+    (tmp_path / "nodes.csv").write_bytes(b"\xff\xfe\x00garbage\x00\n\x00")
+    with pytest.raises(ValueError) as err:
+        load_cluster(str(path), tmp_path)
+    assert "nodes_from_csv.file" in str(err.value) and "nodes.csv" in str(err.value)
+
+
+@pytest.mark.parametrize("fields", [{"nodes": True}, {"gpus_per_node": True, "nodes": 2},
+                                    {"node_groups": [{"count": True, "gpus_per_node": 8, "gpu_type": "a"}]}])
+def test_a_boolean_is_not_a_node_count(tmp_path, fields):
+    import yaml
+
+    from sim.cluster import load_cluster_config
+
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump({"name": "c", **fields}))
+    with pytest.raises(ValueError, match="whole number"):
+        load_cluster_config(str(path))

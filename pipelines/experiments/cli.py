@@ -42,7 +42,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from evaluation.outdir import check_run_folder
 
     check_run_folder(out, "experiment")  # before any work: a user's folder is never written into
-    check_resources(spec, args.data_dir, source=str(args.spec))
+    check_resources(spec, args.data_dir, source=str(args.spec), load=not args.dry_run)
     cells = expand(spec, args.data_dir)
     if args.dry_run:
         for cell in cells:

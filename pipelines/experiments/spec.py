@@ -398,10 +398,13 @@ def _check_extras(spec: ExperimentSpec, source: str) -> None:
             raise ValueError(f"{source}: field {prefix}{field_name}: {one_line(exc)}") from None
 
 
-def check_resources(spec: ExperimentSpec, data_dir: str | None = None, source: str = "spec") -> None:
+def check_resources(spec: ExperimentSpec, data_dir: str | None = None, source: str = "spec",
+                    load: bool = False) -> None:
     """What the cells will read, checked before any of them runs (also by ``--dry-run``): each
     workload's cluster config (built, so CSV node lists and bounds are checked) and trace file (a
-    readable regular file). A one-line ValueError names the field."""
+    readable regular file whose format is known or can be guessed; with ``load``, also loaded, so a file
+    that is no trace of its format, ``/etc/passwd``, is refused before any work: the loaded table is kept
+    in the trace cache for the cells). A one-line ValueError names the field."""
     from features.paths import resolve_data_path
     from sim.cluster import load_cluster
 
@@ -425,6 +428,14 @@ def check_resources(spec: ExperimentSpec, data_dir: str | None = None, source: s
                     fh.read(1)
             except OSError as exc:
                 raise ValueError(f"{where}: {path} cannot be read ({exc.strerror or exc})") from None
+            from features.traces import TraceError, guess_format, load_trace
+
+            try:
+                fmt = w.format or guess_format(path)
+                if load:
+                    load_trace(path, fmt)
+            except TraceError as exc:
+                raise ValueError(f"{where}: not a trace: {one_line(exc)}") from None
 
 
 def policy_entry(entry: str | PolicyEntry) -> PolicyEntry:
