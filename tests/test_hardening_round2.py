@@ -175,3 +175,25 @@ def test_a_boolean_is_not_a_node_count(tmp_path, fields):
     path.write_text(yaml.safe_dump({"name": "c", **fields}))
     with pytest.raises(ValueError, match="whole number"):
         load_cluster_config(str(path))
+
+
+# -- 44.7: byte-identical outputs whatever the cache holds -----------------------------------------------
+def test_schedmate_logs_read_does_not_depend_on_the_cache(tmp_path):
+    """`simulate --synthetic helios-failures --policy schedmate-sjf-fh` twice on a fresh cache: the same
+    summary.csv (schedmate_logs_read was 41, then 0)."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "SCHEDCAST_TRACE_CACHE": str(tmp_path / "cache"),
+           "OMP_NUM_THREADS": "1", "MPLBACKEND": "Agg"}
+    outs = []
+    for name in ("a", "b"):
+        out = tmp_path / name
+        done = subprocess.run([sys.executable, "-m", "pipelines.cli", "simulate", "--synthetic", "helios-failures",
+                               "--jobs", "120", "--policy", "schedmate-sjf-fh", "--seed", "1", "--out", str(out)],
+                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+        outs.append((out / "summary.csv").read_bytes())
+    assert outs[0] == outs[1]
+    import csv
+    import io
+
+    row = next(csv.DictReader(io.StringIO(outs[0].decode())))
+    assert int(row["schedmate_logs_read"]) > 0
