@@ -98,8 +98,16 @@ def render_table(summaries: list[dict[str, Any]], title: str = "",
 
 
 def safe_name(name: str) -> str:
-    """A policy label as part of a file name (jobs_LABEL.parquet): no ":", "/", "=" or ","."""
-    return name.replace(":", "_").replace("/", "_").replace("=", "-").replace(",", "_")
+    """A policy label as part of a file name (jobs_LABEL.parquet): no ":", "/", "=" or ",", no control
+    characters, and at most 200 characters (a longer label keeps its first 180 and a hash of the whole)."""
+    out = name.replace(":", "_").replace("/", "_").replace("=", "-").replace(",", "_")
+    out = "".join("_" if ord(ch) < 32 or ord(ch) == 127 else ch for ch in out)
+    if len(out.encode("utf-8")) > 200:
+        import hashlib
+
+        digest = hashlib.sha1(name.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+        out = out.encode("utf-8")[:180].decode("utf-8", "ignore") + "-" + digest
+    return out
 
 
 _safe = safe_name  # the old private name

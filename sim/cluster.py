@@ -292,8 +292,12 @@ def load_cluster_config(name_or_path: str | Path) -> ClusterConfig:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ValueError(f"cluster config {path}: cannot be read ({exc.__class__.__name__}: {exc})") from None
+    from features.yamlio import DuplicateKeyError, load_yaml
+
     try:
-        data = yaml.safe_load(text)
+        data = load_yaml(text)
+    except DuplicateKeyError as exc:
+        raise ValueError(f"cluster config {path} (line {exc.problem_mark.line + 1}): {exc.problem}") from None
     except yaml.constructor.ConstructorError as exc:
         mark = exc.problem_mark
         line = f" (line {mark.line + 1})" if mark is not None else ""

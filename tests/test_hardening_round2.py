@@ -197,3 +197,79 @@ def test_schedmate_logs_read_does_not_depend_on_the_cache(tmp_path):
 
     row = next(csv.DictReader(io.StringIO(outs[0].decode())))
     assert int(row["schedmate_logs_read"]) > 0
+
+
+# -- 44.6: the user's mistakes are exit 2, one line, before any work ------------------------------------
+def _main(args: list[str], capsys) -> tuple[int, str]:
+    from pipelines.cli import main
+
+    try:
+        rc = main(args)
+    except SystemExit as exc:
+        rc = exc.code
+    return rc, capsys.readouterr().err
+
+
+def _one_line(rc: int, err: str, *words: str) -> None:
+    lines = [line for line in err.strip().splitlines() if line.strip()]
+    assert rc == 2 and len(lines) == 1, err
+    for w in words:
+        assert w in lines[0], lines[0]
+
+
+@pytest.mark.parametrize("text, words", [
+    ("name: t\nname: u\nworkloads: [{name: w, synthetic: demo, jobs: 30}]\npolicies: [fifo]\n",
+     ("line 2", "duplicate key 'name'")),
+    ("name: t\nworkloads: [{name: w, synthetic: demo, jobs: 30, jobs: 40}]\npolicies: [fifo]\n", ("duplicate key 'jobs'",)),
+    ("name: t\nworkloads: [{name: w, synthetic: demo, jobs: 30}]\npolicies: [fifo]\nmetrics: [jct_mean, nosuch]\n",
+     ("metrics[1]", "unknown metric 'nosuch'")),
+    ("name: t\nworkloads: [{name: w, generator: venus-shaped, params: {nosuch: 3}, jobs: 30, cluster: demo}]\npolicies: [fifo]\n",
+     ("workloads[0].params", "nosuch")),
+    ("name: t\nworkloads: [{name: w, generator: gfs, params: {spot_multiplyer: 2}, cluster: demo}]\npolicies: [fifo]\n",
+     ("workloads[0].params", "spot_multiplyer")),
+    ("name: t\nworkloads: [{name: w, synthetic: demo, jobs: 30, costs: lazr}]\npolicies: [fifo]\n",
+     ("workloads[0].costs", "lazr")),
+    ("name: t\nworkloads: [{name: w, synthetic: demo, jobs: 30}]\npolicies: [fifo]\npredict: {durration: oracle}\n",
+     ("predict", "durration", "duration")),
+    ("name: t\nworkloads: [{name: w, synthetic: demo, jobs: 30}]\npolicies: [{name: fifo, label: " + "x" * 300 + "}]\n",
+     ("label", "255")),
+    ('name: t\nworkloads: [{name: w, synthetic: demo, jobs: 30}]\npolicies: [{name: fifo, label: "a\\0b"}]\n',
+     ("label", "control")),
+    ("name: t\nworkloads: [{name: w, trace: /etc/passwd, format: helios, cluster: demo}]\npolicies: [fifo]\n",
+     ("workloads[0].trace", "not a trace")),
+])
+def test_spec_mistakes_are_refused_before_any_work(tmp_path, capsys, text, words):
+    spec = tmp_path / "s.yaml"
+    spec.write_text(text)
+    out = tmp_path / "out"
+    rc, err = _main(["experiment", "run", str(spec), "--out", str(out), "--executor", "serial", "--no-track"], capsys)
+    _one_line(rc, err, *words)
+    assert not out.exists()
+    assert "root:" not in err
+
+
+def test_a_guessed_trace_that_is_not_one_is_refused(tmp_path, capsys):
+    spec = tmp_path / "s.yaml"
+    spec.write_text("name: t\nworkloads: [{name: w, trace: /etc/passwd, cluster: demo}]\npolicies: [fifo]\n")
+    rc, err = _main(["experiment", "run", str(spec), "--out", str(tmp_path / "o"), "--dry-run"], capsys)
+    _one_line(rc, err, "workloads[0].trace", "not a trace")
+
+
+@pytest.mark.parametrize("args, words", [
+    (["simulate", "--synthetic", "demo", "--jobs", "30", "--policy", "fifo", "--tracking-uri", "notascheme://x"],
+     ("--tracking-uri", "notascheme")),
+    (["simulate", "--synthetic", "demo", "--jobs", "30", "--policy", "x" * 300], ("--policy", "255")),
+    (["simulate", "--synthetic", "demo", "--jobs", "30", "--policy", "fifo\x00"], ("--policy", "control")),
+    (["train", "duration", "--synthetic", "demo", "--jobs", "300", "--param", "num_leaves=abc"],
+     ("num_leaves", "int")),
+    (["train", "duration", "--synthetic", "demo", "--jobs", "300", "--alias", "latest"], ("--alias", "reserved")),
+    (["train", "duration", "--synthetic", "demo", "--jobs", "300", "--alias", "../x"], ("--alias", "not an alias")),
+    (["models", "--tracking-uri", "notascheme://x"], ("--tracking-uri",)),
+])
+def test_flags_are_refused_before_any_work(tmp_path, capsys, monkeypatch, args, words):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    out = ["--out", str(tmp_path / "o")] if args[0] == "simulate" else []
+    rc, err = _main(args + out, capsys)
+    _one_line(rc, err, *words)
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # no results, no store, no model trained

@@ -143,6 +143,13 @@ def _define_models() -> dict[str, Any]:
         predict: dict[str, str] | None = None
         workloads: list[str] | None = None
 
+        @field_validator("label")
+        @classmethod
+        def _label(cls, label: str | None) -> str | None:
+            if label is not None:
+                check_label(label)
+            return label
+
         @field_validator("grid")
         @classmethod
         def _grid(cls, grid: dict[str, list[Any]]) -> dict[str, list[Any]]:
@@ -262,6 +269,20 @@ def _check_seeds(seeds: list[int] | None) -> list[int] | None:
 _GROUP_METRIC = re.compile(r"(class|partition|size)/[^/]+/(?P<base>[^/]+)")
 
 
+#: The longest policy label (it names files, MLflow runs and leaderboard rows).
+MAX_LABEL = 255
+
+
+def check_label(label: str) -> str:
+    """A policy label: 1 to MAX_LABEL characters, no control characters (a NUL cannot name a file)."""
+    if not label or len(label) > MAX_LABEL:
+        raise ValueError(f"a policy label has 1 to {MAX_LABEL} characters, got {len(label)}")
+    bad = next((ch for ch in label if ord(ch) < 32 or ord(ch) == 127), None)
+    if bad is not None:
+        raise ValueError(f"a policy label may not hold control characters (got {bad!r})")
+    return label
+
+
 def check_metric(name: str) -> str:
     """``name`` if it is a metric a cell reports (a catalog name, or its per-group form), else a one-line
     ValueError listing them."""
@@ -281,8 +302,12 @@ def load_spec(path: str | Path) -> ExperimentSpec:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"experiment spec {path} not found")
+    from features.yamlio import DuplicateKeyError, load_yaml
+
     try:
-        data = yaml.safe_load(path.read_text())
+        data = load_yaml(path.read_text())
+    except DuplicateKeyError as exc:
+        raise ValueError(f"{path}: line {exc.problem_mark.line + 1}: {exc.problem}") from None
     except yaml.YAMLError as exc:
         raise ValueError(f"{path}: not valid YAML ({one_line(exc)})") from None
     if not isinstance(data, dict):
@@ -358,6 +383,23 @@ def _check_registry(spec: ExperimentSpec, source: str) -> None:
         check_metric(spec.rank_by)
     except ValueError as exc:
         raise ValueError(f"{source}: field rank_by: {exc}") from None
+    for j, metric in enumerate(spec.metrics):
+        try:
+            check_metric(metric)
+        except ValueError as exc:
+            raise ValueError(f"{source}: field metrics[{j}]: {exc}") from None
+    from features.traces.synthetic import check_generator_params
+    from sim.profiles import CATALOGS
+
+    for i, w in enumerate(spec.workloads):
+        if w.generator:
+            try:
+                check_generator_params(w.generator, w.params)
+            except ValueError as exc:
+                raise ValueError(f"{source}: field workloads[{i}].params: {one_line(exc)}") from None
+        if w.costs != "none" and w.costs not in CATALOGS:
+            raise ValueError(f"{source}: field workloads[{i}].costs: unknown catalog {w.costs!r}; use none or "
+                             f"{', '.join(CATALOGS)}")
     _check_extras(spec, source)
 
 
@@ -386,6 +428,12 @@ def _check_extras(spec: ExperimentSpec, source: str) -> None:
                 make_performance(obj.performance)
             field_name = "predict"
             for kind, text in (obj.predict or {}).items():
+                import difflib
+
+                near = difflib.get_close_matches(str(kind), ["duration", "iterations"], n=1, cutoff=0.75)
+                if near and near[0] != kind:  # a misspelt kind skipped every cell of the entry
+                    raise ValueError(f"unknown kind {kind!r}: did you mean {near[0]!r}? (duration, iterations or "
+                                     "a numeric column of the trace)")
                 text = str(text).strip()
                 if text.startswith(("models:/", "runs:/")):
                     from sim.predictors import parse_model_uri
