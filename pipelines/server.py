@@ -248,7 +248,8 @@ def run_managed(cmd: Sequence[str], *, ready_url: str, what: str, banner: str, t
 
 def _check_port(host: str, port: int) -> None:
     """--port in range, --host an address of this machine, the port free: checked before any child
-    starts (a bad host used to end in the child's traceback and an "internal error")."""
+    starts (a bad host used to end in the child's traceback and an "internal error"). A host other than
+    a loopback address gets a warning: the servers have no authentication."""
     if not 0 < port < 65536:
         raise ValueError(f"--port must be between 1 and 65535, got {port}")
     if not host or any(ch.isspace() or ch in "/\\@" for ch in host):
@@ -261,6 +262,17 @@ def _check_port(host: str, port: int) -> None:
     if port_in_use(host, port):
         raise ValueError(f"port {port} on {host} is already in use (another server?); pick another with --port")
     family, _, _, _, addr = infos[0]
+    import ipaddress
+
+    try:
+        loopback = all(ipaddress.ip_address(info[4][0]).is_loopback for info in infos)
+    except ValueError:
+        loopback = False
+    if not loopback:
+        print(f"schedcast: warning: --host {host} listens beyond this machine ({addr[0]}"
+              f"{': every network interface' if addr[0] in ('0.0.0.0', '::') else ''}); the server has no "
+              "authentication: anyone who can reach it can use it. Use 127.0.0.1 unless you mean it, and a "
+              "firewall or a reverse proxy with authentication if you do.", file=sys.stderr, flush=True)
     try:
         with socket.socket(family, socket.SOCK_STREAM) as probe:
             probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -273,3 +273,95 @@ def test_flags_are_refused_before_any_work(tmp_path, capsys, monkeypatch, args, 
     rc, err = _main(args + out, capsys)
     _one_line(rc, err, *words)
     assert sorted(p.name for p in tmp_path.iterdir()) == []  # no results, no store, no model trained
+
+
+# -- 44.5 (advise) and 44.8: minor ---------------------------------------------------------------------
+def test_advise_does_not_follow_a_link_out_of_the_repository(tmp_path):
+    from features.schedmate_text.extract import read_repository
+
+    secret = tmp_path / "secret.txt"
+    secret.write_text("SECRET-TOKEN")
+    repo = tmp_path / "repo"
+    (repo / "conf").mkdir(parents=True)
+    (repo / "train.py").write_text("print('hi')\n")
+    (repo / "notes.txt").symlink_to(secret)
+    (repo / "conf" / "inside.txt").symlink_to(repo / "train.py")  # a link within the repository is fine
+    (repo / "outside").symlink_to(tmp_path, target_is_directory=True)
+    files = read_repository(str(repo))
+    assert "train.py" in files and "conf/inside.txt" in files
+    assert not any("SECRET-TOKEN" in text for text in files.values()), sorted(files)
+
+
+def test_a_packing_model_lookup_creates_no_store(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    rc, err = _main(["simulate", "--synthetic", "demo", "--jobs", "30", "--policy",
+                     "lucid:packing_model=models:/packing@champion", "--out", str(tmp_path / "o")], capsys)
+    _one_line(rc, err, "no model registry")
+    assert not (tmp_path / "mlruns").exists() and not (tmp_path / "o").exists()
+
+
+def test_utf16_logs_are_decoded_by_their_byte_order_mark(tmp_path, capsys):
+    from pipelines.cli import main
+
+    text = ("epoch 1 step 10 loss 0.5\n"
+            "RuntimeError: CUDA error: an illegal memory access was encountered\n"
+            "NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.\n")
+    outs = []
+    for name, encoding in (("a.log", "utf-8"), ("b.log", "utf-16"), ("c.log", "utf-8-sig")):
+        path = tmp_path / name
+        path.write_bytes(text.encode(encoding))
+        assert main(["diagnose", str(path)]) == 0
+        outs.append(capsys.readouterr().out.replace(str(path), "LOG"))
+    assert outs[0] == outs[1] == outs[2]
+    assert "illegal memory access" in outs[0]  # found in the text (UTF-16 read as UTF-8 was garbage)
+
+
+@pytest.mark.parametrize("answer", [[-1000.0], [1e308], ["NaN"]])
+def test_an_http_predictor_answer_that_is_no_duration_is_refused(answer):
+    import http.server
+    import json
+    import threading
+
+    import pandas as pd
+
+    from sim.predictors import RestPredictor
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802
+            self.rfile.read(int(self.headers["Content-Length"]))
+            body = json.dumps({"predictions": answer}).replace('"NaN"', "NaN").encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *a):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        from features.traces.synthetic import generate_preset
+
+        jobs = generate_preset("demo", seed=0, jobs=1).frame
+        with pytest.raises(ValueError, match="no duration"):
+            RestPredictor(f"http://127.0.0.1:{server.server_address[1]}").predict(jobs)
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_host_beyond_loopback_is_warned_about(capsys):
+    import socket
+
+    from pipelines.server import _check_port
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    _check_port("127.0.0.1", port)
+    assert capsys.readouterr().err == ""
+    _check_port("0.0.0.0", port)
+    err = capsys.readouterr().err
+    assert "warning" in err and "0.0.0.0" in err and "authentication" in err and len(err.strip().splitlines()) == 1
