@@ -262,6 +262,12 @@ def _check_port(host: str, port: int) -> None:
     if port_in_use(host, port):
         raise ValueError(f"port {port} on {host} is already in use (another server?); pick another with --port")
     family, _, _, _, addr = infos[0]
+    try:
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind(addr)
+    except OSError as exc:
+        raise ValueError(f"cannot listen on --host {host!r} port {port}: {exc.strerror or exc}") from None
     import ipaddress
 
     try:
@@ -273,12 +279,6 @@ def _check_port(host: str, port: int) -> None:
               f"{': every network interface' if addr[0] in ('0.0.0.0', '::') else ''}); the server has no "
               "authentication: anyone who can reach it can use it. Use 127.0.0.1 unless you mean it, and a "
               "firewall or a reverse proxy with authentication if you do.", file=sys.stderr, flush=True)
-    try:
-        with socket.socket(family, socket.SOCK_STREAM) as probe:
-            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            probe.bind(addr)
-    except OSError as exc:
-        raise ValueError(f"cannot listen on --host {host!r} port {port}: {exc.strerror or exc}") from None
 
 
 def _workers(text: str) -> int:
