@@ -118,10 +118,22 @@ def tracking_uri_arg(text: str) -> str:
     return text
 
 
+#: The longest policy label (it names files, MLflow runs and leaderboard rows).
+MAX_LABEL = 255
+
+
+def check_label(label: str) -> str:
+    """A policy label: 1 to MAX_LABEL characters, no control characters (a NUL cannot name a file)."""
+    if not label or len(label) > MAX_LABEL:
+        raise ValueError(f"a policy label has 1 to {MAX_LABEL} characters, got {len(label)}")
+    bad = next((ch for ch in label if ord(ch) < 32 or ord(ch) == 127), None)
+    if bad is not None:
+        raise ValueError(f"a policy label may not hold control characters (got {bad!r})")
+    return label
+
+
 def policy_label_arg(text: str) -> str:
     """argparse type: a policy (its text is its label: 1-255 characters, no control characters)."""
-    from pipelines.experiments.spec import check_label
-
     try:
         return check_label(text)
     except ValueError as exc:

@@ -147,6 +147,8 @@ def _define_models() -> dict[str, Any]:
         @classmethod
         def _label(cls, label: str | None) -> str | None:
             if label is not None:
+                from pipelines.simulate import check_label
+
                 check_label(label)
             return label
 
@@ -267,20 +269,6 @@ def _check_seeds(seeds: list[int] | None) -> list[int] | None:
 
 
 _GROUP_METRIC = re.compile(r"(class|partition|size)/[^/]+/(?P<base>[^/]+)")
-
-
-#: The longest policy label (it names files, MLflow runs and leaderboard rows).
-MAX_LABEL = 255
-
-
-def check_label(label: str) -> str:
-    """A policy label: 1 to MAX_LABEL characters, no control characters (a NUL cannot name a file)."""
-    if not label or len(label) > MAX_LABEL:
-        raise ValueError(f"a policy label has 1 to {MAX_LABEL} characters, got {len(label)}")
-    bad = next((ch for ch in label if ord(ch) < 32 or ord(ch) == 127), None)
-    if bad is not None:
-        raise ValueError(f"a policy label may not hold control characters (got {bad!r})")
-    return label
 
 
 def check_metric(name: str) -> str:
