@@ -2,7 +2,9 @@
 endpoint), both run as managed children of this process.
 
 `schedcast serve` runs schedcast's own scoring server by default (``--engine schedcast``: this module's
-``score`` command, one process, a thread per connection): it speaks MLflow's ``/invocations`` JSON
+``score`` command, one process, a thread per connection, HTTP parsed by h11 with a 16 MiB body limit, a
+30 s read timeout and at most 256 connections: see MAX_BODY_BYTES and the limits beside it): it speaks
+MLflow's ``/invocations`` JSON
 (``dataframe_records`` / ``dataframe_split``, the same answers and error bodies) and hands raw job records
 straight to models.serving's fast path. Why not ``mlflow models serve`` for everything: its request
 handling alone (parsing into pandas, schema enforcement) takes ~9 ms on a trivial model here, where a
@@ -14,7 +16,9 @@ workers, huey job consumers). Run naively, killing schedcast leaves them all hol
 the child runs in its own session (process group), and every way out of schedcast (Ctrl-C, SIGTERM,
 SIGHUP, an exception, normal exit) stops the whole group: SIGTERM, a grace period, then SIGKILL.
 
-The child is started with the running interpreter (``sys.executable -m mlflow``) and that interpreter's
+The child is started with the running interpreter (``sys.executable -P -m mlflow``: ``-P`` and
+PYTHONSAFEPATH=1 keep the working folder off its import path, so a ``mlflow/`` or ``orjson.py`` there is never
+run) and that interpreter's
 bin directory first on its PATH, so a virtual environment works without being activated (mlflow itself
 starts ``uvicorn`` by name). "UI at ..." is printed only once the endpoint answers; until then a spinner
 shows the elapsed time (in a terminal), and a readiness timeout stops the child with a clear error.
