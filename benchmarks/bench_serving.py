@@ -6,6 +6,8 @@ and in process (models.serving's fast path); checks the answers against training
     python benchmarks/bench_serving.py --requests 500   # more one-job requests
     python benchmarks/bench_serving.py --before 849586b # also the server of that commit, same model, same run
     python benchmarks/bench_serving.py --extra none     # only the champion (no EBM / RF / iterations models)
+    python benchmarks/bench_serving.py --stall 10000 --stall-only   # issue 44: one-job queries while another
+                                                        # client sends 10,000 out-of-order finished records
 
 Steps: `schedcast train duration` on the Philly trace into a temporary sqlite store (the champion is what a
 user gets); the holdout (last 30 days) as raw job records: the in-process predictions must equal
@@ -19,6 +21,10 @@ folder; the same registered model; batches sent to the two servers in turn, so b
 split, checked bit for bit against their estimators on the holdout, then one job and 1,000 in process.
 The client encodes with orjson when it is installed (as the server does). Targets (issue 22): one job
 P50 <= 5 ms, P99 <= 20 ms over HTTP, <= 1 ms in process; 1,000 jobs <= 50 ms.
+--stall N (issue 44): a fresh `schedcast serve`, a second client process sending N finished records newest
+first (each ends before the jobs already known for its keys: the out-of-order case that used to replay
+every later entry, 3,000 records = a 32 s stall), in requests of 100, while this process sends one-job
+queries on its own connection until the sender is done; P50 / P99 / max of those queries (target P99 <= 20 ms).
 Writes benchmarks/results/serving/report.md (git-ignored) and prints the table.
 """
 from __future__ import annotations
@@ -47,7 +53,7 @@ import numpy as np  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "serving"
-TARGETS = {"one job, HTTP": (5.0, 20.0), "one job, in process": (1.0, None), "1,000 jobs": (None, 50.0),
+TARGETS = {"one job during out-of-order finished records, HTTP": (None, 20.0), "one job, HTTP": (5.0, 20.0), "one job, in process": (1.0, None), "1,000 jobs": (None, 50.0),
            "finished job, in process": (None, None)}
 
 
@@ -116,6 +122,60 @@ def _extra_model(name: str, table, test, one: list, batch: list, args, rows: lis
     return same
 
 
+SENDER = r"""
+import http.client, json, sys, time
+recs = json.load(open(sys.argv[2]))
+conn = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=600)
+t0 = time.perf_counter()
+for i in range(0, len(recs), 100):
+    conn.request("POST", "/invocations", body=json.dumps({"dataframe_records": recs[i:i + 100]}),
+                 headers={"Content-Type": "application/json"})
+    resp = conn.getresponse()
+    data = resp.read()
+    assert resp.status == 200, data[:300]
+print(f"{time.perf_counter() - t0:.3f}")
+"""
+
+
+def _stall(n: int, frame, test, holdout: list, tracking: str, work: Path, rows: list, notes: list) -> None:
+    """One-job queries over HTTP while a second client process sends ``n`` out-of-order finished records."""
+    from features.duration import _end_times
+    from models.serving import to_records
+
+    ends = frame.assign(_end=_end_times(frame)).sort_values("_end", kind="stable")
+    picked = ends.iloc[[k % len(ends) for k in range(len(ends) - 1, len(ends) - 1 - n, -1)]]
+    late = to_records(picked, finished=True)  # newest first: each ends before the ones sent before it
+    for k, rec in enumerate(late):
+        rec["job_id"] = f"late-{k}"
+    path = work / "late.json"
+    path.write_text(json.dumps(late))
+    served = Served("models:/duration@champion", tracking, "schedcast", work)
+    try:
+        one = [[r] for r in holdout]
+        for k in range(30):
+            served.post(one[k % len(one)])
+        idle = timed(lambda: served.post(one[0]), 500, 0)  # the same query, nothing else sent: this load's floor
+        rows.append(("one job, HTTP", "schedcast, no other client (same server, just before)", len(idle),
+                     *percentiles(idle)))
+        sender = subprocess.Popen([sys.executable, "-c", SENDER, str(served.port), str(path)], stdout=subprocess.PIPE,
+                                  text=True)
+        ms, k = [], 0
+        while sender.poll() is None:
+            t0 = time.perf_counter()
+            served.post(one[k % len(one)])
+            ms.append((time.perf_counter() - t0) * 1e3)
+            k += 1
+        out = sender.communicate()[0].strip()
+        if sender.returncode != 0:
+            raise RuntimeError(f"the sender failed (exit {sender.returncode})")
+    finally:
+        served.stop()
+    rows.append(("one job during out-of-order finished records, HTTP",
+                 f"schedcast, while {n:,} records arrive in {out} s", len(ms), *percentiles(ms)))
+    notes.append(f"out-of-order finished records: {n:,} in requests of 100 took {out} s to send; {len(ms):,} one-job "
+                 f"queries meanwhile, max {max(ms):.1f} ms")
+
+
 class Served:
     """`schedcast serve` as a child process (its own session), stopped at the end."""
 
@@ -171,6 +231,9 @@ def main(argv: list[str] | None = None) -> int:
                     "commit REV (before/after in one run)")
     ap.add_argument("--extra", default="ebm,rf,iterations",
                     help="other models timed in process: a comma list of ebm, rf, iterations, or none")
+    ap.add_argument("--stall", type=int, default=0, metavar="N",
+                    help="also: one-job queries while another client sends N out-of-order finished records")
+    ap.add_argument("--stall-only", action="store_true", help="with --stall: skip the other measurements")
     args = ap.parse_args(argv)
     if args.requests < 200 or args.batches < 1:
         ap.error("--requests must be >= 200 and --batches >= 1")
@@ -215,6 +278,10 @@ def main(argv: list[str] | None = None) -> int:
                  f"fast matrix path: {model._matrix is not None}")
 
     one = [[r] for r in holdout]
+    if args.stall:
+        _stall(args.stall, frame, test, holdout, tracking, work, rows, notes)
+        if args.stall_only:
+            return _report(rows, notes, identical, train_s, load_s, len(frame))
     i = iter(range(10 ** 9))
     ms = timed(lambda: model.predict_records(one[next(i) % len(one)]), max(1000, args.requests), 100)
     rows.append(("one job, in process", "predict_records", len(ms), *percentiles(ms)))
@@ -295,6 +362,12 @@ def main(argv: list[str] | None = None) -> int:
     for name in extra:
         identical = _extra_model(name, table, test, one, batch, args, rows, notes) and identical
 
+    return _report(rows, notes, identical, train_s, load_s, len(frame))
+
+
+def _report(rows: list, notes: list, identical: bool, train_s: float, load_s: float, n_jobs: int) -> int:
+    """Print and write the table; 0 when every bit-for-bit check held."""
+
     def verdict(case: str, p50: float, p99: float) -> str:
         lim50, lim99 = TARGETS[case]
         if lim50 is None and lim99 is None:
@@ -305,7 +378,7 @@ def main(argv: list[str] | None = None) -> int:
 
     lines = ["| case | how | n | P50 ms | P99 ms | target |", "|---|---|---:|---:|---:|---|"]
     lines += [f"| {c} | {h} | {n} | {p50:.3f} | {p99:.3f} | {verdict(c, p50, p99)} |" for c, h, n, p50, p99 in rows]
-    header = (f"Serving latency, duration champion trained on Philly ({len(frame):,} jobs; train {train_s:.0f} s, "
+    header = (f"Serving latency, duration champion trained on Philly ({n_jobs:,} jobs; train {train_s:.0f} s, "
               f"model load {load_s:.1f} s). Machine: {platform.machine()}, {os.cpu_count()} CPUs (shared, loaded: "
               f"load average {os.getloadavg()[0]:.1f} at the end), Python {platform.python_version()}; client "
               f"codec {CODEC}.")

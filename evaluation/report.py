@@ -116,8 +116,16 @@ def render_table(summaries: list[dict[str, Any]], title: str = "",
 
 
 def safe_name(name: str) -> str:
-    """A policy label as part of a file name (jobs_LABEL.parquet): no ":", "/", "=" or ","."""
-    return name.replace(":", "_").replace("/", "_").replace("=", "-").replace(",", "_")
+    """A policy label as part of a file name (jobs_LABEL.parquet): no ":", "/", "=" or ",", no control
+    characters, and at most 200 characters (a longer label keeps its first 180 and a hash of the whole)."""
+    out = name.replace(":", "_").replace("/", "_").replace("=", "-").replace(",", "_")
+    out = "".join("_" if ord(ch) < 32 or ord(ch) == 127 else ch for ch in out)
+    if len(out.encode("utf-8")) > 200:
+        import hashlib
+
+        digest = hashlib.sha1(name.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+        out = out.encode("utf-8")[:180].decode("utf-8", "ignore") + "-" + digest
+    return out
 
 
 _safe = safe_name  # the old private name
@@ -142,7 +150,7 @@ def write_results(out_dir: str | Path, runs: dict[str, dict[str, Any]], meta: di
 
     out = Path(out_dir)
     names = replace_folder(out, lambda tmp: _write_files(tmp, runs, meta, plots, plotter, encoded),
-                           kind="simulate", force=force)
+                           kind=str(meta.get("kind") or "simulate"), force=force)
     return [out / n for n in names]
 
 
@@ -501,7 +509,7 @@ class PlotWorker:
         code = ("import os, sys; sys.path[:] = [p for p in sys.path if p not in ('', '.')]; "
                 "os.nice(10) if hasattr(os, 'nice') else None; "
                 "from evaluation.report import _plot_worker; _plot_worker()")
-        self.proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+        self.proc = subprocess.Popen([sys.executable, "-P", "-c", code], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.PIPE, env=env)
 
     def draw(self, tasks: list[tuple[str, dict, str, dict]]) -> None:

@@ -292,6 +292,11 @@ class RawRecordModel(_python_model_base()):
     # -- prediction --------------------------------------------------------------------------------
     def predict(self, context, model_input: pd.DataFrame, params: dict[str, Any] | None = None) -> np.ndarray:
         frame = model_input if isinstance(model_input, pd.DataFrame) else pd.DataFrame(model_input)
+        if len(frame) and (not all(isinstance(c, str) for c in frame.columns)
+                           or not (set(frame.columns) & (set(RAW_SCHEMA) | set(self.columns)))):
+            # MLflow's server makes a frame of anything ({"dataframe_records": [1, 2, 3]} is column 0)
+            raise _request_error("dataframe_records must be job records: JSON objects with submit_ts or "
+                                 f"submit_time, num_gpus, ... (got columns {list(frame.columns)[:5]})")
         if "submit_time" not in frame and "submit_ts" not in frame and all(c in frame for c in self.columns):
             return self._predict_features(frame[self.columns])
         try:
@@ -357,11 +362,30 @@ class RawRecordModel(_python_model_base()):
         if bad:
             raise RecordError(bad)
         state = self._state
+        # history_features' order for the request's finished jobs: by submission, then request order. They
+        # are applied in chunks, the lock released between them, so a concurrent query waits for at most
+        # one chunk (each finished job is O(log n) per key, see models.serving_history._Series).
+        finished = sorted((j for j in parsed if j.finished), key=lambda j: j.t)
+        for k in range(0, len(finished), _APPLY_CHUNK):
+            with self._lock:
+                for job in finished[k:k + _APPLY_CHUNK]:
+                    state.add(job)
+        if state.dirty:
+            self._repair(state, _REPAIR_MIN + _REPAIR_PER_RECORD * len(finished))
+        return self._query_rows(state, [j for j in parsed if not j.finished])
+
+    def _repair(self, state: _History, budget: int) -> None:
+        """Exact statistics again after out-of-order finished jobs: up to ``budget`` entries, in steps of
+        _REPAIR_STEP with the lock released between them, paid by the request that reported them. Entries
+        still pending afterwards (a stream of records each ending before thousands of known jobs) are
+        repaired by later such requests; meanwhile queries read statistics computed from the durations
+        (equal up to rounding: models.serving_history._Series)."""
+        while state.dirty and budget > 0:
+            with self._lock:
+                budget -= max(1, state.repair(min(_REPAIR_STEP, budget)))
+
+    def _query_rows(self, state: _History, queries: list[_Job]) -> list[list[Any]]:
         with self._lock:
-            # history_features' order for the request's finished jobs: by submission, then request order
-            for job in sorted((j for j in parsed if j.finished), key=lambda j: j.t):
-                state.add(job)
-            queries = [j for j in parsed if not j.finished]
             seen = state.seen
             present = [all(seen[c] or any(j.has(c) for j in queries) for c in cols) for cols, _ in self._layout]
             n, nan, at = len(self.columns), math.nan, self._at
@@ -407,6 +431,15 @@ class RawRecordModel(_python_model_base()):
         ex["duration"] = [np.nan] * (len(ex) - 1) + [float(tail["duration"].iloc[-1])]
         return ex.reset_index(drop=True)
 
+
+#: Finished records applied per hold of the model's lock, and history entries repaired per hold (each hold
+#: about a millisecond or less, so a concurrent one-job query never waits for a large request).
+_APPLY_CHUNK = 128
+_REPAIR_STEP = 256
+#: The repair budget of a request that reported finished jobs: _REPAIR_MIN entries plus _REPAIR_PER_RECORD
+#: per finished record (a request's own history repair is complete when its keys' tails are shorter).
+_REPAIR_MIN = 8192
+_REPAIR_PER_RECORD = 64
 
 #: The per-job (non-history) features a raw record gives: feature -> _Job attribute.
 _JOB_ATTR = {"num_gpus": "f_gpus", "num_nodes": "num_nodes", "org": "f_org", "user": "f_user",

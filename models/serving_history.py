@@ -4,7 +4,9 @@ Why it exists: a request must not re-read the training history. For each history
 :data:`features.duration.HISTORY_KEYS` (user, org, GPU count, user x GPUs, org x GPUs, recurring group)
 and key value, the finished jobs are kept in training's order with the statistics after each, so a query
 is one binary search per key and a finished job one O(1) append per key, with pandas' own floating-point
-steps (bit-identical features; tests/test_serving_model.py checks it against pandas).
+steps (bit-identical features; tests/test_serving_model.py checks it against pandas). A finished job that
+ends before jobs already known is an O(log n) insert; the exact statistics after it are repaired in
+bounded steps (:meth:`_History.repair`), see :class:`_Series`.
 """
 from __future__ import annotations
 
@@ -80,56 +82,123 @@ class _Accumulator:
 
 class _Series:
     """One key value's finished jobs in training's order (end time, then submission, then arrival), each
-    with the statistics after it, and the accumulator after the last. Compact arrays: Philly's history
-    is ~100k jobs x 5 keys. Every CHECKPOINT entries a copy of the accumulator is kept, so a job that
-    ends before jobs already here (or a replaced one) costs a replay of the entries after it (plus at
-    most CHECKPOINT), not of the whole key."""
+    with the statistics after it. Compact arrays: Philly's history is ~100k jobs x 5 keys.
 
-    __slots__ = ("ends", "submits", "seqs", "durations", "stats", "acc", "checkpoints")
+    The statistics are exact (pandas' own floating-point steps) for the first ``valid`` entries; the
+    accumulator ``acc`` is the one after entry ``valid``. A job reported in end-time order is one O(1)
+    append (the usual case: finished jobs reported as they end). A job that ends before jobs already here
+    (or a replaced / removed one) is a binary search and an array insert / delete (a C memmove): O(log n)
+    Python steps; it only lowers ``valid`` to the entry's position. The statistics after it are brought
+    back by :meth:`repair` in bounded steps: each request that reported finished jobs repairs up to a
+    budget proportional to its records (models.serving: _REPAIR_PER_RECORD per record, at least
+    _REPAIR_MIN), releasing the model's lock between steps, so a concurrent query never waits for a whole
+    replay and the work per record stays O(log n) + O(1) amortised.
+    A query that reads an entry past ``valid`` before it is repaired gets the statistics computed
+    directly from the durations (:meth:`stats_at`): count, last and the rolling median are exact, the
+    mean and rolling mean equal up to rounding (pandas' Kahan running sums may differ in the last bits).
+    Every CHECKPOINT entries a copy of the accumulator is kept, so a repair starts at most CHECKPOINT
+    entries before ``valid``."""
+
+    __slots__ = ("ends", "submits", "seqs", "durations", "stats", "acc", "checkpoints", "valid")
     CHECKPOINT = 64
 
     def __init__(self) -> None:
         self.ends, self.submits, self.durations = array.array("d"), array.array("d"), array.array("d")
         self.seqs, self.stats, self.acc = array.array("q"), array.array("d"), _Accumulator()
         self.checkpoints: list[_Accumulator] = []
+        self.valid = 0
 
-    def _append(self, end: float, submit: float, seq: int, duration: float) -> None:
-        if len(self.ends) % self.CHECKPOINT == 0:
+    def _advance(self) -> None:
+        """Exact statistics for entry ``valid`` (the accumulator steps over it)."""
+        k = self.valid
+        if k % self.CHECKPOINT == 0:
             self.checkpoints.append(self.acc.copy())
-        self.ends.append(end)
-        self.submits.append(submit)
-        self.seqs.append(seq)
-        self.durations.append(duration)
-        self.stats.extend(self.acc.add(duration))
+        self.stats.extend(self.acc.add(self.durations[k]))
+        self.valid = k + 1
 
-    def add(self, end: float, submit: float, seq: int, duration: float) -> None:
-        """O(1) when the job sorts after every job already here (finished jobs reported as they end);
-        otherwise the entries after it are replayed."""
-        n = len(self.ends)
-        if n == 0 or (end, submit, seq) > (self.ends[-1], self.submits[-1], self.seqs[-1]):
-            self._append(end, submit, seq, duration)
+    def _invalidate(self, pos: int) -> None:
+        """Entries from ``pos`` on changed: statistics are kept up to the checkpoint at or before it."""
+        if pos >= self.valid:
             return
-        pos = bisect.bisect_left(self.ends, end)
-        while pos < n and (self.ends[pos], self.submits[pos], self.seqs[pos]) < (end, submit, seq):
-            pos += 1
-        self._replay(pos, [(end, submit, seq, duration)], skip=None)
-
-    def remove(self, seq: int) -> None:
-        self._replay(self.seqs.index(seq), [], skip=seq)
-
-    def _replay(self, pos: int, insert: list[tuple[float, float, int, float]], skip: int | None) -> None:
-        """Entries from ``pos`` on again, after the ``insert`` ones, without the job ``skip``."""
         start = (pos // self.CHECKPOINT) * self.CHECKPOINT
-        tail = insert + [r for r in zip(self.ends[start:], self.submits[start:], self.seqs[start:],
-                                        self.durations[start:]) if r[2] != skip]
-        tail.sort()
         self.acc = self.checkpoints[start // self.CHECKPOINT].copy()
         del self.checkpoints[start // self.CHECKPOINT:]
-        for arr in (self.ends, self.submits, self.seqs, self.durations):
-            del arr[start:]
         del self.stats[4 * start:]
-        for row in tail:
-            self._append(*row)
+        self.valid = start
+
+    def _position(self, end: float, submit: float, seq: int) -> int:
+        pos = bisect.bisect_left(self.ends, end)
+        n = len(self.ends)
+        while pos < n and self.ends[pos] == end and (self.submits[pos], self.seqs[pos]) < (submit, seq):
+            pos += 1
+        return pos
+
+    def add(self, end: float, submit: float, seq: int, duration: float) -> None:
+        """O(1) when the job sorts after every job already here; otherwise O(log n) (an insert)."""
+        n = len(self.ends)
+        if n == 0 or (end, submit, seq) > (self.ends[-1], self.submits[-1], self.seqs[-1]):
+            pos = n
+            self.ends.append(end)
+            self.submits.append(submit)
+            self.seqs.append(seq)
+            self.durations.append(duration)
+        else:
+            pos = self._position(end, submit, seq)
+            self.ends.insert(pos, end)
+            self.submits.insert(pos, submit)
+            self.seqs.insert(pos, seq)
+            self.durations.insert(pos, duration)
+            self._invalidate(pos)
+        if self.valid == pos:  # in order (and nothing pending): the exact statistics at once
+            self._advance()
+
+    def remove(self, seq: int, end: float | None = None, submit: float | None = None) -> None:
+        """Drop the job ``seq`` (found by binary search when its end and submission are given)."""
+        pos = self._position(end, submit, seq) if end is not None else -1
+        if not (0 <= pos < len(self.seqs) and self.seqs[pos] == seq):
+            pos = self.seqs.index(seq)
+        for arr in (self.ends, self.submits, self.seqs, self.durations):
+            del arr[pos]
+        if pos < self.valid:
+            self._invalidate(pos)
+        elif self.valid == len(self.ends) and self.valid % self.CHECKPOINT == 0 and \
+                len(self.checkpoints) > self.valid // self.CHECKPOINT:
+            del self.checkpoints[self.valid // self.CHECKPOINT:]
+
+    def pending(self) -> int:
+        """Entries whose exact statistics are still to be computed."""
+        return len(self.ends) - self.valid
+
+    def repair(self, budget: int) -> int:
+        """Exact statistics for up to ``budget`` more entries; how many were done."""
+        todo = min(budget, len(self.ends) - self.valid)
+        for _ in range(todo):
+            self._advance()
+        return todo
+
+    def stats_at(self, i: int) -> tuple[float, float, float, float]:
+        """(count, mean, rolling mean, rolling median) after the first ``i`` entries (i >= 1)."""
+        if i <= self.valid:
+            b = 4 * i - 4
+            st = self.stats
+            return st[b], st[b + 1], st[b + 2], st[b + 3]
+        d = self.durations
+        window = d[max(0, i - ROLL):i]
+        w = sorted(window)
+        m = len(w)
+        median = w[m // 2] if m % 2 else (w[m // 2] + w[m // 2 - 1]) / 2
+        if w[0] == w[-1]:
+            roll_mean = w[0]
+        else:
+            roll_mean = math.fsum(window) / m
+            if (w[0] >= 0 and roll_mean < 0) or (w[-1] < 0 and roll_mean > 0):
+                roll_mean = 0.0
+        if self.valid:  # the exact running sum up to ``valid``, the rest summed exactly
+            head = self.stats[4 * self.valid - 3] * self.valid
+            mean = (head + math.fsum(d[self.valid:i])) / i
+        else:
+            mean = math.fsum(d[:i]) / i
+        return float(i), mean, roll_mean, median
 
     def __len__(self) -> int:
         return len(self.ends)
@@ -147,6 +216,8 @@ class _History:
         #: job id -> (seq, key strings, end, submit, duration) of the jobs that have one
         self.by_id: dict[str, tuple] = {}
         self.next_seq = 0
+        #: the series with entries whose exact statistics are pending (out-of-order finished jobs)
+        self.dirty: set[_Series] = set()
 
     def add(self, job: "_Job") -> None:
         end = job.t + job.queue + job.duration
@@ -162,16 +233,36 @@ class _History:
                 if s is None:
                     s = series[key] = _Series()
                 s.add(end, job.t, seq, job.duration)
+                if s.valid < len(s.ends):
+                    self.dirty.add(s)
         for col in self.seen:
             self.seen[col] = self.seen[col] or job.has(col)
         if job.job_id is not None:
             self.by_id[job.job_id] = (seq, keys, end, job.t, job.duration)
 
     def remove(self, job_id: str) -> None:
-        seq, keys = self.by_id.pop(job_id)[:2]
+        seq, keys, end, submit, _ = self.by_id.pop(job_id)
         for series, key in zip(self.series.values(), keys):
             if key is not None:
-                series[key].remove(seq)
+                s = series[key]
+                s.remove(seq, end, submit)
+                if s.pending():
+                    self.dirty.add(s)
+
+    def repair(self, budget: int) -> int:
+        """Exact statistics again for up to ``budget`` entries of the series that out-of-order finished jobs
+        changed (see :class:`_Series`); how many entries were repaired."""
+        done = 0
+        while self.dirty and done < budget:
+            s = next(iter(self.dirty))
+            done += s.repair(budget - done)
+            if not s.pending():
+                self.dirty.discard(s)
+        return done
+
+    def pending(self) -> int:
+        """Entries whose exact statistics are still to be computed."""
+        return sum(s.pending() for s in self.dirty)
 
     def layout(self, columns: list[str]) -> list[tuple[tuple[str, ...], tuple[int, ...]]]:
         """Per history key: its columns and the row index of each of its statistics (-1: not a feature)."""
@@ -199,8 +290,11 @@ class _History:
                 if i == 0:
                     count[r] = 0.0
                     continue
-                b, stats = 4 * i - 4, s.stats
-                count[r], mean[r], roll_mean[r], roll_median[r] = stats[b], stats[b + 1], stats[b + 2], stats[b + 3]
+                if i <= s.valid:
+                    b, stats = 4 * i - 4, s.stats
+                    count[r], mean[r], roll_mean[r], roll_median[r] = stats[b], stats[b + 1], stats[b + 2], stats[b + 3]
+                else:
+                    count[r], mean[r], roll_mean[r], roll_median[r] = s.stats_at(i)
                 last[r] = s.durations[i - 1]
             for j, values in zip(idx, (count, mean, roll_mean, roll_median, last)):
                 if j >= 0:
@@ -217,17 +311,15 @@ class _History:
                 continue  # a missing key part: NaN, count included
             s = series.get(key)
             i = 0 if s is None else bisect.bisect_left(s.ends, job.t)
-            if idx[0] >= 0:
-                row[idx[0]] = float(i) if i == 0 else s.stats[4 * i - 4]
+            if i == 0:
+                if idx[0] >= 0:
+                    row[idx[0]] = 0.0
+                continue
+            stats = s.stats_at(i)
+            for j, v in zip(idx[:4], stats):
+                if j >= 0:
+                    row[j] = v
             if i:
-                base = 4 * i - 4
-                stats = s.stats
-                if idx[1] >= 0:
-                    row[idx[1]] = stats[base + 1]
-                if idx[2] >= 0:
-                    row[idx[2]] = stats[base + 2]
-                if idx[3] >= 0:
-                    row[idx[3]] = stats[base + 3]
                 if idx[4] >= 0:
                     row[idx[4]] = s.durations[i - 1]
 

@@ -110,13 +110,26 @@ def _text(v: Any) -> str | None:
     return str(v)
 
 
-def _flag(v: Any) -> bool:
-    """Truthy 'finished' values (True, 1, 'true', 'yes'); nulls are False."""
+_TRUE, _FALSE = ("true", "1", "yes", "y", "t"), ("false", "0", "no", "n", "f", "")
+
+
+def _flag(v: Any) -> bool | None:
+    """A 'finished' value: True, 1, 'true', 'yes' (and the like) are True; False, 0, 'false', 'no' and
+    nulls are False; anything else (``"maybe"``, 2, a list) is None: the record is refused, not taken as
+    a query."""
     if _missing(v):
         return False
     if isinstance(v, str):
-        return v.strip().lower() in ("true", "1", "yes", "y", "t")
-    return bool(v)
+        text = v.strip().lower()
+        return True if text in _TRUE else False if text in _FALSE else None
+    if isinstance(v, (bool, int, float, np.bool_, np.integer, np.floating)) and v in (0, 1):
+        return bool(v)
+    return None
+
+
+def _short(v: Any) -> str:
+    text = repr(v)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 class _Job:
@@ -234,7 +247,10 @@ class _Clock:
             job.hour, job.weekday = float(int(job.t // 3600 % 24)), float(int(job.t // 86400 % 7))
         if job.group_id is None:
             job.group_id = _group(name, job.user, job.org, job.num_gpus)
-        job.finished = _flag(rec.get("finished"))
+        flag = _flag(rec.get("finished"))
+        if flag is None:
+            return f"finished {_short(rec.get('finished'))}: not true or false"
+        job.finished = flag
         job.duration, job.queue = math.inf, 0.0
         if job.finished:
             d = rec.get("duration")

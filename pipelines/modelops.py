@@ -55,6 +55,22 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM while a command runs (a KeyboardInterrupt, so every `finally` and context manager runs)."""
 
 
+def alias_arg(text: str) -> str:
+    """argparse type: a registry alias MLflow accepts (letters, digits, '_' and '-', at most 255), checked
+    before any training: not 'latest' (MLflow's own) nor v<N> (a version), no path ('../x')."""
+    import re
+
+    value = text.strip()
+    if value == "none":
+        return value
+    if not re.fullmatch(r"[A-Za-z0-9_\-]{1,255}", value):
+        raise argparse.ArgumentTypeError(f"{text!r} is not an alias: letters, digits, '_' and '-' only (at most 255)")
+    if value.lower() == "latest" or re.fullmatch(r"[vV]\d+", value):
+        raise argparse.ArgumentTypeError(f"{text!r} is reserved by MLflow ('latest' and v<N> name versions); "
+                                         "choose another alias")
+    return value
+
+
 def _params(items: list[str] | None) -> dict[str, Any]:
     """``--param KEY=VALUE ...``: estimator hyper-parameters (values as Python literals, else strings)."""
     import ast
@@ -455,7 +471,7 @@ def add_parsers(sub) -> None:
     """Register `train`, `evaluate`, `retrain` and `models`."""
     p = sub.add_parser("train", help="train a model, log it to MLflow and register it")
     _add_task_args(p)
-    p.add_argument("--alias", default="challenger", help="alias for the new version: challenger (default), "
+    p.add_argument("--alias", type=alias_arg, default="challenger", help="alias for the new version: challenger (default), "
                    "champion (only when the model has none: a champion is replaced only by `retrain`'s gate) or "
                    "none; the first version of a model becomes champion when it is not worse than the best "
                    "baseline (or with --allow-worse-than-baseline)")
@@ -480,6 +496,6 @@ def add_parsers(sub) -> None:
     p.set_defaults(func=cmd_retrain)
 
     p = sub.add_parser("models", help="registered models: version, aliases, algorithm, primary metric, data")
-    p.add_argument("--tracking-uri")
+    p.add_argument("--tracking-uri", type=tracking_uri_arg)
     p.add_argument("--all", action="store_true", help="every version, not only those with an alias")
     p.set_defaults(func=cmd_models)

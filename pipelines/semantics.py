@@ -25,6 +25,23 @@ def _corpus_jobs(text: str) -> int:
     return value
 
 
+def _log_encoding(p: Path, gz: bool) -> str:
+    """The log's text encoding from its byte-order mark (UTF-32 / UTF-16 / UTF-8 with BOM, as Windows
+    tools write logs), else UTF-8 (bad bytes replaced)."""
+    try:
+        with (gzip.open(p, "rb") if gz else open(p, "rb")) as f:
+            head = f.read(4)
+    except (OSError, EOFError):
+        return "utf-8"
+    if head.startswith((b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")):
+        return "utf-32"
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return "utf-16"
+    if head.startswith(b"\xef\xbb\xbf"):
+        return "utf-8-sig"
+    return "utf-8"
+
+
 def _read_log(path: str) -> list[str]:
     p = Path(path)
     if not p.exists():
@@ -33,9 +50,10 @@ def _read_log(path: str) -> list[str]:
         raise IsADirectoryError(f"{path}: is a folder, not a log file")
     if not p.is_file():  # a FIFO blocks for ever, /dev/zero fills the memory
         raise ValueError(f"{path}: is not a regular file (a FIFO, device or socket); give a log file")
-    opener = gzip.open if p.read_bytes()[:2] == b"\x1f\x8b" else open
+    gz = p.read_bytes()[:2] == b"\x1f\x8b"
+    opener = gzip.open if gz else open
     try:
-        with opener(p, "rt", encoding="utf-8", errors="replace") as f:
+        with opener(p, "rt", encoding=_log_encoding(p, gz), errors="replace") as f:
             return f.read().splitlines()
     except (OSError, EOFError) as exc:
         raise ValueError(f"{path}: cannot read the log ({exc})") from None
@@ -56,7 +74,7 @@ def _iter_log(path: str, max_line: int = 65536):
         gz = f.read(2) == b"\x1f\x8b"
     opener = gzip.open if gz else open
     try:
-        with opener(p, "rt", encoding="utf-8", errors="replace") as f:
+        with opener(p, "rt", encoding=_log_encoding(p, gz), errors="replace") as f:
             while True:
                 line = f.readline(max_line)
                 if not line:

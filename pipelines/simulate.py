@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import sys
 import time
 from pathlib import Path
@@ -92,11 +93,21 @@ def preset_arg(text: str) -> str:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+#: The URI schemes MLflow's tracking and registry stores take (checked before any work is done).
+TRACKING_SCHEMES = ("sqlite", "file", "http", "https", "postgresql", "mysql", "mssql", "databricks",
+                    "databricks-uc", "uc")
+
+
 def tracking_uri_arg(text: str) -> str:
     """argparse type: an MLflow tracking URI; a sqlite URI must name a database file, not a folder."""
     text = text.strip()
     if not text:
         raise argparse.ArgumentTypeError("empty tracking URI")
+    m = re.match(r"([A-Za-z][A-Za-z0-9+.\-]*):", text)
+    scheme = m.group(1).split("+")[0].lower() if m and len(m.group(1)) > 1 else ""
+    if scheme and scheme not in TRACKING_SCHEMES:
+        raise argparse.ArgumentTypeError(f"{text!r}: unsupported scheme {scheme!r}; use one of "
+                                         f"{', '.join(s + ':' for s in TRACKING_SCHEMES)} or a folder path")
     if text.startswith("sqlite:///"):
         db = Path(text[len("sqlite:///"):])
         if db.is_dir():
@@ -105,6 +116,28 @@ def tracking_uri_arg(text: str) -> str:
         if db.exists() and not db.is_file():
             raise argparse.ArgumentTypeError(f"{text} is not a regular file")
     return text
+
+
+#: The longest policy label (it names files, MLflow runs and leaderboard rows).
+MAX_LABEL = 255
+
+
+def check_label(label: str) -> str:
+    """A policy label: 1 to MAX_LABEL characters, no control characters (a NUL cannot name a file)."""
+    if not label or len(label) > MAX_LABEL:
+        raise ValueError(f"a policy label has 1 to {MAX_LABEL} characters, got {len(label)}")
+    bad = next((ch for ch in label if ord(ch) < 32 or ord(ch) == 127), None)
+    if bad is not None:
+        raise ValueError(f"a policy label may not hold control characters (got {bad!r})")
+    return label
+
+
+def policy_label_arg(text: str) -> str:
+    """argparse type: a policy (its text is its label: 1-255 characters, no control characters)."""
+    try:
+        return check_label(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def load_arg(text: str) -> float:
@@ -533,7 +566,12 @@ def _run(args, t0, out, force, window, predictor, predicted, predictor_info, plo
 
 
 def _is_demo_folder(path: Path) -> bool:
-    """True for a folder holding an earlier `schedcast demo` result (which the demo may replace)."""
+    """True for a folder holding an earlier `schedcast demo` result (which the demo may replace): schedcast's
+    marker of kind demo, with the id its meta.json records (evaluation.outdir); a meta.json alone is not enough."""
+    from evaluation.outdir import is_own_output
+
+    if not is_own_output(path):
+        return False
     try:
         return json.loads((path / "meta.json").read_text()).get("kind") == "demo"
     except (OSError, ValueError, AttributeError):
@@ -562,7 +600,7 @@ def add_parsers(sub) -> None:
                        "print a comparison table and write a result folder (summary.csv, per-job parquet, "
                        "breakdowns, meta.json, plots). Everything is checked before the replay starts.")
     _add_workload_args(p)
-    p.add_argument("--policy", nargs="+", default=DEFAULT_POLICIES, metavar="POLICY",
+    p.add_argument("--policy", nargs="+", type=policy_label_arg, default=DEFAULT_POLICIES, metavar="POLICY",
                    help="registry names (see `schedcast policies -v`), optionally name:key=value,... "
                    f"(default: {' '.join(DEFAULT_POLICIES)})")
     from sim.placement import PLACEMENTS  # every placement, from the placement table

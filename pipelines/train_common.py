@@ -163,6 +163,18 @@ def check_params(task: str, algo: str, fast: bool, params: dict[str, Any]) -> No
         return
     import inspect
 
+    if task == "duration":  # a value of another type than the default's (num_leaves=abc): refused here,
+        defaults = getattr(make_duration_model(algo, fast), "get_params", dict)()  # not in fit after loading
+        for key, value in params.items():
+            default = defaults.get(key)
+            if default is None or key not in defaults:
+                continue
+            number = isinstance(default, (int, float)) and not isinstance(default, bool)
+            if (number and (isinstance(value, bool) or not isinstance(value, (int, float)))) or \
+                    (isinstance(default, bool) and not isinstance(value, bool)) or \
+                    (isinstance(default, str) and not isinstance(value, str)):
+                raise ValueError(f"--param {key}={value!r}: the {task} model ({algo}) takes a "
+                                 f"value of type {type(default).__name__} for {key} (default {default!r})")
     try:
         if task == "duration":
             make_duration_model(algo, fast, **params)

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
-from features.paths import configs_dir, resolve_data_path
+from features.paths import configs_dir, data_dir
 
 #: Bounds checked before anything is built: a config with more (``nodes: 1e11``,
 #: ``gpus_per_node: 99999999999``) would exhaust the memory building its node lists instead of failing.
@@ -59,6 +59,13 @@ class NodesFromSummary(BaseModel):
     gpus_column: str = "gpu_num"
 
 
+def _whole_number(value):
+    """A YAML boolean is not a count (``nodes: true`` used to be read as 1 node)."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected a whole number, got {str(value).lower()}")
+    return value
+
+
 class NodeGroup(BaseModel):
     """``count`` nodes of ``gpus_per_node`` GPUs of one GPU model (heterogeneous clusters inline)."""
 
@@ -67,12 +74,16 @@ class NodeGroup(BaseModel):
     gpus_per_node: int = Field(ge=1, le=MAX_GPUS_PER_NODE)
     gpu_type: str
 
+    _counts = field_validator("count", "gpus_per_node", mode="before")(_whole_number)
+
 
 class PartitionConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str
     nodes: int = Field(ge=1, le=MAX_NODES)
     gpus_per_node: int | None = Field(None, ge=1, le=MAX_GPUS_PER_NODE)
+
+    _counts = field_validator("nodes", "gpus_per_node", mode="before")(_whole_number)
 
 
 class ClusterConfig(BaseModel):
@@ -94,6 +105,11 @@ class ClusterConfig(BaseModel):
     unknown_org: Literal["reject", "largest"] | str = Field(
         "reject", description="jobs whose org names no partition: reject (counted), send to the largest "
                               "partition, or name a partition")
+
+    #: The folder of the YAML file the config was read from (its CSV files may live there).
+    _folder: Path | None = PrivateAttr(default=None)
+
+    _counts = field_validator("nodes", "gpus_per_node", mode="before")(_whole_number)
 
     @model_validator(mode="after")
     def _one_source(self) -> "ClusterConfig":
@@ -150,12 +166,58 @@ class Cluster:
                 f"{len(self.partitions)} partition(s)")
 
 
-def _read_csv(path: Path):
+def csv_source(config: ClusterConfig, data: str | Path | None = None) -> tuple[str, Path] | None:
+    """(field, resolved path) of the CSV file a config reads, or None. A relative ``file`` is looked up in
+    the data directory, then in the config's own folder; the path (".." removed) must lie inside one of
+    those two: ``nodes_from_csv: {file: /etc/passwd}`` or ``../../x`` is refused, naming the file and the
+    field, before anything is read."""
+    for name in ("partitions_from_csv", "nodes_from_csv", "nodes_from_summary"):
+        src = getattr(config, name)
+        if src is not None:
+            break
+    else:
+        return None
+    field = f"{name}.file"
+    import os
+
+    roots = [Path(os.path.abspath(data_dir(data)))]
+    if config._folder is not None:
+        roots.append(Path(os.path.abspath(config._folder)))
+    given = Path(src.file)
+    candidates = [given] if given.is_absolute() else [root / given for root in roots]
+    where = " or ".join(str(r) for r in roots)
+    for candidate in candidates:
+        real = Path(os.path.abspath(candidate))  # '..' removed; links the user made in their data dir are kept
+        if not any(real == root or root in real.parents for root in roots):
+            raise ValueError(f"cluster {config.name!r}: field {field!r}: {src.file!r} is outside the data directory "
+                             f"and the config's folder ({where}); give a CSV file inside them")
+        if real.exists():
+            if not real.is_file():
+                raise ValueError(f"cluster {config.name!r}: field {field!r}: {src.file!r} is not a regular file")
+            return field, real
+    raise ValueError(f"cluster {config.name!r}: field {field!r}: {src.file!r} does not exist in {where} "
+                     "(set --data-dir)")
+
+
+def _read_csv(config: ClusterConfig, data: str | Path | None):
     import pandas as pd
 
-    if not path.exists():
-        raise FileNotFoundError(f"cluster config refers to {path}, which does not exist (set --data-dir)")
-    return pd.read_csv(path)
+    field, path = csv_source(config, data)
+    try:
+        return pd.read_csv(path)
+    except (OSError, ValueError, UnicodeDecodeError) as exc:
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+        raise ValueError(f"cluster {config.name!r}: field {field!r}: {path} is not a readable CSV file ({reason})") \
+            from None
+
+
+def cluster_input_files(name_or_path: str | Path, data: str | Path | None = None) -> list[Path]:
+    """The files a cluster reads: its YAML config and the CSV it names (for content hashes of inputs)."""
+    config = load_cluster_config(name_or_path)
+    files = [Path(config._folder) / Path(name_or_path).name if Path(name_or_path).suffix
+             else configs_dir() / "clusters" / f"{name_or_path}.yaml"]
+    src = csv_source(config, data)
+    return files + ([src[1]] if src else [])
 
 
 def _column(frame, col: str | int):
@@ -173,7 +235,7 @@ def build_cluster(config: ClusterConfig, data: str | Path | None = None) -> Clus
                  for p in config.partitions]
     elif config.partitions_from_csv is not None:
         src = config.partitions_from_csv
-        frame = _read_csv(resolve_data_path(src.file, data))
+        frame = _read_csv(config, data)
         names, counts = _column(frame, src.name_column), _column(frame, src.nodes_column)
         check_nodes(int(sum(max(int(c), 0) for c in counts)), f"cluster {config.name!r} ({src.file})")
         parts = [Partition(str(n), [per_node] * int(c), [gpu_type] * int(c)) for n, c in zip(names, counts)
@@ -183,7 +245,7 @@ def build_cluster(config: ClusterConfig, data: str | Path | None = None) -> Clus
         parts = [Partition("default", [c for c, _ in caps], [t for _, t in caps])]
     elif config.nodes_from_csv is not None:
         src = config.nodes_from_csv
-        frame = _read_csv(resolve_data_path(src.file, data))
+        frame = _read_csv(config, data)
         gpus = frame[src.gpus_column].fillna(0).astype(int)
         types = frame[src.type_column].astype(str) if src.type_column else [gpu_type] * len(frame)
         caps = [(int(g), str(t)) for g, t in zip(gpus, types) if int(g) > 0]
@@ -193,7 +255,7 @@ def build_cluster(config: ClusterConfig, data: str | Path | None = None) -> Clus
         parts = [Partition("default", [c for c, _ in caps], [t for _, t in caps])]
     else:
         src = config.nodes_from_summary
-        frame = _read_csv(resolve_data_path(src.file, data))
+        frame = _read_csv(config, data)
         row = frame[frame[src.id_column].astype(str) == src.cluster]
         if row.empty:
             raise ValueError(f"cluster {src.cluster!r} not found in {src.file}")
@@ -230,8 +292,12 @@ def load_cluster_config(name_or_path: str | Path) -> ClusterConfig:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ValueError(f"cluster config {path}: cannot be read ({exc.__class__.__name__}: {exc})") from None
+    from features.yamlio import DuplicateKeyError, load_yaml
+
     try:
-        data = yaml.safe_load(text)
+        data = load_yaml(text)
+    except DuplicateKeyError as exc:
+        raise ValueError(f"cluster config {path} (line {exc.problem_mark.line + 1}): {exc.problem}") from None
     except yaml.constructor.ConstructorError as exc:
         mark = exc.problem_mark
         line = f" (line {mark.line + 1})" if mark is not None else ""
@@ -248,7 +314,9 @@ def load_cluster_config(name_or_path: str | Path) -> ClusterConfig:
         raise ValueError(f"cluster config {path}: expected a mapping of fields (name: ..., nodes: ...), "
                          f"got a {type(data).__name__}")
     try:
-        return ClusterConfig(**{str(k): v for k, v in data.items()})
+        config = ClusterConfig(**{str(k): v for k, v in data.items()})
+        config._folder = path.parent
+        return config
     except ValidationError as exc:
         errors = exc.errors()
         first = errors[0]

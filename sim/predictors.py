@@ -209,11 +209,24 @@ class RestPredictor(_ModelBacked):
             preds = payload["predictions"] if isinstance(payload, dict) and "predictions" in payload else payload
             if not isinstance(preds, list):
                 raise ValueError(f"model server {self.url} answered without a list of predictions")
+            if len(preds) != len(part):
+                raise ValueError(f"model server {self.url} answered {len(preds)} predictions for {len(part)} jobs")
             try:
                 out.extend(float(p) for p in preds)
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, OverflowError):
                 raise ValueError(f"model server {self.url} answered with non-numeric predictions") from None
-        return np.maximum(np.asarray(out, dtype=float), 0.0)
+        values = np.asarray(out, dtype=float)
+        from features.jobtable import MAX_DURATION_S
+
+        # a duration is finite, >= 0 and at most a year (the job table's bound): -1000 or 1e308 is a broken
+        # server, not a prediction to clip or to schedule by
+        bad = ~np.isfinite(values) | (values < 0) | (values > MAX_DURATION_S)
+        if bad.any():
+            first = int(np.flatnonzero(bad)[0])
+            raise ValueError(f"model server {self.url} answered {int(bad.sum())} prediction(s) that are no duration "
+                             f"(first: {values[first]!r} for job {jobs['job_id'].iloc[first]}; a duration is in "
+                             f"[0, {MAX_DURATION_S:.0f}] s)")
+        return values
 
 
 def _noisy(sigma: float = 0.5, seed: int = 0) -> "NoisyOraclePredictor":

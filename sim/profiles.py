@@ -98,6 +98,12 @@ class ProfileCatalog:
     def __len__(self) -> int:
         return len(self.profiles)
 
+    @staticmethod
+    def input_files(data: str | Path | None = None) -> tuple[Path, Path]:
+        """The measured-profile files :meth:`build` reads from the data dir (when they exist)."""
+        return (resolve_data_path("profiles/pipedream/layers.csv", data),
+                resolve_data_path("profiles/lucid/single_data.csv", data))
+
     @classmethod
     def build(cls, which: str = "lazer", data: str | Path | None = None) -> "ProfileCatalog":
         """``which`` is a key of CATALOGS. Measured values are read from profiles/ in the data dir; when
@@ -106,8 +112,7 @@ class ProfileCatalog:
             raise ValueError(f"unknown catalog {which!r}; known: {', '.join(CATALOGS)}")
         measured_bytes: dict[str, float] = {}
         solo: dict[str, tuple[float, float, float]] = {}
-        layers = resolve_data_path("profiles/pipedream/layers.csv", data)
-        single = resolve_data_path("profiles/lucid/single_data.csv", data)
+        layers, single = cls.input_files(data)
         import pandas as pd
 
         if layers.exists():

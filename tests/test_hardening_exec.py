@@ -354,8 +354,11 @@ def test_non_regular_files_are_refused_without_reading_them(tmp_path):
 # -- 12. input at fault: exit 2 with the reason, not "internal error" -------------------------------
 @pytest.mark.parametrize("content", ["[1, 2]", '{"id": "x", "status": 5}', "{not json"])
 def test_a_malformed_status_file_is_exit_2(tmp_path, capsys, content):
+    from evaluation.outdir import write_marker
+
     run = tmp_path / "run"
     (run / "cells").mkdir(parents=True)
+    write_marker(run, "experiment")  # a run folder of ours (issue 44: a user's folder is refused first)
     (run / "cells" / "x.json").write_text(content)
     rc, err = _main(["experiment", "report", str(run)], capsys)
     _one_line_error(rc, err, "x.json", "malformed cell status file")
@@ -368,8 +371,11 @@ def test_spec_yaml_is_written_atomically(tmp_path, monkeypatch):
 
     from pipelines.experiment import parse_spec, run_experiment
 
+    from evaluation.outdir import write_marker
+
     out = tmp_path / "run"
     (out / "cells").mkdir(parents=True)
+    write_marker(out, "experiment")  # a run folder of ours (issue 44: a user's folder is refused first)
     (out / "spec.yaml").write_text("old spec\n")
     real = pathlib.Path.write_text
 
@@ -398,8 +404,11 @@ def test_stale_partials_are_cleaned_and_an_orphaned_parent_run_is_failed(tmp_pat
 
     monkeypatch.chdir(tmp_path)
     uri = migrated_store(tmp_path / "mlflow.db")
+    from evaluation.outdir import write_marker
+
     out = tmp_path / "run"
     (out / "cells" / ".d-fifo-s0-abc.xyz.partial").mkdir(parents=True)
+    write_marker(out, "experiment")  # a run folder of ours (issue 44: a user's folder is refused first)
     (out / "cells" / ".d-fifo-s0-abc.xyz.partial" / "summary.csv").write_text("half")
     (out / "cells" / ".d.json.4242.tmp").write_text("{")
     (out / "cells" / "user-notes.partial.txt").write_text("not ours")  # left alone

@@ -122,8 +122,10 @@ def test_failed_logs_are_read_once_per_distinct_log_and_rates_are_the_classifier
     assert 0 < st["schedmate_logs_read"] <= st["schedmate_fh_failures"]
     assert st["schedmate_fh_recognised"] + st["schedmate_fh_missed"] == st["schedmate_fh_infrastructure"]
     again = simulate(w, "schedmate-sjf-fh", failures=failures, restart=rule, seed=0).policy_stats
-    assert again["schedmate_logs_read"] == 0  # cached per distinct log
-    built = ("schedmate_logs_read", "schedmate_texts_built")
+    # diagnoses are cached per distinct log, but the count is the replay's own (issue 44: the same with a
+    # warm cache as with a cold one, so outputs are byte-identical)
+    assert again["schedmate_logs_read"] == st["schedmate_logs_read"]
+    built = ("schedmate_texts_built",)
     assert {k: v for k, v in again.items() if k not in built} == {k: v for k, v in st.items() if k not in built}
 
 

@@ -734,11 +734,16 @@ def read_repository(folder: str, max_bytes: int = 1_000_000, max_files: int = 20
     if not root.is_dir():
         raise NotADirectoryError(f"{folder}: not a folder")
     cands = []
+    real_root = root.resolve()
     for p in root.rglob("*"):
         rel = p.relative_to(root)
         if any(part.startswith(".") or part in ("__pycache__", "node_modules") for part in rel.parts):
             continue
         if p.suffix in READ_SUFFIXES and p.is_file() and p.stat().st_size <= max_bytes:
+            if p.is_symlink() or any(q.is_symlink() for q in p.parents if q != root and root in q.parents):
+                real = p.resolve()  # a link is followed only within the repository (issue 44)
+                if real_root not in real.parents:
+                    continue
             cands.append((rel.as_posix(), p))
     if len(cands) > max_files:
         # a large repository (several sub-projects): launch scripts and configs first, then code by depth,

@@ -324,7 +324,13 @@ def _finish(path: Path, data: bytes, frame: pd.DataFrame, counts: np.ndarray, re
         frame.attrs["bad_rows"] = bad
     missing = [c for c in required if c not in frame.columns]
     if missing:
-        raise TraceError(path, f"missing column(s) {missing}; found {list(frame.columns)}")
+        found = [str(c) for c in frame.columns]
+        if all(re.fullmatch(r"[A-Za-z_][\w .\-/()]{0,63}", c) for c in found) and len(found) <= 200:
+            raise TraceError(path, f"missing column(s) {missing}; found {found}")
+        # not a header of column names (a file that is not a trace, e.g. /etc/passwd): its text is not echoed
+        # into messages that end up in results.csv and the leaderboard
+        raise TraceError(path, f"missing column(s) {missing}; the first line is not a header of column names: "
+                               "not a trace file of this format")
     return frame
 
 

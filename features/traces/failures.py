@@ -273,3 +273,11 @@ def load_acme_failures(path: str | Path, *, tz: str = "Asia/Shanghai", link_wind
 FORMATS = {
     "acme-failures": (load_acme_failures, "Acme trace_*.csv with states, fail_time and linked resubmissions"),
 }
+
+
+def _check_params(params: dict) -> None:
+    """The generator's parameters as FailureWorkloadSpec fields, checked before any work (issue 44)."""
+    FailureWorkloadSpec(**params)
+
+
+generate_from_preset.check_params = _check_params  # type: ignore[attr-defined]

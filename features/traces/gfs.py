@@ -338,3 +338,11 @@ FORMATS = {
     "alibaba-v2023-spot": (load_v2023_hp_spot, "Alibaba GPU v2023 pods as HP (LS) / spot (BE) tasks with "
                                                "checkpoints (GFS reading)"),
 }
+
+
+def _check_params(params: dict) -> None:
+    """The generator's parameters as GfsSpec fields, checked before any work (issue 44)."""
+    GfsSpec(**params)
+
+
+generate_from_preset.check_params = _check_params  # type: ignore[attr-defined]

@@ -59,6 +59,7 @@ def venus_shaped(params: dict[str, Any], seed: int, jobs: int | None) -> JobTabl
 
     from features.traces.synthetic import generate, load_preset
 
+    check_venus_params(params)
     parts = partition_gpus(params.get("cluster", "venus"), params.get("data_dir"))
     spec = load_preset(params.get("preset", "earth"), jobs=jobs or params.get("jobs"), num_vcs=len(parts))
     table = generate(spec, seed=seed)
@@ -71,3 +72,16 @@ def venus_shaped(params: dict[str, Any], seed: int, jobs: int | None) -> JobTabl
 
 
 __all__ = ["partition_gpus", "venus_shaped"]
+
+
+#: The parameters venus_shaped reads (anything else was silently ignored: refused now, issue 44).
+VENUS_PARAMS = ("preset", "cluster", "data_dir", "jobs")
+
+
+def check_venus_params(params: dict[str, Any]) -> None:
+    unknown = sorted(str(k) for k in params if k not in VENUS_PARAMS)
+    if unknown:
+        raise ValueError(f"venus-shaped: unknown parameter(s) {', '.join(unknown)}; it takes {', '.join(VENUS_PARAMS)}")
+
+
+venus_shaped.check_params = check_venus_params  # type: ignore[attr-defined]

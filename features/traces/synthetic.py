@@ -183,6 +183,25 @@ def get_generator(ref: str) -> Generator:
     return GENERATORS.lookup(check_generator_name(ref))
 
 
+def check_generator_params(ref: str, params: dict | None) -> None:
+    """Refuse parameters generator ``ref`` does not take, before any work: a generator may carry a
+    ``check_params(params)`` attribute (schedcast's own do). A one-line ValueError names the parameter."""
+    checker = getattr(get_generator(ref), "check_params", None)
+    if checker is None:
+        return
+    try:
+        checker(dict(params or {}))
+    except Exception as exc:  # pydantic's ValidationError: its first error, one line
+        errors = getattr(exc, "errors", None)
+        if callable(errors):
+            first = errors()[0]
+            where = ".".join(str(x) for x in first.get("loc", ())) or "params"
+            raise ValueError(f"generator {ref!r}: parameter {where!r}: {first.get('msg')}") from None
+        if isinstance(exc, (ValueError, TypeError)):
+            raise ValueError(str(exc).splitlines()[0]) from None
+        raise
+
+
 def registered_generators(names: "list[str] | set[str]") -> dict[str, Generator]:
     """The generators among ``names`` that this process registered at run time (not built-in, not an
     installed plug-in): a parallel engine ships them to its workers with the cells, by reference."""

@@ -44,6 +44,9 @@ class Cell:
     performance: str = "none"
     predict: tuple[tuple[str, str], ...] = ()
     window: tuple[float, float] | None = None
+    #: The content hash of every file the cell's workload reads (:func:`input_digest`): a trace edited in
+    #: place, another --data-dir or a changed cluster CSV gives another key, so the cell runs again.
+    inputs: str = ""
 
     def key(self) -> str:
         body = {k: v for k, v in asdict(self).items() if k != "label"}
@@ -79,6 +82,7 @@ def expand(spec: ExperimentSpec, data_dir: str | None = None) -> list[Cell]:
     cells: dict[str, Cell] = {}
     for w in spec.workloads:
         source = w.source(data_dir)
+        inputs = input_digest(source)
         for entry in entries:
             if entry.workloads and w.name not in entry.workloads:
                 continue
@@ -95,9 +99,69 @@ def expand(spec: ExperimentSpec, data_dir: str | None = None) -> list[Cell]:
                                     placement=entry.placement or w.placement or spec.placement,
                                     failures=entry.failures or w.failures or spec.failures,
                                     performance=entry.performance or w.performance or spec.performance,
-                                    predict=tuple(sorted(predict.items())), window=w.window)
+                                    predict=tuple(sorted(predict.items())), window=w.window, inputs=inputs)
                         cells.setdefault(cell.key(), cell)
     return list(cells.values())
+
+
+def input_files(source: dict[str, Any]) -> list[tuple[str, Path]]:
+    """(role, path) of every file a workload source reads: the trace, the cluster config and the CSV it
+    names, the measured profiles of a cost catalog (those that exist)."""
+    from features.paths import resolve_data_path
+
+    data_dir = source.get("data_dir")
+    files: list[tuple[str, Path]] = []
+    trace = source.get("trace")
+    if trace and not source.get("synthetic"):
+        path = Path(trace) if Path(trace).exists() else resolve_data_path(trace, data_dir)
+        files.append(("trace", path))
+    if source.get("cluster"):
+        from sim.cluster import cluster_input_files
+
+        try:
+            files += [("cluster", p) for p in cluster_input_files(source["cluster"], data_dir)]
+        except ValueError:
+            pass  # a bad cluster is the cell's own error (skipped, with the reason)
+    if source.get("costs", "none") != "none":
+        from sim.profiles import ProfileCatalog
+
+        files += [("profile", p) for p in ProfileCatalog.input_files(data_dir) if p.is_file()]
+    return files
+
+
+_DIGESTS: dict[tuple, str] = {}
+
+
+def file_digest(path: Path) -> str:
+    """sha256 of a file's content (cached per process by path, size, mtime and inode); 'missing' when
+    it cannot be read."""
+    try:
+        st = path.stat()
+    except OSError:
+        return "missing"
+    key = (str(path.resolve()), st.st_size, st.st_mtime_ns, st.st_ino)
+    if key not in _DIGESTS:
+        h = hashlib.sha256()
+        try:
+            with open(path, "rb") as fh:
+                for block in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(block)
+        except OSError:
+            return "missing"
+        _DIGESTS[key] = h.hexdigest()
+    return _DIGESTS[key]
+
+
+def input_digest(source: dict[str, Any]) -> str:
+    """One hash of the content of every input file of a workload source (:func:`input_files`); '' when it
+    reads none (a synthetic preset with a built-in cluster)."""
+    files = input_files(source)
+    if not files:
+        return ""
+    h = hashlib.sha256()
+    for role, path in files:
+        h.update(f"{role}\0{file_digest(path)}\0".encode())
+    return h.hexdigest()[:16]
 
 
 _WORKLOADS: "OrderedDict[str, tuple[Any, Any]]" = OrderedDict()

@@ -39,7 +39,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else default_out(spec)
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out} is a file")
-    check_resources(spec, args.data_dir, source=str(args.spec))
+    from evaluation.outdir import check_run_folder
+
+    check_run_folder(out, "experiment")  # before any work: a user's folder is never written into
+    check_resources(spec, args.data_dir, source=str(args.spec), load=not args.dry_run)
     cells = expand(spec, args.data_dir)
     if args.dry_run:
         for cell in cells:
@@ -92,6 +95,9 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     if not (out / "cells").is_dir():
         raise ValueError(f"{out} is not an experiment run folder (no cells/); run `schedcast experiment run` first")
+    from evaluation.outdir import check_run_folder
+
+    check_run_folder(out, "experiment")  # results.csv / leaderboard.html of a user's folder are never replaced
     paths = build_report(out, spec)
     print("report: " + ", ".join(str(p) for p in paths.values()))
     return 0

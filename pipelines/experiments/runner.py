@@ -94,6 +94,9 @@ def run_experiment(spec: ExperimentSpec, out: str | Path, *, executor: str | Non
     t0, c0 = time.perf_counter(), time.process_time()
     out = Path(out)
     check_resources(spec, data_dir)
+    from evaluation.outdir import claim_run_folder
+
+    output_id = claim_run_folder(out, "experiment")  # a user's folder (results.csv, run.json, ...) is refused
     (out / "cells").mkdir(parents=True, exist_ok=True)
     lock = RunLock(out)
     previous = previous_run(out) if lock.sole else None
@@ -108,7 +111,7 @@ def run_experiment(spec: ExperimentSpec, out: str | Path, *, executor: str | Non
         else:
             todo.append(cell)
     write_text(out / "spec.yaml", spec_text if spec_text is not None else json.dumps(spec.model_dump(), indent=1))
-    run_info = {"spec": spec.name, "code_version": code, "executor": executor, "cells": len(cells), "to_run": len(todo),
+    run_info = {"spec": spec.name, "output_id": output_id, "code_version": code, "executor": executor, "cells": len(cells), "to_run": len(todo),
                 "reused": reused, "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                 "spec_hash": hashlib.sha256(json.dumps(spec.model_dump(), sort_keys=True, default=str).encode()).hexdigest()[:16]}
     tracker = parent = None

@@ -143,6 +143,15 @@ def _define_models() -> dict[str, Any]:
         predict: dict[str, str] | None = None
         workloads: list[str] | None = None
 
+        @field_validator("label")
+        @classmethod
+        def _label(cls, label: str | None) -> str | None:
+            if label is not None:
+                from pipelines.simulate import check_label
+
+                check_label(label)
+            return label
+
         @field_validator("grid")
         @classmethod
         def _grid(cls, grid: dict[str, list[Any]]) -> dict[str, list[Any]]:
@@ -281,8 +290,12 @@ def load_spec(path: str | Path) -> ExperimentSpec:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"experiment spec {path} not found")
+    from features.yamlio import DuplicateKeyError, load_yaml
+
     try:
-        data = yaml.safe_load(path.read_text())
+        data = load_yaml(path.read_text())
+    except DuplicateKeyError as exc:
+        raise ValueError(f"{path}: line {exc.problem_mark.line + 1}: {exc.problem}") from None
     except yaml.YAMLError as exc:
         raise ValueError(f"{path}: not valid YAML ({one_line(exc)})") from None
     if not isinstance(data, dict):
@@ -358,6 +371,23 @@ def _check_registry(spec: ExperimentSpec, source: str) -> None:
         check_metric(spec.rank_by)
     except ValueError as exc:
         raise ValueError(f"{source}: field rank_by: {exc}") from None
+    for j, metric in enumerate(spec.metrics):
+        try:
+            check_metric(metric)
+        except ValueError as exc:
+            raise ValueError(f"{source}: field metrics[{j}]: {exc}") from None
+    from features.traces.synthetic import check_generator_params
+    from sim.profiles import CATALOGS
+
+    for i, w in enumerate(spec.workloads):
+        if w.generator:
+            try:
+                check_generator_params(w.generator, w.params)
+            except ValueError as exc:
+                raise ValueError(f"{source}: field workloads[{i}].params: {one_line(exc)}") from None
+        if w.costs != "none" and w.costs not in CATALOGS:
+            raise ValueError(f"{source}: field workloads[{i}].costs: unknown catalog {w.costs!r}; use none or "
+                             f"{', '.join(CATALOGS)}")
     _check_extras(spec, source)
 
 
@@ -386,6 +416,12 @@ def _check_extras(spec: ExperimentSpec, source: str) -> None:
                 make_performance(obj.performance)
             field_name = "predict"
             for kind, text in (obj.predict or {}).items():
+                import difflib
+
+                near = difflib.get_close_matches(str(kind), ["duration", "iterations"], n=1, cutoff=0.75)
+                if near and near[0] != kind:  # a misspelt kind skipped every cell of the entry
+                    raise ValueError(f"unknown kind {kind!r}: did you mean {near[0]!r}? (duration, iterations or "
+                                     "a numeric column of the trace)")
                 text = str(text).strip()
                 if text.startswith(("models:/", "runs:/")):
                     from sim.predictors import parse_model_uri
@@ -398,10 +434,13 @@ def _check_extras(spec: ExperimentSpec, source: str) -> None:
             raise ValueError(f"{source}: field {prefix}{field_name}: {one_line(exc)}") from None
 
 
-def check_resources(spec: ExperimentSpec, data_dir: str | None = None, source: str = "spec") -> None:
+def check_resources(spec: ExperimentSpec, data_dir: str | None = None, source: str = "spec",
+                    load: bool = False) -> None:
     """What the cells will read, checked before any of them runs (also by ``--dry-run``): each
     workload's cluster config (built, so CSV node lists and bounds are checked) and trace file (a
-    readable regular file). A one-line ValueError names the field."""
+    readable regular file whose format is known or can be guessed; with ``load``, also loaded, so a file
+    that is no trace of its format, ``/etc/passwd``, is refused before any work: the loaded table is kept
+    in the trace cache for the cells). A one-line ValueError names the field."""
     from features.paths import resolve_data_path
     from sim.cluster import load_cluster
 
@@ -425,6 +464,14 @@ def check_resources(spec: ExperimentSpec, data_dir: str | None = None, source: s
                     fh.read(1)
             except OSError as exc:
                 raise ValueError(f"{where}: {path} cannot be read ({exc.strerror or exc})") from None
+            from features.traces import TraceError, guess_format, load_trace
+
+            try:
+                fmt = w.format or guess_format(path)
+                if load:
+                    load_trace(path, fmt)
+            except TraceError as exc:
+                raise ValueError(f"{where}: not a trace: {one_line(exc)}") from None
 
 
 def policy_entry(entry: str | PolicyEntry) -> PolicyEntry:

@@ -275,7 +275,10 @@ class FailureReader:
     def __init__(self, texts: JobTexts) -> None:
         self.texts = texts
         self._handler = None
+        #: distinct failed-job logs this replay had the handler diagnose, whether the diagnosis came from
+        #: the handler now or from the cache (so the metric does not depend on what an earlier run cached)
         self.read = 0
+        self._seen: set[tuple] = set()
 
     def _job_key(self, job: int, trace_cause: str) -> tuple[str, tuple]:
         """(corpus cause, failed-log key) of ``job`` failing with ``trace_cause``; kept per process (a
@@ -299,6 +302,9 @@ class FailureReader:
         of ``job`` failing with the trace's ``trace_cause`` (written with the mapped corpus cause)."""
         t = self.texts
         cause, key = self._job_key(job, trace_cause)
+        if key not in self._seen:
+            self._seen.add(key)
+            self.read += 1
         if key not in _DIAGNOSES:
             _load("schedmate-diag", t.seed, _DIAGNOSES)
         if key in _DIAGNOSES:
@@ -315,7 +321,6 @@ class FailureReader:
         lines, _ = failure_log(spec, tpl, 0, t.seed, cause, noisy=noisy)
         kind = self._handler.diagnose(lines).kind
         _DIAGNOSES[key] = kind
-        self.read += 1
         _DIRTY.add(("schedmate-diag", t.seed))
         return kind
 
@@ -327,7 +332,9 @@ class SlowdownReader:
         self.texts = texts
         self._tracker = None
         self._before: dict[tuple, Any] = {}
+        #: distinct logs this replay had the tracker read (cached or not: see FailureReader.read)
         self.read = 0
+        self._seen: set[tuple] = set()
 
     def ratio(self, job: int, true_ratio: float) -> float | None:
         """Measured throughput after / before a slowdown to ``true_ratio`` (None: untrackable log)."""
@@ -337,6 +344,9 @@ class SlowdownReader:
         noisy = _noisy(t.keys[job], t.index[job], "track")
         tpl = t.template(job)
         key = ("track", t.seed, tpl, bucket, noisy)
+        if key not in self._seen:
+            self._seen.add(key)
+            self.read += 1
         if key in _READINGS:
             return _READINGS[key]
         from features.jobcorpus.logs import runtime_log
@@ -357,6 +367,5 @@ class SlowdownReader:
         if pb.step_time and pa.step_time and math.isfinite(pb.step_time) and math.isfinite(pa.step_time):
             value = float(pb.step_time / pa.step_time)
         _READINGS[key] = value
-        self.read += 1
         _DIRTY.add(("schedmate-track", t.seed))
         return value

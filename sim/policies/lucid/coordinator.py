@@ -53,9 +53,15 @@ class LucidCoordinator(Coordinator):
         self.interference = interference
         self.profiles = job_profiles(w, interference, cctx.rng("lucid.profiles"))
         if policy.packing_model:  # e.g. models:/packing@champion
-            from models.registry import check_store, configure, load, unwrap
+            from models.registry import (ModelNotFoundError, check_store, configure, load, resolve_tracking_uri,
+                                         sqlite_path, unwrap)
 
             check_store(policy.tracking_uri, "the policy parameter tracking_uri=")
+            uri = resolve_tracking_uri(policy.tracking_uri)
+            db = sqlite_path(uri)
+            if db is not None and not db.is_file():  # a look-up never creates a store (./mlruns/mlflow.db)
+                raise ModelNotFoundError(f"model {policy.packing_model}: no model registry at {uri} (train one "
+                                         "first, or give tracking_uri= / --tracking-uri)")
             configure(policy.tracking_uri)
             clf = unwrap(load(policy.packing_model))
         else:
