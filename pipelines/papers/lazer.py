@@ -48,8 +48,12 @@ HELIOS_CLUSTER = {"earth": "earth", "saturn": "saturn", "uranus": "uranus"}
 CAUSES = ("Lazer+PL", "Lazer+WQ", "load", "cluster", "strict")
 QUICK_JOBS = 3000
 COSTS = "lazer:uniform"
+#: part of every cell's cache key: bump it when what a cell measures changes
+CELL_VERSION = 1
 #: Lazer's futile P50 of 0 s is read as this (s) in the "N x lower futile time" ratios (a 0 would be infinite)
 FUTILE_FLOOR_S = 1.0
+#: Table 2 prints minutes with one decimal: a time below 0.05 min (3 s) prints as 0.0
+RESOLUTION_S = 3.0
 #: the share of mean JCT SJF spends waiting in the paper's Fig. 3 (lazer.txt:95): the baselines queue
 WAIT_SHARE = 0.05
 
@@ -77,7 +81,7 @@ class Cell:
         return HELIOS_CLUSTER[self.trace] if self.variant == "cluster" else "lazer-512"
 
     def key(self) -> str:
-        text = json.dumps([self.params(), self.cluster(), self.policy, self.seed, COSTS], sort_keys=True)
+        text = json.dumps([CELL_VERSION, self.params(), self.cluster(), self.policy, self.seed, COSTS], sort_keys=True)
         return f"{self.trace}-{self.variant}-{self.label}-s{self.seed}-{hashlib.sha1(text.encode()).hexdigest()[:12]}"
 
 
@@ -199,17 +203,23 @@ def _per_seed(values: dict[str, dict[int, float]]) -> list[int]:
     return sorted(common or [])
 
 
-def speedup(view: View, trace: str, metric: str, case: Case = MAIN) -> list[float]:
-    """Per seed: the best baseline's ``metric`` / Lazer's (best = lowest); NaN where Lazer's is 0."""
-    series = {b: view.get(trace, case.baselines_variant, b, metric) for b in BASELINES}
+def _ratio(num: float, lazer: float) -> float:
+    """num / lazer with both floored at Table 2's printing resolution (0.05 min): a 0 baseline and a 0 Lazer
+    is 0/0 (NaN, not testable); a 0 Lazer against a positive baseline counts as 3 s."""
+    if num < RESOLUTION_S and lazer < RESOLUTION_S:
+        return math.nan
+    return num / max(lazer, RESOLUTION_S)
+
+
+def speedup(view: View, trace: str, metric: str, case: Case = MAIN, only: str | None = None) -> list[float]:
+    """Per seed: the best baseline's ``metric`` (lowest; or baseline ``only``) / Lazer's (see :func:`_ratio`)."""
+    series = {b: view.get(trace, case.baselines_variant, b, metric) for b in ([only] if only else BASELINES)}
     series = {b: v for b, v in series.items() if v}
     lazer = view.get(trace, case.variant, case.lazer, metric)
+    if not series:
+        return []
     seeds = _per_seed({**series, "_": lazer})
-    out = []
-    for s in seeds:
-        best = min(v[s] for v in series.values())
-        out.append(best / lazer[s] if lazer[s] > 0 else (math.nan if best == 0 else math.inf))
-    return out
+    return [_ratio(min(v[s] for v in series.values()), lazer[s]) for s in seeds]
 
 
 def policy_ratio(view: View, trace: str, metric: str, num: str, den: str, case: Case = MAIN) -> list[float]:
@@ -257,10 +267,18 @@ def _mean(samples: list[float]) -> float | None:
 def run(ctx: ReproduceContext) -> dict[str, Measurement]:
     quick = bool(ctx.quick)
     traces = ("earth",) if quick else TRACES
-    seeds = list(ctx.seeds)[:1] if quick else (list(ctx.seeds) if ctx.seeds_given else [0, 1, 2])
+    seeds = (list(ctx.seeds) or [0])[:1] if quick else (list(ctx.seeds) if ctx.seeds_given else [0, 1, 2])
     jobs = QUICK_JOBS if quick else None
     results = _run_all(ctx, _cells(traces, seeds, jobs, quick))
     view = View(results)
+    out = measures(view, traces, quick)
+    _settings(ctx, view, traces, seeds, quick)
+    _tables(ctx, view, traces)
+    return out
+
+
+def measures(view: View, traces: tuple[str, ...], quick: bool) -> dict[str, Measurement]:
+    """Every measure the claims file names, from the cells' figures (no replay here)."""
     out: dict[str, Measurement] = {}
     caveats = ["measured on Helios-shaped generated traces (real Helios submission intensity, invented jobs), "
                "fitted on the baselines; see the setting's calibration"]
@@ -289,10 +307,16 @@ def run(ctx: ReproduceContext) -> dict[str, Measurement]:
                                caveats=caveats + (extra_caveats or []))
 
     for t in traces:
-        for metric, name in (("jct_p50", "jct_p50_speedup"), ("jct_p95", "jct_p95_speedup"),
-                             ("wait_p50", "wait_p50_speedup"), ("wait_p95", "wait_p95_speedup")):
-            put(f"{name}@{t}", lambda c, t=t, m=metric: speedup(view, t, m, c),
+        for metric in ("jct_p50", "jct_p95", "wait_p50", "wait_p95"):
+            put(f"{metric}_speedup@{t}", lambda c, t=t, m=metric: speedup(view, t, m, c),
                 f"best baseline's {metric} / Lazer's per seed; per policy: " + _row(view, t, metric))
+            for b in BASELINES:
+                put(f"{metric}_speedup_{b.lower()}@{t}", lambda c, t=t, m=metric, b=b: speedup(view, t, m, c, only=b),
+                    f"{b}'s {metric} / Lazer's per seed; per policy: " + _row(view, t, metric))
+        for b in ("Pollux", "Muri", "Optimus"):
+            put(f"{b.lower()}_wait_vs_sjf@{t}", lambda c, t=t, b=b: [
+                _ratio(x, y) for x, y in zip(*_paired(view, t, c.baselines_variant, b, "SJF", "wait_p50"))],
+                f"{b}'s P50 wait / SJF's (Fig. 5's measure; times under 3 s read as 3 s)")
         put(f"lazer_wait_p50_min@{t}", lambda c, t=t: lazer_metric(view, t, "wait_p50", 1 / 60, c),
             "Lazer's P50 wait, min")
         put(f"baseline_wait_share@{t}", lambda c, t=t: wait_share(view, t, c),
@@ -317,14 +341,45 @@ def run(ctx: ReproduceContext) -> dict[str, Measurement]:
         put(f"decision_cpu_ms@{t}", lambda c, t=t: lazer_metric(view, t, "decision_cpu_ms", 1.0, c),
             "Lazer's CPU time per preemption decision that asked the deferral predictor, ms", causes=False,
             extra_caveats=["our numpy GP on a shared 2-core machine, not the paper's BoTorch on its hardware"])
+    # aggregates over the traces: the preconditions and measures of the claims without a setting
+    put("baseline_wait_share", lambda c: _min_over(view, traces, lambda t: wait_share(view, t, c)),
+        "the lowest over the traces of the best baseline's mean wait / mean JCT", causes=False)
+    put("lazer_deferrals", lambda c: _min_over(view, traces, lambda t: lazer_metric(view, t, "deferrals", 1.0, c)),
+        "the fewest deferrals Lazer made on a trace", causes=False)
+    put("srtf_futile_jobs", lambda c: _min_over(view, traces, lambda t: list(
+        view.get(t, "main", "SRTF", "futile_jobs").values())), "the fewest SRTF jobs with futile time on a trace",
+        causes=False)
+    put("bo_vs_random", lambda c: _mean_over(traces, lambda t: _f_ratio(view, t, "Lazer-random")),
+        "mean over the traces of random search's mean f(X|c) / BO's", causes=False)
+    put("bo_vs_grid", lambda c: _mean_over(traces, lambda t: _f_ratio(view, t, "Lazer-grid")),
+        "mean over the traces of grid search's mean f(X|c) / BO's", causes=False)
+    put("decision_cpu_ms", lambda c: _mean_over(traces, lambda t: lazer_metric(view, t, "decision_cpu_ms", 1.0, c)),
+        "mean over the traces of Lazer's CPU ms per decision that asked the predictor", causes=False)
     for b, key in (("SRTF", "srtf"), ("Pollux", "pollux")):
         for metric, name in (("futile_any_p50", "p50"), ("futile_any_p95", "p95")):
             put(f"futile_{name}_cut_{key}", lambda c, b=b, m=metric: futile_cut(view, traces, b, m, c),
                 f"mean over {', '.join(traces)} of {b}'s / Lazer's futile time {name.upper()} (jobs with any; "
                 f"Lazer's 0 read as {FUTILE_FLOOR_S:g} s)")
-    _settings(ctx, view, traces, seeds, quick)
-    _tables(ctx, view, traces)
     return out
+
+
+def _paired(view: View, trace: str, variant: str, a: str, b: str, metric: str) -> tuple[list[float], list[float]]:
+    x, y = view.get(trace, variant, a, metric), view.get(trace, variant, b, metric)
+    seeds = sorted(set(x) & set(y))
+    return [x[s] for s in seeds], [y[s] for s in seeds]
+
+
+def _min_over(view: View, traces: tuple[str, ...], fn: Callable[[str], list[float]]) -> list[float]:
+    """Per seed position, the minimum over the traces (seed lists align: the same seeds on every trace)."""
+    per = [fn(t) for t in traces]
+    n = min((len(p) for p in per), default=0)
+    return [min(p[i] for p in per) for i in range(n)]
+
+
+def _mean_over(traces: tuple[str, ...], fn: Callable[[str], list[float]]) -> list[float]:
+    per = [fn(t) for t in traces]
+    n = min((len(p) for p in per), default=0)
+    return [float(np.mean([p[i] for p in per])) for i in range(n)]
 
 
 def _f_ratio(view: View, trace: str, other: str) -> list[float]:
@@ -342,7 +397,7 @@ def _row(view: View, trace: str, metric: str) -> str:
 
 
 def _settings(ctx: ReproduceContext, view: View, traces: tuple[str, ...], seeds: list[int], quick: bool) -> None:
-    from pipelines.papers.lazer_calibrate import baseline_figures, preset_params, table
+    from pipelines.papers.lazer_calibrate import preset_params, table
 
     settings = getattr(ctx, "settings", None)
     if settings is None:
@@ -369,7 +424,6 @@ def _settings(ctx: ReproduceContext, view: View, traces: tuple[str, ...], seeds:
         }
         if quick:
             settings[t]["note"] = f"smoke test: {QUICK_JOBS} jobs, one seed; the calibration is for the full size"
-    del baseline_figures
 
 
 def _tables(ctx: ReproduceContext, view: View, traces: tuple[str, ...]) -> None:
