@@ -414,9 +414,13 @@ def _settings(ctx: ReproduceContext, view: View, traces: tuple[str, ...], seeds:
         reached = {k: float(np.mean([r[k] for r in rows])) for k in rows[0]} if rows else {}
         params = preset_params(t)
         cells = next(iter(sjf.values()), {})
+        from features.traces.helios_shaped import HeliosShapedSpec
+
+        gpus = cells.get("cluster_gpus") or 512
+        load = HeliosShapedSpec(**params).offered_gpus() / gpus
         settings[t] = {
             "trace": f"Helios-shaped {t.capitalize()} (configs/workloads/lazer-{t}.yaml, generator helios-shaped)",
-            "cluster": "lazer-512 (64 x 8 GPUs)", "gpus": cells.get("cluster_gpus") or 512,
+            "cluster": "lazer-512 (64 x 8 GPUs)", "gpus": gpus, "offered_load": round(load, 2),
             "jobs": cells.get("jobs") or params.get("jobs"), "seeds": seeds, "costs": COSTS,
             "free_parameters": {k: params.get(k) for k in ("arrival_scale", "large_scale", "burst_size")},
             "calibration": table(t, reached) if reached else [],
