@@ -120,7 +120,7 @@ def test_speedups_pair_seeds_and_take_the_best_baseline():
     assert m.causes["Lazer+PL"] == pytest.approx(2.0)
     # the best baseline for P50 wait is SJF (30 s) against Lazer's 10 s
     assert out["wait_p50_speedup@earth"].samples == pytest.approx([3.0, 3.0])
-    assert out["bo_vs_random"].samples == pytest.approx([1.5, 1.5])
+    assert out["bo_vs_random@earth"].samples == pytest.approx([1.5, 1.5])
     assert out["futile_p50_cut_srtf"].samples == pytest.approx([120.0, 120.0])  # Lazer's 0 read as 1 s
 
 
