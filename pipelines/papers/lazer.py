@@ -35,6 +35,8 @@ import numpy as np
 from evaluation.claims import Measurement, ReproduceContext
 
 TRACES = ("earth", "saturn", "uranus")
+#: parts a user may leave out (``--skip causes``): the cause replays (the verdicts do not depend on them)
+PARTS = ("causes",)
 BASELINES: dict[str, str] = {"SJF": "sjf:work_conserving=true", "SRTF": "srtf:backfill=true",
                              "Pollux": "pollux-60:backfill=true", "Muri": "muri-360:backfill=true",
                              "Optimus": "optimus-600:backfill=true"}
@@ -118,7 +120,8 @@ def run_cell(cell: Cell, data_dir: str | None = None) -> dict[str, Any]:
     return out
 
 
-def _cells(traces: tuple[str, ...], seeds: list[int], jobs: int | None, quick: bool) -> list[Cell]:
+def _cells(traces: tuple[str, ...], seeds: list[int], jobs: int | None, quick: bool,
+           causes: bool = True) -> list[Cell]:
     """The replays: every baseline and Lazer on every trace and seed; Fig. 8e's random / grid deferrals on
     Earth (every seed); the causes on the first seed (Lazer's variants, load, cluster, strict baselines)."""
     cells: list[Cell] = []
@@ -129,6 +132,8 @@ def _cells(traces: tuple[str, ...], seeds: list[int], jobs: int | None, quick: b
             cells.append(Cell(t, "main", "Lazer", LAZER["Lazer"], seed, jobs))
             if t == F8E_TRACE and not quick:
                 cells += [Cell(t, "main", lab, LAZER[lab], seed, jobs) for lab in ("Lazer-random", "Lazer-grid")]
+        if not causes:
+            continue
         first = seeds[0]
         cells += [Cell(t, "main", lab, LAZER[lab], first, jobs) for lab in (("Lazer+PL",) if quick
                                                                            else ("Lazer+PL", "Lazer+WQ"))]
@@ -154,7 +159,8 @@ def _run_all(ctx: ReproduceContext, cells: list[Cell]) -> dict[Cell, dict[str, A
             todo.append(c)
     ctx.progress(f"lazer: {len(cells)} cells, {len(cells) - len(todo)} cached, {len(todo)} to run "
                  f"({'%d workers' % ctx.workers if ctx.workers > 1 else 'serial'})")
-    todo.sort(key=lambda c: (not c.label.startswith("Lazer"), c.trace))  # the long Lazer cells first
+    # the main cells first (the verdicts), the causes after; within each, the long Lazer cells first
+    todo.sort(key=lambda c: (c.variant != "main" or c.label in ("Lazer+PL", "Lazer+WQ"), not c.label.startswith("Lazer")))
     data_dir = str(ctx.data_dir) if ctx.data_dir else None
 
     def done(c: Cell, r: dict[str, Any]) -> None:
@@ -276,7 +282,7 @@ def run(ctx: ReproduceContext) -> dict[str, Measurement]:
     traces = ("earth",) if quick else TRACES
     seeds = (list(ctx.seeds) or [0])[:1] if quick else (list(ctx.seeds) if ctx.seeds_given else [0, 1, 2])
     jobs = QUICK_JOBS if quick else None
-    results = _run_all(ctx, _cells(traces, seeds, jobs, quick))
+    results = _run_all(ctx, _cells(traces, seeds, jobs, quick, causes="causes" not in ctx.skip))
     view = View(results)
     out = measures(view, traces, quick)
     _settings(ctx, view, traces, seeds, quick)
