@@ -282,15 +282,16 @@ def run(ctx: ReproduceContext) -> dict[str, Measurement]:
     traces = ("earth",) if quick else TRACES
     seeds = (list(ctx.seeds) or [0])[:1] if quick else (list(ctx.seeds) if ctx.seeds_given else [0, 1, 2])
     jobs = QUICK_JOBS if quick else None
+    ctx.seeds = seeds  # the seeds the ledger states are the ones replayed
     results = _run_all(ctx, _cells(traces, seeds, jobs, quick, causes="causes" not in ctx.skip))
     view = View(results)
-    out = measures(view, traces, quick)
+    out = measures(view, traces, quick, skipped="causes" in ctx.skip)
     _settings(ctx, view, traces, seeds, quick)
     _tables(ctx, view, traces)
     return out
 
 
-def measures(view: View, traces: tuple[str, ...], quick: bool) -> dict[str, Measurement]:
+def measures(view: View, traces: tuple[str, ...], quick: bool, skipped: bool = False) -> dict[str, Measurement]:
     """Every measure the claims file names, from the cells' figures (no replay here)."""
     out: dict[str, Measurement] = {}
     caveats = ["measured on Helios-shaped generated traces (real Helios submission intensity, invented jobs), "
@@ -306,11 +307,13 @@ def measures(view: View, traces: tuple[str, ...], quick: bool) -> dict[str, Meas
         cause_values: dict[str, float | str] = {}
         if causes:
             for name in causes_avail:
-                try:
-                    v = _mean(fn(CASES[name]))
-                except KeyError:
-                    v = None
-                cause_values[name] = round(v, 4) if v is not None else "not measured"
+                got = [float(x) for x in fn(CASES[name]) if x is not None]
+                if not got:
+                    cause_values[name] = "not measured (--skip causes)" if skipped else "not measured"
+                elif not all(math.isfinite(x) for x in got):
+                    cause_values[name] = "0/0: nothing waits long enough to compare"
+                else:
+                    cause_values[name] = round(float(np.mean(got)), 4)
         if len(finite) < len(samples) or not samples:
             why = ("no cell measured it" if not samples else
                    "0/0 on some seed (a baseline and Lazer both below Table 2's 0.05-min resolution): "
