@@ -9,7 +9,8 @@ in ``shared/data``; what is there, and what this generator is seeded from, is re
   minutes, quiet nights, weekly cycles), rescaled so the mean inter-arrival is Table 1's for the trace,
   divided by ``arrival_scale`` (a free parameter, fitted on the baselines by
   ``pipelines/papers/lazer_calibrate.py``); jobs arrive as a non-homogeneous Poisson process under that
-  intensity, in submission bursts of geometric size (mean ``burst_size``, ``burst_gap`` s apart);
+  intensity (optionally raised to ``intensity_power``; 1 in the presets), in submission bursts of geometric size
+  (mean ``burst_size``, the third free parameter, ``burst_gap`` s apart);
 - **durations**: log-normal with the trace's median GPU-job run time (``helios/cluster_summary.csv``,
   ``med_run_time_gpu``) and the mean training time of Table 1, capped at ``max_duration`` (sigma solved so
   the capped mean is Table 1's);

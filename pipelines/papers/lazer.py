@@ -19,6 +19,9 @@ arrival_scale 1: the uncalibrated load), ``cluster`` (the trace's real Helios cl
 ``strict`` (the registry's strict baselines: a head that cannot start blocks the queue).
 
 Cells are cached as JSON under ``ctx.work`` (or ``ctx.out/cells``), keyed by trace parameters, policy and seed.
+Full ledger: 117 replays of 10,000 jobs (27 of them Lazer's), about 10 CPU-minutes in all (measured 2026-12-06 on
+the shared 2-core machine at load average 9-14: 28 min wall with --workers 2 over two runs); quick: 5 replays of
+3,000 Earth jobs, 20 s wall at load average 9.
 """
 from __future__ import annotations
 
