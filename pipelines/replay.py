@@ -207,11 +207,18 @@ def build_source(*, synthetic: str | None = None, trace: str | None = None, form
         sizing = {"target": offered_load, "nodes_before": before[0], "load_before": before[1],
                   "nodes_after": built.nodes}
     catalog = cost_model = None
+    strength = 1.0
     if costs != "none":
-        catalog = ProfileCatalog.build(costs, data_dir)
+        # CATALOG (larger jobs lean to larger models) or CATALOG:uniform (each job's model drawn uniformly,
+        # as Lazer assigns its seven models, lazer.txt:78)
+        name, _, how = str(costs).partition(":")
+        if how not in ("", "uniform"):
+            raise ValueError(f"costs {costs!r}: give a catalog name, optionally with ':uniform' (e.g. lazer:uniform)")
+        catalog = ProfileCatalog.build(name, data_dir)
         cost_model = CostModel()
+        strength = 0.0 if how == "uniform" else 1.0
     workload = build_workload(table, built, costs=cost_model, catalog=catalog, seed=seed,
-                              default_gpus=default_gpus, limit=limit)
+                              default_gpus=default_gpus, limit=limit, assignment_strength=strength)
     workload.report["sizing"] = sizing
     return table, workload
 

@@ -127,6 +127,8 @@ for _name, (_target, _text) in {
                  "jobs with failures, SchedMate's setting (FailureWorkloadSpec)"),
     "venus-shaped": ("features.traces.lucid_synthetic:venus_shaped",
                      "Helios-like jobs on Venus' VCs, Lucid's setting (preset, cluster)"),
+    "helios-shaped": ("features.traces.helios_shaped:generate_from_preset",
+                      "Helios-shaped jobs on the real Venus submission intensity, Lazer's setting (HeliosShapedSpec)"),
 }.items():
     GENERATORS.register_lazy(_name, _target)
     _DESCRIPTIONS[_name] = _text

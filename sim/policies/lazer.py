@@ -253,7 +253,10 @@ class Lazer(Srtf):
                "lazer_loading_victims_timer": self.loading_victims["timer"],
                "lazer_decision_times": list(self.decision_seconds),
                "lazer_predicted_decision_times": list(self.predicted_seconds),
-               "lazer_predicted_decision_cpu_times": list(self.predicted_cpu_seconds)}
+               "lazer_predicted_decision_cpu_times": list(self.predicted_cpu_seconds),
+               # mean observed cost f(X|c) = |X - F| of the deferral decisions (Fig. 8e's measure, per decision)
+               "lazer_f_mean": (float(np.mean([o[3] for o in self.observations])) if self.observations
+                                else float("nan"))}
         if hasattr(self.predictor, "stats"):
             out.update(self.predictor.stats())
         return out
