@@ -69,7 +69,7 @@ def test_runner_returns_every_claim_measure(tmp_path, monkeypatch):
             assert any(k == cond.measure or k.startswith(cond.measure + "@") for k in got), cond.measure
     assert set(got["fig6_reduction_vs_best@n37500"].causes) == {
         "nic_whole", "start_min", "refine", "tau_100", "perfect", "work_conserving", "load",
-        "order_size", "tau_0", "pop", "gpu_h_over_best", "window_over_run"}
+        "as_printed", "order_size", "tau_0", "pop", "gpu_h_over_best", "window_over_run"}
     assert "a-srpt " in got["fig6_reduction_vs_best@n37500"].causes["gpu_h_over_best"]
     # the calibration fit per setting: the offered load at the trace's rate on its 6,000 GPUs vs the target
     cal = ctx.settings["n37500"]["calibration"][0]

@@ -7,13 +7,12 @@ profile name of sim.asrpt.profiles, drawn per group as the paper assigns models 
 iteration count; its jobs' iterations spread log-normally around it (``group_sigma``). The true
 iteration count is the ``iterations`` column; ``duration`` is ``iterations x alpha~_min`` (the
 per-iteration time on the fewest servers at the generator's bandwidth), i.e. the run time on the best
-placement. Arrivals are Poisson at ``mean_interarrival``, or spread over ``span_days`` (the paper's
-two months: 37,500-150,000 jobs over 60 days on 250 x 8 GPUs). Everything is seeded and labelled
+placement. Arrivals are Poisson at ``mean_interarrival``, or spread over ``span_days`` (the ledger: N
+jobs over N / :data:`TRACE_RATE` days, the PAI trace's own rate). Everything is seeded and labelled
 synthetic.
 
 Paper-scale preset (``configs/workloads/pai-paper.yaml``, :data:`PAPER`): iterations per group
-log-normal with median 11,000 and sigma 2.0 (a PAI-like heavy tail: median run ~0.8 h, mean ~7 h on
-the best placement), capped at 14 days of run time; inside a group sigma 0.3, so the random forest on
+log-normal with median 5,500 (calibrated below) and sigma 2.0 (a PAI-like heavy tail), capped at 14 days of run time; inside a group sigma 0.3, so the random forest on
 (group, user) has something to learn. Arrivals follow a daily cycle (``diurnal`` 0.5: the rate swings
 1 +- 0.5) and half of a group's repeat submissions come with its previous one (``batch_share`` 0.5:
 sweeps), so bursts queue. ``single_gpu_share`` 0.75 (> 70 % single-GPU jobs, as PAI); Fig. 8 uses 0.
