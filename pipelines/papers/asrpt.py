@@ -34,13 +34,21 @@ so it could express none of the three without new registry entries that only thi
 replay still goes through the one replay path (:func:`replay`: ``pipelines.replay.run_replay`` with those
 objects as ``extras``), and claims.yaml stays the single source of what is tested.
 
-Causes of a miss are measured one rule at a time on the cause workload: ``nic_whole`` (the whole NIC per
-stage instead of the x/g share, every policy rerun), ``start_min`` (the first reading of Alg. 1's start
-rule), ``refine`` (``heavy-edge:refine=true``, every policy rerun), ``tau_100`` (a 100x longer window),
-``perfect`` (true iterations), ``work_conserving`` (ours, not the paper's: later jobs of the real queue
-may start when its head cannot — measures what the strict head-of-line order costs) and ``load`` (the
-smallest Fig. 6 size). Fig. 6's per-baseline claims reuse those replays against each baseline; Fig. 7 switches
-nic_whole, start_min, tau_100 and work_conserving on the single-GPU share where A-SRPT does worst.
+Causes of a miss are measured one rule at a time on the cause workload. First the runaway's (issue 40):
+``as_printed`` (the default A-SRPT there: the reference), ``order_size`` (the real queue by virtual size
+instead of virtual completion order), ``tau_0`` (no delay window), ``pop`` (Alg. 1 line 7 pops a delayed
+head job, which then waits aside while later jobs go on; the default ``block`` holds the queue),
+``gpu_h_over_best`` (text: the GPU-hours each policy's jobs ran over those on their best placements at the
+setting's bandwidth) and ``window_over_run`` (text: the delay window tau (g/G) n~ alpha~_min over the run
+time on the best placement, multi-GPU jobs). Then ``nic_whole`` (the whole NIC per stage instead of the
+x/g share, every policy rerun), ``start_min`` (the first reading of Alg. 1's start rule), ``refine``
+(``heavy-edge:refine=true``, every policy rerun), ``tau_100`` (a 100x longer window), ``perfect`` (true
+iterations), ``work_conserving`` (ours, not the paper's: later jobs of the real queue may start when its
+head cannot) and ``load`` (the smallest Fig. 6 size). Fig. 6's per-baseline claims reuse those replays
+against each baseline; Fig. 7 switches the queue causes, nic_whole, start_min, tau_100 and work_conserving
+on the single-GPU share where A-SRPT does worst, Fig. 8 at the lowest bandwidth. Every Fig. 6-8 verdict is
+decided by Alg. 1 as printed (``delay=block``, ``order=virtual``, tau 1); the causes say what each other
+reading would give.
 """
 from __future__ import annotations
 
