@@ -121,3 +121,13 @@ def test_prepare_replay_takes_extras_the_caller_built():
     assert prepared.extras == {"predictions": {"duration": [1.0] * 60}}
     rr = run_replay(spec, prepared)
     assert rr.policy_stats == rr.result.policy_stats and len(rr.result.end) == 60
+
+
+def test_paper_setting_queues_the_baselines():
+    """Issue 40: at the trace's own rate on a third of its GPUs (quick scale: a 25th of the jobs on 10 x 8 GPUs
+    over the same span) the best baseline's jobs wait: the Fig. 6 precondition (wait >= 10 % of JCT) holds."""
+    q = asrpt.QUICK
+    case = asrpt.make_case(37_500, 0, q["scale"], servers=q["servers"], span_scale=q["span_scale"])
+    r = asrpt.replay(case, "spwf", q, pred="median")
+    assert r["wait_h"] / r["total_jct_h"] >= 0.1
+    assert r["gpu_h_over_best"] >= 1.0 - 1e-9  # no placement beats the best one
