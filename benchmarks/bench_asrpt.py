@@ -7,7 +7,7 @@ the paper's claims themselves (total JCT, Table II's gaps) are the ledger's: ``s
     python benchmarks/bench_asrpt.py --sizes 37500 --scale 0.05 --policies a-srpt spjf  # a look
 
 Measures, on the ledger's own workloads (pipelines.papers.asrpt.make_case: the PAI shape at the paper's
-scale, N jobs over 60 days x N / 150,000 on pai-250), every replay through the one replay path
+setting, N consecutive jobs at the PAI trace's rate, N / 12,430 days, on pai-250), every replay through the one replay path
 (pipelines.replay.run_replay, as the ledger's):
 
 - **Fig. 6 sweep time**: every policy (``--policies``, default the seven of Fig. 6) on every size

@@ -67,8 +67,14 @@ def test_runner_returns_every_claim_measure(tmp_path, monkeypatch):
                 assert len(m.samples) == 2, claim.id
         for cond in claim.preconditions:
             assert any(k == cond.measure or k.startswith(cond.measure + "@") for k in got), cond.measure
-    assert set(got["fig6_reduction_vs_best@n37500"].causes) == {"nic_whole", "start_min", "refine", "tau_100",
-                                                                "perfect", "work_conserving", "load"}
+    assert set(got["fig6_reduction_vs_best@n37500"].causes) == {
+        "nic_whole", "start_min", "refine", "tau_100", "perfect", "work_conserving", "load",
+        "as_printed", "order_size", "tau_0", "pop", "gpu_h_over_best", "window_over_run"}
+    assert "a-srpt " in got["fig6_reduction_vs_best@n37500"].causes["gpu_h_over_best"]
+    # the calibration fit per setting: the offered load at the trace's rate on its 6,000 GPUs vs the target
+    cal = ctx.settings["n37500"]["calibration"][0]
+    assert cal["paper"] == pytest.approx(0.63) and cal["reached"] > 0
+    assert len(ctx.settings["n37500"]["offered_load"]) == 2
     # every claim that can miss for a rule's sake names its causes, and the runner measures each of them
     for claim in load_claims(CLAIMS).claims:
         if not claim.causes:
@@ -115,3 +121,13 @@ def test_prepare_replay_takes_extras_the_caller_built():
     assert prepared.extras == {"predictions": {"duration": [1.0] * 60}}
     rr = run_replay(spec, prepared)
     assert rr.policy_stats == rr.result.policy_stats and len(rr.result.end) == 60
+
+
+def test_paper_setting_queues_the_baselines():
+    """Issue 40: at the trace's own rate on a third of its GPUs (quick scale: a 25th of the jobs on 10 x 8 GPUs
+    over the same span) the best baseline's jobs wait: the Fig. 6 precondition (wait >= 10 % of JCT) holds."""
+    q = asrpt.QUICK
+    case = asrpt.make_case(37_500, 0, q["scale"], servers=q["servers"], span_scale=q["span_scale"])
+    r = asrpt.replay(case, "spwf", q, pred="median")
+    assert r["wait_h"] / r["total_jct_h"] >= 0.1
+    assert r["gpu_h_over_best"] >= 1.0 - 1e-9  # no placement beats the best one

@@ -113,6 +113,16 @@ def test_alg1_window_kappa_and_expiry(tau):
         assert st[2] == (pytest.approx(30.0), [2])  # no GPU free until j0 ends
 
 
+def test_alg1_pop_at_line_7_lets_later_jobs_pass_a_delayed_head():
+    # The window case of tau 100 read with delay="pop": j1 is popped (line 7) and waits out its window aside,
+    # so j2, released at 3.003, starts at once on the tightest server (1 free GPU) instead of at 30.
+    res, st = _three_jobs([3, 1, 4], lambda: ASrpt(tau=100.0, delay="pop"))
+    assert st[2] == (pytest.approx(3.003), [1])
+    assert st[1] == (pytest.approx(30.0), [2])  # at 30 server 2 alone gives ratio 1 < kappa
+    with pytest.raises(ValueError, match="delay"):
+        ASrpt(delay="skip")
+
+
 def test_perfect_uses_true_iterations_and_no_predictions_needed():
     # Perfect: n = duration / alpha (alpha = 1 without a profile): sizes 5 and 1 -> j1 enters first.
     w = workload([(0, 20, 4), (0, 4, 4)], nodes=1, gpus=4)

@@ -28,6 +28,13 @@ non-preemptive, strictly ordered real cluster with communication-aware placement
      below ``kappa`` (default 1.5, = COMM_HEAVY; the ratio form is our reading of "alpha below kappa");
   5. when the window is over it takes the servers of most availability whatever their alpha.
 
+  Whether a heavy head job in its window holds the queue is a reading: Alg. 1 pops the job at line 7
+  (asrpt.txt:156) before its delay loop (lines 15-20), which leaves open whether the loop blocks the
+  outer one. ``delay="block"`` (the default, as before) keeps it at the head and nothing behind it
+  starts; ``delay="pop"`` moves it aside: it is tried first at every later event (taking the first
+  allocation below kappa, or the most available servers once its window is over and it fits) while the
+  jobs behind it go on in order.
+
   ``start="min"`` is schedcast's first reading (kept for the ledger's causes): a heavy job waits
   whenever ``alpha(x) > alpha~_min`` and starts only on an allocation as fast as alpha~_min (or at the
   end of the window). ``tau`` defaults to 1.0 (the paper leaves it open; the ledger sweeps it).
@@ -89,12 +96,17 @@ class ASrpt(Policy):
         "work_conserving": "ours, not the paper's: when the head cannot start, later jobs of the real queue may",
         "eager": "ours, not the paper's: idle GPUs take jobs still on the virtual machine, in virtual SRPT order",
         "order": "real queue order: virtual (completion on the virtual machine, the paper) or size (ours: smallest virtual size first)",
+        "delay": "block (default: a heavy head job in its delay window holds the real queue) or pop (Alg. 1 line 7 pops it first: it waits aside and later jobs go on)",
     }
 
     def __init__(self, tau: float = 1.0, heavy_ratio: float = 1.5, iterations: str = "predicted",
                  inter_gbit: float | None = None, allreduce: str = "ring", work_conserving: bool = False,
                  eager: bool = False, order: str = "virtual", kappa: float = 1.5, start: str = "paper",
-                 nic: str = "share"):
+                 nic: str = "share", delay: str = "block"):
+        if delay not in ("block", "pop"):
+            raise ValueError("delay must be 'block' or 'pop'")
+        self.delay_mode = delay
+        self.aside: list[int] = []  # delay="pop": heavy jobs popped from the real queue, waiting in their window
         if order not in ("virtual", "size"):
             raise ValueError("order must be 'virtual' or 'size'")
         if start not in ("paper", "min"):
@@ -259,15 +271,23 @@ class ASrpt(Policy):
 
     def _schedule(self) -> None:
         real = self.real
+        if self.aside:  # delay="pop": jobs popped at line 7 go first (they left the queue before the rest)
+            self.aside = [job for job in self.aside if not self._try(job)]
         if real:
             if not self.work_conserving:
                 started = 0
+                popped = []
                 for job in real:
                     if not self._try(job):
+                        if self.delay_mode == "pop" and not self._fit_failed and job in self.window_end:
+                            popped.append(job)  # line 7: popped, it waits out its window off the queue
+                            started += 1
+                            continue
                         break
                     started += 1
                 if started:
                     del real[:started]
+                    self.aside.extend(popped)
                 if self.real and not self.eager:
                     return
             elif self._shaped:
@@ -403,9 +423,12 @@ class ASrpt(Policy):
 
     # -- coordinator protocol and stats ------------------------------------------------------------------
     def waiting_count(self) -> int:
-        return len(self.virtual) + len(self.real)
+        return len(self.virtual) + len(self.real) + len(self.aside)
 
     def release(self, job: int) -> bool:
+        if job in self.aside:
+            self.aside.remove(job)
+            return True
         if self._shaped:
             if self.real.remove(job):
                 return True
@@ -434,6 +457,6 @@ class ASrptPerfect(ASrpt):
     def __init__(self, tau: float = 1.0, heavy_ratio: float = 1.5, iterations: str = "perfect",
                  inter_gbit: float | None = None, allreduce: str = "ring", work_conserving: bool = False,
                  eager: bool = False, order: str = "virtual", kappa: float = 1.5, start: str = "paper",
-                 nic: str = "share"):
+                 nic: str = "share", delay: str = "block"):
         super().__init__(tau, heavy_ratio, iterations, inter_gbit, allreduce, work_conserving, eager, order,
-                         kappa, start, nic)
+                         kappa, start, nic, delay)
