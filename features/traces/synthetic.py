@@ -127,6 +127,8 @@ for _name, (_target, _text) in {
                  "jobs with failures, SchedMate's setting (FailureWorkloadSpec)"),
     "venus-shaped": ("features.traces.lucid_synthetic:venus_shaped",
                      "Helios-like jobs on Venus' VCs, Lucid's setting (preset, cluster)"),
+    "philly-window": ("features.traces.lucid_synthetic:philly_window",
+                      "real Philly jobs of a date window, Lucid's test week Oct 1-7 2017 (trace, start, end)"),
 }.items():
     GENERATORS.register_lazy(_name, _target)
     _DESCRIPTIONS[_name] = _text

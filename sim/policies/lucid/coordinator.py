@@ -65,6 +65,7 @@ class LucidCoordinator(Coordinator):
         self.keys = self.profiles.keys
         self.gmem = np.asarray(self.profiles.gmem, dtype=float)
         self.util = np.asarray(self.profiles.gpu_util, dtype=float)
+        self.score_list, self.gmem_list = self.scores.tolist(), self.gmem.tolist()  # the binder's hot loop
         self.home = list(w.partition)
         self.profiled: set[int] = set()
         self.never_pack: set[int] = set()
