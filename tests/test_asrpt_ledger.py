@@ -51,28 +51,37 @@ def test_runner_returns_every_claim_measure(tmp_path, monkeypatch):
     tiny = dict(asrpt.QUICK, scale=1 / 600, fig6=(37_500, 150_000), fig7=(0.0,), fig8=(1.0, 50.0),
                 rf_trees=2, rf_rows=500, t2_models=("resnet50",), t2_cases=1)
     monkeypatch.setattr(asrpt, "QUICK", tiny)
-    ctx = ReproduceContext(quick=True, out=tmp_path, seeds=[0], data_dir=Path("."))
+    ctx = ReproduceContext(quick=True, out=tmp_path, seeds=[0, 1], data_dir=Path("."))
     got = asrpt.run(ctx)
+    wanted = {"n37500", "n150000", "single0", "bw1", "bw50", "resnet50", None}
     for claim in load_claims(CLAIMS).claims:
-        assert claim.measure in got, claim.measure
-        m = got[claim.measure]
-        assert isinstance(m, Measurement)
-        assert m.value is not None or m.not_testable
-    assert set(got["fig6_min_reduction_vs_baselines"].causes) == {"nic_whole", "start_min", "refine", "tau_100",
-                                                                  "perfect", "work_conserving", "load"}
-    # every claim that can miss for a rule's sake names its causes, and the runner measures each of them
-    # (was: the per-baseline Fig. 6 claims, the 150,000-job one, Fig. 7 and Fig. 9's mean / median had none)
-    timing = {"t2-heavy-edge-fast", "t2-ilp-far-slower"}  # Heavy-Edge's and the ILP's run times: no rule to switch
-    for claim in load_claims(CLAIMS).claims:
-        if claim.id in timing:
+        if not claim.testable:
             continue
-        assert claim.causes, claim.id
-        assert set(claim.causes) <= set(got[claim.measure].causes), claim.id
+        for pv in claim.values:
+            if pv.setting not in wanted:
+                continue
+            m = got.get(claim.key(pv.setting))
+            assert isinstance(m, Measurement), claim.key(pv.setting)
+            assert m.value is not None or m.not_testable
+            if not claim.id.startswith("t2"):  # one sample per seed (Table II: one per case)
+                assert len(m.samples) == 2, claim.id
+        for cond in claim.preconditions:
+            assert any(k == cond.measure or k.startswith(cond.measure + "@") for k in got), cond.measure
+    assert set(got["fig6_reduction_vs_best@n37500"].causes) == {"nic_whole", "start_min", "refine", "tau_100",
+                                                                "perfect", "work_conserving", "load"}
+    # every claim that can miss for a rule's sake names its causes, and the runner measures each of them
+    for claim in load_claims(CLAIMS).claims:
+        if not claim.causes:
+            continue
+        for pv in claim.values:
+            if pv.setting in wanted and claim.key(pv.setting) in got:
+                assert set(claim.causes) <= set(got[claim.key(pv.setting)].causes), claim.id
     assert (tmp_path / "asrpt_replays.csv").is_file() and (tmp_path / "asrpt_table2.csv").is_file()
+    assert (tmp_path / "n37500" / "policies.csv").is_file() and "n37500" in ctx.settings
     # every replay also went to the JSON-lines log as it ended (what a ledger stopped half-way leaves)
     lines = (tmp_path / "asrpt_replays.jsonl").read_text().splitlines()
     assert len(lines) == len((tmp_path / "asrpt_replays.csv").read_text().splitlines()) - 1
-    assert 0 <= got["t2_heavy_edge_gap"].value
+    assert 0 <= got["t2_heavy_edge_gap@resnet50"].value
 
 
 def test_runner_replays_through_the_one_replay_path(monkeypatch):

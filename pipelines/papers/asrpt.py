@@ -76,6 +76,8 @@ class Case:
     preds: dict[str, np.ndarray] = field(default_factory=dict)
     perfs: dict[tuple, Any] = field(default_factory=dict)
     rf_error: float = float("nan")
+    rf_fit_cpu_s: float = float("nan")
+    rf_fit_rows: int = 0
 
 
 def make_case(jobs: int, seed: int, scale: float, single_share: float = 0.75, label: str = "",
@@ -143,7 +145,10 @@ def rf_predictions(case: Case, trees: int, max_rows: int, seed: int = 0, folds: 
         # bootstrap sample merges a small group with its neighbours in id order: 186 % error vs 38 %)
         model = IterationForest(unseen="zero", n_estimators=trees, min_samples_leaf=1, max_samples=None,
                                 random_state=seed, bootstrap=bootstrap)
+        c0 = time.process_time()
         model.fit(X.iloc[known], y[known])
+        if not bootstrap:  # the last fit is the forest on the first 80 % (the paper's 84 s, asrpt.txt:285)
+            case.rf_fit_cpu_s, case.rf_fit_rows = time.process_time() - c0, len(known)
         out[lo - h:hi - h] = np.maximum(0.0, model.predict(X.iloc[lo:hi]))
     return out
 
@@ -168,6 +173,22 @@ def prediction_error(case: Case, kind: str) -> float:
     """Mean |pred - true| / true over the replayed jobs (an unseen group, predicted 0, counts 1)."""
     truth = case.full["iterations"].to_numpy(dtype=float)[case.history:]
     return float(np.mean(np.abs(case.preds[kind] - truth) / truth))
+
+
+def absolute_error(case: Case, kind: str) -> float:
+    """Mean |pred - true| in iterations over the replayed jobs (the paper's Fig. 9 errors, asrpt.txt:322)."""
+    truth = case.full["iterations"].to_numpy(dtype=float)[case.history:]
+    return float(np.mean(np.abs(case.preds[kind] - truth)))
+
+
+#: Fig. 4's "predicted correctly": within this relative error of the true iteration count
+EXACT = 0.01
+
+
+def exact_share(case: Case, kind: str = "rf") -> float:
+    """Share of the replayed jobs predicted within :data:`EXACT` of their true iterations (Fig. 4)."""
+    truth = case.full["iterations"].to_numpy(dtype=float)[case.history:]
+    return float(np.mean(np.abs(case.preds[kind] - truth) <= EXACT * truth))
 
 
 def performance(case: Case, nic_gbit: float = 10.0, nic: str = "share", refine: bool = False):
@@ -317,6 +338,7 @@ def table2(cfg: dict, seed: int = 0, nic: str = "share") -> dict[str, dict[str, 
                 acc["gap" + tag].append(a / same.alpha - 1.0)
         rows[model] = {k: float(np.mean(v)) for k, v in acc.items()}
         rows[model]["gap_max"] = float(np.max(acc["gap"]))
+        rows[model]["cases"] = acc  # per case (the interval's samples)
     return rows
 
 
@@ -327,122 +349,221 @@ def _m(value: float, detail: str, causes: dict[str, float | str] | None = None) 
     return Measurement(float(value), detail, causes=causes or {})
 
 
+def _rounded(c: dict[str, Any]) -> dict[str, float | str]:
+    return {k: round(v, 4) if isinstance(v, float) and math.isfinite(v) else (v if isinstance(v, str) else "n/a")
+            for k, v in c.items()}
+
+
+def _bw(bw: float) -> str:
+    return f"bw{bw:g}"
+
+
+class _Acc:
+    """Per-seed samples of each measurement key, with the first seed's detail and causes."""
+
+    def __init__(self) -> None:
+        self.samples: dict[str, list[float]] = {}
+        self.detail: dict[str, str] = {}
+        self.causes: dict[str, dict[str, float | str]] = {}
+
+    def add(self, key: str, value: float, detail: str = "", causes: dict | None = None) -> None:
+        self.samples.setdefault(key, []).append(float(value))
+        if detail and key not in self.detail:
+            self.detail[key] = detail
+        if causes and key not in self.causes:
+            self.causes[key] = _rounded(causes)
+
+    def measurements(self, seeds: list[int]) -> dict[str, Measurement]:
+        out = {}
+        for key, samples in self.samples.items():
+            d = self.detail.get(key, "")
+            out[key] = Measurement(samples=samples, causes=self.causes.get(key, {}),
+                                   detail=(d + "; " if d else "") + f"seeds {seeds}"
+                                   + ("; causes on the first seed" if self.causes.get(key) else ""))
+        return out
+
+
+def _wait_share(runs: Runs, case: Case, **kw) -> float:
+    """The best baseline's (by total JCT) total wait / total JCT: do jobs queue in this setting?"""
+    best = min(BASELINES, key=lambda b: runs.get(case, b, **kw)["total_jct_h"])
+    r = runs.get(case, best, **kw)
+    return r["wait_h"] / r["total_jct_h"] if r["total_jct_h"] > 0 else float("nan")
+
+
 def run(ctx: ReproduceContext) -> dict[str, Measurement]:
     cfg = QUICK if ctx.quick else FULL
-    seed = ctx.seeds[0] if ctx.seeds else 0
+    seeds = list(ctx.seeds) or [0]
     runs = Runs(ctx, cfg)
-    out: dict[str, Measurement] = {}
+    acc = _Acc()
     t_start = time.perf_counter()
+    settings: dict[str, dict[str, Any]] = {}
+    servers = cfg["servers"]
 
-    # Fig. 6: total JCT vs jobs
-    cases6 = {n: _case(cfg, n, seed, label=f"fig6-{n}") for n in cfg["fig6"]}
-    red: dict[str, list[float]] = {b: [] for b in BASELINES}
-    lines = []
-    for n, case in cases6.items():
-        for b in BASELINES:
-            red[b].append(runs.reduction(case, b))
-        mine = runs.get(case, "a-srpt")
-        # the head-of-line evidence: GPU-hours left free while jobs sat in A-SRPT's (strict) real queue
-        lines.append(f"{n:,} jobs ({len(case.w):,} replayed): A-SRPT {mine['total_jct_h']:,.0f} h (its real queue "
-                     f"waited beside {mine.get('real_queue_idle_gpu_h', float('nan')):,.0f} free GPU-h), "
-                     + ", ".join(f"{b} {runs.get(case, b)['total_jct_h']:,.0f} h" for b in BASELINES))
-    big = cases6[max(cases6)]
-    small = cases6[min(cases6)]
+    def setting(name: str, jobs: int, share: float, bw: float, case: Case) -> None:
+        s = settings.setdefault(name, {"trace": "PAI-shaped synthetic (sim/asrpt/pai_workload.py)",
+                                       "cluster": f"{servers} x 8 V100, {bw:g} Gb/s NICs", "gpus": servers * 8,
+                                       "jobs": f"{jobs:,} at the paper's scale ({len(case.w):,} replayed)",
+                                       "single_gpu_share": share, "seeds": []})
+        s["seeds"].append(case.label.rsplit("-s", 1)[1])
 
-    # the cause workload: one rule switched at a time
-    cause_case = cases6.get(cfg["cause_jobs"]) or _case(cfg, cfg["cause_jobs"], seed, label="cause")
+    for i, seed in enumerate(seeds):
+        first = i == 0
+        ctx.progress(f"asrpt: seed {seed}")
+        # Fig. 6: total JCT vs jobs
+        cases6 = {n: _case(cfg, n, seed, label=f"fig6-{n}-s{seed}") for n in cfg["fig6"]}
+        cause_case = cases6.get(cfg["cause_jobs"]) or _case(cfg, cfg["cause_jobs"], seed, label=f"cause-s{seed}")
+        small = cases6[min(cases6)]
 
-    def causes_of(measure) -> dict[str, float | str]:
-        c: dict[str, float | str] = {}
-        c["nic_whole"] = measure(cause_case, dict(nic="whole"), "a-srpt")
-        c["start_min"] = measure(cause_case, {}, "a-srpt:start=min")
-        c["refine"] = measure(cause_case, dict(refine=True), "a-srpt")
-        c["tau_100"] = measure(cause_case, {}, "a-srpt:tau=100")
-        c["perfect"] = measure(cause_case, {}, "a-srpt-perfect")
-        c["work_conserving"] = measure(cause_case, {}, "a-srpt:work_conserving=true")
-        c["load"] = measure(small, {}, "a-srpt")
-        return {k: round(v, 4) if isinstance(v, float) and math.isfinite(v) else v for k, v in c.items()}
+        def causes_of(measure) -> dict[str, float | str]:
+            return {"nic_whole": measure(cause_case, dict(nic="whole"), "a-srpt"),
+                    "start_min": measure(cause_case, {}, "a-srpt:start=min"),
+                    "refine": measure(cause_case, dict(refine=True), "a-srpt"),
+                    "tau_100": measure(cause_case, {}, "a-srpt:tau=100"),
+                    "perfect": measure(cause_case, {}, "a-srpt-perfect"),
+                    "work_conserving": measure(cause_case, {}, "a-srpt:work_conserving=true"),
+                    "load": measure(small, {}, "a-srpt")}
 
-    def vs_best(case, kw, policy):
-        return runs.reduction(case, None, policy, **kw)
+        def vs(b):
+            return lambda case, kw, policy: runs.reduction(case, b, policy, **kw)
 
-    c6 = causes_of(vs_best)
-    worst = min(min(v) for v in red.values())
-    out["fig6_min_reduction_vs_baselines"] = _m(worst, " | ".join(lines), c6)
-    on_cause = f"causes on the cause workload ({len(cause_case.w):,} replayed jobs)"
-    for b in BASELINES:  # the same cause replays, measured against this baseline (no replay added)
-        cb = causes_of(lambda case, kw, policy, b=b: runs.reduction(case, b, policy, **kw))
-        out[f"fig6_reduction_vs_{b.replace('-', '_')}"] = _m(
-            float(np.mean(red[b])), f"per size: {', '.join(f'{100 * v:.1f} %' for v in red[b])}; {on_cause}", cb)
-    out["fig6_reduction_at_most_jobs"] = _m(runs.reduction(big), f"{len(big.w):,} replayed jobs; {on_cause}", c6)
+        c6 = {b: causes_of(vs(b)) for b in (None, *BASELINES)} if first else {}
+        on_cause = f"causes on {len(cause_case.w):,} replayed jobs"
+        for n, case in cases6.items():
+            s = f"n{n}"
+            setting(s, n, 0.75, 10.0, case)
+            mine = runs.get(case, "a-srpt")
+            line = (f"A-SRPT {mine['total_jct_h']:,.0f} h (its real queue waited beside "
+                    f"{mine.get('real_queue_idle_gpu_h', float('nan')):,.0f} free GPU-h), "
+                    + ", ".join(f"{b} {runs.get(case, b)['total_jct_h']:,.0f} h" for b in BASELINES) + f"; {on_cause}")
+            acc.add(f"fig6_reduction_vs_best@{s}", runs.reduction(case), line, c6.get(None))
+            for b in BASELINES:
+                acc.add(f"fig6_reduction_vs_{b.replace('-', '_')}@{s}", runs.reduction(case, b), line, c6.get(b))
+            acc.add(f"baseline_wait_share@{s}", _wait_share(runs, case), "best baseline's total wait / total JCT")
 
-    # Fig. 7: single-GPU share
-    red7, lines7, cases7 = [], [], []
-    for share in cfg["fig7"]:
-        case = _case(cfg, cfg["fig7_jobs"], seed, share, label=f"fig7-{int(100 * share)}")
-        red7.append(runs.reduction(case))
-        cases7.append(case)
-        lines7.append(f"{100 * share:.0f} % single: {100 * red7[-1]:.1f} %")
-        if share == 0.0:
-            case0 = case
-    worst7 = cases7[int(np.argmin(red7))]  # the causes of the miss, on the share where A-SRPT does worst
-    c7 = {"nic_whole": vs_best(worst7, dict(nic="whole"), "a-srpt"),
-          "start_min": vs_best(worst7, {}, "a-srpt:start=min"),
-          "tau_100": vs_best(worst7, {}, "a-srpt:tau=100"),
-          "work_conserving": vs_best(worst7, {}, "a-srpt:work_conserving=true")}
-    out["fig7_min_reduction_vs_best"] = _m(min(red7), "; ".join(lines7) + f"; causes on {worst7.label}",
-                                           {k: round(v, 4) for k, v in c7.items()})
+        # Fig. 7: single-GPU share (75,000 jobs)
+        cases7 = {}
+        for share in cfg["fig7"]:
+            s = f"single{int(round(100 * share))}"
+            case = _case(cfg, cfg["fig7_jobs"], seed, share, label=f"fig7-{int(100 * share)}-s{seed}")
+            cases7[s] = case
+            setting(s, cfg["fig7_jobs"], share, 10.0, case)
+            acc.add(f"baseline_wait_share@{s}", _wait_share(runs, case), "best baseline's total wait / total JCT")
+        red7 = {s: runs.reduction(c) for s, c in cases7.items()}
+        worst7 = cases7[min(red7, key=red7.get)]
+        c7 = {"nic_whole": runs.reduction(worst7, None, "a-srpt", nic="whole"),
+              "start_min": runs.reduction(worst7, None, "a-srpt:start=min"),
+              "tau_100": runs.reduction(worst7, None, "a-srpt:tau=100"),
+              "work_conserving": runs.reduction(worst7, None, "a-srpt:work_conserving=true")} if first else None
+        for s, v in red7.items():
+            acc.add(f"fig7_reduction_vs_best@{s}", v, f"causes on {worst7.label}" if c7 else "", c7)
 
-    # Fig. 8: NIC bandwidth on the 0 %-single-GPU set
-    if "case0" not in locals():
-        case0 = _case(cfg, cfg["fig8_jobs"], seed, 0.0, label="fig7-0")
-    red8 = {bw: runs.reduction(case0, None, "a-srpt", nic_gbit=bw) for bw in cfg["fig8"]}
-    lines8 = "; ".join(f"{bw:g} Gb/s: {100 * v:.1f} %" for bw, v in red8.items())
-    lo_bw, hi_bw = min(red8), max(red8)
-    c8 = {"nic_whole": round(runs.reduction(case0, None, "a-srpt", nic_gbit=lo_bw, nic="whole"), 4),
-          "start_min": round(runs.reduction(case0, None, "a-srpt:start=min", nic_gbit=lo_bw), 4),
-          "tau_100": round(runs.reduction(case0, None, "a-srpt:tau=100", nic_gbit=lo_bw), 4),
-          "work_conserving": round(runs.reduction(case0, None, "a-srpt:work_conserving=true", nic_gbit=lo_bw), 4)}
-    out["fig8_reduction_at_low_bandwidth"] = _m(red8[lo_bw], lines8, c8)
-    out["fig8_gain_low_minus_high_bandwidth"] = _m(red8[lo_bw] - red8[hi_bw], lines8, c8)
+        # Fig. 8: NIC bandwidth on the 0 %-single-GPU set
+        case0 = cases7.get("single0") or _case(cfg, cfg["fig8_jobs"], seed, 0.0, label=f"fig7-0-s{seed}")
+        lo_bw, hi_bw = min(cfg["fig8"]), max(cfg["fig8"])
+        c8 = {"nic_whole": runs.reduction(case0, None, "a-srpt", nic_gbit=lo_bw, nic="whole"),
+              "start_min": runs.reduction(case0, None, "a-srpt:start=min", nic_gbit=lo_bw),
+              "tau_100": runs.reduction(case0, None, "a-srpt:tau=100", nic_gbit=lo_bw),
+              "work_conserving": runs.reduction(case0, None, "a-srpt:work_conserving=true", nic_gbit=lo_bw)} \
+            if first else None
+        red8 = {}
+        for bw in cfg["fig8"]:
+            s = _bw(bw)
+            setting(s, cfg["fig8_jobs"], 0.0, bw, case0)
+            red8[bw] = runs.reduction(case0, None, "a-srpt", nic_gbit=bw)
+            acc.add(f"fig8_reduction_vs_best@{s}", red8[bw], "0 % single-GPU jobs", c8)
+            acc.add(f"fig8_reduction_vs_wcs_duration@{s}", runs.reduction(case0, "wcs-duration", "a-srpt", nic_gbit=bw),
+                    "0 % single-GPU jobs", c8)
+            acc.add(f"baseline_wait_share@{s}", _wait_share(runs, case0, nic_gbit=bw), "")
+        acc.add("fig8_gain_low_minus_high_bandwidth", red8[lo_bw] - red8[hi_bw],
+                f"reduction vs the best baseline at {lo_bw:g} Gb/s minus at {hi_bw:g} Gb/s", c8)
 
-    # Fig. 9: predictors
-    case9 = cause_case
-    jct = {k: runs.get(case9, "a-srpt" if k != "perfect" else "a-srpt-perfect", pred=k)["total_jct_h"]
-           for k in ("rf", "mean", "median", "perfect")}
-    errs = {k: prediction_error(case9, k) for k in ("rf", "mean", "median")}
-    d9 = ("total JCT " + ", ".join(f"{k} {v:,.0f} h" for k, v in jct.items()) + "; mean iteration error "
-          + ", ".join(f"{k} {100 * v:.0f} %" for k, v in errs.items()))
-    jb = runs.get(case9, "a-srpt", pred="rf-bootstrap")["total_jct_h"]
-    c9 = {"load": c6.get("load", ""), "rf_bootstrap": round(jb / jct["perfect"] - 1.0, 4),
-          "rf_bootstrap_error": round(prediction_error(case9, "rf-bootstrap"), 4)}
-    out["fig9_rf_over_perfect"] = _m(jct["rf"] / jct["perfect"] - 1.0, d9, c9)
-    out["fig9_rf_vs_mean"] = _m(1.0 - jct["rf"] / jct["mean"], d9, c9)
-    out["fig9_rf_vs_median"] = _m(1.0 - jct["rf"] / jct["median"], d9, c9)
-    out["fig9_rf_error_below_median"] = _m(errs["median"] - errs["rf"], d9, c9)
+        # Fig. 9 and Fig. 4: predictors, on the cause workload
+        case9 = cause_case
+        jct = {k: runs.get(case9, "a-srpt" if k != "perfect" else "a-srpt-perfect", pred=k)["total_jct_h"]
+               for k in ("rf", "mean", "median", "perfect")}
+        rel = {k: prediction_error(case9, k) for k in ("rf", "mean", "median")}
+        ab = {k: absolute_error(case9, k) for k in ("rf", "mean", "median")}
+        d9 = (f"{len(case9.w):,} replayed jobs: total JCT " + ", ".join(f"{k} {v:,.0f} h" for k, v in jct.items())
+              + "; mean |error| (iterations) " + ", ".join(f"{k} {v:,.0f}" for k, v in ab.items())
+              + "; mean relative error " + ", ".join(f"{k} {100 * v:.0f} %" for k, v in rel.items()))
+        c9 = None
+        if first:
+            jb = runs.get(case9, "a-srpt", pred="rf-bootstrap")["total_jct_h"]
+            c9 = {"load": c6[None]["load"], "rf_bootstrap": jb / jct["perfect"] - 1.0}
+        acc.add("fig9_rf_over_perfect", jct["rf"] / jct["perfect"] - 1.0, d9, c9)
+        acc.add("fig9_perfect_vs_mean", 1.0 - jct["perfect"] / jct["mean"], d9)
+        acc.add("fig9_rf_vs_mean", 1.0 - jct["rf"] / jct["mean"], d9, c9)
+        acc.add("fig9_rf_vs_median", 1.0 - jct["rf"] / jct["median"], d9, c9)
+        ce = {"rf_bootstrap_error": absolute_error(case9, "rf-bootstrap")} if first else None
+        acc.add("fig9_rf_error_reduction_vs_median", 1.0 - ab["rf"] / ab["median"], d9, ce)
+        acc.add("fig9_rf_error_reduction_vs_mean", 1.0 - ab["rf"] / ab["mean"], d9, ce)
+        acc.add("fig4_exact_share", exact_share(case9), f"RF predictions within {100 * EXACT:g} % of the true "
+                f"iterations, {len(case9.w):,} replayed jobs")
+        acc.add("rf_fit_cpu_s", case9.rf_fit_cpu_s, f"CPU seconds of the last causal fit ({case9.rf_fit_rows:,} "
+                f"rows, {cfg['rf_trees']} trees)")
 
-    # Table II (last: its exact ILPs are the slowest part and claim the least)
-    ctx.progress("Table II: Heavy-Edge (paper, refined) vs the exact ILP")
-    t2 = table2(cfg, seed)
-    gap = float(np.mean([r["gap"] for r in t2.values()]))
-    gap_ref = float(np.mean([r["gap_refine"] for r in t2.values()]))
-    he_ms = float(max(r["ms"] for r in t2.values()))
-    detail = "; ".join(f"{m}: gap {100 * r['gap']:.1f} % (refined {100 * r['gap_refine']:.1f} %; to the ILP on any "
-                       f"free GPUs {100 * r['gap_all']:.1f} %), {r['ms']:.2f} CPU ms vs ILP {r['ilp_ms']:.0f} ms"
-                       for m, r in t2.items())
-    # the cause switched: the NIC rule. Heavy-Edge leaves a single-replica stage behind a many-replica one
-    # (vgg16 15+1, resnet50 14+1+1 at 16 GPUs: light edges each, 1/(k k') of the activations) to the last,
-    # smallest server; with the x/g share its activations cross a 1/g share of the NIC, g times the whole NIC's cost
-    t2w = table2(cfg, seed, nic="whole")
-    gap_whole = float(np.mean([r["gap"] for r in t2w.values()]))
-    detail += "; with the whole NIC: " + ", ".join(f"{m} {100 * r['gap']:.1f} %" for m, r in t2w.items())
-    out["t2_heavy_edge_gap"] = _m(gap, detail, {"refine": gap_ref, "nic_whole": gap_whole})
-    out["t2_heavy_edge_ms"] = _m(he_ms, detail)
-    out["t2_ilp_over_heavy_edge_time"] = _m(float(np.mean([r["ilp_ms"] / max(r["ms"], 1e-6) for r in t2.values()])),
-                                           detail)
+    out = acc.measurements(seeds)
+    for s, meta in settings.items():
+        meta["seeds"] = sorted(set(meta["seeds"]), key=meta["seeds"].index)
+    ctx.settings.update(settings)
+    _policy_tables(ctx, runs.rows, settings)
 
+    # Table II (last: its exact ILPs are the slowest part). Samples: the cases (free GPUs per server drawn at
+    # random), not seeds; Heavy-Edge timed as CPU time of this process, the ILP (sim.asrpt.ilp) as wall time.
+    if ctx.wants("t2-heavy-edge-near-optimal", "t2-heavy-edge-fast", "t2-ilp-far-slower"):
+        ctx.progress("Table II: Heavy-Edge (paper, refined) vs the exact ILP")
+        t2 = table2(cfg, seeds[0])
+        t2w = table2(cfg, seeds[0], nic="whole")
+        for model, r in t2.items():
+            cases = r["cases"]
+            d = (f"{model}, {len(cases['gap'])} cases of {cfg['t2_gpus']} GPUs on {cfg['t2_servers']} servers: gap "
+                 f"{100 * r['gap']:.1f} % (refined {100 * r['gap_refine']:.1f} %; to the ILP on any free GPUs "
+                 f"{100 * r['gap_all']:.1f} %), {r['ms']:.2f} CPU ms vs ILP {r['ilp_ms']:.0f} ms wall")
+            out[f"t2_heavy_edge_gap@{model}"] = Measurement(
+                samples=cases["gap"], detail=d, causes={"refine": r["gap_refine"], "nic_whole": t2w[model]["gap"]})
+            out[f"t2_heavy_edge_ms@{model}"] = Measurement(samples=cases["ms"], detail=d)
+            out[f"t2_ilp_over_heavy_edge_time@{model}"] = Measurement(
+                samples=[i / max(m, 1e-6) for i, m in zip(cases["ilp_ms"], cases["ms"])], detail=d)
+            ctx.settings[model] = {"trace": f"Table II case: {model}", "cluster": f"{cfg['t2_servers']} servers x 8 GPUs",
+                                   "gpus": cfg["t2_gpus"], "seeds": [seeds[0]], "cases": len(cases["gap"]),
+                                   "tables": ["asrpt_table2.csv"]}
+    else:
+        t2 = {}
     _write(ctx, runs.rows, t2, time.perf_counter() - t_start)
     return out
+
+
+def _policy_tables(ctx: ReproduceContext, rows: list[dict], settings: dict[str, dict]) -> None:
+    """One CSV per setting (SETTING/policies.csv): each policy's total JCT, wait and makespan per seed."""
+    import csv
+    from pathlib import Path
+
+    def setting_of(r: dict) -> str | None:
+        label = str(r.get("case", ""))
+        kind, _, rest = label.partition("-")
+        size = rest.rsplit("-s", 1)[0]
+        if kind == "fig6":
+            return f"n{size}"
+        if kind == "fig7":
+            return _bw(r["nic_gbit"]) if "nic_gbit" in r else f"single{size}"
+        return None
+
+    by: dict[str, list[dict]] = {}
+    for r in rows:
+        s = setting_of(r)
+        if s in settings:
+            by.setdefault(s, []).append(r)
+    for s, rs in by.items():
+        path = Path(ctx.out) / s / "policies.csv"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "w", newline="") as fh:
+            wr = csv.writer(fh)
+            wr.writerow(["policy", "variant", "seed case", "jobs", "total_jct_h", "wait_h", "makespan_h"])
+            for r in rs:
+                variant = ",".join(f"{k}={r[k]}" for k in ("pred", "nic", "refine", "nic_gbit") if k in r)
+                wr.writerow([r["policy"], variant, r["case"], r["jobs"], f"{r['total_jct_h']:.6g}",
+                             f"{r['wait_h']:.6g}", f"{r['makespan_h']:.6g}"])
+        settings[s].setdefault("tables", []).append(f"{s}/policies.csv")
 
 
 def _write(ctx: ReproduceContext, rows: list[dict], t2: dict, seconds: float) -> None:
@@ -461,7 +582,7 @@ def _write(ctx: ReproduceContext, rows: list[dict], t2: dict, seconds: float) ->
         wr = csv.writer(fh)
         wr.writerow(["model", "gap_mean", "gap_max", "gap_refine_mean", "gap_any_servers", "gap_any_servers_refine",
                      "heavy_edge_ms", "refined_ms", "ilp_ms"])
-        for m, r in t2.items():
+        for m, r in t2.items():  # noqa: B007
             wr.writerow([m, r["gap"], r["gap_max"], r["gap_refine"], r["gap_all"], r["gap_all_refine"], r["ms"],
                          r["ms_refine"], r["ilp_ms"]])
     ctx.progress(f"asrpt: {len(rows)} replays in {seconds:.0f} s")
