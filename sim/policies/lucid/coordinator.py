@@ -65,7 +65,6 @@ class LucidCoordinator(Coordinator):
         self.keys = self.profiles.keys
         self.gmem = np.asarray(self.profiles.gmem, dtype=float)
         self.util = np.asarray(self.profiles.gpu_util, dtype=float)
-        self.score_list, self.gmem_list = self.scores.tolist(), self.gmem.tolist()  # the binder's hot loop
         self.home = list(w.partition)
         self.profiled: set[int] = set()
         self.never_pack: set[int] = set()
@@ -110,6 +109,8 @@ class LucidCoordinator(Coordinator):
     # -- hooks -----------------------------------------------------------------------------------
     def on_start(self) -> None:
         p = self.p
+        # the binder's hot loop reads plain lists (made here, after set-up: scores are final once replay starts)
+        self.score_list, self.gmem_list = self.scores.tolist(), self.gmem.tolist()
         self.cctx.set_timer(p.tick, ("tick",))
         if p.update_interval > 0 and (p.estimator or p.trains_throughput):
             self.cctx.set_timer(p.update_interval, ("update",))

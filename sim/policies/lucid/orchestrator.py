@@ -348,14 +348,21 @@ class Lucid(Policy):
         hosts: dict[int, list[int]] = {}
         self._pass_est = {}
         failed = 0
-        for entry in self.queue.items:
+        need, free, limit = ctx.jobs.gpus, ctx.free_gpus, self.MAX_FAILED_PACKS
+        items = self.queue.items
+        for i, entry in enumerate(items):
             job = entry[1]
-            if (c.g_ss > 0 and failed < self.MAX_FAILED_PACKS and ctx.running
-                    and self._job_can_share(job)):  # Alg. 2: share first
+            packing = c.g_ss > 0 and failed < limit and ctx.running
+            if packing and self._job_can_share(job):  # Alg. 2: share first
                 if self._try_pack(job, hosts):
+                    free = ctx.free_gpus
                     continue
                 failed += 1
-            if ctx.jobs.gpus[job] <= ctx.free_gpus and ctx.try_start(job):
+            elif not packing and free < 1:  # no GPU free and no packing left this pass: the rest wait
+                keep.extend(items[i:])
+                break
+            if need[job] <= free and ctx.try_start(job):
+                free = ctx.free_gpus
                 continue
             keep.append(entry)
         self.queue.items = keep
