@@ -132,7 +132,10 @@ def _settings_page(ctx, res: Results, records: list[dict], setting: str, w: str,
             "cluster": f"one pool of {int(gpus) // 8 if gpus else '?'} x 8 GPUs" + (
                 " (the paper's, lucid.txt:312)" if w == "philly-864" else " (calibrated on the baselines)"),
             "gpus": gpus, "offered_load": 1.5 if w == "philly-cal" else 0.59, "seeds": res.seeds(w, lucid),
-            "lucid_row": lucid, "models": models,
+            "lucid_row": lucid, "models": "; ".join(
+                f"{name}: {m['model']} v{m['version']} trained on {m['train_jobs']:,} jobs ({m['train_from'][:10]} .. "
+                f"{m['train_to'][:10]}, data {m['train_data_sha256']}), test-week R^2 {m['r2']:.3f}"
+                for name, m in models.items()),
             "baselines": "Tiresias: tiresias-rounds rule=quota, 60-s rounds, 62 s per preemption (lucid.txt:462); "
                          "tiresias-event: event-driven, free preemption; QSSF: LightGBM trained as Lucid's model; "
                          "SJF: exact durations",
@@ -141,9 +144,10 @@ def _settings_page(ctx, res: Results, records: list[dict], setting: str, w: str,
                             "reached": round(res.get(w, label, "wait_mean") / 3600.0, 3)}
                            for label, text, paper in CALIBRATION if _has(res, w, label)]
     if w == "philly-cal":
-        info["calibration_parameters"] = ("offered load 1.5 of the week's jobs (43 x 8 GPUs), the grid point of "
-                                          "loads 0.6-1.8 whose largest |log(reached / paper)| over the three "
-                                          "baselines is smallest; Lucid's numbers are not used")
+        info["calibration_parameters"] = (
+            "offered load 1.5 of the week's jobs (43 x 8 GPUs for all 10,639): the grid point of loads 0.6-1.8 "
+            "whose largest |log(reached / paper)| over the three baselines is smallest (0.39, Tiresias); "
+            "Lucid's numbers are not used" + ("; quick mode replays the first 2,500 jobs only" if ctx.quick else ""))
     ctx.settings[setting] = info
 
 
