@@ -10,6 +10,7 @@ from sim.engine import Engine
 from sim.interference import InterferenceModel
 from sim.policies import get_policy
 from sim.policies.lucid import Lucid, attach_profiles, with_profiler
+from sim.policies.lucid.orchestrator import Horus
 from sim.policies.preemptive import TiresiasRounds
 from tests.helpers import workload
 
@@ -93,3 +94,22 @@ def test_binder_fast_path_takes_the_same_decisions_as_the_generic_rules(interfer
     (a, packs_a), (b, packs_b) = tables
     assert packs_a == packs_b and packs_a > 0  # packing happened
     assert a["end"].tolist() == b["end"].tolist() and a["wait"].tolist() == b["wait"].tolist()
+
+
+class _GenericHorus(Horus):
+    def _can_share(self, job, host):
+        return Horus._can_share(self, job, host)
+
+
+def test_horus_fast_path_takes_the_same_decisions_as_its_rule(interference):
+    fast, generic, spec = Horus, _GenericHorus, "horus:min_remaining=60"
+    rnd = random.Random(5)
+    rows = sorted((rnd.uniform(0, 2000), rnd.lognormvariate(7, 1.2), 1) for _ in range(80))
+    info, _, params = get_policy(spec)
+    out = []
+    for cls in (fast, generic):
+        w = attach_profiles(workload(rows, nodes=2, gpus=4), interference, seed=5)
+        eng = Engine(w, (lambda c=cls, p=params: c(**p)), predictions=list(w.duration), check_invariants=True,
+                     coordinator=info.cls.coordinator_class)
+        out.append((job_table(eng.run())["end"].tolist(), eng.coordinator.packs))
+    assert out[0] == out[1] and out[0][1] > 0

@@ -84,10 +84,10 @@ def _causes(res: Results, setting: str, num: str | None, den: str, metric: str,
             base_num, _seed0(res, c, "lucid-cold", metric))
         out["Lucid's profiler as extra nodes (not carved out of the pool)"] = ratio(
             base_num, _seed0(res, c, "lucid+extra-profiler", metric))
-    full = "philly-864"
-    if _has(res, full, num) and _has(res, full, den):
-        out["load: the paper's 864-GPU pool (offered load 0.59)"] = ratio(res.get(full, num, metric),
-                                                                          res.get(full, den, metric))
+    for wl, text in (("philly-864", "load: the paper's 864-GPU pool (offered load 0.59)"),
+                     ("philly-load1.2", "load 1.2 (50 x 8 GPUs), seed 0"), ("philly-load1.8", "load 1.8 (36 x 8 GPUs), seed 0")):
+        if _has(res, wl, num) and _has(res, wl, den):
+            out[text] = ratio(res.get(wl, num, metric), res.get(wl, den, metric))
     return {k: v for k, v in out.items() if math.isfinite(v)}
 
 

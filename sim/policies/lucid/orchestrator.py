@@ -282,7 +282,9 @@ class Lucid(Policy):
         ctx, c = self.ctx, self.c
         hosts = self._hosts(ctx.jobs.gpus[job], cache)
         best, best_key = None, None
-        if type(self)._can_share is Lucid._can_share:
+        cls = type(self)
+        if cls._can_share is Lucid._can_share or (cls._best_host is not Lucid._best_host
+                                                   and cls._can_share is Horus._can_share):
             best = self._best_host(job, hosts)
         else:
             for host in hosts:
@@ -401,6 +403,21 @@ class Horus(Lucid):
     @classmethod
     def prepare_workload(cls, workload, params: dict[str, Any]):
         return workload  # no profiler; profiles are drawn in the replay
+
+    def _best_host(self, job: int, hosts: list[int]) -> int | None:
+        """:meth:`_can_share` over ``hosts`` with :func:`binder.horus_rank` inlined (same rule and ranks)."""
+        c = self.c
+        util, gmem = c.util_list, c.gmem_list
+        limit, u_guest, m_guest = c.interference.gpu_memory_mb, util[job], gmem[job]
+        best, best_key = None, None
+        for host in hosts:
+            total = u_guest + util[host]
+            if total > 100.0 or not m_guest + gmem[host] <= limit:
+                continue
+            key = (total, host)
+            if best_key is None or key < best_key:
+                best, best_key = host, key
+        return best
 
     def _can_share(self, job: int, host: int):
         c = self.c
