@@ -376,12 +376,19 @@ def _judge_setting(claim: Claim, pv: PaperValue, measurements: Mapping[str, Meas
     if not all(math.isfinite(s) for s in samples):
         sv.reason = "the measurement is not a finite number (0/0, a zero baseline or a missing cell)"
         return sv
-    if len(samples) == 1 or m.interval is not None:
-        sv.mean = float(m.value) if m.value is not None else samples[0]
-    else:
-        sv.mean = sum(samples) / len(samples)
     sv.n = m.n if m.n is not None else len(samples)
-    for cond in claim.preconditions:
+    if m.interval is not None:
+        lo, hi = sorted(float(x) for x in m.interval)
+        mean = float(m.value) if m.value is not None else (lo + hi) / 2
+    elif len(samples) >= 2:
+        mean, lo, hi = interval(samples)
+    else:
+        mean = lo = hi = samples[0]
+        sv.one_seed = True
+    sv.mean = mean
+    if not sv.one_seed:
+        sv.lo, sv.hi = lo, hi
+    for cond in claim.preconditions:  # shown with the measured mean, judged not at all when unmet
         c = _lookup(measurements, cond.measure, pv.setting)
         cv = None if c is None else c.value
         if cv is None or not math.isfinite(float(cv)):
@@ -391,19 +398,11 @@ def _judge_setting(claim: Claim, pv: PaperValue, measurements: Mapping[str, Meas
             sv.reason = (f"setting lacks {cond.why or cond.measure}: {cond.measure} = {_fmt(float(cv))} "
                          f"(needs {cond.text()})")
             return sv
-    if m.interval is not None:
-        lo, hi = sorted(float(x) for x in m.interval)
-        mean = float(m.value) if m.value is not None else (lo + hi) / 2
-    elif len(samples) >= 2:
-        mean, lo, hi = interval(samples)
-    elif quick:
-        mean = lo = hi = samples[0]
-        sv.one_seed = True
-    else:
-        sv.mean = samples[0]
+    if sv.one_seed and not quick:
+        sv.one_seed = False
         sv.reason = "one seed: no interval (a full ledger needs >= 2 seeds; run with --seeds 0 1 2)"
         return sv
-    sv.mean, sv.lo, sv.hi = mean, lo, hi
+    sv.lo, sv.hi = lo, hi
     if claim.kind == "effect":
         target = pv.value if pv.value is not None else (claim.holds_if.value if claim.holds_if else None)
         sv.verdict, sv.reason = _effect(claim, target, lo, hi)
@@ -551,7 +550,7 @@ def write_ledger(out: str | Path, claims: ClaimsFile, verdicts: list[Verdict], m
     if meta.get("quick"):
         doc["smoke_test"] = SMOKE
     doc.update({"paper": claims.paper, "title": claims.title, "paper_file": claims.paper_file,
-                "notes": claims.notes, "counts": tally, "meta": meta, "claims": [asdict(v) for v in verdicts]})
+                "notes": _notes(meta) if meta.get("quick") and claims.notes else claims.notes, "counts": tally, "meta": meta, "claims": [asdict(v) for v in verdicts]})
     paths = {"json": out / "claims.json", "md": out / "claims.md", "html": out / "claims.html"}
     text = json.dumps(_clean(doc), indent=1, default=str, allow_nan=False)
     if meta.get("quick"):  # the first line says it is a smoke test, like the pages
@@ -595,8 +594,9 @@ def _settings_rows(meta: dict[str, Any]) -> tuple[list[list[str]], list[list[str
         s = dict(s or {})
         tables = s.pop("tables", []) or []
         cal = s.pop("calibration", []) or []
-        known = [str(s.pop(k)) if k in s else "–" for k in ("trace", "cluster", "gpus", "offered_load", "seeds")]
-        other = "; ".join(f"{k}: {v}" for k, v in s.items())
+        known = [str(s.pop(k)) if s.get(k) is not None else (s.pop(k, None), "–")[1]
+                 for k in ("trace", "cluster", "gpus", "offered_load", "seeds")]
+        other = "; ".join(f"{k}: {v}" for k, v in s.items() if v is not None)
         rows.append([name, *known, other, ", ".join(str(t) for t in tables)])
         for c in cal:
             calib.append([name, str(c.get("target", "")), _fmt(c.get("paper")), str(c.get("cite", "")),

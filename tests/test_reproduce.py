@@ -248,3 +248,64 @@ def test_track_logs_settings_claims_verdicts_and_tables(fake_paper, tmp_path):
     assert run.data.params["setting.toy.trace"] == "toy" and run.data.params["seeds"]
     assert run.data.tags["verdict.faster"] == MISSES and "claim/faster" in run.data.metrics
     assert {a.path for a in client.list_artifacts(run.info.run_id)} >= {"claims.json", "claims.html", "table.csv"}
+
+
+def test_claim_runs_restrict_a_spec_to_the_claims_settings():
+    data = {"name": "x", "workloads": [{"name": "philly-vc"}, {"name": "earth@load0.9"}, {"name": "venus"}],
+            "policies": [{"name": "fifo"}, {"name": "lucid-noshare", "workloads": ["venus"]},
+                         {"name": "lucid-nobinder", "workloads": ["venus", "philly-vc"]}]}
+    got = papers._restrict(data, frozenset({"philly-vc", "earth-load0.9"}))
+    assert [w["name"] for w in got["workloads"]] == ["philly-vc", "earth@load0.9"]
+    assert got["policies"] == [{"name": "fifo"}, {"name": "lucid-nobinder", "workloads": ["philly-vc"]}]
+    assert papers._restrict(data, frozenset({"n37500"})) == data  # no workload named so: the runner's own settings
+
+
+def test_describe_workload_reads_the_cells_source():
+    records = [{"cell": {"workload": "earth", "source": {"synthetic": "earth", "jobs": 20000, "offered_load": 0.9}}}]
+    assert papers.describe_workload(records, "earth") == {"trace": "earth", "offered_load": 0.9, "jobs": 20000}
+    assert papers.describe_workload(records, "other") == {"trace": "other"}
+
+
+def test_a_smoke_test_never_prints_the_claims_files_figures_from_earlier_runs(tmp_path):
+    cf = ClaimsFile.model_validate({"paper": "x", "title": "X", "notes": "an earlier full run measured 6,512 s",
+                                    "claims": [{"id": "a", "source": "T1", "statement": "s", "metric": "m",
+                                                "comparator": "b", "null": 0.0, "measure": "m",
+                                                "values": [{"value": None, "cite": "x.txt:1"}]}]})
+    verdicts = judge_all(cf, {}, quick=True)
+    quick = write_ledger(tmp_path / "q", cf, verdicts, {"quick": True})
+    full = write_ledger(tmp_path / "f", cf, verdicts, {"quick": False})
+    assert all("6,512" not in quick[k].read_text() for k in ("md", "html", "json"))
+    assert "earlier runs" in full["md"].read_text() and "6,512" in full["md"].read_text()
+
+
+def test_run_spec_gives_full_runs_the_contexts_seeds_and_claim_runs_their_settings(tmp_path, monkeypatch):
+    import yaml
+
+    import pipelines.experiments as E
+    from evaluation.claims import ReproduceContext
+
+    seen = []
+
+    class Outcome:
+        ok = reused = skipped = failed = cells = wall_s = 0
+
+    monkeypatch.setattr(E, "run_experiment", lambda spec, out, spec_text, **kw: seen.append(yaml.safe_load(spec_text))
+                        or Outcome())
+    monkeypatch.setattr(E, "collect", lambda out, spec: [{"status": "ok", "cell": {}}])
+    spec = tmp_path / "s.yaml"
+    spec.write_text(yaml.safe_dump({"name": "s", "workloads": [{"name": "a", "synthetic": "earth", "jobs": 50},
+                                                               {"name": "b", "synthetic": "saturn", "jobs": 50}],
+                                    "policies": [{"name": "fifo"}], "seeds": [0]}))
+    full = ReproduceContext(quick=False, out=tmp_path, seeds=[0, 1, 2], data_dir=tmp_path, work=tmp_path / "c")
+    papers.run_spec(full, spec)
+    papers.run_spec(ReproduceContext(quick=True, out=tmp_path, seeds=[0], data_dir=tmp_path, work=tmp_path / "c"), spec)
+    papers.run_spec(ReproduceContext(quick=False, out=tmp_path, seeds=[0, 1, 2], data_dir=tmp_path, work=tmp_path / "c",
+                                     only_settings=frozenset({"b"})), spec, overrides={"seeds": [5]})
+    assert seen[0]["seeds"] == [0, 1, 2] and seen[1]["seeds"] == [0]
+    assert seen[2]["seeds"] == [5] and [w["name"] for w in seen[2]["workloads"]] == ["b"]
+
+
+def test_a_failing_claim_run_into_a_new_folder_leaves_nothing(fake_paper, tmp_path):
+    fake_paper.fail = True
+    assert main(["reproduce", "toy", "--out", "new", "--claim", "tail", "--data-dir", str(tmp_path)]) != 0
+    assert not (tmp_path / "new").exists()

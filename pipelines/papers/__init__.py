@@ -47,7 +47,9 @@ def run_spec(ctx, path: str | Path, *, overrides: dict[str, Any] | None = None) 
     """Run the experiment spec at ``path`` (see ``spec_path``) into ``ctx.work / <spec name>`` and return
     the cells' status records (finished cells from an earlier run of the same code are reused).
 
-    ``overrides`` replaces top-level spec keys (e.g. ``seeds``) before the run."""
+    ``overrides`` replaces top-level spec keys (e.g. ``seeds``) before the run. A full run (not quick) whose
+    spec lists fewer top-level seeds than ``ctx.seeds`` runs ``ctx.seeds`` (default 0 1 2); ``ctx.only_settings``
+    (--claim) keeps only the workloads those settings name."""
     import yaml
 
     from pipelines.experiments import collect, parse_spec, run_experiment
@@ -55,6 +57,10 @@ def run_spec(ctx, path: str | Path, *, overrides: dict[str, Any] | None = None) 
     path = Path(path)
     data = yaml.safe_load(path.read_text())
     data.update(overrides or {})
+    seeds = data.get("seeds")
+    have = seeds if isinstance(seeds, int) else len(seeds or [0])
+    if not ctx.quick and "seeds" not in (overrides or {}) and have < len(ctx.seeds):
+        data["seeds"] = list(ctx.seeds)  # a full ledger runs >= the context's seeds (0 1 2): verdicts need intervals
     only = getattr(ctx, "only_settings", None)
     if only is not None:
         data = _restrict(data, only)
@@ -207,3 +213,19 @@ def quantile_interval(samples: list[float], q: float, level: float = 0.95) -> tu
     lo, hi = max(lo, 0), min(hi, n - 1)
     ordered = sorted(samples)
     return float(ordered[lo]), float(ordered[hi])
+
+
+def describe_workload(records: list[dict[str, Any]], workload: str) -> dict[str, Any]:
+    """What the ledger page states about a spec workload, from its cells' sources: trace (file or preset),
+    cluster, offered load and job count where the spec set them (for ``ctx.settings[...]``)."""
+    for r in records:
+        cell = r.get("cell") or {}
+        if cell.get("workload") != workload:
+            continue
+        src = dict(cell.get("source") or {})
+        out: dict[str, Any] = {"trace": src.get("trace") or src.get("synthetic") or src.get("generator") or workload}
+        for key, name in (("cluster", "cluster"), ("offered_load", "offered_load"), ("jobs", "jobs")):
+            if src.get(key) is not None:
+                out[name] = src[key]
+        return out
+    return {"trace": workload}

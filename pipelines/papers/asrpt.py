@@ -404,7 +404,7 @@ def run(ctx: ReproduceContext) -> dict[str, Measurement]:
                                        "cluster": f"{servers} x 8 V100, {bw:g} Gb/s NICs", "gpus": servers * 8,
                                        "jobs": f"{jobs:,} at the paper's scale ({len(case.w):,} replayed)",
                                        "single_gpu_share": share, "seeds": []})
-        s["seeds"].append(case.label.rsplit("-s", 1)[1])
+        s["seeds"].append(int(case.label.rsplit("-s", 1)[1]))
 
     for i, seed in enumerate(seeds):
         first = i == 0
