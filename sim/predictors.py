@@ -239,6 +239,7 @@ def _noisy(sigma: float = 0.5, seed: int = 0) -> "NoisyOraclePredictor":
 PREDICTORS: Registry = new_registry("predictors", noun="predictor")
 PREDICTORS.register("oracle", OraclePredictor)
 PREDICTORS.register("noisy", _noisy)
+PREDICTORS.register_lazy("lucid-pretrained", "sim.policies.lucid.pretrained:LucidPretrained")
 
 
 def make_predictor(spec: str | Predictor | None, seed: int = 0, tracking_uri: str | None = None) -> Predictor:

@@ -213,4 +213,12 @@ def generate_from_preset(params: dict, seed: int, jobs: int | None) -> JobTable:
     return generate(HeliosShapedSpec(**data), seed=seed)
 
 
+def _check_params(params: dict) -> None:
+    """Refuse unknown or out-of-range fields before any work (synthetic.check_generator_params)."""
+    HeliosShapedSpec(**params)
+
+
+generate_from_preset.check_params = _check_params  # type: ignore[attr-defined]
+
+
 __all__ = ["HeliosShapedSpec", "generate", "generate_from_preset", "duration_sigma", "arrival_times"]

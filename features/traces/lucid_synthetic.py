@@ -71,8 +71,48 @@ def venus_shaped(params: dict[str, Any], seed: int, jobs: int | None) -> JobTabl
     return table
 
 
-__all__ = ["partition_gpus", "venus_shaped"]
+__all__ = ["partition_gpus", "philly_window", "philly_window_rows", "venus_shaped"]
 
+
+#: Lucid's Philly test week (lucid.txt:312): jobs submitted October 1-7 2017, the weeks after train its models.
+PHILLY_TRACE = "philly/philly_jobs_2017-09-04_2017-11-30.csv.gz"
+PHILLY_TEST = ("2017-10-01", "2017-10-08")
+
+
+def philly_window_rows(frame, start: str, end: str):
+    """A boolean mask of the rows of a loaded Philly table submitted in [start, end) (dates in the
+    trace's own clock: the loader labels its local wall-clock times with its zone)."""
+    import pandas as pd
+
+    ts = frame["submit_ts"]
+    tz = getattr(ts.dt, "tz", None)
+    lo, hi = pd.Timestamp(start, tz=tz), pd.Timestamp(end, tz=tz)
+    if hi <= lo:
+        raise ValueError(f"philly-window: end {end!r} must be after start {start!r}")
+    return ((ts >= lo) & (ts < hi)).to_numpy()
+
+
+def philly_window(params: dict[str, Any], seed: int, jobs: int | None) -> JobTable:
+    """The real Philly jobs submitted in [``start``, ``end``) (default October 1-7 2017, Lucid's test
+    week, lucid.txt:312), time zero at the first of them; job ids stay the trace's (``philly-<row>``), so
+    a model trained on other weeks of the same file can be matched to them. ``trace``: the Philly CSV
+    (default the shared extract); ``jobs``: keep the first N only. No randomness (``seed`` unused)."""
+    from features.jobtable import LoadReport, finalize
+    from features.paths import resolve_data_path
+    from features.traces import load_trace
+
+    _check_window_params(params)
+    start, end = str(params.get("start", PHILLY_TEST[0])), str(params.get("end", PHILLY_TEST[1]))
+    path = resolve_data_path(str(params.get("trace", PHILLY_TRACE)), params.get("data_dir"))
+    full = load_trace(path, "philly")
+    frame = full.frame[philly_window_rows(full.frame, start, end)]
+    if jobs:
+        frame = frame.iloc[:int(jobs)]
+    if not len(frame):
+        raise ValueError(f"philly-window: no job of {path} was submitted in [{start}, {end})")
+    report = LoadReport(source=str(path), format="philly-window", rows_read=len(frame))
+    report.notes.append(f"Philly jobs submitted in [{start}, {end}) of {len(full.frame):,} loaded")
+    return finalize(frame.assign(submit_time=float("nan")), report, path=str(path))
 
 #: The parameters venus_shaped reads (anything else was silently ignored: refused now, issue 44).
 VENUS_PARAMS = ("preset", "cluster", "data_dir", "jobs")
@@ -85,3 +125,12 @@ def check_venus_params(params: dict[str, Any]) -> None:
 
 
 venus_shaped.check_params = check_venus_params  # type: ignore[attr-defined]
+
+
+def _check_window_params(params: dict[str, Any]) -> None:
+    unknown = sorted(str(k) for k in set(params) - {"trace", "start", "end", "data_dir"})
+    if unknown:
+        raise ValueError(f"philly-window: unknown parameter(s) {', '.join(unknown)}; it takes trace, start, end")
+
+
+philly_window.check_params = _check_window_params  # type: ignore[attr-defined]

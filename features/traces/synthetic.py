@@ -129,6 +129,8 @@ for _name, (_target, _text) in {
                      "Helios-like jobs on Venus' VCs, Lucid's setting (preset, cluster)"),
     "helios-shaped": ("features.traces.helios_shaped:generate_from_preset",
                       "Helios-shaped jobs on the real Venus submission intensity, Lazer's setting (HeliosShapedSpec)"),
+    "philly-window": ("features.traces.lucid_synthetic:philly_window",
+                      "real Philly jobs of a date window, Lucid's test week Oct 1-7 2017 (trace, start, end)"),
 }.items():
     GENERATORS.register_lazy(_name, _target)
     _DESCRIPTIONS[_name] = _text

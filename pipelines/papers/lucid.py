@@ -1,52 +1,51 @@
-"""Lucid's claims (Table 4, Fig. 11, §4.4 latency): the replays of ``configs/experiments/papers/lucid/
-spec[-quick].yaml`` reduced to the ratios its claims file tests, plus the scheduling-latency measurement
+"""Lucid's claims (Table 4, Fig. 11, Table 7, §4.3-4.6) on Philly as the paper ran it: the replays of
+``configs/experiments/papers/lucid/spec[-quick].yaml`` (Philly Oct 1-7 2017 on the paper's 864-GPU pool and
+on a pool calibrated on the baselines' Table 4 queues) reduced to the measures its claims file tests, the
+models' accuracy (:mod:`pipelines.papers.lucid_models`) and the scheduling-latency measurement
 (``decision_latency``, also used by benchmarks/bench_lucid.py)."""
 from __future__ import annotations
 
 import math
 import time
+from pathlib import Path
+from typing import Any
 
 from evaluation.claims import Measurement, ReproduceContext
-from pipelines.papers import Results, quantile_interval, ratio_samples, run_spec, spec_path, write_policy_table
+from pipelines.papers import (Results, quantile_interval, ratio, ratio_samples, run_spec, spec_path,
+                             write_policy_table)
 
 LUCID = "lucid"
 BASELINES = ("fifo", "sjf", "qssf", "horus", "tiresias")
 ABLATIONS = ("lucid-nobinder", "lucid-noshare", "lucid-noestimator", "lucid-nospace")
+#: ledger setting -> (spec workload, Lucid's row): the causal row is Lucid with its model trained on the
+#: weeks before the test week, on the same replays
+SETTINGS = {"philly-864": ("philly-864", "lucid"), "philly-cal": ("philly-cal", "lucid"),
+            "philly-cal-causal": ("philly-cal", "lucid-causal")}
+CAUSES_WORKLOAD = "philly-cal-causes"
+#: Table 4's Philly row (hours) the calibrated pool was fitted on: baselines only, never Lucid's
+CALIBRATION = (("fifo", "FIFO average queueing delay, h", 30.45), ("sjf", "SJF average queueing delay, h", 3.01),
+               ("tiresias", "Tiresias average queueing delay, h", 2.62))
+CALIBRATION_CITE = "lucid.txt:342"
+SHORT_S = 60.0  # 'short-term jobs (<= 60 s)', lucid.txt:377
+PARTS = ("models", "latency")
+#: the claims measured on the replays (the others: the models' accuracy, the decision latency, testbeds)
+REPLAY_CLAIMS = ("t4-jct-vs-tiresias", "t4-queue-vs-tiresias", "t4-tail-queue-vs-tiresias", "t4-vs-fifo",
+                 "t4-jct-best", "t4-queue-best", "s43-gpu-use", "s43-short-queueing", "s45-profiler-finish",
+                 "f11-binder", "f11-sharing", "f11-estimator", "f11-noestimator-vs-qssf", "f11-space-aware")
+NOT_REPLAYED = ("Venus and Saturn are not replayed: Helios' job tables are not public and Venus- / "
+                "Saturn-shaped generators calibrated on Table 4's baselines were not built in this pass")
 
 
-def _label(res: Results, workload: str, name: str) -> str | None:
-    """The label of policy ``name`` in a workload (labels carry the parameters: 'lucid:initial=...';
-    an explicit label such as 'lucid+extra-profiler' is matched whole)."""
-    for w, label in res.cells:
-        if w == workload and (label == name or (":" in label and label.split(":")[0] == name)):
-            return label
-    return None
-
-
-def _get(res: Results, w: str, name: str, metric: str) -> float:
-    label = _label(res, w, name)
-    return res.get(w, label, metric) if label else float("nan")
-
-
-def setting_name(workload: str) -> str:
-    """The ledger's name of a spec workload ('earth@load0.9' -> 'earth-load0.9': '@' separates measure and
-    setting in a measurement key)."""
-    return workload.replace("@", "-")
+def _has(res: Results, w: str, label: str) -> bool:
+    return res.has(w, label)
 
 
 def _paired(res: Results, w: str, a: str, b: str, metric: str) -> list[float]:
     """Per seed of ``b``'s cells: a's metric / b's (NaN where a cell is missing or b's value is 0)."""
-    la, lb = _label(res, w, a), _label(res, w, b)
-    if not la or not lb:
+    if not (_has(res, w, a) and _has(res, w, b)):
         return []
-    seeds = res.seeds(w, lb)
-    return ratio_samples(res.samples(w, la, metric, seeds), res.samples(w, lb, metric, seeds))
-
-
-def _best_label(res: Results, w: str, metric: str) -> str | None:
-    means = {b: _get(res, w, b, metric) for b in BASELINES}
-    means = {b: v for b, v in means.items() if math.isfinite(v)}
-    return min(means, key=means.get) if means else None
+    seeds = res.seeds(w, b)
+    return ratio_samples(res.samples(w, a, metric, seeds), res.samples(w, b, metric, seeds))
 
 
 def _mean(xs: list[float]) -> float:
@@ -54,52 +53,192 @@ def _mean(xs: list[float]) -> float:
     return sum(xs) / len(xs) if xs else float("nan")
 
 
-def _ablation_causes(res: Results, w: str, metric: str) -> dict[str, float | str]:
-    """What each deviation is worth on this metric in setting ``w``, as variant / Lucid (mean over seeds):
-    the profiler as extra nodes (the paper's separate profiling cluster) and each mechanism switched off."""
-    out: dict[str, float | str] = {}
-    for a in ("lucid+extra-profiler", *ABLATIONS):
-        value = _mean(_paired(res, w, a, LUCID, metric))
-        if math.isfinite(value):
-            out[f"{a} / lucid"] = value
+def _best(res: Results, w: str, metric: str) -> str | None:
+    means = {b: res.get(w, b, metric) for b in BASELINES if _has(res, w, b)}
+    means = {b: v for b, v in means.items() if math.isfinite(v)}
+    return min(means, key=means.get) if means else None
+
+
+def _seed0(res: Results, w: str, label: str, metric: str) -> float:
+    values = res.samples(w, label, metric, [0]) if _has(res, w, label) else []
+    return values[0] if values else float("nan")
+
+
+def _causes(res: Results, setting: str, num: str | None, den: str, metric: str,
+            short: dict | None = None) -> dict[str, float | str]:
+    """The claim's own measure (``num`` / Lucid-row ``den`` on ``metric``) with one deviation switched at a
+    time, on seed 0 of the calibrated pool (``num`` None: the best baseline), and at the paper's cluster.
+    Keys name what changed against the ledger's row."""
+    if setting != "philly-cal":
+        return {}
+    w, c = "philly-cal", CAUSES_WORKLOAD
+    num = num or _best(res, w, metric)
+    if num is None:
+        return {}
+    base_num, base_den = _seed0(res, w, num, metric), _seed0(res, w, den, metric)
+    out: dict[str, float | str] = {"as measured (seed 0)": ratio(base_num, base_den)}
+    if num == "tiresias":
+        out["Tiresias event-driven, free preemption (no 60-s rounds, no checkpoint cost)"] = ratio(
+            _seed0(res, w, "tiresias-event", metric), base_den)
+        out["Tiresias in rounds without the 62-s checkpoint cost"] = ratio(_seed0(res, c, "tiresias-nockpt", metric),
+                                                                          base_den)
+    if den == "lucid":
+        out["Lucid's estimator trained causally (weeks before)"] = ratio(base_num, _seed0(res, w, "lucid-causal", metric))
+        out["Lucid's estimator cold (history mean, no pre-trained model)"] = ratio(
+            base_num, _seed0(res, c, "lucid-cold", metric))
+        out["Lucid's profiler as extra nodes (not carved out of the pool)"] = ratio(
+            base_num, _seed0(res, c, "lucid+extra-profiler", metric))
+    for wl, text in (("philly-864", "load: the paper's 864-GPU pool (offered load 0.59)"),
+                     ("philly-load1.2", "load 1.2 (50 x 8 GPUs), seed 0"), ("philly-load1.8", "load 1.8 (36 x 8 GPUs), seed 0")):
+        if _has(res, wl, num) and _has(res, wl, den):
+            out[text] = ratio(res.get(wl, num, metric), res.get(wl, den, metric))
+    return {k: v for k, v in out.items() if math.isfinite(v)}
+
+
+def _cell_dirs(records: list[dict], out: Path) -> dict[tuple[str, str, int], Path]:
+    dirs = {}
+    for r in records:
+        cell = r.get("cell") or {}
+        if r.get("status") == "ok":
+            dirs[(cell.get("workload"), cell.get("label"), int(cell.get("seed", 0)))] = out / "cells" / r["id"]
+    return dirs
+
+
+def _short_queued(dirs: dict, w: str, label: str, seeds: list[int]) -> list[float]:
+    """Per seed: how many short jobs (<= 60 s of work) waited before they first started (wait > 0.5 s)."""
+    import pandas as pd
+
+    out = []
+    for seed in seeds:
+        path = dirs.get((w, label, seed))
+        file = path / f"jobs_{label}.parquet" if path else None
+        if file is None or not file.is_file():
+            out.append(float("nan"))
+            continue
+        jobs = pd.read_parquet(file, columns=["duration_s", "wait_s"])
+        out.append(float(((jobs["duration_s"] <= SHORT_S) & (jobs["wait_s"] > 0.5)).sum()))
     return out
+
+
+def _stat(records: list[dict], w: str, label: str, key: str, seeds: list[int]) -> list[float]:
+    """A policy statistic of the cells' summaries (e.g. lucid_packs), per seed."""
+    by_seed = {int((r.get("cell") or {}).get("seed", 0)): (r.get("summary") or {}).get(key)
+               for r in records if r.get("status") == "ok" and (r.get("cell") or {}).get("workload") == w
+               and (r.get("cell") or {}).get("label") == label}
+    return [float(by_seed[s]) if by_seed.get(s) is not None else float("nan") for s in seeds]
+
+
+def _settings_page(ctx, res: Results, records: list[dict], setting: str, w: str, lucid: str, models: dict) -> None:
+    cell = next(((r.get("meta") or {}) for r in records if (r.get("cell") or {}).get("workload") == w
+                 and r.get("status") == "ok"), {})
+    gpus = cell.get("cluster_gpus")
+    info = {"trace": "Philly Oct 1-7 2017 (philly-window: 10,639 jobs of our extract; the paper's 12,389)",
+            "cluster": f"one pool of {int(gpus) // 8 if gpus else '?'} x 8 GPUs" + (
+                " (the paper's, lucid.txt:312)" if w == "philly-864" else " (calibrated on the baselines)"),
+            "gpus": gpus, "offered_load": 1.5 if w == "philly-cal" else 0.59, "seeds": res.seeds(w, lucid),
+            "lucid_row": lucid, "models": "; ".join(
+                f"{name}: {m['model']} v{m['version']} trained on {m['train_jobs']:,} jobs ({m['train_from'][:10]} .. "
+                f"{m['train_to'][:10]}, data {m['train_data_sha256']}), test-week R^2 {m['r2']:.3f}"
+                for name, m in models.items()),
+            "baselines": "Tiresias: tiresias-rounds rule=quota, 60-s rounds, 62 s per preemption (lucid.txt:462); "
+                         "tiresias-event: event-driven, free preemption; QSSF: LightGBM trained as Lucid's model; "
+                         "SJF: exact durations",
+            "tables": [write_policy_table(ctx, res, w, f"{setting}/policies.csv")]}
+    info["calibration"] = [{"target": text, "paper": paper, "cite": CALIBRATION_CITE,
+                            "reached": round(res.get(w, label, "wait_mean") / 3600.0, 3)}
+                           for label, text, paper in CALIBRATION if _has(res, w, label)]
+    if w == "philly-cal":
+        info["calibration_parameters"] = (
+            "offered load 1.5 of the week's jobs (43 x 8 GPUs for all 10,639): the grid point of loads 0.6-1.8 "
+            "whose largest |log(reached / paper)| over the three baselines is smallest (0.39, Tiresias); "
+            "Lucid's numbers are not used" + ("; quick mode replays the first 2,500 jobs only" if ctx.quick else ""))
+    ctx.settings[setting] = info
 
 
 def run(ctx: ReproduceContext) -> dict[str, Measurement]:
     overrides = {"seeds": ctx.seeds} if ctx.seeds_given else None
-    records = run_spec(ctx, spec_path("lucid", "spec-quick" if ctx.quick else "spec"), overrides=overrides)
-    res = Results(records)
     out: dict[str, Measurement] = {}
-    for w in res.workloads():
-        s = setting_name(w)
-        lucid_label = _label(res, w, LUCID)
-        cell = next(((r.get("cell") or {}) for r in records if (r.get("cell") or {}).get("workload") == w), {})
-        ctx.settings[s] = {"trace": w, "cluster": cell.get("cluster"),
-                           "seeds": res.seeds(w, lucid_label) if lucid_label else [],
-                           "tables": [write_policy_table(ctx, res, w, f"{s}/policies.csv")]}
+    models: dict[str, Any] = {}
+    # Pre-train the models once, here (the cells of every worker then read the fits from the cache).
+    from sim.policies.lucid.pretrained import LucidPretrained
+
+    algo = "lightgbm" if ctx.quick else "ebm"
+    for name, pred in (("lucid (paper: weeks after)", LucidPretrained("later", algo)),
+                       ("lucid-causal (weeks before)", LucidPretrained("earlier", algo)),
+                       ("qssf", LucidPretrained("later", "lightgbm"))):
+        if ctx.quick and name.startswith("lucid-causal"):
+            continue
+        ctx.progress(f"pre-training {name}: {pred.algo} on Philly's {pred.split} weeks (cached after the first fit)")
+        models[name] = pred.describe()
+    spec = spec_path("lucid", "spec-quick" if ctx.quick else "spec")
+    if not ctx.wants(*REPLAY_CLAIMS):  # --claim names only model / latency claims: no replay needed
+        records = []
+    else:
+        records = run_spec(ctx, spec, overrides=overrides)
+    res = Results(records)
+    import yaml
+
+    run_dir = Path(ctx.work or Path(ctx.out) / "experiments") / yaml.safe_load(spec.read_text())["name"]
+    dirs = _cell_dirs(records, run_dir)
+    for setting, (w, lucid) in SETTINGS.items():
+        if not _has(res, w, lucid):
+            continue
+        _settings_page(ctx, res, records, setting, w, lucid, models)
+        seeds = res.seeds(w, lucid)
+        # preconditions: the baselines queue; the mechanism fires
+        best = _best(res, w, "jct_mean")
+        if best:
+            share = ratio_samples(res.samples(w, best, "wait_mean", seeds), res.samples(w, best, "jct_mean", seeds))
+            out[f"baseline_wait_share@{setting}"] = Measurement(samples=share, detail=(
+                f"the best baseline ({best}) waits {_mean(share):.1%} of its mean JCT"))
+        jobs = res.samples(w, lucid, "jobs", seeds)
+        packs = ratio_samples(_stat(records, w, lucid, "lucid_packs", seeds), jobs)
+        out[f"lucid_packs_per_job@{setting}"] = Measurement(samples=packs, detail="Lucid's packs per job")
         for key, metric in (("jct", "jct_mean"), ("queue", "wait_mean"), ("p999_queue", "wait_p99.9")):
-            samples = _paired(res, w, "tiresias", LUCID, metric)
-            out[f"tiresias_over_lucid_{key}@{s}"] = Measurement(
-                samples=samples, detail=f"Tiresias / Lucid, {metric}, on {w}",
+            samples = _paired(res, w, "tiresias", lucid, metric)
+            out[f"tiresias_over_lucid_{key}@{setting}"] = Measurement(
+                samples=samples, detail=f"Tiresias (60-s rounds, quota, 62 s/preemption) / {lucid}, {metric}, on {w}; "
+                f"event-driven Tiresias / {lucid}: {_mean(_paired(res, w, 'tiresias-event', lucid, metric)):.3g}",
                 not_testable=None if samples else f"no Tiresias and Lucid cells on {w}",
-                causes=_ablation_causes(res, w, metric))
-        best = _best_label(res, w, "jct_mean")
-        samples = _paired(res, w, best, LUCID, "jct_mean") if best else []
-        out[f"best_baseline_over_lucid_jct@{s}"] = Measurement(
-            samples=samples, detail=f"best baseline ({best}) / Lucid, average JCT, on {w}",
-            not_testable=None if samples else f"no baseline and Lucid cells on {w}",
-            causes=_ablation_causes(res, w, "jct_mean"))
+                causes=_causes(res, setting, "tiresias", lucid, metric))
+        for metric, key in (("jct_mean", "jct"), ("wait_mean", "queue")):
+            best_m = _best(res, w, metric)
+            samples = _paired(res, w, best_m, lucid, metric) if best_m else []
+            out[f"best_baseline_over_lucid_{key}@{setting}"] = Measurement(
+                samples=samples, detail=f"best baseline ({best_m}) / {lucid}, {metric}, on {w}",
+                causes=_causes(res, setting, None, lucid, metric))
+        samples = _paired(res, w, "fifo", lucid, "jct_mean")
+        out[f"fifo_over_lucid_jct@{setting}"] = Measurement(samples=samples, detail=f"FIFO / {lucid}, average JCT",
+                                                            causes=_causes(res, setting, "fifo", lucid, "jct_mean"))
+        t_short, l_short = _short_queued(dirs, w, "tiresias", seeds), _short_queued(dirs, w, lucid, seeds)
+        out[f"tiresias_over_lucid_short_queued@{setting}"] = Measurement(
+            samples=ratio_samples(t_short, l_short), detail=(
+                f"jobs of <= 60 s that waited: Tiresias {_mean(t_short):.0f}, {lucid} {_mean(l_short):.0f} (means)"))
+        prof = ratio_samples(_stat(records, w, lucid, "lucid_finished_in_profiler", seeds), jobs)
+        out[f"profiler_finish_share@{setting}"] = Measurement(samples=prof, detail="jobs that end in the profiler")
+        util = _paired(res, w, lucid, "tiresias", "gpu_utilisation")
+        out[f"gpu_use_gain@{setting}"] = Measurement(
+            not_testable="the paper's figure is the SM utilisation of active GPUs, sampled every minute; our "
+            "replays model allocated GPUs (Tiresias' jobs carry no utilisation profile)",
+            detail=f"allocated-GPU utilisation, {lucid} / Tiresias: {_mean(util):.3f}" if util else "")
         for a in ABLATIONS:
-            for key, metric in (("jct", "jct_mean"), ("queue", "wait_mean")):
-                samples = _paired(res, w, a, LUCID, metric)
-                out[f"{a}_over_lucid_{key}@{s}"] = Measurement(
-                    samples=samples, detail=f"{a} / Lucid, {metric}, on {w}",
-                    not_testable=None if samples else f"{a} was not replayed on {w} in this mode")
-        samples = _paired(res, w, "qssf", "lucid-noshare", "wait_mean")
-        out[f"qssf_over_lucid-noshare_queue@{s}"] = Measurement(
-            samples=samples, detail=f"QSSF / Lucid w/o sharing, average queueing delay, on {w}",
-            not_testable=None if samples else f"QSSF or lucid-noshare was not replayed on {w} in this mode")
-    if ctx.wants("s44-latency"):
+            samples = _paired(res, w, a, lucid, "wait_mean") if lucid == "lucid" else []
+            out[f"{a}_over_lucid_queue@{setting}"] = Measurement(
+                samples=samples, detail=f"{a} / Lucid, average queueing delay, on {w}",
+                not_testable=None if samples else f"{a} was not replayed on {w} in this mode")
+        for a, num in (("lucid-noshare", "qssf"), ("lucid-noestimator", "qssf")):
+            samples = _paired(res, w, num, a, "wait_mean") if lucid == "lucid" else []
+            out[f"{num}_over_{a}_queue@{setting}"] = Measurement(
+                samples=samples, detail=f"QSSF / {a}, average queueing delay, on {w}",
+                not_testable=None if samples else f"{num} or {a} was not replayed on {w} in this mode")
+    for setting in ("venus", "saturn"):
+        for measure in ("tiresias_over_lucid_jct", "tiresias_over_lucid_queue", "tiresias_over_lucid_p999_queue",
+                        "fifo_over_lucid_jct"):
+            out[f"{measure}@{setting}"] = Measurement(not_testable=NOT_REPLAYED)
+    if "models" not in ctx.skip and ctx.wants("t7-duration-r2", "t7-duration-vs-lightgbm", "t7-throughput-mae",
+                                               "t7-throughput-vs-lightgbm", "s46-packing-accuracy"):
+        out.update(_model_measures(ctx))
+    if "latency" not in ctx.skip and ctx.wants("s44-latency"):
         queued = 512 if ctx.quick else 2048
         ctx.progress(f"decision latency (CPU time) with >= {queued:,} jobs queued (one VC of 64 x 8 GPUs, binder on)")
         lat = decision_latency(queued=queued)
@@ -107,6 +246,43 @@ def run(ctx: ReproduceContext) -> dict[str, Measurement]:
             f"CPU time per scheduling pass: P50 {lat['P50 ms']:.3f} ms, P99 {lat['P99 ms']:.3f} ms, max "
             f"{lat['max ms']:.2f} ms over {lat['passes']} passes with >= {lat['queued >=']:,} queued; interval: "
             "distribution-free 95 % interval of the P99"))
+    return out
+
+
+def _model_measures(ctx) -> dict[str, Measurement]:
+    from pipelines.papers import lucid_models
+
+    out: dict[str, Measurement] = {}
+    caveat = "Table 7 scores Venus; this is Philly's test week (no user, job name or status in our extract)"
+    for setting, split in (("philly", "later"), ("philly-causal", "earlier")):
+        if ctx.quick and split == "earlier":
+            continue
+        ctx.progress(f"duration models' R^2 on Philly Oct 1-7 ({split} weeks' fit)")
+        acc = lucid_models.duration_accuracy(split) if not ctx.quick else None
+        if acc is None:
+            out[f"duration_r2@{setting}"] = Measurement(not_testable="the GA2M fit is skipped in --quick mode")
+            continue
+        ebm, lgb = acc["ebm"], acc["lightgbm"]
+        out[f"duration_r2@{setting}"] = Measurement(ebm["value"], interval=ebm["interval"], n=acc["n"], detail=(
+            f"GA2M R^2 (s) {ebm['value']:.3f} on {acc['n']:,} jobs (log R^2 {acc['info']['ebm']['r2_log']:.3f}); "
+            f"model {acc['info']['ebm']['version']}, trained on {acc['info']['ebm']['train_jobs']:,} jobs; bootstrap "
+            "interval over the test jobs"), caveats=[caveat])
+        out[f"duration_r2_gain@{setting}"] = Measurement(acc["diff"]["value"], interval=acc["diff"]["interval"],
+                                                         n=acc["n"], detail=(
+            f"GA2M R^2 {ebm['value']:.3f} - LightGBM R^2 {lgb['value']:.3f} (paired bootstrap)"), caveats=[caveat])
+    ctx.progress("throughput models' MAE on Venus, August 2020 (trained April-July)")
+    tp = lucid_models.throughput_accuracy()
+    tcav = "Venus' August 2020 (the paper tests on September, held back from the shared data)"
+    out["throughput_mae"] = Measurement(tp["ebm"]["value"], interval=tp["ebm"]["interval"], n=tp["n"], detail=(
+        f"GA2M MAE {tp['ebm']['value']:.3f} GPU jobs / 10 min over {tp['n']:,} bins ({tp['test']}); LightGBM "
+        f"{tp['lightgbm']['value']:.3f}"), caveats=[tcav])
+    out["throughput_mae_ratio"] = Measurement(tp["ratio"]["value"], interval=tp["ratio"]["interval"], n=tp["n"],
+                                              detail="LightGBM MAE / GA2M MAE (paired bootstrap)", caveats=[tcav])
+    seeds = ctx.seeds if len(ctx.seeds) >= 2 or ctx.quick else [0, 1, 2]
+    pk = lucid_models.packing_accuracy(seeds)
+    out["packing_accuracy"] = Measurement(samples=pk["samples"], detail=(
+        f"decision tree, {pk['classes']} classes, {pk['rows']} profiles, {pk['folds']}-fold outer cross-validation "
+        "per seed"), caveats=["Lucid's 66 solo profiles (RTX 3090), labels as Lucid's simulator ships them"])
     return out
 
 

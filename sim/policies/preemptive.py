@@ -8,7 +8,7 @@ import heapq
 import math
 from typing import Annotated, Any, Literal
 
-from features.plugins import PERIOD, Domain
+from features.plugins import PERIOD, SECONDS, Domain
 
 from sim.placement import Consolidate
 from sim.states import LOADING, RUNNING
@@ -381,7 +381,11 @@ class TiresiasRounds(RoundBased, Tiresias):
     the budget takes it (a waiting one is started if it can be placed), a running job that does not
     fit is preempted. Every waiting job may thus displace worse-ranked running jobs, not only the
     head; the budget counts GPUs, not placements, so a job that cannot be placed still uses its share
-    of the round's budget."""
+    of the round's budget.
+
+    ``ckpt_cost``: seconds every preempted job pays at its next start (checkpoint + cold start), as Lucid's
+    simulator adds to a preempted job's remaining time; Lucid cites Tiresias' measured 62 s per preemption
+    (lucid.txt:462). 0 (the default) keeps preemption free."""
 
     name = "tiresias-rounds"
     summary = "Tiresias decided every `interval` s (default 60, thresholds=18000: Lucid's simulator setting)"
@@ -389,14 +393,25 @@ class TiresiasRounds(RoundBased, Tiresias):
     skip_unreached = False
     param_docs = {"thresholds": "attained GPU-seconds at which a job drops a queue",
                   "interval": "round length, s", "backfill": "head rule: later jobs may use idle GPUs",
-                  "rule": "head (preempt for the best waiting job) or quota (Lucid simulator's GPU budget)"}
+                  "rule": "head (preempt for the best waiting job) or quota (Lucid simulator's GPU budget)",
+                  "ckpt_cost": "s a preempted job pays at its next start (checkpoint + cold start; paper 62)"}
 
     def __init__(self, thresholds: Annotated[float | list[float], THRESHOLDS] = 18000.0,
                  interval: Annotated[float, PERIOD] = 60.0,
-                 backfill: bool | None = None, rule: Literal["head", "quota"] = "head") -> None:
+                 backfill: bool | None = None, rule: Literal["head", "quota"] = "head",
+                 ckpt_cost: Annotated[float, SECONDS] = 0.0) -> None:
         super().__init__(thresholds, backfill)
         self._init_rounds(interval)
         self.rule = rule
+        if not (math.isfinite(float(ckpt_cost)) and float(ckpt_cost) >= 0):
+            raise ValueError(f"ckpt_cost must be a finite number of seconds >= 0, got {ckpt_cost!r}")
+        self.ckpt_cost = float(ckpt_cost)
+
+    def preempt(self, victims: list[int]) -> None:
+        super().preempt(victims)
+        if self.ckpt_cost:
+            for v in victims:
+                self.ctx.add_overhead(v, self.ckpt_cost)
 
     def round_decision(self) -> None:
         if self.rule == "head":

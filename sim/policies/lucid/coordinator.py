@@ -130,6 +130,8 @@ class LucidCoordinator(Coordinator):
     # -- hooks -----------------------------------------------------------------------------------
     def on_start(self) -> None:
         p = self.p
+        # the binder's hot loop reads plain lists (made here, after set-up: scores are final once replay starts)
+        self.score_list, self.gmem_list, self.util_list = self.scores.tolist(), self.gmem.tolist(), self.util.tolist()
         self.cctx.set_timer(p.tick, ("tick",))
         if p.update_interval > 0 and (p.estimator or p.trains_throughput):
             self.cctx.set_timer(p.update_interval, ("update",))

@@ -268,20 +268,21 @@ class Lucid(Policy):
 
     def _hosts(self, gpus: int, cache: dict[int, list[int]]) -> list[int]:
         """Up to MAX_HOSTS running solo jobs of ``gpus`` GPUs that could host a guest (built once per
-        GPU count and scheduling pass)."""
+        GPU count and scheduling pass). The rules of :func:`binder.host_ok`, inlined (this loop runs
+        over every running job for each GPU count on every pass)."""
         hosts = cache.get(gpus)
         if hosts is None:
             ctx, c = self.ctx, self.c
             sharing, state, need = ctx.sharing, ctx.state, ctx.jobs.gpus
+            never, profiled, binder, floor, est = c.never_pack, c.profiled, self.binder, self.min_remaining, self._est
             hosts = cache[gpus] = []
             for host in ctx.running:
                 if need[host] != gpus:
                     continue
-                if not rules.host_ok(members=len(sharing(host)), running=state(host) == RUNNING,
-                                     never_pack=host in c.never_pack, binder=self.binder,
-                                     was_profiled=host in c.profiled,
-                                     estimate=self._est(host) if self.binder and host in c.profiled else np.inf,
-                                     min_remaining=self.min_remaining):
+                # host_solo, stable, then (binder) profiled and enough_work
+                if state(host) != RUNNING or len(sharing(host)) != 1 or host in never:
+                    continue
+                if binder and (host not in profiled or not est(host) >= floor):
                     continue
                 hosts.append(host)
                 if len(hosts) == self.MAX_HOSTS:
@@ -293,10 +294,15 @@ class Lucid(Policy):
         ctx, c = self.ctx, self.c
         hosts = self._hosts(ctx.jobs.gpus[job], cache)
         best, best_key = None, None
-        for host in hosts:
-            key = self._can_share(job, host)
-            if key is not None and (best_key is None or key < best_key):
-                best, best_key = host, key
+        cls = type(self)
+        if cls._can_share is Lucid._can_share or (cls._best_host is not Lucid._best_host
+                                                   and cls._can_share is Horus._can_share):
+            best = self._best_host(job, hosts)
+        else:
+            for host in hosts:
+                key = self._can_share(job, host)
+                if key is not None and (best_key is None or key < best_key):
+                    best, best_key = host, key
         if best is None:
             return False
         hosts.remove(best)
@@ -306,6 +312,32 @@ class Lucid(Policy):
         if min(a, b) < self.unstable_speed:
             ctx.set_timer(ctx.now + self.check_after, ("check_pair", job, best))
         return True
+
+    def _best_host(self, job: int, hosts: list[int]) -> int | None:
+        """:meth:`_can_share` over ``hosts`` with :func:`binder.pair_rank` inlined (the same rules and
+        ranks, the first best host on ties): the packing search is most of a busy replay's time."""
+        c = self.c
+        scores, gmem = c.score_list, c.gmem_list
+        limit, g_ss, ratio = c.interference.gpu_memory_mb, c.g_ss, self.pair_ratio
+        s_guest, m_guest = scores[job], gmem[job]
+        binder = self.binder
+        e_guest = self._est(job) if binder else 0.0
+        est = self._est
+        best, best_key = None, None
+        for host in hosts:
+            m = m_guest + gmem[host]
+            if not m <= limit:  # memory_fits
+                continue
+            if not binder:
+                key = (0, 0)
+            else:
+                score = s_guest + scores[host]
+                if not score <= g_ss or not e_guest <= ratio * est(host):  # score_within, ratio_ok
+                    continue
+                key = (score, m)
+            if best_key is None or key < best_key:
+                best, best_key = host, key
+        return best
 
     def _check_pair(self, job: int, host: int) -> None:
         ctx, c = self.ctx, self.c
@@ -330,14 +362,21 @@ class Lucid(Policy):
         hosts: dict[int, list[int]] = {}
         self._pass_est = {}
         failed = 0
-        for entry in self.queue.items:
+        need, free, limit = ctx.jobs.gpus, ctx.free_gpus, self.MAX_FAILED_PACKS
+        items = self.queue.items
+        for i, entry in enumerate(items):
             job = entry[1]
-            if (c.g_ss > 0 and failed < self.MAX_FAILED_PACKS and ctx.running
-                    and self._job_can_share(job)):  # Alg. 2: share first
+            packing = c.g_ss > 0 and failed < limit and ctx.running
+            if packing and self._job_can_share(job):  # Alg. 2: share first
                 if self._try_pack(job, hosts):
+                    free = ctx.free_gpus
                     continue
                 failed += 1
-            if ctx.jobs.gpus[job] <= ctx.free_gpus and ctx.try_start(job):
+            elif not packing and free < 1:  # no GPU free and no packing left this pass: the rest wait
+                keep.extend(items[i:])
+                break
+            if need[job] <= free and ctx.try_start(job):
+                free = ctx.free_gpus
                 continue
             keep.append(entry)
         self.queue.items = keep
@@ -376,6 +415,21 @@ class Horus(Lucid):
     @classmethod
     def prepare_workload(cls, workload, params: dict[str, Any]):
         return workload  # no profiler; profiles are drawn in the replay
+
+    def _best_host(self, job: int, hosts: list[int]) -> int | None:
+        """:meth:`_can_share` over ``hosts`` with :func:`binder.horus_rank` inlined (same rule and ranks)."""
+        c = self.c
+        util, gmem = c.util_list, c.gmem_list
+        limit, u_guest, m_guest = c.interference.gpu_memory_mb, util[job], gmem[job]
+        best, best_key = None, None
+        for host in hosts:
+            total = u_guest + util[host]
+            if total > 100.0 or not m_guest + gmem[host] <= limit:
+                continue
+            key = (total, host)
+            if best_key is None or key < best_key:
+                best, best_key = host, key
+        return best
 
     def _can_share(self, job: int, host: int):
         c = self.c
