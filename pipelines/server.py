@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import errno
 import os
 import re
 import signal
@@ -272,15 +273,18 @@ def _check_port(host: str, port: int) -> None:
     except (socket.gaierror, UnicodeError) as exc:
         raise ValueError(f"--host {host!r} is not a host name or IP address of this machine "
                          f"({getattr(exc, 'strerror', None) or exc})") from None
-    if port_in_use(host, port):
-        raise ValueError(f"port {port} on {host} is already in use (another server?); pick another with --port")
     family, _, _, _, addr = infos[0]
-    try:
+    in_use = f"port {port} on {host} is already in use (another server?); pick another with --port"
+    try:  # binding first: an address of another machine is refused here, never connected to
         with socket.socket(family, socket.SOCK_STREAM) as probe:
             probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             probe.bind(addr)
     except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            raise ValueError(in_use) from None
         raise ValueError(f"cannot listen on --host {host!r} port {port}: {exc.strerror or exc}") from None
+    if port_in_use(host, port):  # an address of this machine (the bind above succeeded)
+        raise ValueError(in_use)
     import ipaddress
 
     try:

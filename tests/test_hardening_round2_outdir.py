@@ -130,7 +130,8 @@ if args[0] == "reproduce":
     root = Path(args[-1])
     (root / "papers" / "toy").mkdir(parents=True, exist_ok=True)
     (root / "papers" / "toy" / "claims.yaml").write_text(
-        "paper: toy\ntitle: Toy\nclaims:\n - {id: a, source: T1, statement: s, measure: m, holds_if: {op: '>', value: 0}}\n")
+        "paper: toy\ntitle: Toy\nclaims:\n - {id: a, source: T1, statement: s, metric: m, comparator: none, kind: threshold,"
+        " measure: m, values: [{value: null, cite: 'toy.txt:1'}], holds_if: {op: '>', value: 0}}\n")
     module = types.ModuleType("toy_runner")
     module.run = lambda ctx: {}
     sys.modules["toy_runner"] = module
