@@ -24,6 +24,11 @@ eps). The default caps eta at 1 (``eta_max=1``): eta is cut by evidence and may 
 never above. This is the reading the paper's runs had: in GFS's released simulator (Sjtucitlab/Spot,
 policy/policy.py around lines 103-113) the cut is as printed, but the raise is written eta * (1.5 - eps / e),
 which is negative for e < eps / 2 and divides by zero at e = 0, so it can never have raised eta in a run.
+The cut is applied at an update that saw a new eviction since the previous one (``eta_cut=new-evidence``, the
+default): e is a rate over the past H hours and the quota updates every 300 s, so applying the cut at every
+update (``eta_cut=each-update``) cuts eta up to 12 times per hour for the same eviction; measured on contended
+traces (tests/test_gfs_contended.py, benchmarks/bench_gfs_contended.py) that drives eta to 1e-7-1e-15 and
+leaves GPUs idle for hours while spot tasks wait (the raise back is x1.5 per 300 s at most).
 ``eta_max=inf`` is Eq. 11 as printed (no bound): measured, eta winds up to 1e35-1e112 while f = 0 or the
 GPUs are all taken, and the windup is reported as ``sqa_eta_max`` by the GFS ledger.
 """
@@ -110,6 +115,7 @@ class PoolState:
         self.room_log: list[float] = []  # quota - spot GPUs held, at each update (what new spot tasks may take)
         self.coverage: list[tuple[int, float, float]] = []  # (hour, predicted quantile sum, observed sum)
         self.evictions: deque[float] = deque()
+        self.new_evictions = 0  # evictions since the last quota update (eta_cut="new-evidence")
         self.starts: deque[float] = deque()
         self.waits: deque[tuple[float, float]] = deque()  # (t, a spot wait seen at t): Eq. 11's l over H hours
         self._stacked = np.empty((0, len(orgs)))  # the first _rows of hourly, stacked (see history)
@@ -152,6 +158,7 @@ class SpotQuotaAllocator(Coordinator):
         self.eq10 = "additive"  # Q_H = f eta + S_a ("printed": min(f eta, S_0 + S_a); "held-idle")
         self.theta, self.eta_min, self.eta_max, self.eta0 = HOUR, 0.0, 1.0, 1.0
         self.eta_raise = "always"  # Eq. 11's raise as printed; "binding": only while the quota holds spot back
+        self.eta_cut = "new-evidence"  # cut only when an eviction arrived since the last update ("each-update")
         self.estimator_params: dict[str, Any] = {}
         self.enabled = True
         self.forecast_seconds = 0.0
@@ -292,7 +299,11 @@ class SpotQuotaAllocator(Coordinator):
                 e, l = self.eviction_rate(st, now), self.longest_wait(st, now, prov.max_spot_wait(key, now))
                 if self.eta_raise == "binding" and e < 0.5 * (1.0 - self.p) and not self._binds(st, key, now):
                     l = 0.0  # the quota is not what holds spot back: no raise (anti-windup)
-                st.eta = update_eta(st.eta, e, self.p, l, self.theta, self.eta_min, self.eta_max)
+                if self.eta_cut == "new-evidence" and st.new_evictions == 0 and e > 1.5 * (1.0 - self.p):
+                    pass  # the window's evictions have cut eta already: the same evidence does not cut again
+                else:
+                    st.eta = update_eta(st.eta, e, self.p, l, self.theta, self.eta_min, self.eta_max)
+                st.new_evictions = 0
             if self.eq10 == "additive":
                 st.quota = quota_additive(st.f, st.eta, prov.spot_matured_gpus(key, now, self.H * HOUR))
             elif self.eq10 == "printed":
@@ -322,6 +333,7 @@ class SpotQuotaAllocator(Coordinator):
         st = self.pools.get(key)
         if st is not None:
             st.evictions.append(now)
+            st.new_evictions += 1
 
     def note_spot_start(self, key: tuple[int, str], now: float, wait: float = 0.0) -> None:
         st = self.pools.get(key)
