@@ -427,6 +427,24 @@ def generate_contended(spec: ContendedSpec, seed: int = 0) -> JobTable:
     return table
 
 
+def contended_from_preset(params: dict, seed: int, jobs: int | None) -> JobTable:
+    """The preset entry point of ``generator: gfs-contended`` (:class:`ContendedSpec` fields); ``jobs`` keeps
+    the warm-up whole and the first N measured tasks, as :func:`generate_from_preset`."""
+    table = generate_contended(ContendedSpec(**params), seed=seed)
+    if jobs is not None:
+        if isinstance(jobs, bool) or int(jobs) < 1:
+            raise ValueError(f"jobs must be a whole number >= 1, got {jobs!r}")
+        frame = table.frame
+        warm = frame["warmup"].fillna(False).astype(bool).to_numpy()
+        kept = frame[warm | (np.cumsum(~warm) <= int(jobs))].reset_index(drop=True)
+        kept.attrs.update(frame.attrs)
+        table.report.reject(f"measured tasks beyond the first {int(jobs)} (jobs=; the warm-up is kept whole)",
+                            len(frame) - len(kept))
+        table.frame = kept
+        table.report.rows_kept = len(kept)
+    return table
+
+
 def write_gfs_csv(table: JobTable, folder: str | Path, *, nodes: int | None = None, gpus_per_node: int = 8,
                   start: str = "2024-03-01 00:00:00") -> Path:
     """Write ``table`` in GFS's trace format (job_info_df.csv, the columns of :data:`GFS_COLUMNS`, submit_time
