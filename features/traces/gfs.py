@@ -342,7 +342,7 @@ class ContendedSpec(BaseModel):
     the cluster (a daily cycle around ``hp_mean_share``, an AR(1) wander and Poisson bursts of
     ``burst_share`` lasting ``burst_hours``), split over ``orgs`` organisations with fixed Dirichlet weights;
     HP tasks top the series up as in :func:`generate`, spot tasks arrive as a Poisson process. Pod mixes and
-    gang shares default to GFS Table 3 (gfs.txt:358-359; the < 1 GPU column folded into 1 GPU), durations
+    gang shares default to GFS Table 3 (gfs.txt:359-360; the < 1 GPU column folded into 1 GPU), durations
     to Table 5 (HP JCT ~17,800 s, spot JCT - JQT ~10,100 s: gfs.txt:411, 415)."""
 
     model_config = ConfigDict(extra="forbid")
