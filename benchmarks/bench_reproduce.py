@@ -23,12 +23,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 #: claim id -> the least measured value the documented quick run must show
-FLOORS = {"lazer": {"t2-srtf-futile": 0.5}}
+FLOORS = {"lazer": {"f4-srtf-futile": 0.5}}
 
 
 def _check(paper: str, out: Path) -> list[str]:
     sys.path.insert(0, str(ROOT))
-    from evaluation.claims import HOLDS, MISSES, UNTESTABLE, load_claims
+    from evaluation.claims import HOLDS, VERDICTS, load_claims
     from pipelines.papers import paper_dir
 
     doc = json.loads((out / "claims.json").read_text())
@@ -36,7 +36,7 @@ def _check(paper: str, out: Path) -> list[str]:
     wanted = {c.id for c in load_claims(paper_dir(paper) / "claims.yaml").claims}
     problems = [f"no verdict for {c}" for c in sorted(wanted - set(got))]
     problems += [f"{c['claim']}: verdict {c['verdict']!r}" for c in doc["claims"]
-                 if c["verdict"] not in (HOLDS, MISSES, UNTESTABLE)]
+                 if c["verdict"] not in VERDICTS]
     problems += [f"{c['claim']}: measured {c['measured']}" for c in doc["claims"]
                  if c["measured"] is not None and not math.isfinite(c["measured"])]
     for claim, floor in FLOORS.get(paper, {}).items():

@@ -63,7 +63,8 @@ def reproduce(paper: str, *, quick: bool = False, out: str | Path | None = None,
         meta = {"paper": paper, "quick": quick, "seeds": ctx.seeds, "code_version": code,
                 "machine": _machine(), "wall_s": time.perf_counter() - t0, "command": command,
                 "data_dir": str(data), "skipped": sorted(set(skip or ())),
-                "measures": {k: _finite(m.value) for k, m in measurements.items()}}
+                "settings": ctx.settings,
+                "measures": {k: _finite(m.value) for k, m in measurements.items() if m.value is not None}}
         write_ledger(tmp, claims, verdicts, meta)
         return verdicts, meta
 
@@ -91,24 +92,28 @@ def _track(uri: str, paper: str, quick: bool, out: Path, verdicts, meta, tally) 
     return run
 
 
-def _print(paper: str, out: Path, verdicts) -> None:
+def _print(paper: str, out: Path, verdicts, quick: bool = False) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from evaluation.claims import HOLDS, MISSES, counts, format_value, paper_cell
+    from evaluation.claims import DIRECTION, HOLDS, MISSES, SMOKE, UNTESTABLE, counts, ours_cell, paper_cell
 
     console = Console(highlight=False)
+    if quick:
+        console.print(f"[bold yellow]{SMOKE}[/]")
     table = Table(title=f"{paper}: claims ledger", show_lines=False)
-    for col in ("claim", "source", "paper", "schedcast", "holds if", "verdict"):
+    for col in ("claim", "setting", "paper [cite]", "schedcast: mean [95 % interval]", "verdict"):
         table.add_column(col, overflow="fold")
-    style = {HOLDS: "green", MISSES: "red"}
+    style = {HOLDS: "green", DIRECTION: "yellow", MISSES: "red"}
     for v in verdicts:
-        table.add_row(v.claim, v.source, paper_cell(v), format_value(v.measured, v.unit), v.threshold,
-                      f"[{style.get(v.verdict, 'dim')}]{v.verdict}[/]")
+        for i, s in enumerate(v.settings):
+            label = s.verdict + (" (1 seed)" if s.one_seed and s.verdict != UNTESTABLE else "")
+            table.add_row(v.claim if i == 0 else "", s.setting or "–", paper_cell(s, v.unit), ours_cell(s, v.unit),
+                          f"[{style.get(s.verdict, 'dim')}]{label}[/]")
     console.print(table)
     tally = counts(verdicts)
-    console.print(f"{tally['holds']} hold, {tally['does not hold']} do not hold, {tally['not testable']} not "
-                  f"testable. Ledger: {out / 'claims.html'} (also claims.md, claims.json)")
+    console.print(f"{tally[HOLDS]} hold, {tally[DIRECTION]} hold in direction, {tally[MISSES]} do not hold, "
+                  f"{tally[UNTESTABLE]} not testable. Ledger: {out / 'claims.html'} (also claims.md, claims.json)")
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
@@ -130,7 +135,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     out, verdicts = reproduce(args.paper, quick=args.quick, out=args.out, seeds=args.seeds, data_dir=args.data_dir,
                               workers=args.workers, force=args.force, tracking_uri=uri, progress=say,
                               command="schedcast " + " ".join(getattr(args, "argv", []) or []), skip=args.skip)
-    _print(args.paper, out, verdicts)
+    _print(args.paper, out, verdicts, quick=args.quick)
     return 0
 
 

@@ -81,18 +81,38 @@ def spec_path(paper: str, name: str) -> Path:
 
 
 class Results:
-    """The metrics of an experiment's ok cells, by (workload, label), averaged over seeds."""
+    """The metrics of an experiment's ok cells, by (workload, label): per seed (``samples``) and their
+    mean (``get``)."""
 
     def __init__(self, records: list[dict[str, Any]]) -> None:
         self.cells: dict[tuple[str, str], list[dict[str, float]]] = {}
         self.errors: dict[tuple[str, str], str] = {}
+        #: (workload, label) -> {seed: metrics}
+        self.by_seed: dict[tuple[str, str], dict[int, dict[str, float]]] = {}
         for r in records:
             cell = r.get("cell") or {}
             key = (cell.get("workload", "?"), cell.get("label", "?"))
             if r.get("status") == "ok":
-                self.cells.setdefault(key, []).append(dict(r.get("metrics") or {}))
+                metrics = dict(r.get("metrics") or {})
+                self.cells.setdefault(key, []).append(metrics)
+                seed = cell.get("seed")
+                seeds = self.by_seed.setdefault(key, {})
+                seeds[int(seed) if seed is not None else len(seeds)] = metrics
             else:
                 self.errors[key] = r.get("error", r.get("status", "missing"))
+
+    def seeds(self, workload: str, label: str) -> list[int]:
+        """The seeds of the ok cells of (workload, label), in order."""
+        return sorted(self.by_seed.get((workload, label), {}))
+
+    def samples(self, workload: str, label: str, metric: str, seeds: list[int] | None = None) -> list[float]:
+        """``metric`` per seed (in seed order; NaN for a seed whose cell failed or lacks the metric)."""
+        rows = self.by_seed.get((workload, label), {})
+        out = []
+        for seed in (seeds if seeds is not None else sorted(rows)):
+            value = (rows.get(seed) or {}).get(metric)
+            out.append(float(value) if value is not None else float("nan"))
+        return out
 
     def has(self, workload: str, label: str) -> bool:
         return (workload, label) in self.cells
@@ -113,8 +133,55 @@ class Results:
         return self.errors.get((workload, label), "not run")
 
 
+def ratio_samples(a: list[float], b: list[float]) -> list[float]:
+    """Seed by seed a / b (the lists pair seeds); NaN where either is missing or b is 0 (0/0 is no evidence)."""
+    if len(a) != len(b):
+        raise ValueError(f"ratio_samples pairs seeds: {len(a)} values against {len(b)}")
+    return [ratio(x, y) for x, y in zip(a, b)]
+
+
+def reduction_samples(ours: list[float], theirs: list[float]) -> list[float]:
+    """Seed by seed 1 - ours / theirs (> 0: ours lower); NaN where theirs is 0 or missing."""
+    return [1.0 - r if math.isfinite(r) else float("nan") for r in ratio_samples(ours, theirs)]
+
+
 def ratio(a: float, b: float) -> float:
     """a / b, NaN when either is missing or b is 0."""
     if not (math.isfinite(a) and math.isfinite(b)) or b == 0:
         return float("nan")
     return a / b
+
+
+def write_policy_table(ctx, res: Results, workload: str, name: str) -> str:
+    """One row per policy label of ``workload``: each metric's mean over seeds and the seeds, as CSV at
+    ``ctx.out / name``; returns ``name`` (for ``ctx.settings[...]['tables']``)."""
+    import csv
+
+    labels = sorted(label for w, label in res.cells if w == workload)
+    metrics = sorted({m for label in labels for row in res.cells[(workload, label)] for m in row})
+    path = Path(ctx.out) / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["policy", "seeds", *metrics])
+        for label in labels:
+            writer.writerow([label, " ".join(map(str, res.seeds(workload, label))),
+                             *(f"{res.get(workload, label, m):.6g}" for m in metrics)])
+    return name
+
+
+def quantile_interval(samples: list[float], q: float, level: float = 0.95) -> tuple[float, float] | None:
+    """A distribution-free interval for the ``q`` quantile of many samples (order statistics at the normal
+    approximation of the binomial ranks, the upper rank capped at the largest sample); None with fewer than
+    20 samples."""
+    n = len(samples)
+    if n < 20:
+        return None
+    from statistics import NormalDist
+
+    z = NormalDist().inv_cdf(0.5 + level / 2)
+    half = z * math.sqrt(n * q * (1 - q))
+    lo, hi = math.floor(n * q - half), math.ceil(n * q + half)
+    lo, hi = max(lo, 0), min(hi, n - 1)
+    ordered = sorted(samples)
+    return float(ordered[lo]), float(ordered[hi])

@@ -1,4 +1,4 @@
-"""Lucid's claims (Table 4, Fig. 11, §5 latency): the replays of ``configs/experiments/papers/lucid/
+"""Lucid's claims (Table 4, Fig. 11, §4.4 latency): the replays of ``configs/experiments/papers/lucid/
 spec[-quick].yaml`` reduced to the ratios its claims file tests, plus the scheduling-latency measurement
 (``decision_latency``, also used by benchmarks/bench_lucid.py)."""
 from __future__ import annotations
@@ -7,7 +7,7 @@ import math
 import time
 
 from evaluation.claims import Measurement, ReproduceContext
-from pipelines.papers import Results, ratio, run_spec, spec_path
+from pipelines.papers import Results, quantile_interval, ratio_samples, run_spec, spec_path, write_policy_table
 
 LUCID = "lucid"
 BASELINES = ("fifo", "sjf", "qssf", "horus", "tiresias")
@@ -28,35 +28,38 @@ def _get(res: Results, w: str, name: str, metric: str) -> float:
     return res.get(w, label, metric) if label else float("nan")
 
 
-def _over_settings(res: Results, numerator: str, metric: str, workloads: list[str] | None = None):
-    """min over settings of numerator's metric / Lucid's (>= 1: Lucid at least as good everywhere)."""
-    worst, parts = float("nan"), []
-    for w in workloads or res.workloads():
-        r = ratio(_get(res, w, numerator, metric), _get(res, w, LUCID, metric))
-        if math.isfinite(r):
-            parts.append(f"{w} {r:.3f}")
-            worst = r if math.isnan(worst) else min(worst, r)
-    return worst, ", ".join(parts)
+def setting_name(workload: str) -> str:
+    """The ledger's name of a spec workload ('earth@load0.9' -> 'earth-load0.9': '@' separates measure and
+    setting in a measurement key)."""
+    return workload.replace("@", "-")
 
 
-def _best_baseline(res: Results, metric: str):
-    worst, parts = float("nan"), []
-    for w in res.workloads():
-        base = [v for v in (_get(res, w, b, metric) for b in BASELINES) if math.isfinite(v)]
-        r = ratio(min(base), _get(res, w, LUCID, metric)) if base else float("nan")
-        if math.isfinite(r):
-            parts.append(f"{w} {r:.3f}")
-            worst = r if math.isnan(worst) else min(worst, r)
-    return worst, ", ".join(parts)
+def _paired(res: Results, w: str, a: str, b: str, metric: str) -> list[float]:
+    """Per seed of ``b``'s cells: a's metric / b's (NaN where a cell is missing or b's value is 0)."""
+    la, lb = _label(res, w, a), _label(res, w, b)
+    if not la or not lb:
+        return []
+    seeds = res.seeds(w, lb)
+    return ratio_samples(res.samples(w, la, metric, seeds), res.samples(w, lb, metric, seeds))
 
 
-def _ablation_causes(res: Results, metric: str) -> dict[str, float | str]:
-    """What each deviation is worth on this metric, as variant / Lucid (min over settings): the profiler as
-    extra nodes (the paper's separate profiling cluster; < 1 means the carved-out profiler costs Lucid) and
-    each Lucid mechanism switched off (the ablations)."""
+def _best_label(res: Results, w: str, metric: str) -> str | None:
+    means = {b: _get(res, w, b, metric) for b in BASELINES}
+    means = {b: v for b, v in means.items() if math.isfinite(v)}
+    return min(means, key=means.get) if means else None
+
+
+def _mean(xs: list[float]) -> float:
+    xs = [x for x in xs if math.isfinite(x)]
+    return sum(xs) / len(xs) if xs else float("nan")
+
+
+def _ablation_causes(res: Results, w: str, metric: str) -> dict[str, float | str]:
+    """What each deviation is worth on this metric in setting ``w``, as variant / Lucid (mean over seeds):
+    the profiler as extra nodes (the paper's separate profiling cluster) and each mechanism switched off."""
     out: dict[str, float | str] = {}
     for a in ("lucid+extra-profiler", *ABLATIONS):
-        value, _ = _over_settings(res, a, metric)
+        value = _mean(_paired(res, w, a, LUCID, metric))
         if math.isfinite(value):
             out[f"{a} / lucid"] = value
     return out
@@ -64,28 +67,46 @@ def _ablation_causes(res: Results, metric: str) -> dict[str, float | str]:
 
 def run(ctx: ReproduceContext) -> dict[str, Measurement]:
     overrides = {"seeds": ctx.seeds} if ctx.seeds_given else None
-    res = Results(run_spec(ctx, spec_path("lucid", "spec-quick" if ctx.quick else "spec"), overrides=overrides))
+    records = run_spec(ctx, spec_path("lucid", "spec-quick" if ctx.quick else "spec"), overrides=overrides)
+    res = Results(records)
     out: dict[str, Measurement] = {}
-    for key, metric in (("jct", "jct_mean"), ("queue", "wait_mean"), ("p999_queue", "wait_p99.9")):
-        value, detail = _over_settings(res, "tiresias", metric)
-        out[f"tiresias_over_lucid_{key}"] = Measurement(
-            value if math.isfinite(value) else None, detail=f"Tiresias / Lucid per setting: {detail}",
-            not_testable=None if math.isfinite(value) else "no setting with both Tiresias and Lucid",
-            causes=_ablation_causes(res, metric))
-    value, detail = _best_baseline(res, "jct_mean")
-    out["best_baseline_over_lucid_jct"] = Measurement(value if math.isfinite(value) else None,
-                                                      detail=f"best baseline / Lucid per setting: {detail}",
-                                                      causes=_ablation_causes(res, "jct_mean"))
-    for a in ABLATIONS:
-        value, detail = _over_settings(res, a, "jct_mean")
-        out[f"{a}_over_lucid_jct"] = Measurement(
-            value if math.isfinite(value) else None, detail=f"{a} / Lucid per setting: {detail}",
-            not_testable=None if math.isfinite(value) else f"{a} was not replayed in this mode")
-    ctx.progress("decision latency with >= 2,048 jobs queued (one VC of 64 x 8 GPUs, binder on)")
-    lat = decision_latency(queued=512 if ctx.quick else 2048)
-    out["decision_p99_ms"] = Measurement(lat["P99 ms"], detail=(
-        f"P50 {lat['P50 ms']:.3f} ms, P99 {lat['P99 ms']:.3f} ms, max {lat['max ms']:.2f} ms over {lat['passes']} "
-        f"scheduling passes with >= {lat['queued >=']:,} queued"))
+    for w in res.workloads():
+        s = setting_name(w)
+        lucid_label = _label(res, w, LUCID)
+        cell = next(((r.get("cell") or {}) for r in records if (r.get("cell") or {}).get("workload") == w), {})
+        ctx.settings[s] = {"trace": w, "cluster": cell.get("cluster"),
+                           "seeds": res.seeds(w, lucid_label) if lucid_label else [],
+                           "tables": [write_policy_table(ctx, res, w, f"{s}/policies.csv")]}
+        for key, metric in (("jct", "jct_mean"), ("queue", "wait_mean"), ("p999_queue", "wait_p99.9")):
+            samples = _paired(res, w, "tiresias", LUCID, metric)
+            out[f"tiresias_over_lucid_{key}@{s}"] = Measurement(
+                samples=samples, detail=f"Tiresias / Lucid, {metric}, on {w}",
+                not_testable=None if samples else f"no Tiresias and Lucid cells on {w}",
+                causes=_ablation_causes(res, w, metric))
+        best = _best_label(res, w, "jct_mean")
+        samples = _paired(res, w, best, LUCID, "jct_mean") if best else []
+        out[f"best_baseline_over_lucid_jct@{s}"] = Measurement(
+            samples=samples, detail=f"best baseline ({best}) / Lucid, average JCT, on {w}",
+            not_testable=None if samples else f"no baseline and Lucid cells on {w}",
+            causes=_ablation_causes(res, w, "jct_mean"))
+        for a in ABLATIONS:
+            for key, metric in (("jct", "jct_mean"), ("queue", "wait_mean")):
+                samples = _paired(res, w, a, LUCID, metric)
+                out[f"{a}_over_lucid_{key}@{s}"] = Measurement(
+                    samples=samples, detail=f"{a} / Lucid, {metric}, on {w}",
+                    not_testable=None if samples else f"{a} was not replayed on {w} in this mode")
+        samples = _paired(res, w, "qssf", "lucid-noshare", "wait_mean")
+        out[f"qssf_over_lucid-noshare_queue@{s}"] = Measurement(
+            samples=samples, detail=f"QSSF / Lucid w/o sharing, average queueing delay, on {w}",
+            not_testable=None if samples else f"QSSF or lucid-noshare was not replayed on {w} in this mode")
+    if ctx.wants("s44-latency"):
+        queued = 512 if ctx.quick else 2048
+        ctx.progress(f"decision latency (CPU time) with >= {queued:,} jobs queued (one VC of 64 x 8 GPUs, binder on)")
+        lat = decision_latency(queued=queued)
+        out["decision_p99_ms"] = Measurement(lat["P99 ms"], interval=lat["P99 interval ms"], n=lat["passes"], detail=(
+            f"CPU time per scheduling pass: P50 {lat['P50 ms']:.3f} ms, P99 {lat['P99 ms']:.3f} ms, max "
+            f"{lat['max ms']:.2f} ms over {lat['passes']} passes with >= {lat['queued >=']:,} queued; interval: "
+            "distribution-free 95 % interval of the P99"))
     return out
 
 
@@ -118,9 +139,9 @@ def decision_latency(queued: int = 2048, nodes: int = 64, seed: int = 0) -> dict
 
     def timed(self):
         size = len(self.queue) if not self.is_profiler else -1
-        t0 = time.perf_counter()
+        t0 = time.thread_time()
         original(self)
-        seen.append((size, time.perf_counter() - t0))
+        seen.append((size, time.thread_time() - t0))
 
     Lucid.schedule = timed
     try:
@@ -133,6 +154,7 @@ def decision_latency(queued: int = 2048, nodes: int = 64, seed: int = 0) -> dict
     at = np.array([sec for size, sec in seen if size >= queued]) * 1e3
     if not len(at):
         return {"queued >=": queued, "passes": 0, "packs": 0, "P50 ms": float("nan"), "P99 ms": float("nan"),
-                "max ms": float("nan")}
+                "max ms": float("nan"), "P99 interval ms": None}
     return {"queued >=": queued, "passes": len(at), "packs": r.policy_stats.get("lucid_packs", 0),
-            "P50 ms": float(np.percentile(at, 50)), "P99 ms": float(np.percentile(at, 99)), "max ms": float(at.max())}
+            "P50 ms": float(np.percentile(at, 50)), "P99 ms": float(np.percentile(at, 99)), "max ms": float(at.max()),
+            "P99 interval ms": quantile_interval(list(at), 0.99)}
