@@ -172,6 +172,8 @@ def hp_held_share(frame: pd.DataFrame, capacity: float, step_s: float = 600.0) -
     g = frame["num_gpus"].to_numpy(dtype=float)[hp]
     order = np.argsort(s)
     s, e, g = s[order], e[order], g[order]
-    held = [float(g[(s[:np.searchsorted(s, t, "right")] <= t) & (e[:np.searchsorted(s, t, "right")] > t)].sum())
-            for t in grid]
+    held = []
+    for t in grid:
+        k = int(np.searchsorted(s, t, "right"))  # tasks submitted by t
+        held.append(float(g[:k][e[:k] > t].sum()))
     return float(np.mean(held)) / capacity if held else float("nan")

@@ -90,7 +90,7 @@ def test_zero_over_zero_is_not_testable_never_a_ratio(tmp_path, monkeypatch):
     for key in ("evict_cut@medium", "hp_jqt_cut@medium", "gfs_e_evict_cut"):
         assert out[key].value is None and "0 / 0" in out[key].not_testable, key
     claims = load_claims(paper_dir("gfs") / "claims.yaml")
-    v = {x.claim.id if hasattr(x, "claim") else x.id: x for x in judge_all(claims, out, quick=True)}
+    v = {x.claim: x for x in judge_all(claims, out, quick=True)}
     assert all(s.verdict == "not testable" for s in v["t5-evictions"].settings)
 
 

@@ -60,3 +60,14 @@ def test_default_gfs_serves_spot_on_a_contended_trace(seed):
     # the compounding cut (every 300 s on the same evidence) drives eta to ~0 and spot tasks wait longer
     old = s["gfs:eta_cut=each-update"]
     assert old["eta_min"] < 1e-6 and old["spot_jct_mean"] > g["spot_jct_mean"]
+
+
+def test_hp_held_share_by_hand():
+    from evaluation.gfs_metrics import hp_held_share
+
+    # measured window 0..3,600 s (submissions of the non-warm-up tasks); one 4-GPU HP task runs through it, a
+    # 2-GPU HP task from 1,800 s for 900 s, the spot task does not count: (4 x 3600 + 2 x 900) / 3600 / 8.
+    frame = pd.DataFrame({"job_class": ["hp", "hp", "spot", "hp"], "submit_time": [0.0, 1800.0, 100.0, 3600.0],
+                          "duration": [10000.0, 900.0, 5000.0, 10.0], "num_gpus": [4, 2, 8, 1],
+                          "warmup": [False, False, False, False]})
+    assert hp_held_share(frame, 8, step_s=1.0) == pytest.approx((4 * 3600 + 2 * 900) / 3600 / 8, rel=1e-3)
