@@ -13,7 +13,7 @@ from tests.helpers import workload
 Z1 = NormalDist().cdf(1.0)  # p with Phi^-1(p) = 1
 #: the defaults before the Table 4 alignment, each a named parameter value
 OLD = ("H=4,p=0.99,estimator=persistence,summed=false,eq10=held-idle,wait=current,eta_min=0.05,eta_max=4,"
-       "window_hours=1,spread_hours=0")
+       "window_hours=1,spread_hours=0,inventory_floor=false")
 
 
 def test_inventory_eq9_with_the_typo_fixed():
@@ -84,11 +84,15 @@ def test_quota_blocks_spot_admission_and_never_evicts():
     # same; OrgLinear has too little history and persistence answers). Eq. 11 as printed (eta_max=inf): at
     # 11,100 s the wait is 3,900 s > theta: eta 1.5 -> Q = 1.359 x 1.5 + S_a (0) = 2.04 >= 2: the 2-GPU task
     # starts at 11,100 s.
-    r = simulate(w, "gfs:eta_max=inf", check_invariants=True)
+    r = simulate(w, "gfs:eta_max=inf,inventory_floor=false", check_invariants=True)
     assert r.first_start[2] == pytest.approx(11100.0)
-    # The default eta_max = 1: eta stays 1, Q = 1.359 < 2 until the HP task ends (its hour closes at 39,600 s).
-    r = simulate(w, "gfs", check_invariants=True)
+    # eta_max = 1 with the exact quantile: eta stays 1, Q = 1.359 < 2 until the HP task ends (its hour closes
+    # at 39,600 s).
+    r = simulate(w, "gfs:inventory_floor=false", check_invariants=True)
     assert r.first_start[2] == pytest.approx(39600.0)
+    # The default (the released simulator's floor of the quantile): f = 8 - floor(6.64) = 2: starts at once.
+    r = simulate(w, "gfs", check_invariants=True)
+    assert r.first_start[2] == pytest.approx(7200.0)
     assert r.policy_stats["sqa_estimator"] == "orglinear" and r.policy_stats["sqa_model_forecasts"] == 0
     assert sum(r.evictions) == 0
     # Without the quota the spot tasks start when they fit (the 2-GPU one at once).

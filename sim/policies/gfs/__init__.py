@@ -102,6 +102,8 @@ class Gfs(HpSpotPolicy):
                   "queue_order": "gfs (GPU request, pods, submission: small first) | fifo (submission) | large-first "
                                  "(GPUs per pod descending, pods, submission: GFS's released simulator)",
                   "eta_raise": "always (Eq. 11 as printed) | binding (raise eta only while the quota holds spot back)",
+                  "inventory_floor": "Eq. 9's HP quantile rounded down to whole GPUs (default, as the released "
+                                     "simulator) | false: exact",
                   "eta_cut": "new-evidence (default: Eq. 11's cut only at an update that saw a new eviction) | "
                              "each-update (every 300 s while e is high: one eviction cuts eta up to 12 times per hour)",
                   "eta_min": "eta floor (as printed: 0; old 0.05)",
@@ -118,6 +120,7 @@ class Gfs(HpSpotPolicy):
                  window_hours: float = 0.0, eq19: str = "paper", score3: str = "paper", eq10: str = "additive",
                  wait: str = "window", eta_min: float = 0.0, spread_hours: int = 168, calendar: str = "concat",
                  scale_input: str = "cyc", eta_raise: str = "always", eta_cut: str = "new-evidence",
+                 inventory_floor: bool = True,
                  queue_order: str = "gfs"):
         super().__init__(preempt=True)
         if H < 1:
@@ -146,7 +149,7 @@ class Gfs(HpSpotPolicy):
         self.window_hours = window_hours
         self.eq19, self.score3, self.eq10, self.wait = eq19, score3, eq10, wait
         self.spread_hours, self.calendar, self.scale_input = spread_hours, calendar, scale_input
-        self.eta_raise, self.eta_cut = eta_raise, eta_cut
+        self.eta_raise, self.eta_cut, self.inventory_floor = eta_raise, eta_cut, inventory_floor
         self.order = queue_order  # PTS's queue order (HpSpotPolicy.key / _schedule_spot read it)
 
     def make_placement(self) -> Placement:
@@ -165,6 +168,7 @@ class Gfs(HpSpotPolicy):
                             eta_max=self.eta_max, eta_min=self.eta_min,
                             window_s=self.window_hours * 3600.0 if self.window_hours > 0 else None,
                             eq10=self.eq10, wait_mode=self.wait, eta_raise=self.eta_raise, eta_cut=self.eta_cut,
+                            inventory_floor=self.inventory_floor,
                             estimator_params={"spread_hours": self.spread_hours or None, "calendar": self.calendar,
                                               "scale_input": self.scale_input})
         # Register every pool of this partition now (the coordinator's on_start comes after ours).

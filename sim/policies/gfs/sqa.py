@@ -49,8 +49,14 @@ HOUR = 3600.0
 
 
 # --- Eq. 9-11 -------------------------------------------------------------------------------------------------
-def inventory(capacity: float, mu: np.ndarray, sigma: np.ndarray | None, p: float, summed: bool = False) -> float:
-    """Eq. 9 with its typo fixed. ``mu``/``sigma``: (orgs, H) demand forecasts of the pool's organisations."""
+def inventory(capacity: float, mu: np.ndarray, sigma: np.ndarray | None, p: float, summed: bool = False,
+              floor: bool = False) -> float:
+    """Eq. 9 with its typo fixed. ``mu``/``sigma``: (orgs, H) demand forecasts of the pool's organisations.
+    ``floor``: the demand quantile rounded down to whole GPUs before it is taken from C, as GFS's released
+    simulator does (Sjtucitlab/Spot policy/policy.py, update_spot_quota: np.floor of the quantile). Why it is
+    the policy's default: with eta never above 1, an exact quantile of an idle pool (a forecast spread of
+    0.5 GPU) leaves f just below C, and a spot task asking for the whole pool could never start (the replay
+    of tests/test_gfs_engine.py::test_big_spot_task_restart_costs_60_s never ended)."""
     mu = np.asarray(mu, dtype=float)
     if mu.size == 0:
         return max(0.0, float(capacity))
@@ -60,6 +66,8 @@ def inventory(capacity: float, mu: np.ndarray, sigma: np.ndarray | None, p: floa
         peak = float(np.max(mu.sum(axis=0) + z * np.sqrt((sig ** 2).sum(axis=0))))
     else:
         peak = float(np.sum(np.max(mu + z * sig, axis=1)))
+    if floor:
+        peak = math.floor(peak + 1e-9)
     return max(0.0, float(capacity) - peak)
 
 
@@ -158,6 +166,7 @@ class SpotQuotaAllocator(Coordinator):
         self.eq10 = "additive"  # Q_H = f eta + S_a ("printed": min(f eta, S_0 + S_a); "held-idle")
         self.theta, self.eta_min, self.eta_max, self.eta0 = HOUR, 0.0, 1.0, 1.0
         self.eta_raise = "always"  # Eq. 11's raise as printed; "binding": only while the quota holds spot back
+        self.inventory_floor = True  # f from the quantile rounded down to whole GPUs (the released simulator)
         self.eta_cut = "new-evidence"  # cut only when an eviction arrived since the last update ("each-update")
         self.estimator_params: dict[str, Any] = {}
         self.enabled = True
@@ -294,7 +303,7 @@ class SpotQuotaAllocator(Coordinator):
         for key, st in self.pools.items():
             prov = self.providers[key]
             mu, sigma = self._forecast(st, now)
-            st.f = inventory(st.capacity, mu, sigma, self.p, self.summed)
+            st.f = inventory(st.capacity, mu, sigma, self.p, self.summed, self.inventory_floor)
             if self.adapt_eta:
                 e, l = self.eviction_rate(st, now), self.longest_wait(st, now, prov.max_spot_wait(key, now))
                 if self.eta_raise == "binding" and e < 0.5 * (1.0 - self.p) and not self._binds(st, key, now):
