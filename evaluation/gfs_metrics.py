@@ -64,6 +64,7 @@ def pool_summary(jobs: pd.DataFrame) -> dict[str, Any]:
     out: dict[str, Any] = {**_class_stats(hp, "hp"), **_class_stats(spot, "spot")}
     runs = int(spot["evictions"].sum() + len(spot))
     out["evictions"] = int(spot["evictions"].sum())
+    out["spot_runs"] = runs  # spot starts (each eviction ends one run): 0 means no spot task ran
     out["hp_evictions"] = int(hp["evictions"].sum())
     out["evict_rate_runs"] = float(spot["evictions"].sum() / runs) if runs else 0.0
     run_h = float(spot["run_gpu_h"].sum())
@@ -154,3 +155,25 @@ def plot_quota(results: dict[str, SimResult], path: str, capacity: float | None 
     ax.set_title("GFS spot quota over time")
     ax.legend(fontsize=7, loc="upper right")
     fig.savefig(path, dpi=110, bbox_inches="tight")
+
+
+def hp_held_share(frame: pd.DataFrame, capacity: float, step_s: float = 600.0) -> float:
+    """Mean share of ``capacity`` held by HP tasks over the measured window (the first to the last submission
+    not marked ``warmup``), read from the job table as if every HP task ran from its submission (HP tasks
+    preempt spot ones and hardly wait): the figure to set against GFS Table 1's allocation rate."""
+    spot = frame["job_class"].astype("string").str.lower().isin(["spot", "lp", "be"]).to_numpy()
+    warm = frame["warmup"].fillna(False).astype(bool).to_numpy() if "warmup" in frame else np.zeros(len(frame), bool)
+    sub = frame["submit_time"].to_numpy(dtype=float)
+    if (~warm).sum() == 0 or capacity <= 0:
+        return float("nan")
+    grid = np.arange(sub[~warm].min(), sub[~warm].max(), step_s)
+    hp = ~spot
+    s, e = sub[hp], sub[hp] + frame["duration"].to_numpy(dtype=float)[hp]
+    g = frame["num_gpus"].to_numpy(dtype=float)[hp]
+    order = np.argsort(s)
+    s, e, g = s[order], e[order], g[order]
+    held = []
+    for t in grid:
+        k = int(np.searchsorted(s, t, "right"))  # tasks submitted by t
+        held.append(float(g[:k][e[:k] > t].sum()))
+    return float(np.mean(held)) / capacity if held else float("nan")

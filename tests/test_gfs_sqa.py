@@ -13,7 +13,7 @@ from tests.helpers import workload
 Z1 = NormalDist().cdf(1.0)  # p with Phi^-1(p) = 1
 #: the defaults before the Table 4 alignment, each a named parameter value
 OLD = ("H=4,p=0.99,estimator=persistence,summed=false,eq10=held-idle,wait=current,eta_min=0.05,eta_max=4,"
-       "window_hours=1,spread_hours=0")
+       "window_hours=1,spread_hours=0,inventory_floor=false")
 
 
 def test_inventory_eq9_with_the_typo_fixed():
@@ -81,10 +81,18 @@ def test_quota_blocks_spot_admission_and_never_evicts():
     assert r.first_start[2] == pytest.approx(11700.0)
     assert sum(r.evictions) == 0
     # Table 4 defaults: p = 0.9: f = 8 - (6 + 1.2816 x 0.5) = 1.359 (one organisation: summed or not, the
-    # same; OrgLinear has too little history and persistence answers). At 11,100 s the wait is 3,900 s > theta:
-    # eta 1.5 -> Q = 1.359 x 1.5 + S_a (0) = 2.04 >= 2: the 2-GPU task starts at 11,100 s.
-    r = simulate(w, "gfs", check_invariants=True)
+    # same; OrgLinear has too little history and persistence answers). Eq. 11 as printed (eta_max=inf): at
+    # 11,100 s the wait is 3,900 s > theta: eta 1.5 -> Q = 1.359 x 1.5 + S_a (0) = 2.04 >= 2: the 2-GPU task
+    # starts at 11,100 s.
+    r = simulate(w, "gfs:eta_max=inf,inventory_floor=false", check_invariants=True)
     assert r.first_start[2] == pytest.approx(11100.0)
+    # eta_max = 1 with the exact quantile: eta stays 1, Q = 1.359 < 2 until the HP task ends (its hour closes
+    # at 39,600 s).
+    r = simulate(w, "gfs:inventory_floor=false", check_invariants=True)
+    assert r.first_start[2] == pytest.approx(39600.0)
+    # The default (the released simulator's floor of the quantile): f = 8 - floor(6.64) = 2: starts at once.
+    r = simulate(w, "gfs", check_invariants=True)
+    assert r.first_start[2] == pytest.approx(7200.0)
     assert r.policy_stats["sqa_estimator"] == "orglinear" and r.policy_stats["sqa_model_forecasts"] == 0
     assert sum(r.evictions) == 0
     # Without the quota the spot tasks start when they fit (the 2-GPU one at once).
@@ -132,11 +140,14 @@ def test_registry_estimator_reads_the_demand_serving_output():
 
 
 def test_sqa_terms_as_printed():
-    from sim.policies.gfs.sqa import PoolState, SpotQuotaAllocator, quota_paper
+    from sim.policies.gfs.sqa import PoolState, SpotQuotaAllocator, quota_additive, quota_printed
 
-    # Eq. 10 as printed: Q = f eta + S_a (S_a: spot GPUs already guaranteed >= H h); room = Q - S_0.
-    assert quota_paper(10.0, 0.5, matured=4.0) == pytest.approx(9.0)
-    assert quota_paper(0.0, 3.0, matured=0.0) == 0.0
+    # Eq. 10, our additive reading (the default): Q = f eta + S_a (S_a: spot GPUs already guaranteed >= H h).
+    assert quota_additive(10.0, 0.5, matured=4.0) == pytest.approx(9.0)
+    assert quota_additive(0.0, 3.0, matured=0.0) == 0.0
+    # Eq. 10 as printed (gfs.txt:208): min(f eta, S_0 + S_a), S_0 the idle GPUs.
+    assert quota_printed(10.0, 0.5, idle=1.0, matured=2.0) == pytest.approx(3.0)
+    assert quota_printed(10.0, 0.5, idle=8.0, matured=2.0) == pytest.approx(5.0)
     # Eq. 11 without a clamp (as printed): p = 0.9, eps = 0.1; e = 0, l > theta -> x1.5 past the old ceiling 4.
     assert update_eta(3.9, e=0.0, p=0.9, max_wait=4000) == pytest.approx(5.85)
     assert update_eta(0.04, e=0.4, p=0.9, max_wait=0) == pytest.approx(0.01)  # below the old floor 0.05
@@ -217,12 +228,12 @@ class _Ctx:
         pass
 
 
-def _sqa_after_an_hour(eta_raise: str, prov: _Prov) -> float:
+def _sqa_after_an_hour(eta_raise: str, prov: _Prov, eta_max: float = math.inf) -> float:
     from sim.policies.gfs.sqa import SpotQuotaAllocator
 
     sqa = SpotQuotaAllocator()
     sqa.cctx = _Ctx()
-    sqa.configure(estimator_spec="persistence", eta_raise=eta_raise)
+    sqa.configure(estimator_spec="persistence", eta_raise=eta_raise, eta_max=eta_max)
     sqa.register_pool((0, "*"), 32, ["a"], prov)
     st = sqa.pools[(0, "*")]
     for k in range(12):  # 12 quota updates, 300 s apart; one spot start, no eviction: e = 0 < eps / 2
@@ -244,12 +255,29 @@ def test_eq11_raise_as_printed_winds_up_and_binding_stops_it():
     # f = 0 (HP forecast 32 = capacity): no eta admits anything -> no raise (as printed: 129.75 again).
     assert _sqa_after_an_hour("binding", _Prov(hp=32.0, idle=4.0)) == pytest.approx(1.0)
     assert _sqa_after_an_hour("always", _Prov(hp=32.0, idle=4.0)) == pytest.approx(1.5 ** 12)
+    # The default ceiling eta_max = 1 (the released simulator's behaviour: eta only cut): no windup at all.
+    assert _sqa_after_an_hour("always", _Prov(hp=32.0, idle=4.0), eta_max=1.0) == pytest.approx(1.0)
+
+
+def test_eta_is_only_cut_by_default_and_recovers_to_one():
+    """The default reading (eta_max=1): a cut by eps / e, then the raise of Eq. 11 back up to 1, never above."""
+    from sim.policies.gfs import Gfs
+    from sim.policies.gfs.sqa import SpotQuotaAllocator
+
+    assert Gfs().eta_max == 1.0 and SpotQuotaAllocator().eta_max == 1.0
+    assert Gfs(eta_max=math.inf).eta_max == math.inf  # Eq. 11 as printed: a named variant
+    eta = update_eta(1.0, e=0.3, p=0.9, max_wait=0.0, eta_max=1.0)
+    assert eta == pytest.approx(1 / 3)  # cut: eta eps / e
+    eta = update_eta(eta, e=0.0, p=0.9, max_wait=4000.0, eta_max=1.0)
+    assert eta == pytest.approx(0.5)  # raised x1.5
+    assert update_eta(eta * 1.5, e=0.0, p=0.9, max_wait=4000.0, eta_max=1.0) == 1.0  # never above 1
 
 
 def test_gfs_queue_order_and_eta_raise_are_named_parameters():
     from sim.policies.gfs import Gfs
 
     assert Gfs().order == "gfs" and Gfs(queue_order="fifo").order == "fifo"
+    assert Gfs(queue_order="large-first").order == "large-first"
     assert Gfs().eta_raise == "always"  # Eq. 11 as printed stays the default
     with pytest.raises(ValueError):
         Gfs(eta_raise="never")

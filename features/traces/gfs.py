@@ -35,6 +35,7 @@ Three sources of HP (high-priority, never evicted) and spot (evictable, checkpoi
 """
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -330,6 +331,142 @@ def generate_from_preset(params: dict, seed: int, jobs: int | None) -> JobTable:
         table.frame = kept
         table.report.rows_kept = len(kept)
     return table
+
+
+# --------------------------------------------------------------------------------------------------------
+# Contended GFS-format traces (issue 40): HP demand inside a band of the cluster with bursts
+
+
+class ContendedSpec(BaseModel):
+    """A contended HP / spot trace: the summed HP demand stays inside [``hp_min_share``, ``hp_max_share``] of
+    the cluster (a daily cycle around ``hp_mean_share``, an AR(1) wander and Poisson bursts of
+    ``burst_share`` lasting ``burst_hours``), split over ``orgs`` organisations with fixed Dirichlet weights;
+    HP tasks top the series up as in :func:`generate`, spot tasks arrive as a Poisson process. Pod mixes and
+    gang shares default to GFS Table 3 (gfs.txt:359-360; the < 1 GPU column folded into 1 GPU), durations
+    to Table 5 (HP JCT ~17,800 s, spot JCT - JQT ~10,100 s: gfs.txt:411, 415)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    cluster_gpus: int = Field(320, ge=8)
+    orgs: int = Field(6, ge=1)
+    days: float = Field(3.0, gt=0)
+    warmup_hours: float = Field(168.0, ge=0)
+    hp_mean_share: float = Field(0.70, gt=0, le=1)
+    hp_min_share: float = Field(0.60, ge=0, le=1)
+    hp_max_share: float = Field(0.80, gt=0, le=1)
+    diurnal_share: float = Field(0.05, ge=0, description="amplitude of the daily cycle, share of the cluster")
+    wander_share: float = Field(0.02, ge=0, description="stationary sd of the AR(1) wander (1 h correlation)")
+    bursts_per_day: float = Field(2.0, ge=0)
+    burst_share: float = Field(0.12, ge=0, description="height of a burst, share of the cluster")
+    burst_hours: float = Field(2.0, gt=0, description="mean length of a burst (exponential)")
+    hp_mean_duration: float = Field(17700.0, gt=0)
+    hp_sigma: float = Field(1.0, ge=0)
+    spot_load: float = Field(0.25, ge=0, description="offered spot GPU load, share of the cluster")
+    spot_mean_duration: float = Field(10100.0, gt=0)
+    spot_sigma: float = Field(1.0, ge=0)
+    hp_pod_mix: dict[int, float] = Field(default_factory=lambda: {1: 0.5522, 2: 0.1337, 4: 0.0753, 8: 0.2369})
+    spot_pod_mix: dict[int, float] = Field(default_factory=lambda: {1: 0.6817, 2: 0.0567, 4: 0.12, 8: 0.1404})
+    hp_gang_share: float = Field(0.0866, ge=0, le=1)
+    spot_gang_share: float = Field(0.2726, ge=0, le=1)
+    gang_pods: dict[int, float] = Field(default_factory=lambda: {2: 0.6, 4: 0.3, 8: 0.1})
+    checkpoint_interval: float = Field(DEFAULT_CHECKPOINT, gt=0)
+    gpu_type: str = "A100-SXM4-80GB"
+
+    @field_validator("hp_pod_mix", "spot_pod_mix", "gang_pods")
+    @classmethod
+    def _mix(cls, v: dict[int, float]) -> dict[int, float]:
+        return GfsSpec._mix(v)
+
+
+def contended_series(spec: ContendedSpec, rng: np.random.Generator) -> pd.DataFrame:
+    """The per-organisation HP demand (GPUs, 1-minute steps, warm-up + days) of a contended trace."""
+    minutes = int(spec.warmup_hours * 60 + spec.days * 1440)
+    t = np.arange(minutes) / 60.0  # hours
+    share = spec.hp_mean_share + spec.diurnal_share * np.sin(2 * np.pi * (t - 9.0) / 24.0)
+    a = math.exp(-1.0 / 60.0)  # AR(1), 1 h correlation
+    eps = rng.normal(0.0, spec.wander_share * math.sqrt(1 - a * a), minutes)
+    wander = np.empty(minutes)
+    x = 0.0
+    for i in range(minutes):
+        x = a * x + eps[i]
+        wander[i] = x
+    share = share + wander
+    n_bursts = int(rng.poisson(spec.bursts_per_day * minutes / 1440.0))
+    for start in rng.uniform(0, minutes, n_bursts):
+        length = max(10.0, rng.exponential(spec.burst_hours * 60.0))
+        i0, i1 = int(start), min(minutes, int(start + length))
+        share[i0:i1] += spec.burst_share * rng.uniform(0.7, 1.0)
+    share = np.clip(share, spec.hp_min_share, spec.hp_max_share)
+    weights = rng.dirichlet(np.full(spec.orgs, 2.0))
+    gpus = share[:, None] * weights[None, :] * spec.cluster_gpus
+    index = pd.date_range("2024-04-01", periods=minutes, freq="1min")
+    return pd.DataFrame(gpus, index=index, columns=[f"org{o}" for o in range(spec.orgs)])
+
+
+def generate_contended(spec: ContendedSpec, seed: int = 0) -> JobTable:
+    """A contended GFS-shaped trace (see :class:`ContendedSpec`), seeded; the table is labelled synthetic."""
+    rng = np.random.default_rng(seed)
+    series = contended_series(spec, rng)
+    peak = float(series.sum(axis=1).max())
+    mix_gpus = sum(k * p for k, p in spec.spot_pod_mix.items())
+    extra = sum(k * p for k, p in spec.gang_pods.items()) - 1
+    gspec = GfsSpec(series="<contended>", days=spec.days, warmup_hours=spec.warmup_hours,
+                    cluster_gpus=spec.cluster_gpus, hp_peak_share=max(1e-9, peak / spec.cluster_gpus),
+                    hp_mean_duration=spec.hp_mean_duration, hp_sigma=spec.hp_sigma, spot_base_load=spec.spot_load,
+                    spot_multiplier=1.0, spot_mean_duration=spec.spot_mean_duration, spot_sigma=spec.spot_sigma,
+                    hp_pod_mix=spec.hp_pod_mix, spot_pod_mix=spec.spot_pod_mix, hp_gang_share=spec.hp_gang_share,
+                    spot_gang_share=spec.spot_gang_share, gang_pods=spec.gang_pods, gang_scope="any",
+                    checkpoint_interval=spec.checkpoint_interval, gpu_type=spec.gpu_type)
+    table = generate(gspec, seed=int(rng.integers(1 << 31)), series=series)
+    table.report.source = f"gfs-contended(seed={seed})"
+    table.report.notes.append(f"contended: HP demand in [{spec.hp_min_share:g}, {spec.hp_max_share:g}] of "
+                              f"{spec.cluster_gpus} GPUs (mean {float(series.sum(axis=1).mean()) / spec.cluster_gpus:.3f}, "
+                              f"bursts {spec.bursts_per_day:g}/day of {spec.burst_share:g}); spot load "
+                              f"{spec.spot_load:g} (mean spot task {mix_gpus * (1 + spec.spot_gang_share * extra):.2f} GPUs)")
+    table.frame.attrs["hp_series_mean_share"] = float(series.sum(axis=1).mean()) / spec.cluster_gpus
+    return table
+
+
+def contended_from_preset(params: dict, seed: int, jobs: int | None) -> JobTable:
+    """The preset entry point of ``generator: gfs-contended`` (:class:`ContendedSpec` fields); ``jobs`` keeps
+    the warm-up whole and the first N measured tasks, as :func:`generate_from_preset`."""
+    table = generate_contended(ContendedSpec(**params), seed=seed)
+    if jobs is not None:
+        if isinstance(jobs, bool) or int(jobs) < 1:
+            raise ValueError(f"jobs must be a whole number >= 1, got {jobs!r}")
+        frame = table.frame
+        warm = frame["warmup"].fillna(False).astype(bool).to_numpy()
+        kept = frame[warm | (np.cumsum(~warm) <= int(jobs))].reset_index(drop=True)
+        kept.attrs.update(frame.attrs)
+        table.report.reject(f"measured tasks beyond the first {int(jobs)} (jobs=; the warm-up is kept whole)",
+                            len(frame) - len(kept))
+        table.frame = kept
+        table.report.rows_kept = len(kept)
+    return table
+
+
+def write_gfs_csv(table: JobTable, folder: str | Path, *, nodes: int | None = None, gpus_per_node: int = 8,
+                  start: str = "2024-03-01 00:00:00") -> Path:
+    """Write ``table`` in GFS's trace format (job_info_df.csv, the columns of :data:`GFS_COLUMNS`, submit_time
+    in seconds; read back by :func:`load_gfs_spot`) and, with ``nodes``, node_info_df.csv (node_name,
+    gpu_model, gpu_capacity_num, cpu_num) as GFS's released simulator reads them. Returns the folder."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    f = table.frame
+    pods = f["num_pods"].fillna(1).astype(int) if "num_pods" in f else pd.Series(1, index=f.index)
+    per_pod = (f["num_gpus"] / pods).astype(float)
+    cls = f["job_class"].astype("string").str.lower().map({"hp": "HP", "spot": "Spot"}).fillna("HP")
+    out = pd.DataFrame({"job_name": f["job_id"].astype(str), "organization": f["org"].astype(str),
+                        "gpu_model": f["gpu_type"].astype(str), "cpu_request": (per_pod * 8).astype(int),
+                        "gpu_request": per_pod, "worker_num": pods, "submit_time": f["submit_time"].round(3),
+                        "duration": f["duration"].round().astype(int).clip(lower=1), "job_type": cls})
+    out.to_csv(folder / "job_info_df.csv", index=False)
+    if nodes is not None:
+        gpu_model = str(f["gpu_type"].iloc[0]) if len(f) else "A100-SXM4-80GB"
+        pd.DataFrame({"node_name": [f"node{i}" for i in range(nodes)], "gpu_model": gpu_model,
+                      "gpu_capacity_num": gpus_per_node, "cpu_num": 8 * gpus_per_node}).to_csv(
+            folder / "node_info_df.csv", index=False)
+    return folder
 
 
 #: Trace formats merged into ``--format`` (features/traces/__init__.py _PLUGIN_FORMATS).

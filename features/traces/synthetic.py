@@ -123,6 +123,8 @@ GENERATORS: Registry[Generator] = new_registry("generators", noun="generator")
 _DESCRIPTIONS: dict[str, str] = {}
 for _name, (_target, _text) in {
     "gfs": ("features.traces.gfs:generate_from_preset", "GFS-shaped HP / spot tasks (GfsSpec fields)"),
+    "gfs-contended": ("features.traces.gfs:contended_from_preset",
+                      "GFS HP / spot tasks, HP demand in a band with bursts, Table 3 mixes (ContendedSpec fields)"),
     "failures": ("features.traces.failures:generate_from_preset",
                  "jobs with failures, SchedMate's setting (FailureWorkloadSpec)"),
     "venus-shaped": ("features.traces.lucid_synthetic:venus_shaped",

@@ -12,28 +12,28 @@ Pools: each GPU model of a partition is its own pool with its own HP and spot qu
 (jobs without a GPU model share the pool "*" of their partition).
 
 Our readings where the paper leaves details open (each a parameter where it matters):
-- SQA (sqa.py): Eq. 9 with max/min fixed; S_0 / S_a of Eq. 10 read as spot GPUs held now / idle GPUs now;
-  eta starts at 1 and is clamped to [0.05, 4] (above 1 so that Eq. 11's raise can undo an over-cautious
-  forecast when spot tasks wait longer than theta while evictions stay under target); the eviction rate e of Eq. 11 is evictions / spot starts of
-  the pool over a trailing window of ``window_hours`` = 1 h; l is the longest current wait of the pool's spot
-  queue; theta = 3,600 s. Why 1 h and not a day: with 24 h the feedback traps itself at High load. A burst of
-  HP preemptions pushes e above 1.5 eps, eta drops to its floor, the quota admits few spot starts, and the
-  evictions stay in the window for a day while the denominator (starts) stays small, so e stays high and eta
-  stays at the floor. Measured on gfs-a100-small, 2 measured days, workload seeds 0 / 1 / 2, High (x4)
-  load, window 1 / 2 / 6 / 24 h: spot JQT 2.5-3.4 / 3.5-4.4 / 6.6-8.3 / 24.5-25.5 h, allocation
-  90-91 / 88-89 / 82-83 / 69-71 %, evictions per run 0.9-1.7 / 1.4-2.9 / 1.4-2.8 / 0.7-1.4 % (YARN-CS on
-  the same workloads: 1.3-1.9 h, 14-24 %). At Medium (x2) load the window changes nothing measurable
-  (spot JQT <= 0.1 h except one 6 h-window case at 0.58 h, e <= 0.4 %). The 1 h window keeps e near the
-  1 % target at High load while spot tasks wait hours less; it also matches Eq. 11's 300 s control period
-  better than a day. Over 6 measured days (High, seeds 0 / 1 / 2) the gap widens: spot JQT 3.4-4.9 h (1 h),
-  5.5-6.3 (2 h), 10.0-13.5 (6 h), 66-71 h (24 h); e 0.8-1.8 % (1 h) vs 1.0-1.2 % (24 h); allocation 90-91 %
-  vs 64 %. Runs: ``gfs:window_hours=W`` on bench_gfs.workload_for(2 or 4, full=False, days, seed).
-  HP demand is sampled every 60 s per organisation from the simulation's own allocation; hourly maxima feed
-  the estimator (default ``persistence``: the last hourly maximum with the spread of h-hour changes as
-  sigma, re-estimated daily; ``seasonal``: hour-of-day mean over the last week with a residual sigma; ``orglinear`` trains models.forecast.OrgLinear in the replay; ``models:/demand@champion`` uses the
-  registered model as trained; GFS-e ``prev-week-peak``). Until the first complete hour the forecast is the
-  demand held now. The forecast for an hour is never below what the organisations already hold in it.
-- PTS (pts.py): queue order (GPU request, pod count, submission), ascending: small tasks first, with
+- SQA (sqa.py; its docstring has Eq. 9-11 and the readings in full): the spot quota of each pool is set every
+  300 s from the 0.9 quantile of the HP demand forecast for the next H hours (Eq. 9, the organisations'
+  Gaussians summed per step). Eq. 10: the default ``eq10=additive`` is Q_H = f eta + S_a (S_a the spot GPUs
+  guaranteed >= H h), NOT the printed min(f eta, S_0 + S_a) (gfs.txt:208), which is ``eq10=printed``;
+  ``held-idle`` is min(f eta, spot held + idle). Eq. 11: eta starts at 1 and is cut by eps / e when the
+  eviction rate e (evictions / spot starts of the pool over the past H hours) exceeds 1.5 eps, raised by
+  (1.5 - e / eps) when e < eps / 2 and a spot task waited longer than theta = 3,600 s over the past H hours,
+  and never exceeds 1 (``eta_max=1``, the default): the reading the paper's runs had, since the released
+  simulator's raise (Sjtucitlab/Spot policy/policy.py around lines 103-113) is negative for e < eps / 2 and
+  divides by zero at e = 0, so eta was only ever cut there. ``eta_max=inf`` is Eq. 11 as printed; it winds
+  eta up while f = 0 or every GPU is taken (1e35-1e112 measured) and then admits every spot task at once.
+  ``eta_raise=binding`` (raise only while the quota holds spot back) and ``eta_min`` / ``eta_max`` (the
+  first reading's clamp [0.05, 4]) are further named readings; ``window_hours`` sets e's window (default:
+  the past H hours, as printed). HP demand is sampled every 60 s per organisation from the simulation's own
+  allocation; hourly maxima feed the estimator (default ``orglinear``, models.forecast.OrgLinear trained
+  causally in the replay; ``models:/demand@champion`` the registered model; ``persistence``: the last hourly
+  maximum with the spread of h-hour changes; ``seasonal``: hour-of-day mean over the last week; GFS-e
+  ``prev-week-peak``). Until the first complete hour the forecast is the demand held now; the forecast for an
+  hour is never below what the organisations already hold in it.
+- PTS (pts.py): queue order (GPU request, pod count, submission), ascending: small tasks first (``queue_order``:
+  ``fifo``, or ``large-first``: GPUs per pod descending, then pods and submission, as the released simulator
+  sorts both queues), with
   backfilling (a task that does not fit does not block later ones; a failed shape is not retried in the
   same pass). Score1 packing = allocated share after placement; Score2 = share of the node's allocated
   GPUs held by the task's class; Score3 = 1 / (1 + gamma e_1h + (1 - gamma) e_24h / 24), spot only; the
@@ -107,11 +107,19 @@ class Gfs(HpSpotPolicy):
                   "window_hours": "trailing window of e in Eq. 11 (default: the past H hours; old reading 1)",
                   "eq19": "paper (victim count term (F+|T|)/(G+F+|T|), waste per victim GPU-hour) | gpus (old)",
                   "score3": "paper (max(0, 1 - 0.01 m^e_bar), HP to the most-evicted node, breaker at 0) | inverse (old)",
-                  "eq10": "paper (Q = f eta + S_a, S_a: spot GPUs guaranteed >= H h) | held-idle (old: min(f eta, S_0 + idle))",
+                  "eq10": "additive (default, our reading: Q = f eta + S_a, S_a spot GPUs guaranteed >= H h) | printed "
+                                  "(min(f eta, S_0 + S_a), S_0 idle GPUs: gfs.txt:208) | held-idle (min(f eta, spot held + idle))",
                   "wait": "window (Eq. 11's l: longest spot wait over the past H hours) | current (old)",
-                  "queue_order": "gfs (GPU request, pods, submission: small first) | fifo (submission; a measured cause)",
+                  "queue_order": "gfs (GPU request, pods, submission: small first) | fifo (submission) | large-first "
+                                 "(GPUs per pod descending, pods, submission: GFS's released simulator)",
                   "eta_raise": "always (Eq. 11 as printed) | binding (raise eta only while the quota holds spot back)",
-                  "eta_min": "eta floor (as printed: 0; old 0.05)", "eta_max": "eta ceiling (as printed: none; old 4)",
+                  "inventory_floor": "Eq. 9's HP quantile rounded down to whole GPUs (default, as the released "
+                                     "simulator) | false: exact",
+                  "eta_cut": "new-evidence (default: Eq. 11's cut only at an update that saw a new eviction) | "
+                             "each-update (every 300 s while e is high: one eviction cuts eta up to 12 times per hour)",
+                  "eta_min": "eta floor (as printed: 0; old 0.05)",
+                  "eta_max": "eta ceiling (default 1: eta only cut below its start, the released simulator's "
+                             "behaviour; inf: Eq. 11's raise as printed, which winds up; old 4)",
                   "spread_hours": "persistence / seasonal: hours of history of the spread (default 168; 0: all, old)",
                   "calendar": "OrgLinear calendar embeddings: concat (Eq. 3) | sum (old)",
                   "scale_input": "OrgLinear Eq. 7 scale input: cyc (as printed) | abs (old)"}
@@ -121,10 +129,11 @@ class Gfs(HpSpotPolicy):
                  gamma: float = 0.8, m: int = 3, quota: bool = True,
                  retrain_hours: Annotated[float, Domain(ge=0.25, le=8784.0, why="hours between retrainings")] = 24.0,
                  eta0: float = 1.0, period_s: Annotated[float, QUOTA_PERIOD] = 300.0, sample_s: Annotated[float, PERIOD] = 60.0,
-                 eta_max: Annotated[float, Domain(gt=0.0, finite=False, why="inf: no ceiling")] = math.inf,
-                 window_hours: float = 0.0, eq19: str = "paper", score3: str = "paper", eq10: str = "paper",
+                 eta_max: Annotated[float, Domain(gt=0.0, finite=False, why="inf: no ceiling")] = 1.0,
+                 window_hours: float = 0.0, eq19: str = "paper", score3: str = "paper", eq10: str = "additive",
                  wait: str = "window", eta_min: float = 0.0, spread_hours: int = 168, calendar: str = "concat",
-                 scale_input: str = "cyc", eta_raise: str = "always",
+                 scale_input: str = "cyc", eta_raise: str = "always", eta_cut: str = "new-evidence",
+                 inventory_floor: bool = True,
                  queue_order: str = "gfs"):
         super().__init__(preempt=True)
         if H < 1:
@@ -136,11 +145,12 @@ class Gfs(HpSpotPolicy):
         if preemption not in ("gfs", "random"):
             raise ValueError("preemption must be gfs or random")
         for name, value, allowed in (("eq19", eq19, ("paper", "gpus")), ("score3", score3, ("paper", "inverse")),
-                                     ("eq10", eq10, ("paper", "held-idle")), ("wait", wait, ("window", "current")),
+                                     ("eq10", eq10, ("additive", "printed", "held-idle")), ("wait", wait, ("window", "current")),
                                      ("calendar", calendar, ("concat", "sum")),
                                      ("scale_input", scale_input, ("cyc", "abs")),
                                      ("eta_raise", eta_raise, ("always", "binding")),
-                                     ("queue_order", queue_order, ("gfs", "fifo"))):
+                                     ("eta_cut", eta_cut, ("new-evidence", "each-update")),
+                                     ("queue_order", queue_order, ("gfs", "fifo", "large-first"))):
             if value not in allowed:
                 raise ValueError(f"{name} must be one of {', '.join(allowed)}, got {value!r}")
         if window_hours < 0 or spread_hours < 0 or eta_min < 0 or eta_max <= 0:
@@ -152,7 +162,7 @@ class Gfs(HpSpotPolicy):
         self.window_hours = window_hours
         self.eq19, self.score3, self.eq10, self.wait = eq19, score3, eq10, wait
         self.spread_hours, self.calendar, self.scale_input = spread_hours, calendar, scale_input
-        self.eta_raise = eta_raise
+        self.eta_raise, self.eta_cut, self.inventory_floor = eta_raise, eta_cut, inventory_floor
         self.order = queue_order  # PTS's queue order (HpSpotPolicy.key / _schedule_spot read it)
 
     def make_placement(self) -> Placement:
@@ -170,7 +180,8 @@ class Gfs(HpSpotPolicy):
                             period_s=self.period_s, sample_s=self.sample_s, enabled=self.use_quota,
                             eta_max=self.eta_max, eta_min=self.eta_min,
                             window_s=self.window_hours * 3600.0 if self.window_hours > 0 else None,
-                            eq10=self.eq10, wait_mode=self.wait, eta_raise=self.eta_raise,
+                            eq10=self.eq10, wait_mode=self.wait, eta_raise=self.eta_raise, eta_cut=self.eta_cut,
+                            inventory_floor=self.inventory_floor,
                             estimator_params={"spread_hours": self.spread_hours or None, "calendar": self.calendar,
                                               "scale_input": self.scale_input})
         # Register every pool of this partition now (the coordinator's on_start comes after ours).

@@ -74,7 +74,8 @@ class HpSpotPolicy(Policy):
 
     name = "hp-spot"
     preemptive = True
-    #: queue order: "gfs" (GPU request, pod count, submission) or "fifo" (submission)
+    #: queue order: "gfs" (GPU request, pod count, submission), "fifo" (submission) or "large-first" (GPUs per
+    #: pod descending, then pod count and submission: the order of GFS's released simulator)
     order = "gfs"
     victim_cost = "gfs"
     restart_overhead, restart_overhead_big, preempt_overhead = 40.0, 60.0, 40.0
@@ -157,6 +158,8 @@ class HpSpotPolicy(Policy):
         w = self.ctx.jobs
         if self.order == "gfs":
             return (w.gpu_demand[job], w.pods[job], w.submit[job])
+        if self.order == "large-first":
+            return (-w.gpu_demand[job] / w.pods[job], w.pods[job], w.submit[job])  # per-pod GPUs, fractions too
         return (w.submit[job],)
 
     # -- events ----------------------------------------------------------------------------------------------

@@ -1,16 +1,36 @@
 """GFS Spot Quota Allocator (SQA, §4.2): demand estimators, Eq. 9-11 as pure functions, and the coordinator
 that samples HP demand, forecasts it and sets a spot quota per pool every 300 s.
 
-Eq. 9 (printed with max and min swapped; fixed): inventory over the next H hours at confidence p,
+Eq. 9 (printed with max and min swapped, gfs.txt:204; fixed): inventory over the next H hours at confidence p,
     f(p, H) = max(0, C - sum_o max_{h <= H} y_o[h]),  y_o[h] = mu_o[h] + sigma_o[h] * Phi^-1(p)
 (``summed=True``: the per-step variant of the summed Gaussian, f = max(0, C - max_h [sum_o mu_o[h] +
 Phi^-1(p) sqrt(sum_o sigma_o[h]^2)]), the default: the organisations' Gaussians summed per step, as GFS's
-released simulator does). Eq. 10 as printed (``eq10=paper``): Q_H = f * eta + S_a, S_a the GPUs of spot tasks
-already guaranteed >= H h; the room for new spot tasks is Q_H - S_0 (S_0 the spot GPUs held); old reading
-(``eq10=held-idle``): min(f * eta, S_0 + idle GPUs). Eq. 11: with target eviction rate eps = 1 - p, e the
-evictions / spot starts over the past H hours and l the longest spot wait over the past H hours:
-e > 1.5 eps -> eta * eps / e; e < 0.5 eps and l > theta (3,600 s) -> eta * (1.5 - e / eps); no clamp as
-printed (``eta_min`` / ``eta_max`` keep the old [0.05, 4] by name).
+released simulator does).
+
+Eq. 10 is printed as Q_H = min(f(p, H) eta, S_0 + S_a) with S_0 the idle GPUs now and S_a the spot GPUs
+already guaranteed >= H h (gfs.txt:208-210). Three readings, each a value of ``eq10``; the room for new spot
+tasks is always Q_H - (spot GPUs held):
+- ``additive`` (default): Q_H = f eta + S_a. NOT the printed form: the min is read as "f eta, plus the spot
+  GPUs that no longer need the promise" (see :func:`quota_additive`). Kept as the default because it is the
+  reading every measured figure of this project was made with.
+- ``printed``: Q_H = min(f eta, S_0 + S_a) literally (:func:`quota_printed`).
+- ``held-idle`` (the first reading): Q_H = min(f eta, spot GPUs held + idle GPUs) (:func:`quota`).
+GFS's released simulator (Sjtucitlab/Spot, policy/policy.py, update_spot_quota) caps the spot GPUs held at
+f eta alone, which is ``additive`` with S_a = 0.
+
+Eq. 11 (gfs.txt:214; eps = 1 - p, e the evictions / spot starts over the past H hours, l the longest spot wait
+over the past H hours): e > 1.5 eps -> eta * eps / e; e < 0.5 eps and l > theta (3,600 s) -> eta * (1.5 - e /
+eps). The default caps eta at 1 (``eta_max=1``): eta is cut by evidence and may recover up to its start value,
+never above. This is the reading the paper's runs had: in GFS's released simulator (Sjtucitlab/Spot,
+policy/policy.py around lines 103-113) the cut is as printed, but the raise is written eta * (1.5 - eps / e),
+which is negative for e < eps / 2 and divides by zero at e = 0, so it can never have raised eta in a run.
+The cut is applied at an update that saw a new eviction since the previous one (``eta_cut=new-evidence``, the
+default): e is a rate over the past H hours and the quota updates every 300 s, so applying the cut at every
+update (``eta_cut=each-update``) cuts eta up to 12 times per hour for the same eviction; measured on contended
+traces (tests/test_gfs_contended.py, benchmarks/bench_gfs_contended.py) that drives eta to 1e-7-1e-15 and
+leaves GPUs idle for hours while spot tasks wait (the raise back is x1.5 per 300 s at most).
+``eta_max=inf`` is Eq. 11 as printed (no bound): measured, eta winds up to 1e35-1e112 while f = 0 or the
+GPUs are all taken, and the windup is reported as ``sqa_eta_max`` by the GFS ledger.
 """
 from __future__ import annotations
 
@@ -29,8 +49,14 @@ HOUR = 3600.0
 
 
 # --- Eq. 9-11 -------------------------------------------------------------------------------------------------
-def inventory(capacity: float, mu: np.ndarray, sigma: np.ndarray | None, p: float, summed: bool = False) -> float:
-    """Eq. 9 with its typo fixed. ``mu``/``sigma``: (orgs, H) demand forecasts of the pool's organisations."""
+def inventory(capacity: float, mu: np.ndarray, sigma: np.ndarray | None, p: float, summed: bool = False,
+              floor: bool = False) -> float:
+    """Eq. 9 with its typo fixed. ``mu``/``sigma``: (orgs, H) demand forecasts of the pool's organisations.
+    ``floor``: the demand quantile rounded down to whole GPUs before it is taken from C, as GFS's released
+    simulator does (Sjtucitlab/Spot policy/policy.py, update_spot_quota: np.floor of the quantile). Why it is
+    the policy's default: with eta never above 1, an exact quantile of an idle pool (a forecast spread of
+    0.5 GPU) leaves f just below C, and a spot task asking for the whole pool could never start (the replay
+    of tests/test_gfs_engine.py::test_big_spot_task_restart_costs_60_s never ended)."""
     mu = np.asarray(mu, dtype=float)
     if mu.size == 0:
         return max(0.0, float(capacity))
@@ -40,16 +66,25 @@ def inventory(capacity: float, mu: np.ndarray, sigma: np.ndarray | None, p: floa
         peak = float(np.max(mu.sum(axis=0) + z * np.sqrt((sig ** 2).sum(axis=0))))
     else:
         peak = float(np.sum(np.max(mu + z * sig, axis=1)))
+    if floor:
+        peak = math.floor(peak + 1e-9)
     return max(0.0, float(capacity) - peak)
 
 
 def quota(f: float, eta: float, spot_held: float, idle: float) -> float:
-    """Eq. 10, the old reading (``eq10=held-idle``): min(f eta, S_0 + idle), S_0 the spot GPUs held now."""
+    """Eq. 10, the first reading (``eq10=held-idle``): min(f eta, spot GPUs held now + idle GPUs now)."""
     return max(0.0, min(f * eta, spot_held + idle))
 
 
-def quota_paper(f: float, eta: float, matured: float) -> float:
-    """Eq. 10 as printed (``eq10=paper``): the spot GPUs that may be held, Q_H = f(p, H) eta + S_a, with S_a
+def quota_printed(f: float, eta: float, idle: float, matured: float) -> float:
+    """Eq. 10 as printed (``eq10=printed``, gfs.txt:208): Q_H = min(f(p, H) eta, S_0 + S_a), S_0 the idle GPUs
+    now, S_a the spot GPUs guaranteed >= H h; compared with the spot GPUs held, as every reading is."""
+    return max(0.0, min(f * eta, idle + matured))
+
+
+def quota_additive(f: float, eta: float, matured: float) -> float:
+    """Eq. 10, our additive reading (``eq10=additive``, the default; not the printed form, which is
+    :func:`quota_printed`): the spot GPUs that may be held, Q_H = f(p, H) eta + S_a, with S_a
     the GPUs of spot tasks already guaranteed for >= H h (their current run has lasted H hours). Why + S_a:
     the quota is a promise of H eviction-free hours to the tasks it admits; tasks that have had their H hours
     no longer need the promise, so their GPUs do not use up the inventory f. The room for new spot tasks is
@@ -59,8 +94,8 @@ def quota_paper(f: float, eta: float, matured: float) -> float:
 
 def update_eta(eta: float, e: float, p: float, max_wait: float, theta: float = HOUR,
                eta_min: float = 0.0, eta_max: float = math.inf) -> float:
-    """Eq. 11: the eviction-rate feedback on eta. As printed it has no clamp (eta_min 0, eta_max inf: the
-    defaults); ``eta_min`` / ``eta_max`` keep the old clamp [0.05, 4] available by name."""
+    """Eq. 11: the eviction-rate feedback on eta, clamped to [eta_min, eta_max]. As printed it has no clamp
+    (this function's defaults); the policy's default is eta_max = 1 (see the module docstring)."""
     eps = 1.0 - p
     if e > 1.5 * eps:
         eta = eta * eps / e
@@ -88,6 +123,7 @@ class PoolState:
         self.room_log: list[float] = []  # quota - spot GPUs held, at each update (what new spot tasks may take)
         self.coverage: list[tuple[int, float, float]] = []  # (hour, predicted quantile sum, observed sum)
         self.evictions: deque[float] = deque()
+        self.new_evictions = 0  # evictions since the last quota update (eta_cut="new-evidence")
         self.starts: deque[float] = deque()
         self.waits: deque[tuple[float, float]] = deque()  # (t, a spot wait seen at t): Eq. 11's l over H hours
         self._stacked = np.empty((0, len(orgs)))  # the first _rows of hourly, stacked (see history)
@@ -127,9 +163,11 @@ class SpotQuotaAllocator(Coordinator):
         self.sample_s, self.period_s, self.retrain_s = 60.0, 300.0, 86400.0
         self.window_s: float | None = None  # e's trailing window; None: the past H hours (as printed)
         self.wait_mode = "window"  # l: the longest spot wait seen over the past H hours ("current": now)
-        self.eq10 = "paper"  # Q_H = f eta + S_a ("held-idle": min(f eta, S_0 + idle))
-        self.theta, self.eta_min, self.eta_max, self.eta0 = HOUR, 0.0, math.inf, 1.0
+        self.eq10 = "additive"  # Q_H = f eta + S_a ("printed": min(f eta, S_0 + S_a); "held-idle")
+        self.theta, self.eta_min, self.eta_max, self.eta0 = HOUR, 0.0, 1.0, 1.0
         self.eta_raise = "always"  # Eq. 11's raise as printed; "binding": only while the quota holds spot back
+        self.inventory_floor = True  # f from the quantile rounded down to whole GPUs (the released simulator)
+        self.eta_cut = "new-evidence"  # cut only when an eviction arrived since the last update ("each-update")
         self.estimator_params: dict[str, Any] = {}
         self.enabled = True
         self.forecast_seconds = 0.0
@@ -265,14 +303,20 @@ class SpotQuotaAllocator(Coordinator):
         for key, st in self.pools.items():
             prov = self.providers[key]
             mu, sigma = self._forecast(st, now)
-            st.f = inventory(st.capacity, mu, sigma, self.p, self.summed)
+            st.f = inventory(st.capacity, mu, sigma, self.p, self.summed, self.inventory_floor)
             if self.adapt_eta:
                 e, l = self.eviction_rate(st, now), self.longest_wait(st, now, prov.max_spot_wait(key, now))
                 if self.eta_raise == "binding" and e < 0.5 * (1.0 - self.p) and not self._binds(st, key, now):
                     l = 0.0  # the quota is not what holds spot back: no raise (anti-windup)
-                st.eta = update_eta(st.eta, e, self.p, l, self.theta, self.eta_min, self.eta_max)
-            if self.eq10 == "paper":
-                st.quota = quota_paper(st.f, st.eta, prov.spot_matured_gpus(key, now, self.H * HOUR))
+                if self.eta_cut == "new-evidence" and st.new_evictions == 0 and e > 1.5 * (1.0 - self.p):
+                    pass  # the window's evictions have cut eta already: the same evidence does not cut again
+                else:
+                    st.eta = update_eta(st.eta, e, self.p, l, self.theta, self.eta_min, self.eta_max)
+                st.new_evictions = 0
+            if self.eq10 == "additive":
+                st.quota = quota_additive(st.f, st.eta, prov.spot_matured_gpus(key, now, self.H * HOUR))
+            elif self.eq10 == "printed":
+                st.quota = quota_printed(st.f, st.eta, prov.idle_gpus(key), prov.spot_matured_gpus(key, now, self.H * HOUR))
             else:
                 st.quota = quota(st.f, st.eta, prov.spot_gpus(key), prov.idle_gpus(key))
             st.quota_log.append((now, st.quota, st.f, st.eta))
@@ -298,6 +342,7 @@ class SpotQuotaAllocator(Coordinator):
         st = self.pools.get(key)
         if st is not None:
             st.evictions.append(now)
+            st.new_evictions += 1
 
     def note_spot_start(self, key: tuple[int, str], now: float, wait: float = 0.0) -> None:
         st = self.pools.get(key)
