@@ -61,6 +61,7 @@ def _hp_spot() -> list[Metric]:
         _m("evictions", "count", "lower", "evictions of spot tasks", "spot"),
         _m("hp_evictions", "count", "lower", "evictions of high-priority tasks (should be 0)", "spot"),
         _m("evict_rate_runs", "ratio", "lower", "evictions / spot runs (GFS's eviction rate)", "spot"),
+        _m("spot_runs", "count", "none", "spot task starts (each eviction ends one run; 0: no spot task ran)", "spot"),
         _m("evict_rate_hours", "ratio", "lower", "spot GPU-hours lost to evictions / spot GPU-hours run", "spot"),
     ]
 

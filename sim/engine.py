@@ -101,7 +101,8 @@ EVENTS_PER_JOB = 64
 EVENTS_PER_PARTITION = 4
 #: Simulated seconds of nothing but timers a replay may take once nothing else can come (no arrival left,
 #: no finish, load, save, restart, repair or failure pending): IDLE_FACTOR x 3 x the longest of any job's
-#: duration, load and save time + IDLE_BASE. Longer, the policy's timers run on with nothing to do (every
+#: duration, load and save time + IDLE_BASE + the policy's ``memory_s`` (a policy that decides from the past
+#: week's demand may hold queued jobs for a week; an unbounded memory counts as the submission span). Longer, the policy's timers run on with nothing to do (every
 #: job ended, or the queued ones never start) and the replay would never end.
 IDLE_FACTOR = 10
 IDLE_BASE = 86400.0
@@ -495,7 +496,10 @@ class Engine(Transitions):
         self._t0 = float(w.submit[0]) if len(w) else 0.0
         self._watch_now, self._watch_events = -INF, 0
         longest = max(map(max, (w.duration, w.load_time, w.save_time))) if len(w) else 0.0
-        self._idle_limit = IDLE_FACTOR * 3 * float(longest) + IDLE_BASE
+        span = float(w.submit[-1]) - self._t0 if len(w) else 0.0
+        memories = [float(getattr(p, "memory_s", 0.0)) for p in self.policies]
+        memory = max((span if m == INF else m for m in memories), default=0.0)
+        self._idle_limit = IDLE_FACTOR * 3 * float(longest) + IDLE_BASE + memory
         self._busy_events, self._busy_at = -1, self._t0
         return WATCH_EVERY
 

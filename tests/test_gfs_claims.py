@@ -180,7 +180,7 @@ def test_skip_forecasting_leaves_its_claims_not_testable_and_an_unknown_part_is_
     assert set(fc) == set(fcm.FC_KEYS) and all(m.value is None and "--skip forecasting" in m.not_testable
                                                for m in fc.values())
     assert out["spot_jqt_cut@medium"].value is not None  # the scheduling tables still measured
-    assert parts("gfs") == ("forecasting",) and parts("lazer") == ()
+    assert parts("gfs") == ("forecasting",) and parts("lazer") == ("causes",)
 
     assert main(["reproduce", "gfs", "--skip", "tables", "--out", str(tmp_path / "ledger")]) == 2
     err = capsys.readouterr().err.strip()

@@ -12,11 +12,10 @@ from evaluation.catalog import CATALOG, DISPLAY, file_name, known, names
 def test_every_metric_table_names_catalog_metrics():
     from evaluation.report import HP_SPOT_COLUMNS, TABLE_COLUMNS
     from pipelines.experiments.spec import DEFAULT_METRICS
-    from pipelines.papers.gfs import ABLATIONS, ESTIMATOR_METRICS
     from pipelines.tracking import COMPARISON_METRICS, GROUP_METRICS
 
     used = {key for _, key, _ in TABLE_COLUMNS + HP_SPOT_COLUMNS} | set(DISPLAY) | set(GROUP_METRICS)
-    used |= set(COMPARISON_METRICS) | set(DEFAULT_METRICS) | set(ABLATIONS.values()) | set(ESTIMATOR_METRICS.values())
+    used |= set(COMPARISON_METRICS) | set(DEFAULT_METRICS)
     assert used - set(CATALOG) == set()
 
 

@@ -21,6 +21,9 @@ class Policy:
     - ``uses_predictions``: reads duration predictions (``--predictor``).
     - ``coordinator_class``: a :class:`sim.coordinator.Coordinator` the engine makes once per replay
       (``ctx.coordinator``), for decisions that span partitions.
+    - ``memory_s``: how many simulated seconds of the past the policy's decisions may rest on (a quota
+      from the past week's demand: a week). The engine's watchdog lets such a policy hold queued jobs
+      that long with nothing but its timers running before it calls the replay stalled.
     Parameters are the typed arguments of ``__init__`` (no ``**kwargs``): the registry derives a
     pydantic model from the signature, or uses a class-level ``Params`` model; ``param_docs`` (name ->
     one line) describes them for ``schedcast policies -v``.
@@ -33,6 +36,7 @@ class Policy:
     uses_predictions = False
     coordinator_class: "type[Coordinator] | None" = None
     param_docs: dict[str, str] = {}
+    memory_s: float = 0.0
 
     ctx: "Context"
 

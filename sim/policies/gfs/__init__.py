@@ -164,6 +164,9 @@ class Gfs(HpSpotPolicy):
         self.spread_hours, self.calendar, self.scale_input = spread_hours, calendar, scale_input
         self.eta_raise, self.eta_cut, self.inventory_floor = eta_raise, eta_cut, inventory_floor
         self.order = queue_order  # PTS's queue order (HpSpotPolicy.key / _schedule_spot read it)
+        # the quota rests on the demand of the past spread_hours (0: all of it) and e's window: the watchdog
+        # lets GFS hold spot tasks that long with nothing but its quota timers running
+        self.memory_s = math.inf if spread_hours == 0 else 3600.0 * max(spread_hours, window_hours, H)
 
     def make_placement(self) -> Placement:
         if self.placement_mode == "best-fit":
