@@ -195,3 +195,33 @@ def test_a_long_gap_between_submissions_is_not_idle():
     w = workload([(0.0, 10.0, 1), (30 * 86400.0, 10.0, 1)])
     result = Engine(w, _Ticker, policy_name="ticker").run()
     assert result.events > 43_000 and list(result.end) == [10.0, 30 * 86400.0 + 10.0]
+
+
+class _HoldForAWeek(Fifo):
+    """Starts nothing until 8 days have passed (a quota from a week of history), a timer every minute."""
+
+    def on_start(self):
+        super().on_start()
+        self.ctx.set_timer(60.0, "tick")
+
+    def on_timer(self, payload):
+        if self.ctx.now < 9 * 86400.0:  # then it stops, as a policy's timers do once its work is done
+            self.ctx.set_timer(self.ctx.now + 60.0, "tick")
+
+    def schedule(self):
+        if self.ctx.now >= 8 * 86400.0:
+            super().schedule()
+
+
+class _HoldWithMemory(_HoldForAWeek):
+    memory_s = 8 * 86400.0
+
+
+def test_a_policy_that_remembers_a_week_may_hold_jobs_that_long():
+    """GFS' quota rests on the past week's demand, so its spot tasks may wait a week with only its timers
+    running (issue 40's GFS-e): the idle bound adds the policy's ``memory_s``; without it that is a stall."""
+    with pytest.raises(ReplayStalled, match="nothing but its timers"):
+        Engine(_jobs(5), _HoldForAWeek, policy_name="hold").run()
+    engine = Engine(_jobs(5), _HoldWithMemory, policy_name="hold-with-memory")
+    engine.run()
+    assert engine.unfinished == 0
