@@ -41,3 +41,22 @@ def workload(rows, nodes=1, gpus=4, load=None, save=None, types=None, **columns)
     if save is not None:
         w.save_time = [float(x) for x in save]
     return w
+
+
+def run_main(args: list[str], capsys) -> tuple[int, str]:
+    """``schedcast ARGS`` in-process (argparse errors exit via SystemExit): (exit code, stderr)."""
+    from pipelines.cli import main
+
+    try:
+        rc = main(args)
+    except SystemExit as exc:
+        rc = exc.code
+    return rc, capsys.readouterr().err
+
+
+def assert_one_line_error(rc: int, err: str, *words: str) -> None:
+    """Exit 2 and exactly one non-blank line on stderr, holding every one of ``words``."""
+    lines = [line for line in err.strip().splitlines() if line.strip()]
+    assert rc == 2 and len(lines) == 1, err
+    for w in words:
+        assert w in lines[0], lines[0]

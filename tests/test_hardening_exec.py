@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from features.paths import REPO_ROOT
-from pipelines.cli import main
+from tests.helpers import assert_one_line_error, run_main
 
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "MPLBACKEND": "Agg", "HF_HUB_OFFLINE": "1"}
 
@@ -25,23 +25,6 @@ def _cli(args: list[str], cwd: Path, timeout: float = 120) -> subprocess.Complet
     return subprocess.run([sys.executable, "-c", "from pipelines.cli import entry; entry()", *args], cwd=cwd,
                           env={**ENV, "PYTHONPATH": str(REPO_ROOT)}, capture_output=True, text=True,
                           timeout=timeout)
-
-
-def _main(args: list[str], capsys) -> tuple[int, str]:
-    """``main`` in-process (argparse errors exit via SystemExit); (exit code, stderr)."""
-    try:
-        rc = main(args)
-    except SystemExit as exc:
-        rc = exc.code
-    return rc, capsys.readouterr().err
-
-
-def _one_line_error(rc: int, err: str, *words: str) -> None:
-    lines = [line for line in err.strip().splitlines() if line.strip()]
-    assert rc == 2, err
-    assert len(lines) == 1, err
-    for w in words:
-        assert w in lines[0], lines[0]
 
 
 def _files(folder: Path) -> set[str]:
@@ -65,9 +48,9 @@ def test_spec_naming_an_import_path_as_generator_is_refused(tmp_path, capsys):
     spec = _spec(tmp_path, workloads=[{"name": "x", "generator": "subprocess:call", "cluster": "demo",
                                        "params": {"args": "touch pwned"}}])
     before = _files(tmp_path)
-    rc, err = _main(["experiment", "run", str(spec), "--engine", "serial", "--out", str(tmp_path / "run"),
+    rc, err = run_main(["experiment", "run", str(spec), "--engine", "serial", "--out", str(tmp_path / "run"),
                      "--dry-run"], capsys)
-    _one_line_error(rc, err, "workloads[0].generator", "import path")
+    assert_one_line_error(rc, err, "workloads[0].generator", "import path")
     assert _files(tmp_path) == before and not (tmp_path / "pwned").exists()
 
 
@@ -112,9 +95,9 @@ def test_a_generator_returning_a_non_table_is_exit_2(tmp_path, monkeypatch, caps
     monkeypatch.setenv("SCHEDCAST_CONFIGS", str(root))
     monkeypatch.setitem(synthetic._REGISTERED, "nontable-test", nontable_generator)
     out = tmp_path / "out"
-    rc, err = _main(["simulate", "--synthetic", "bad", "--policy", "fifo", "--no-plots", "--no-progress",
+    rc, err = run_main(["simulate", "--synthetic", "bad", "--policy", "fifo", "--no-plots", "--no-progress",
                      "--out", str(out)], capsys)
-    _one_line_error(rc, err, "not a JobTable")
+    assert_one_line_error(rc, err, "not a JobTable")
     assert not out.exists()
 
 
@@ -130,8 +113,8 @@ def test_synthetic_refuses_paths(tmp_path, capsys, monkeypatch, command):
     for text in (str(evil.with_suffix("")), "../../elsewhere/evil", "demo/../demo", ""):
         args = (["simulate", "--synthetic", text, "--policy", "fifo", "--no-plots", "--out", str(work / "o")]
                 if command == "simulate" else ["train", "duration", "--synthetic", text])
-        rc, err = _main(args, capsys)
-        _one_line_error(rc, err, "preset")
+        rc, err = run_main(args, capsys)
+        assert_one_line_error(rc, err, "preset")
         assert _files(work) == set(), text  # no result folder, no mlruns
 
 
@@ -183,9 +166,9 @@ def test_simulate_refuses_a_policy_parameter_naming_another_store(evil_store, tm
     work.mkdir()
     monkeypatch.chdir(work)
     policy = f"lucid:packing_model=models:/packing@champion,tracking_uri={uri}"
-    rc, err = _main(["simulate", "--synthetic", "demo", "--jobs", "30", "--policy", policy, "--no-plots",
+    rc, err = run_main(["simulate", "--synthetic", "demo", "--jobs", "30", "--policy", policy, "--no-plots",
                      "--no-progress", "--out", str(work / "o")], capsys)
-    _one_line_error(rc, err, "refusing", "--trust-local-models")
+    assert_one_line_error(rc, err, "refusing", "--trust-local-models")
     assert not marker.exists() and _files(work) == set()
 
 
@@ -199,8 +182,8 @@ def test_experiment_refuses_it_in_the_spec_and_in_a_cell(evil_store, tmp_path, m
     monkeypatch.chdir(work)
     entry = {"name": "lucid", "params": {"packing_model": "models:/packing@champion", "tracking_uri": uri}}
     spec = _spec(work, policies=[entry])
-    rc, err = _main(["experiment", "run", str(spec), "--engine", "serial", "--out", str(work / "run")], capsys)
-    _one_line_error(rc, err, "policies[0]", "refusing")
+    rc, err = run_main(["experiment", "run", str(spec), "--engine", "serial", "--out", str(work / "run")], capsys)
+    assert_one_line_error(rc, err, "policies[0]", "refusing")
     assert not marker.exists() and not (work / "run").exists()
     # a worker refuses it too (a cell built without the driver's checks, as a Dask worker receives it)
     source = {"synthetic": "demo", "trace": None, "format": None, "jobs": 30, "cluster": None,
@@ -253,15 +236,15 @@ def test_spec_mistakes_fail_before_any_cell_and_in_dry_run(tmp_path, capsys, cha
     text = text.replace('"BAD_CLUSTER"', json.dumps(str(bad_cluster)))
     spec = _spec(tmp_path, **json.loads(text))
     for extra in (["--dry-run"], []):
-        rc, err = _main(["experiment", "run", str(spec), "--engine", "serial", "--out", str(tmp_path / "run"),
+        rc, err = run_main(["experiment", "run", str(spec), "--engine", "serial", "--out", str(tmp_path / "run"),
                          *extra], capsys)
-        _one_line_error(rc, err, field)
+        assert_one_line_error(rc, err, field)
         assert not (tmp_path / "run").exists()
 
 
 def test_a_run_where_no_cell_succeeded_exits_non_zero(tmp_path, capsys):
     spec = _spec(tmp_path, failures="trace")  # valid, but demo has no failure columns: every cell skipped
-    rc, err = _main(["experiment", "run", str(spec), "--engine", "serial", "--out", str(tmp_path / "run"),
+    rc, err = run_main(["experiment", "run", str(spec), "--engine", "serial", "--out", str(tmp_path / "run"),
                      "--no-progress"], capsys)
     assert rc != 0 and "no cell of t succeeded" in err
 
@@ -318,8 +301,8 @@ def test_bounds_are_one_line_exit_2_and_write_nothing(tmp_path, capsys, monkeypa
     out = ["--out", str(work / "o")] if args[0] in ("simulate", "demo", "corpus") else []
     extra = ["--no-plots", "--no-progress", "--policy", "fifo"] if args[0] == "simulate" else []
     t0 = time.perf_counter()
-    rc, err = _main([*args, *extra, *out], capsys)
-    _one_line_error(rc, err, words)
+    rc, err = run_main([*args, *extra, *out], capsys)
+    assert_one_line_error(rc, err, words)
     assert _files(work) == set() and time.perf_counter() - t0 < 30
 
 
@@ -327,8 +310,8 @@ def test_experiment_workers_and_tracking_uri_are_bounded(tmp_path, capsys):
     spec = _spec(tmp_path)
     for extra, words in ((["--workers", "100000"], "--workers"),
                          (["--tracking-uri", f"sqlite:///{tmp_path}"], "folder")):
-        rc, err = _main(["experiment", "run", str(spec), "--out", str(tmp_path / "run"), *extra], capsys)
-        _one_line_error(rc, err, words)
+        rc, err = run_main(["experiment", "run", str(spec), "--out", str(tmp_path / "run"), *extra], capsys)
+        assert_one_line_error(rc, err, words)
         assert not (tmp_path / "run").exists()
 
 
@@ -347,7 +330,7 @@ def test_non_regular_files_are_refused_without_reading_them(tmp_path):
             done = _cli(args, tmp_path, timeout=60)
         except subprocess.TimeoutExpired:
             pytest.fail(f"{args[0]} blocked on a FIFO")
-        _one_line_error(done.returncode, done.stderr, "regular file")
+        assert_one_line_error(done.returncode, done.stderr, "regular file")
     assert not (tmp_path / "o").exists()
 
 
@@ -360,8 +343,8 @@ def test_a_malformed_status_file_is_exit_2(tmp_path, capsys, content):
     (run / "cells").mkdir(parents=True)
     write_marker(run, "experiment")  # a run folder of ours (issue 44: a user's folder is refused first)
     (run / "cells" / "x.json").write_text(content)
-    rc, err = _main(["experiment", "report", str(run)], capsys)
-    _one_line_error(rc, err, "x.json", "malformed cell status file")
+    rc, err = run_main(["experiment", "report", str(run)], capsys)
+    assert_one_line_error(rc, err, "x.json", "malformed cell status file")
 
 
 # -- 13. spec.yaml whole or not at all; what a killed run left is tidied -----------------------------

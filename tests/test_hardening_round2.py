@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.helpers import assert_one_line_error, run_main
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -200,21 +201,6 @@ def test_schedmate_logs_read_does_not_depend_on_the_cache(tmp_path):
 
 
 # -- 44.6: the user's mistakes are exit 2, one line, before any work ------------------------------------
-def _main(args: list[str], capsys) -> tuple[int, str]:
-    from pipelines.cli import main
-
-    try:
-        rc = main(args)
-    except SystemExit as exc:
-        rc = exc.code
-    return rc, capsys.readouterr().err
-
-
-def _one_line(rc: int, err: str, *words: str) -> None:
-    lines = [line for line in err.strip().splitlines() if line.strip()]
-    assert rc == 2 and len(lines) == 1, err
-    for w in words:
-        assert w in lines[0], lines[0]
 
 
 @pytest.mark.parametrize("text, words", [
@@ -242,8 +228,8 @@ def test_spec_mistakes_are_refused_before_any_work(tmp_path, capsys, text, words
     spec = tmp_path / "s.yaml"
     spec.write_text(text)
     out = tmp_path / "out"
-    rc, err = _main(["experiment", "run", str(spec), "--out", str(out), "--executor", "serial", "--no-track"], capsys)
-    _one_line(rc, err, *words)
+    rc, err = run_main(["experiment", "run", str(spec), "--out", str(out), "--executor", "serial", "--no-track"], capsys)
+    assert_one_line_error(rc, err, *words)
     assert not out.exists()
     assert "root:" not in err
 
@@ -251,8 +237,8 @@ def test_spec_mistakes_are_refused_before_any_work(tmp_path, capsys, text, words
 def test_a_guessed_trace_that_is_not_one_is_refused(tmp_path, capsys):
     spec = tmp_path / "s.yaml"
     spec.write_text("name: t\nworkloads: [{name: w, trace: /etc/passwd, cluster: demo}]\npolicies: [fifo]\n")
-    rc, err = _main(["experiment", "run", str(spec), "--out", str(tmp_path / "o"), "--dry-run"], capsys)
-    _one_line(rc, err, "workloads[0].trace", "not a trace")
+    rc, err = run_main(["experiment", "run", str(spec), "--out", str(tmp_path / "o"), "--dry-run"], capsys)
+    assert_one_line_error(rc, err, "workloads[0].trace", "not a trace")
 
 
 @pytest.mark.parametrize("args, words", [
@@ -270,8 +256,8 @@ def test_flags_are_refused_before_any_work(tmp_path, capsys, monkeypatch, args, 
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     out = ["--out", str(tmp_path / "o")] if args[0] == "simulate" else []
-    rc, err = _main(args + out, capsys)
-    _one_line(rc, err, *words)
+    rc, err = run_main(args + out, capsys)
+    assert_one_line_error(rc, err, *words)
     assert sorted(p.name for p in tmp_path.iterdir()) == []  # no results, no store, no model trained
 
 
@@ -295,9 +281,9 @@ def test_advise_does_not_follow_a_link_out_of_the_repository(tmp_path):
 def test_a_packing_model_lookup_creates_no_store(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
-    rc, err = _main(["simulate", "--synthetic", "demo", "--jobs", "30", "--policy",
+    rc, err = run_main(["simulate", "--synthetic", "demo", "--jobs", "30", "--policy",
                      "lucid:packing_model=models:/packing@champion", "--out", str(tmp_path / "o")], capsys)
-    _one_line(rc, err, "no model registry")
+    assert_one_line_error(rc, err, "no model registry")
     assert not (tmp_path / "mlruns").exists() and not (tmp_path / "o").exists()
 
 

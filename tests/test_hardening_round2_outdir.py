@@ -16,18 +16,10 @@ import pytest
 import yaml
 
 from features.paths import REPO_ROOT
-from pipelines.cli import main
+from tests.helpers import run_main
 
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "MPLBACKEND": "Agg", "HF_HUB_OFFLINE": "1",
        "PYTHONPATH": str(REPO_ROOT)}
-
-
-def _run(args: list[str], capsys) -> tuple[int, str]:
-    try:
-        rc = main(args)
-    except SystemExit as exc:
-        rc = exc.code
-    return rc, capsys.readouterr().err
 
 
 def _tree(folder: Path) -> dict[str, bytes]:
@@ -48,20 +40,20 @@ def test_experiment_run_never_writes_over_a_users_folder(tmp_path, capsys):
         (user / name).write_text(f"the user's {name}")
     before = _tree(user)
     spec = _spec(tmp_path)
-    rc, err = _run(["experiment", "run", str(spec), "--out", str(user), "--executor", "serial", "--no-track"], capsys)
+    rc, err = run_main(["experiment", "run", str(spec), "--out", str(user), "--executor", "serial", "--no-track"], capsys)
     assert rc == 2 and len(err.strip().splitlines()) == 1 and "results.csv" in err, err
     assert _tree(user) == before
     # a folder of our own resumes; its run.json records the marker's id
     ours = tmp_path / "ours"
-    assert _run(["experiment", "run", str(spec), "--out", str(ours), "--executor", "serial", "--no-track"],
+    assert run_main(["experiment", "run", str(spec), "--out", str(ours), "--executor", "serial", "--no-track"],
                 capsys)[0] == 0
     marker = json.loads((ours / ".schedcast-output").read_text())
     assert json.loads((ours / "run.json").read_text())["output_id"] == marker["id"]
-    assert _run(["experiment", "run", str(spec), "--out", str(ours), "--executor", "serial", "--no-track"],
+    assert run_main(["experiment", "run", str(spec), "--out", str(ours), "--executor", "serial", "--no-track"],
                 capsys)[0] == 0
     # `experiment report` into a user's folder that happens to have cells/ is refused too
     (user / "cells").mkdir()
-    rc, err = _run(["experiment", "report", str(user)], capsys)
+    rc, err = run_main(["experiment", "report", str(user)], capsys)
     assert rc == 2 and "not empty and is not a experiment folder" in err.replace("an experiment", "a experiment")
     assert (user / "results.csv").read_text() == "the user's results.csv"
 
@@ -72,21 +64,21 @@ def test_force_needs_our_marker_and_names_a_users_file_inside(tmp_path, capsys):
     (fake / "meta.json").write_text(json.dumps({"complete": True, "kind": "demo"}))
     (fake / "thesis.tex").write_text("precious")
     args = ["simulate", "--synthetic", "demo", "--jobs", "30", "--policy", "fifo", "--force", "--out"]
-    rc, err = _run(args + [str(fake)], capsys)
+    rc, err = run_main(args + [str(fake)], capsys)
     assert rc == 2 and "not a folder schedcast wrote" in err and "thesis.tex" in err, err
     assert (fake / "thesis.tex").read_text() == "precious"
     real = tmp_path / "real"
-    assert _run(args + [str(real)], capsys)[0] == 0
+    assert run_main(args + [str(real)], capsys)[0] == 0
     marker = json.loads((real / ".schedcast-output").read_text())
     assert json.loads((real / "meta.json").read_text())["output_id"] == marker["id"]
-    assert _run(args + [str(real)], capsys)[0] == 0  # ours, nothing added: replaced
+    assert run_main(args + [str(real)], capsys)[0] == 0  # ours, nothing added: replaced
     (real / "notes.txt").write_text("mine")
-    rc, err = _run(args + [str(real)], capsys)
+    rc, err = run_main(args + [str(real)], capsys)
     assert rc == 2 and "notes.txt" in err and len(err.strip().splitlines()) == 1, err
     assert (real / "notes.txt").read_text() == "mine"
     # a marker copied into a user's folder does not make it ours: its files are not listed
     (fake / ".schedcast-output").write_text((real / ".schedcast-output").read_text())
-    rc, err = _run(args + [str(fake)], capsys)
+    rc, err = run_main(args + [str(fake)], capsys)
     assert rc == 2 and "thesis.tex" in err
     assert (fake / "thesis.tex").read_text() == "precious"
 
@@ -97,15 +89,15 @@ def test_demo_replaces_only_its_own_folder(tmp_path, capsys, monkeypatch):
     demo.mkdir(parents=True)
     (demo / "meta.json").write_text(json.dumps({"kind": "demo", "complete": True}))
     (demo / "thesis.tex").write_text("precious")
-    rc, err = _run(["demo", "--jobs", "30"], capsys)
+    rc, err = run_main(["demo", "--jobs", "30"], capsys)
     assert rc == 2 and "thesis.tex" in err, err
     assert (demo / "thesis.tex").read_text() == "precious"
     (demo / "thesis.tex").unlink()
     (demo / "meta.json").unlink()
-    assert _run(["demo", "--jobs", "30"], capsys)[0] == 0
-    assert _run(["demo", "--jobs", "30"], capsys)[0] == 0  # its own folder: replaced
+    assert run_main(["demo", "--jobs", "30"], capsys)[0] == 0
+    assert run_main(["demo", "--jobs", "30"], capsys)[0] == 0  # its own folder: replaced
     (demo / "notes.txt").write_text("mine")
-    rc, err = _run(["demo", "--jobs", "30"], capsys)
+    rc, err = run_main(["demo", "--jobs", "30"], capsys)
     assert rc == 2 and "notes.txt" in err
     assert (demo / "notes.txt").read_text() == "mine"
 
