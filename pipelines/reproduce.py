@@ -307,7 +307,7 @@ def summary_markdown(dirs: list[str]) -> str:
     quick = [doc.get("paper", str(path)) for path, doc in ledgers if (doc.get("meta") or {}).get("quick")]
     if quick:
         who = "Every ledger below is" if len(quick) == len(ledgers) else f"The ledgers of {', '.join(quick)} are"
-        lines += [f"**{who} a quick smoke test (--quick): small replays, one seed; it shows that the ledger runs, "
+        lines += [f"**{who} a quick smoke test (--quick): small replays (one seed unless --seeds says more); it shows that the ledger runs, "
                   "not whether a claim holds.**", ""]
     for path, doc in ledgers:
         meta = doc.get("meta") or {}
@@ -414,7 +414,7 @@ def add_parsers(sub) -> None:
                    "OUT/claim-ID, reusing OUT's cells (the ledger shows only these claims)")
     p.add_argument("--summary", nargs="+", metavar="DIR", help="print one markdown table per paper from the "
                    "ledgers in DIR... (a paper's --out or an --all folder) and stop, e.g. > docs/ledgers.md")
-    p.add_argument("--quick", action="store_true", help="small replays, one seed: a smoke test of the ledger, not "
+    p.add_argument("--quick", action="store_true", help="small replays, one seed unless --seeds: a smoke test of the ledger, not "
                    "evidence (every file says so); claims marked full-only are 'not testable' in this mode")
     p.add_argument("--out", metavar="DIR", help="ledger folder (default results/reproduce/PAPER[-quick]); "
                    "replaced only with --force and only if it holds an earlier ledger")
