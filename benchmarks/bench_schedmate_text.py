@@ -28,7 +28,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from features.jobcorpus import iter_corpus  # noqa: E402
 from models.schedmate.evaluate import (advisor_scores, extraction_accuracy, failure_handler_scores,  # noqa: E402
-                                       line_classifier_scores, tracker_scores)
+                                       line_classifier_scores, loss_read_right, tracker_scores)
 from models.schedmate.extract import FIELDS, extract_metadata  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "results" / "schedmate"
@@ -210,8 +210,6 @@ def real_progress(folder: Path) -> dict:
     """Metric Tracker on real progress logs (benchmarks/realsets/progress.yaml; excerpts under
     folder/progress/<id>.log): step exact, total exact (where the log gives one; where it does not, no
     invented total), loss within 1 %, per format and split."""
-    import math as _m
-
     from models.schedmate.tracker import MetricTracker
 
     tr = MetricTracker()
@@ -225,16 +223,10 @@ def real_progress(folder: Path) -> dict:
         t0 = time.perf_counter()
         p = tr.track(lines)
         ms = (time.perf_counter() - t0) * 1000
-        tl = item.get("loss")
-        if tl is None:
-            loss_ok = p.loss is None
-        elif isinstance(tl, str) and tl.lower() == "nan":
-            loss_ok = p.loss is not None and _m.isnan(p.loss)
-        else:
-            loss_ok = p.loss is not None and _m.isfinite(p.loss) and abs(p.loss - float(tl)) <= 0.01 * abs(float(tl))
+        loss_ok = loss_read_right(item.get("loss"), p.loss)
         rows.append({"id": item["id"], "format": item.get("format", "?"), "split": item.get("split", "held-out"),
                      "truth_step": item["step"], "step": p.step, "truth_total": item.get("total"),
-                     "total": p.total_steps, "truth_loss": tl, "loss": p.loss, "loss_ok": loss_ok, "ms": ms})
+                     "total": p.total_steps, "truth_loss": item.get("loss"), "loss": p.loss, "loss_ok": loss_ok, "ms": ms})
     out: dict = {"rows": rows, "missing": missing, "scores": {}}
     for sp in sorted({r["split"] for r in rows}):
         rs = [r for r in rows if r["split"] == sp]

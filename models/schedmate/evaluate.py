@@ -212,3 +212,13 @@ def failure_handler_scores(n: int = 150, seed: int = 0, locator: bool = True, me
             "component_accuracy": comp_ok / total, "root_line_accuracy": line_ok / total,
             "ms_per_log": statistics.fmean(times), "mean_chunks_read": statistics.fmean(chunks),
             "per_cause": {c: v["ok"] / v["n"] for c, v in per_cause.items()}}
+
+
+def loss_read_right(truth, read: float | None) -> bool:
+    """Is the tracker's loss ``read`` the labelled ``truth``? None: no loss to find, and none found;
+    "nan": a NaN found; a number: a finite reading within 1 % of it."""
+    if truth is None:
+        return read is None
+    if isinstance(truth, str) and truth.lower() == "nan":
+        return read is not None and math.isnan(read)
+    return read is not None and math.isfinite(read) and abs(read - float(truth)) <= 0.01 * abs(float(truth))

@@ -93,21 +93,15 @@ def real_failures() -> list[dict]:
 
 def real_progress() -> list[dict]:
     """The Metric Tracker on the held-out real progress logs with committed excerpts."""
+    from models.schedmate.evaluate import loss_read_right
     from models.schedmate.tracker import MetricTracker
 
     tr = MetricTracker()
     rows = []
     for it in _held_out("progress.yaml", "progress"):
         p = tr.track(_lines("progress", it["id"]))
-        tl = it.get("loss")
-        if tl is None:
-            loss_ok = p.loss is None
-        elif isinstance(tl, str) and tl.lower() == "nan":
-            loss_ok = p.loss is not None and math.isnan(p.loss)
-        else:
-            loss_ok = (p.loss is not None and math.isfinite(p.loss)
-                       and abs(p.loss - float(tl)) <= 0.01 * abs(float(tl)))
-        rows.append({"id": it["id"], "step_ok": p.step == it["step"], "loss_ok": bool(loss_ok)})
+        rows.append({"id": it["id"], "step_ok": p.step == it["step"],
+                     "loss_ok": loss_read_right(it.get("loss"), p.loss)})
     return rows
 
 
