@@ -156,7 +156,7 @@ def _manifest(name: str) -> list[dict]:
     return yaml.safe_load(path.read_text()) or [] if path.exists() else []
 
 
-def real_failures(folder: Path, handler=None) -> dict:
+def real_failures(folder: Path, handler=None, batch: int | None = None) -> dict:
     """Failure Handler on real logs pasted in public issue threads (benchmarks/realsets/failures.yaml;
     the excerpts themselves under folder/failures/<id>.log): root-cause line exact and within 2 lines,
     type, component, the binary infrastructure detector (F1, precision, recall), per split."""
@@ -165,6 +165,8 @@ def real_failures(folder: Path, handler=None) -> dict:
     fh = handler or FailureHandler()
     rows, missing = [], []
     for item in _manifest("failures.yaml"):
+        if batch is not None and item.get("batch") != batch:
+            continue
         path = folder / "failures" / f"{item['id']}.log"
         if not path.exists():
             missing.append(item["id"])
@@ -197,6 +199,10 @@ def _fail_scores(rows: list[dict]) -> dict:
             "component": sum(r["kind"] == r["truth_kind"] and r["component"] == r["truth_component"] for r in rows) / n,
             "no_answer": sum(r["line"] is None for r in rows) / n,
             "unknown": sum(r["kind"] == "unknown" for r in rows) / n,
+            # a type answered (not None, not "unknown") and wrong; abstained = no type or "unknown"
+            "confidently_wrong": sum(r["kind"] not in (None, "unknown") and r["kind"] != r["truth_kind"]
+                                     for r in rows) / n,
+            "abstained": sum(r["kind"] in (None, "unknown") for r in rows) / n,
             "infra_precision": prec, "infra_recall": rec, "infra_f1": f1,
             "ms_per_log": statistics.fmean(r["ms"] for r in rows),
             "per_type": {t: "%d/%d line, %d/%d type" % (sum(r["line"] == r["truth_line"] for r in rows if r["truth_kind"] == t),
@@ -206,7 +212,7 @@ def _fail_scores(rows: list[dict]) -> dict:
                          for t in sorted({r["truth_kind"] for r in rows})}}
 
 
-def real_progress(folder: Path) -> dict:
+def real_progress(folder: Path, batch: int | None = None) -> dict:
     """Metric Tracker on real progress logs (benchmarks/realsets/progress.yaml; excerpts under
     folder/progress/<id>.log): step exact, total exact (where the log gives one; where it does not, no
     invented total), loss within 1 %, per format and split."""
@@ -215,6 +221,8 @@ def real_progress(folder: Path) -> dict:
     tr = MetricTracker()
     rows, missing = [], []
     for item in _manifest("progress.yaml"):
+        if batch is not None and item.get("batch") != batch:
+            continue
         path = folder / "progress" / f"{item['id']}.log"
         if not path.exists():
             missing.append(item["id"])
@@ -234,6 +242,12 @@ def real_progress(folder: Path) -> dict:
         out["scores"][sp] = {"n": n, "step": sum(r["step"] == r["truth_step"] for r in rs) / n,
                              "total": sum(r["total"] == r["truth_total"] for r in rs) / n,
                              "loss_1pct": sum(r["loss_ok"] for r in rs) / n,
+                             # per field (step, loss): answered and wrong / not answered, over 2n fields
+                             "fields_confidently_wrong": (sum(r["step"] is not None and r["step"] != r["truth_step"]
+                                                              for r in rs) +
+                                                          sum(r["loss"] is not None and not r["loss_ok"] for r in rs)) / (2 * n),
+                             "fields_abstained": (sum(r["step"] is None and r["truth_step"] is not None for r in rs) +
+                                                  sum(r["loss"] is None and r["truth_loss"] is not None for r in rs)) / (2 * n),
                              "ms_per_log": statistics.fmean(r["ms"] for r in rs),
                              "per_format": {f: sum(r["step"] == r["truth_step"] and r["loss_ok"] for r in rs
                                                    if r["format"] == f) / sum(r["format"] == f for r in rs)
@@ -319,6 +333,8 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-minilm", action="store_true", help="skip the MiniLM rows (no torch)")
     ap.add_argument("--out", default=str(OUT))
+    ap.add_argument("--batch", type=int, default=None, help="with --real: score only the failure and progress logs "
+                    "of this batch (the manifests' `batch:` field); the commands are skipped")
     ap.add_argument("--real", metavar="DIR", help="score the real-material manifests of benchmarks/realsets against "
                     "the excerpts saved under DIR (failures/<id>.log, progress/<id>.log) and stop")
     args = ap.parse_args(argv)
@@ -329,7 +345,10 @@ def main(argv=None) -> int:
         if not folder.is_dir():
             print(f"error: {args.real}: not a folder", file=sys.stderr)
             return 2
-        res = {"commands": real_commands(folder), "failures": real_failures(folder), "progress": real_progress(folder)}
+        if args.batch is not None:
+            res = {"failures": real_failures(folder, batch=args.batch), "progress": real_progress(folder, batch=args.batch)}
+        else:
+            res = {"commands": real_commands(folder), "failures": real_failures(folder), "progress": real_progress(folder)}
         (out / "real.json").write_text(json.dumps(res, indent=2, default=str) + "\n")
         text = real_report(res)
         (out / "real.md").write_text(text)
