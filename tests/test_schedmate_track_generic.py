@@ -135,5 +135,12 @@ def test_yolo_rows_without_a_total_column_and_one_based_epochs_from_the_configur
     p = MetricTracker().track(["trainer: task=detect, mode=train, epochs=50, batch=16", head, row])
     assert (p.step, p.total_steps) == (240, 1000)
     assert p.loss == pytest.approx(2.75)
-    p = MetricTracker().track([head, row])  # no configured count: the YOLOv5 reading (0-based) stays
-    assert (p.step, p.total_steps) == (260, 1020)
+    # no configured count: a round denominator ("12/50") is a configured count printed 1-based (YOLOv8);
+    # YOLOv5 prints its last 0-based index ("12/49" for 50 epochs), and a run that shows epoch 0 counts from 0
+    p = MetricTracker().track([head, row])
+    assert (p.step, p.total_steps) == (240, 1000)
+    p = MetricTracker().track([head, row.replace("12/50", "12/49")])
+    assert (p.step, p.total_steps) == (260, 1000)
+    zero = row.replace("12/50", " 0/50").replace("20/20", " 5/20")
+    p = MetricTracker().track([head, zero, head, row.replace("12/50", " 1/50")])
+    assert (p.step, p.total_steps) == (40, 1020)

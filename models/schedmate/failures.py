@@ -46,6 +46,10 @@ APP_XIDS = frozenset({13, 31, 43, 45})
 # that share words with hardware or network failures ("CUDA error: device-side assert", "NCCL error:
 # invalid usage", "No space left on device" under /dev/shm) come before the generic rules.
 RULES: tuple[tuple[str, str, str, str], ...] = (
+    # Windows' paging file (its virtual memory) exhausted while a process maps a library: host memory, in
+    # English or as the localised system message (zh / de / fr / ja)
+    (r"WinError 1455|paging file is too small|页面文件太小|頁面檔案太小|Auslagerungsdatei ist zu klein|"
+     r"fichier de pagination est insuffisant|ページング ファイルが小さすぎ", "host_oom", "framework", "host memory"),
     (r"device-side assert(?!ions)|Assertion `[^`]*(?:t >= 0|n_classes|index|srcIndex|target)[^`]*` failed|"
      r"CUBLAS_STATUS_NOT_INITIALIZED.*(?:label|target)", "device_assert", "script", "data"),
     (r"no kernel image is available|is not compatible with the current PyTorch installation|"
@@ -54,7 +58,10 @@ RULES: tuple[tuple[str, str, str, str], ...] = (
      r"cannot open shared object file|GLIBC(?:XX)?_[\d.]+' not found|version `GLIBC|"
      r"(?:mmcv|mmengine|mmdet|transformers|torch|numpy|deepspeed)\S*\s*(?:==|>=|<=|version)[^\n]*"
      r"(?:incompatible|required|is not supported|please install)|"
-     r"incompatible with this version|VersionConflict|requires \S+ version", "environment", "script", "environment"),
+     r"incompatible with this version|VersionConflict|requires \S+ version|"
+     # a library's note that the name the script used is gone in the installed version
+     r"was a deprecated alias|deprecated alias for|(?:has been|was) removed in (?:version |v)?\d|"
+     r"(?:has been|was) removed in (?:NumPy|numpy|PyTorch|torch|transformers)", "environment", "script", "environment"),
     (r"Error while creating shared memory segment|include/shm\.h|/dev/shm/nccl-|nccl-shm-", "nccl_shm", "script",
      "environment"),
     (r"ncclInvalidUsage|invalid usage \(run with NCCL_DEBUG|ncclInvalidArgument|Duplicate GPU detected",
@@ -75,9 +82,10 @@ RULES: tuple[tuple[str, str, str, str], ...] = (
      r"uncorrectable ECC|ECC_UNCORRECTABLE|GPU is lost|unspecified launch failure|CUDA error: unknown error|"
      r"RmInitAdapter failed|rm_init_adapter failed|Cannot attach gpu|Unable to determine the device handle for GPU|"
      r"Driver/library version mismatch|Failed to initialize NVML|busy or unavailable|"
-     r"CUDA_ERROR_(?:NO_DEVICE|ECC_UNCORRECTABLE|LAUNCH_FAILED)",
+     r"CUDA_ERROR_(?:NO_DEVICE|ECC_UNCORRECTABLE|LAUNCH_FAILED)|"
+     r"NVML_ERROR_(?:LIB_RM_VERSION_MISMATCH|GPU_IS_LOST|DRIVER_NOT_LOADED|RESET_REQUIRED|UNKNOWN)",
      "gpu_xid", "infrastructure", "GPU"),
-    (r"NET/IB|ibv_|mlx5|InfiniBand|link is down|IB link|Connection (?:closed|reset) by peer|No route to host|"
+    (r"NET/IB|NET/OFI\b.*(?:error|fail)|socketProgress\w*: Call to \w+ .*failed|ibv_|mlx5|InfiniBand|link is down|IB link|Connection (?:closed|reset) by peer|No route to host|"
      r"Network is unreachable|ncclRemoteError", "ib_error", "infrastructure", "network"),
     (r"illegal memory access|an illegal address|misaligned address", "illegal_memory_access", "framework", "model"),
     (r"Watchdog caught collective operation timeout|NCCL timeout|collective operation timeout|got stuck|"
@@ -113,8 +121,13 @@ RULES: tuple[tuple[str, str, str, str], ...] = (
     (r"SyntaxError|IndentationError|was never closed", "syntax_error", "script", "syntax"),
     (r"FileNotFoundError|Errno 2\b|No such file or directory|IsADirectoryError|PermissionError", "file_not_found",
      "script", "file"),
-    (r"ProcessGroupNCCL|NCCL error|DistBackendError|NCCL communicator|NCCL WARN|ncclInternalError|"
-     r"ncclUnhandledCudaError", "nccl_timeout", "infrastructure", "NCCL"),
+    (r"ProcessGroupNCCL|NCCL error|NCCL failure|DistBackendError|NCCL communicator|NCCL WARN|ncclInternalError|"
+     r"ncclUnhandledCudaError|ncclSystemError|unhandled system error", "nccl_timeout", "infrastructure", "NCCL"),
+    # the C library's heap checks (a double free, an invalid pointer freed) abort the process: like a bare
+    # segfault, most often binaries built against another library version (the environment)
+    (r"Attempt to free invalid pointer|free\(\): invalid|double free or corruption|munmap_chunk\(\)|"
+     r"corrupted size vs\.? prev_size|malloc\(\): (?:memory corruption|corrupted)|stack smashing detected",
+     "heap_corruption", "script", "environment"),
     # a bare segfault of the main process: most often binaries built for another CUDA / torch (the
     # environment); a worker's segfault is the dataloader's (rule above)
     (r"Segmentation fault|SIGSEGV|core dumped", "segfault", "script", "environment"),
@@ -212,6 +225,10 @@ class Classifier:
             if rx.search(text) or rx.search(line):
                 if cause == "nccl_timeout" and before and self._preparing(before):
                     return "nccl_timeout_prep", "script", "config", "rule (timeout during data preparation)"
+                if cause == "type_error" and _API_MISMATCH.search(text) and _in_library(before):
+                    # a call into an installed package with an argument it does not know: the script was
+                    # written for another version of that package
+                    return "environment", "script", "environment", "rule (library call signature)"
                 if cause in ("cuda_error", "segfault", "nccl_timeout", "type_error", "assertion"):
                     # a generic line: a more specific rule on the next lines (the `what():` of a
                     # c10::Error, a CUDA error's detail line) names the cause better
@@ -263,6 +280,20 @@ class Classifier:
                 kind, comp, _ = PROTOTYPES[cause]
                 return cause, kind, comp
         return None
+
+
+_API_MISMATCH = re.compile(r"got an unexpected keyword argument|takes \d+ positional arguments? but \d+ (?:were|was) given")
+_FRAME_FILE = re.compile(r'File "([^"]+)", line \d+')
+
+
+def _in_library(before: Sequence[str]) -> bool:
+    """The traceback's innermost frame (the last `File "..."` line above the exception) is inside an installed
+    package (site-packages / dist-packages), not the job's own code."""
+    for x in reversed(before[-8:]):
+        m = _FRAME_FILE.search(x)
+        if m:
+            return "site-packages" in m.group(1) or "dist-packages" in m.group(1)
+    return False
 
 
 # rules before this index are specific; from it on, generic ones a context line may refine
@@ -322,7 +353,31 @@ def _follow(lines: Sequence[str], i: int, limit: int = 120) -> int:
         if fallback is None and not _TB_FRAME.match(b) and is_failure_line(lines[j]) and \
                 "Traceback (most recent" not in b:
             fallback = j
-    return fallback if fallback is not None else i
+    if fallback is not None:
+        return fallback
+    # a traceback cut before its exception line (pasted with "..."): the error a library printed just
+    # before it ("Error CUDA driver version is insufficient ... at line 167 in file ops.cu") states it
+    for j in range(i - 1, max(-1, i - 4), -1):
+        b = strip_prefix(lines[j])
+        if _PRINTED_ERROR.search(b) and not (_BENIGN_HINT.search(b) and _BENIGN.search(b)):
+            return j
+    return i
+
+
+# a line a library prints to say what failed ("Error CUDA driver version is insufficient", "ERROR: ...")
+_PRINTED_ERROR = re.compile(r"^\s*(?:Error|ERROR)\b|\berror\s*:", re.I)
+# NCCL's error report names the failing call on the line after "Last error:" (a socket's recv, a network
+# plugin's request): that line says what broke, the lines above only that NCCL failed
+_LAST_ERROR = re.compile(r"^\s*Last error:\s*$")
+
+
+def _detail(lines: Sequence[str], j: int) -> int:
+    """An error report whose cause is printed a few lines below it, under "Last error:": that line."""
+    for k in range(j + 1, min(j + 5, len(lines))):
+        if _LAST_ERROR.match(strip_prefix(lines[k])) or _LAST_ERROR.match(lines[k]):
+            nxt = next((m for m in range(k + 1, min(k + 3, len(lines))) if strip_prefix(lines[m]).strip()), None)
+            return nxt if nxt is not None else j
+    return j
 
 
 _PYTEST_FAILED = re.compile(r"^FAILED\s+\S+::")
@@ -353,11 +408,25 @@ def _react(lines: Sequence[str], i: int, body: str) -> int:
 
 
 def _message(lines: Sequence[str], j: int) -> int:
-    """The line that states the error: the exception line itself, or the next line when it has no message."""
-    if j + 1 < len(lines) and _NO_MESSAGE.match(strip_prefix(lines[j]).strip()) and lines[j + 1].strip() \
+    """The line that states the error: the exception line itself, or the next line when it has no message;
+    an exception name whose message another process's output split off (`OSError  File "..."` and, a few
+    lines on, `: [WinError 1455] ...`): the line that carries the message; an NCCL report's cause under
+    "Last error:"."""
+    body = strip_prefix(lines[j])
+    if j + 1 < len(lines) and _NO_MESSAGE.match(body.strip()) and lines[j + 1].strip() \
             and "ChildFailedError" not in lines[j]:
         return j + 1
-    return j
+    if _SPLIT_EXC.match(body):
+        k = next((k for k in range(j + 1, min(j + 7, len(lines))) if _MSG_REST.match(lines[k])), None)
+        if k is not None:
+            return k
+    return _detail(lines, j)
+
+
+# an exception name directly followed by another process's traceback frame (interleaved output)
+_SPLIT_EXC = re.compile(r"^\s*(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception)\s+File \"")
+# the rest of such a split exception line: its message, starting with ": "
+_MSG_REST = re.compile(r"^\s*:\s+\S")
 _ELASTIC_SIGNAL = re.compile(r"exitcode\s*:\s*-(\d+)|Signal (\d+) \(SIG\w+\) received")
 
 

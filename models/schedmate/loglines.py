@@ -17,7 +17,7 @@ _PREFIX = re.compile(
     r"|\[(?:rank|default|RANK|Rank)\s*\d+\]:?|rank\s?\d+:|\[\d+,\d+\]<std(?:out|err)>:|\d{1,5}:(?=\s)"
     r"|[\w.-]+-\d+:(?=\s)|[\w.-]+\s+\|"
     r"|\[?(?:INFO|WARNING|WARN|ERROR|CRITICAL|DEBUG|FATAL)\]?(?::[\w.]+:|\s*[-:|]|(?=\s))"
-    r"|[-|:>]+(?=\s)|`+"
+    r"|[-|:>]+(?=\s)|`+|\*{2,}"
     r")\s*)+")
 
 
@@ -48,7 +48,10 @@ _FAILURE_LOW = re.compile(
     r"client socket has timed out|can't resolve|name does not resolve|name or service not known|"
     r"temporary failure in name resolution|uncorrectable ecc|ecc_uncorrectable|rminitadapter failed|"
     r"rm_init_adapter failed|cannot attach gpu|unable to determine the device handle for gpu|"
-    r"driver/library version mismatch|failed to initialize nvml|busy or unavailable|cuda_error_\w+")
+    r"driver/library version mismatch|failed to initialize nvml|busy or unavailable|cuda_error_\w+|nvml_error_\w+|"
+    r"\bcheck failed\b|nccl error|nccl failure|unhandled system error|ncclremoteerror|"
+    r"winerror 1455|paging file is too small|页面文件太小|頁面檔案太小|auslagerungsdatei ist zu klein|"
+    r"attempt to free invalid pointer|free\(\): invalid|double free or corruption|stack smashing detected")
 # a Python exception line: "torch.OutOfMemoryError: ...", "KeyError: 'x'" (case-sensitive, no backtracking)
 _EXC = re.compile(r"^\s*(?:[a-z_][a-z0-9_]*\.)*[A-Z][A-Za-z0-9_]*(?:Error|Exception|Interrupt)\b")
 # a glog/c10 warning-level line ("[W socket.cpp:401] ...", "W0301 12:00:00.1 ..."): a warning, not the failure
@@ -77,7 +80,9 @@ _FAILURE_KEYS = ("traceback", "xid", "nccl warn", "processgroupnccl", "ncclinval
                  "signal 9", "sigkill", "sigsegv", "stuck", "loss is", "loss became", "non-finite", "device-side", "kernel image", "shared object",
                  "cudnn_status", "cublas_status", "failed to listen", "fallen off", "uncorrected", "client socket",
                  "resolve", "name or service", "ecc", "rminitadapter", "rm_init_adapter", "attach gpu", "device handle",
-                 "version mismatch", "nvml", "unavailable", "cuda_error_", "已杀死", "已殺死", "getötet", "processus arrêté")
+                 "version mismatch", "nvml", "unavailable", "cuda_error_", "已杀死", "已殺死", "getötet", "processus arrêté",
+                 "check failed", "nccl error", "nccl failure", "system error", "ncclremote", "winerror 1455", "paging file",
+                 "页面文件太小", "頁面檔案太小", "auslagerungsdatei", "invalid pointer", "free():", "double free", "stack smashing")
 
 
 def is_failure_line(line: str) -> bool:

@@ -86,6 +86,11 @@ _IT_S = re.compile(_NUM + r"\s*it/s\b")
 _TIME_S = re.compile(r"(?<![_\w])time:\s*" + _NUM + r"s?\b")
 _TIME_UNIT = re.compile(r"(?<![_\w])(?:time|step_time|iter_time)[:=]?\s*" + _NUM + r"\s*(ms|s)\b", re.I)
 _UPDATES = re.compile(r"\bnum_updates[=:\s]\s*(\d+)")
+_GSTEP = re.compile(r"\bglobal_step\s*[=:]\s*(\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)")
+# a batch counter named by the word before it ("| batch    500 |"), not a batch size ("batch_size 8", "batch: 32" in a header)
+_BATCH_COUNT = re.compile(r"(?:^|[|,;]\s*)batch\s*[:=]?\s*(\d+)\s*(?:[|,;]|$)", re.I)
+# a validation bar ("Validation DataLoader 0:  3%|...| 4/157", "Validating:  84%|...| 32/38")
+_VAL_BAR = re.compile(r"^\s*Validat\w*(?: DataLoader \d+)?:\s*\d+%\|[^|]*\|\s*\d+/(\d+)")
 _DS_STEP = re.compile(r"\[Rank 0\] step=(\d+), skipped=\d+")  # DeepSpeed's log_dist line (no loss printed)
 _UPS = re.compile(r"\bups[=:\s]\s*" + _NUM)
 _KERAS = re.compile(r"^\s*(\d+)/(\d+) (?:\[[=>.]*\]\s*)?-\s*(?:ETA:\s*([\d:]+)|\d+(?:\.\d+)?m?s\b)")
@@ -186,6 +191,7 @@ class _Rec:
     kind: str = ""
     cols: tuple = ()              # a YOLO row's leading columns (named by the header line above it)
     ebase: int | None = None      # epoch base when the epoch came from an epoch line above (records.epoch_context)
+    gstep: int | None = None      # a global step the record prints outright (a bar's `global_step=263.0`)
 
 
 _TRAIN_HEAD = re.compile(r"\s*Train(?:ing)?\b")
@@ -236,6 +242,9 @@ def parse_progress(line: str) -> _Rec | None:
             r.kind, r.epoch, r.s_in, r.spe = "bar", int(e.group(1)), n, tot
             if "v_num=" in line[m.end():]:  # Lightning's own postfix (its version tag): epochs count from 0
                 r.ebase = 0
+            if (g := _GSTEP.search(line, m.end())) and "e" not in g.group(1).lower():
+                v = float(g.group(1))  # the trainer's own count beats the bar's arithmetic (its total may hold validation)
+                r.gstep = int(v) if v == int(v) else None
         elif y and int(y.group(1)) <= int(y.group(2)):  # YOLO-style "epoch/last epoch" (0-based)
             r.kind, r.epoch, r.s_in, r.spe = "bar0", int(y.group(1)), n, tot
             r.epoch_total = int(y.group(2)) + 1
@@ -290,6 +299,8 @@ def parse_progress(line: str) -> _Rec | None:
                 r.s_in, r.spe = int(pair.group(1)), int(pair.group(2))
             else:  # "Training Epoch:[855/1500] loss ...", "Epoch 2: loss=...": progress counted in epochs
                 r.kind, r.step, r.total = "epochs", r.epoch, r.epoch_total
+                if (bc := _BATCH_COUNT.search(line)) and "batch" in low:
+                    r.s_in = int(bc.group(1))  # a batch counter or a batch size: track() tells them apart
         elif s:
             r.step = int(s.group(1))
             r.total = int(s.group(2)) if s.group(2) else None
@@ -432,7 +443,7 @@ class MetricTracker:
               iteration_unit: str | None = None, global_batch: int | None = None) -> Progress:
         """Progress of a running job from its log lines. Hints (from the job's metadata) fill what the
         log does not print: total steps, or iterations + unit ("epochs" uses the log's steps/epoch)."""
-        flat = flatten(bounded(lines, self.head_lines, self.tail_lines))
+        flat = _rejoin(flatten(bounded(lines, self.head_lines, self.tail_lines)))
         header = self._header(flat)
 
         def record(i: int) -> _Rec | None:
@@ -463,6 +474,12 @@ class MetricTracker:
         recs = recs or ds
         recs.reverse()
         recs = recs or self._table(flat)
+        # epoch records that print a batch counter ("epoch 0 | ... | batch 500 | loss ..."): a counter that
+        # grows within an epoch counts steps; one that stays put is a batch size
+        bc = [r for r in recs if r.kind == "epochs" and r.s_in is not None]
+        if len({r.s_in for r in bc}) > 1 and all(a.s_in < b.s_in for a, b in zip(bc, bc[1:]) if a.epoch == b.epoch):
+            for r in bc:
+                r.kind, r.step, r.total = "batchcount", None, None
         ep_total = next((r.total for r in reversed(recs) if r.kind == "epochs" and r.total), None)
         if any(r.kind != "epochs" for r in recs):  # epoch summaries next to finer progress lines
             recs = [r for r in recs if r.kind != "epochs"]
@@ -476,16 +493,27 @@ class MetricTracker:
             return Progress(None, None, None, hf_loss[1] if hf_loss else (lo[-1][1].loss if lo else None), None)
         # the first record says whether epochs count from 0 (Lightning) or 1
         min_epoch = None
+        last_kind = "epochs" if recs[-1].kind == "batchcount" else recs[-1].kind
         for i in range(len(flat)):
             r = record(i)
-            if r is not None and r.kind == recs[-1].kind and (r.epoch is not None or recs[-1].epoch is None):
+            if r is not None and r.kind == last_kind and (r.epoch is not None or recs[-1].epoch is None):
                 min_epoch = r.epoch if r.kind != "timm" else None
                 break
         base = 0 if min_epoch == 0 else 1
         epochs_total = header.get("epochs") or ep_total
         if iteration_unit == "epochs" and iterations:
             epochs_total = epochs_total or iterations
+        val_total = _validation_in_bar(flat, recs)
+        yolo0 = any(r.kind == "bar0" and r.epoch == 0 for r in recs)
         for r in recs:
+            if val_total and r.kind == "bar" and r.spe and r.s_in is not None and r.spe > val_total:
+                # the epoch bar also counts the validation batches (it went on while validation bars were drawn):
+                # training steps in the epoch are its total less validation's
+                r.spe -= val_total
+                r.s_in = min(r.s_in, r.spe)
+            if r.kind == "batchcount":
+                r.step = r.s_in if r.epoch == base else None  # later epochs: the steps per epoch are not printed
+                continue
             if r.kind == "keras" and r.epoch is None:  # the epoch is on an "Epoch 3/10" line above
                 for j in range(r.idx, max(-1, r.idx - 20000), -1):
                     if (h := _EPOCH_HEAD.match(flat[j])):
@@ -494,7 +522,10 @@ class MetricTracker:
             if r.kind == "pairs" and r.spe and header.get("steps") == r.spe:  # the pair counts the run
                 r.step, r.total = r.s_in, r.spe
                 continue
-            if (one_based := r.kind == "bar0" and header.get("epochs") == (r.epoch_total or 0) - 1):  # epochs=300: 261/300
+            # "261/300" after a header's epochs=300 counts from 1 (YOLOv8); without a header, a round last epoch
+            # ("153/200") is a configured count printed 1-based, where YOLOv5's 0-based form prints "0/299"
+            if (one_based := r.kind == "bar0" and (header.get("epochs") == (r.epoch_total or 0) - 1 or (
+                    not header.get("epochs") and not yolo0 and (r.epoch_total or 1) > 10 and (r.epoch_total - 1) % 10 == 0))):
                 r.epoch_total -= 1
             if r.s_in is not None and r.spe and r.epoch is not None:
                 e = r.epoch - (1 if one_based else r.ebase if r.ebase is not None else
@@ -504,6 +535,8 @@ class MetricTracker:
                 r.total = et * r.spe if et else None
             elif r.kind == "generic" and r.s_in is not None and r.epoch == base:
                 r.step = r.s_in  # the first epoch: steps so far are the steps in it
+            if r.gstep is not None:
+                r.step = r.gstep
         last = recs[-self.window:]
         step = last[-1].step
         # totals of records shaped like the last one ("Training: 0/18" before "Epoch 0: 5/18" counts an epoch)
@@ -582,6 +615,53 @@ class MetricTracker:
         if "gbs" not in out and bs and world:
             out["gbs"] = bs * world
         return out
+
+
+# a record's rest wrapped onto the next line: only `name: number` pairs, indented ("  loss_mask: 0.55, loss: 1.83")
+_CONT = re.compile(r"^\s+(?:[A-Za-z_][\w./]*\s*[:=]\s*[-+]?(?:\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|nan|inf)\s*,?\s*)+$")
+
+
+def _rejoin(flat: list[str], reach: int = 60) -> list[str]:
+    """Records printed over several lines, joined: a JSON/dict record pretty-printed one key per line
+    (`{"iter": 120000,` ... `"time": 0.56}`), and a record the pager or console cut (ending in `$` or a
+    comma) whose rest of `name: number` pairs is on the next, indented line."""
+    out: list[str] = []
+    i, n = 0, len(flat)
+    while i < n:
+        x = flat[i]
+        st = x.strip()
+        if st.startswith("{") and st.count("{") > st.count("}"):
+            depth, j = st.count("{") - st.count("}"), i + 1
+            while j < min(n, i + reach) and depth > 0:
+                depth += flat[j].count("{") - flat[j].count("}")
+                j += 1
+            if depth == 0:
+                out.append(" ".join(y.strip() for y in flat[i:j]))
+                i = j
+                continue
+        if out and x[:1].isspace() and out[-1].rstrip().endswith(("$", ",")) and _CONT.match(x):
+            out[-1] = out[-1].rstrip().rstrip("$").rstrip(",") + ", " + st
+            i += 1
+            continue
+        out.append(x)
+        i += 1
+    return out
+
+
+def _validation_in_bar(flat: Sequence[str], recs: list) -> int | None:
+    """The validation pass's batch count when the epoch bar counts it too (Lightning 1.x draws one bar over the
+    training and validation batches: it keeps counting while the validation bar runs), else None."""
+    bars = [r for r in recs if r.kind == "bar" and r.epoch is not None]
+    if len(bars) < 2:
+        return None
+    total = None
+    for a, b in zip(bars, bars[1:]):
+        if a.epoch != b.epoch or b.s_in <= a.s_in:
+            continue
+        for k in range(a.idx + 1, b.idx):
+            if "Validat" in flat[k] and (m := _VAL_BAR.match(flat[k])):
+                total = int(m.group(1))
+    return total
 
 
 def _column(flat: Sequence[str], r: _Rec, name: str | None) -> float | None:

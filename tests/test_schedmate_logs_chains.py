@@ -1,0 +1,131 @@
+"""Failure Handler and Metric Tracker: general mechanisms from batch 18's first-sight misses (issue 41 item 3:
+exception chains, environment/driver errors, localised messages; multi-line records, validation counted in
+the epoch bar). Fixtures are our own, shaped like the real logs, not copies of them."""
+import pytest
+
+from models.schedmate.failures import FailureHandler
+from models.schedmate.tracker import MetricTracker
+
+
+def _d(lines):
+    d = FailureHandler().diagnose(lines)
+    return d.line_index, d.kind, d.component
+
+
+def test_nccl_report_cause_under_last_error():
+    lines = ["step 10 loss 1.0",
+             "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:100, remote process exited or "
+             "there was a network error, NCCL version 2.20.0",
+             "ncclRemoteError: A call failed possibly due to a network error or a remote process exiting prematurely.",
+             "Last error:",
+             "socketProgressOpt: Call to recv from 10.0.0.2<4000> failed : Connection reset by peer"]
+    assert _d(lines) == (4, "infrastructure", "network")
+    # without a "Last error:" block the report line stays the answer
+    assert _d(lines[:3])[:2] == (1, "infrastructure")
+
+
+def test_fatal_check_before_a_launcher_wrapper_and_bare_nccl_failures():
+    lines = ["[2020-01-01 00:00:00.000: F comm/manager.cc:42] Check failed: r == ncclSuccess NCCL error: "
+             "unhandled system error",
+             "Aborted",
+             "Traceback (most recent call last):",
+             '  File "/usr/lib/python3.8/subprocess.py", line 364, in check_call',
+             "    raise CalledProcessError(retcode, cmd)",
+             "subprocess.CalledProcessError: Command 'python train.py' returned non-zero exit status 134."]
+    assert _d(lines) == (0, "infrastructure", "NCCL")
+    assert _d(["# Using devices", "host: Test NCCL failure common.cu:700 'unhandled system error'"]) == \
+        (1, "infrastructure", "NCCL")
+
+
+def test_nvml_error_codes_are_the_gpu_driver():
+    lines = ["Traceback (most recent call last):", '  File "nvml.py", line 48, in _check_return',
+             "    raise NvmlException(ret)", "pkg.nvml.NvmlException: NVML_ERROR_LIB_RM_VERSION_MISMATCH"]
+    assert _d(lines) == (3, "infrastructure", "GPU")
+
+
+@pytest.mark.parametrize("line", [
+    'OSError: [WinError 1455] The paging file is too small for this operation to complete. Error loading "x.dll"',
+    '**OSError: [WinError 1455] 页面文件太小，无法完成操作。 Error loading "D:\\env\\torch\\lib\\x.dll"**',
+])
+def test_windows_paging_file_is_host_memory_in_any_language_and_markdown(line):
+    assert _d(["loading data", line]) == (1, "framework", "host memory")
+
+
+def test_exception_message_split_off_by_another_process():
+    lines = ["Traceback (most recent call last):", "Traceback (most recent call last):",
+             '  File "<string>", line 1, in <module>', '  File "<string>", line 1, in <module>',
+             '  File "multiprocessing\\heap.py", line 55, in __setstate__',
+             'OSError  File "multiprocessing\\spawn.py", line 115, in _main',
+             '  File "multiprocessing\\heap.py", line 55, in __setstate__',
+             ": [WinError 1455] The paging file is too small for this operation to"]
+    assert _d(lines) == (7, "framework", "host memory")
+
+
+def test_traceback_cut_before_its_exception_line_takes_the_printed_error():
+    lines = ["epoch 1/10",
+             "Error CUDA driver version is insufficient for CUDA runtime version at line 167 in file ops.cu",
+             "Traceback (most recent call last):", '  File "run.py", line 86, in _run_code', "    exec(code)", "..."]
+    assert _d(lines) == (1, "script", "environment")
+
+
+def test_native_heap_error_before_a_worker_killed_by_abort():
+    lines = ["Training Epoch 3:   0% 0/50 [00:00<?, ?it/s]src/tcmalloc.cc:283] Attempt to free invalid pointer 0x1 ",
+             "Traceback (most recent call last):",
+             '  File "/usr/lib/python3/dist-packages/torch/utils/data/_utils/signal_handling.py", line 66, in handler',
+             "    _error_if_any_worker_fails()",
+             "RuntimeError: DataLoader worker (pid 1234) is killed by signal: Aborted. "]
+    assert _d(lines) == (0, "script", "environment")
+    # without the native message, the worker's death stays the dataloader's
+    assert _d(lines[1:])[1:] == ("framework", "dataloader")
+
+
+def test_removed_library_names_and_library_call_signatures_are_the_environment():
+    alias = ["Traceback (most recent call last):", '  File "main.py", line 80, in select', "    x = np.float(v)",
+             "AttributeError: module 'numpy' has no attribute 'float'.",
+             "`np.float` was a deprecated alias for the builtin `float`. To avoid this error use `float` by itself."]
+    assert _d(alias) == (3, "script", "environment")
+    lib = ["Traceback (most recent call last):", '  File "train.py", line 35, in run', "    m = Model.load(p)",
+           '  File "/env/lib/python3.9/site-packages/pkg/modeling.py", line 1489, in load',
+           "    model = cls(config, **kwargs)", "TypeError: __init__() got an unexpected keyword argument 'mode'"]
+    assert _d(lib) == (5, "script", "environment")
+    own = lib[:3] + ["TypeError: build() got an unexpected keyword argument 'mode'"]
+    assert _d(own) == (3, "script", "type")  # the job's own function: a script bug
+
+
+def _t(lines):
+    p = MetricTracker().track(lines)
+    return p.step, p.total_steps, p.loss
+
+
+def test_multi_line_json_record():
+    lines = ['{"accuracy_cls": 0.9, ', '  "eta": "1 day, 10:00:00",', '  "iter": 5000,', '  "loss": 0.75, ',
+             '  "loss_cls": 0.2, ', '  "lr": 0.01, ', '  "time": 0.5}']
+    assert _t(lines) == (5000, None, pytest.approx(0.75))
+
+
+def test_record_cut_by_the_pager_continues_on_the_next_line():
+    lines = ["2020-01-01 10:00:00,000 - det - INFO - Epoch [1][50/900]    lr: 0.001, time: 1.0, loss_rpn: 0.3, "
+             "loss_cls: 0.4$", " loss_mask: 0.5, loss: 1.2                     ",
+             "2020-01-01 10:01:00,000 - det - INFO - Epoch [1][100/900]    lr: 0.001, time: 1.0, loss_rpn: 0.2, "
+             "loss_cls: 0.3$", " loss_mask: 0.4, loss: 0.9                     "]
+    assert _t(lines) == (100, None, pytest.approx(0.9))
+
+
+def test_growing_batch_counter_is_the_step_a_constant_one_a_batch_size():
+    rec = "epoch   0 | lr 0.0001 | batch {:6d} | examples/s:  20.5 | loss: {} | time elapsed: 00h01m00s"
+    assert _t([rec.format(b, v) for b, v in ((0, 0.5), (250, 0.4), (500, 0.3))]) == (500, None, pytest.approx(0.3))
+    assert _t([rec.format(32, v).replace("epoch   0", f"epoch   {e}") for e, v in ((0, 0.5), (1, 0.4))])[0] == 1
+
+
+def test_global_step_in_a_bar_postfix_and_validation_counted_in_the_epoch_bar():
+    bar = "Epoch {e}:  90%|#########| {n}/{t} [01:00<00:05,  2.0it/s, loss=0.5, v_num=3{g}]"
+    val = "Validating:  50%|#####     | {k}/40 [00:10<00:10,  2.0it/s]"
+    lines = [bar.format(e=1, n=100, t=140, g=", global_step=199.0"), val.format(k=20),
+             bar.format(e=1, n=120, t=140, g=", global_step=199.0"), val.format(k=22)]
+    assert _t(lines)[0] == 199  # the trainer's own count
+    lines = [bar.format(e=0, n=100, t=140, g=""), val.format(k=0), bar.format(e=0, n=101, t=140, g=""),
+             val.format(k=1), bar.format(e=0, n=102, t=140, g="")]
+    assert _t(lines)[0] == 100  # training stopped where validation began (140 = 100 + 40)
+    # a bar that does not go on counting during validation counts training alone
+    lines = [bar.format(e=0, n=140, t=140, g=""), val.format(k=10), bar.format(e=0, n=140, t=140, g="")]
+    assert _t(lines)[0] == 140
