@@ -129,3 +129,43 @@ def test_global_step_in_a_bar_postfix_and_validation_counted_in_the_epoch_bar():
     # a bar that does not go on counting during validation counts training alone
     lines = [bar.format(e=0, n=140, t=140, g=""), val.format(k=10), bar.format(e=0, n=140, t=140, g="")]
     assert _t(lines)[0] == 140
+
+
+def test_elastic_summary_inside_a_traceback_names_the_killed_rank():
+    lines = ["Traceback (most recent call last):", '  File "/usr/bin/torchrun", line 8, in <module>',
+             "    raise ChildFailedError(", "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
+             "train.py FAILED", "Root Cause (first observed failure):", "[0]:", "  rank      : 3 (local_rank: 3)",
+             "  exitcode  : -9 (pid: 123)", "  error_file: <N/A>"]
+    assert _d(lines) == (8, "framework", "host memory")
+
+
+@pytest.mark.parametrize("line", ["ERROR: error code -9", "./run.sh: line 16: 29166 Killed     python train.py",
+                                  "MemoryError"])
+def test_sigkill_and_python_memory_errors_are_host_memory(line):
+    assert _d(["Solving", line, ""])[1:] == ("framework", "host memory")
+
+
+def test_original_exception_of_a_chain_when_handling_it_failed_too():
+    lines = ["Traceback (most recent call last):", '  File "serialization.py", line 499, in _save',
+             "    zip_file.write_record(name, ptr, n)", "MemoryError", "",
+             "During handling of the above exception, another exception occurred:", "",
+             "Traceback (most recent call last):", '  File "serialization.py", line 259, in __exit__',
+             "RuntimeError: [enforce fail at inline_container.cc:300] . unexpected pos 6057217600 vs 6057217496"]
+    assert _d(lines) == (3, "framework", "host memory")
+
+
+def test_hub_unreachable_quoted_exception_illegal_instruction_and_empty_data():
+    assert _d(["\"OSError: We couldn't connect to 'https://huggingface.co' to load this file, couldn't find it"]) == \
+        (0, "infrastructure", "network")
+    assert _d(["./train.sh: line 3: 4242 Illegal instruction     python train.py"]) == (0, "script", "environment")
+    assert _d(["loading", "ValueError: num_samples should be a positive integer value, but got num_samples=0"]) == \
+        (1, "script", "data")
+
+
+def test_dict_record_glued_to_the_end_of_a_bar():
+    bar = "  6%|######    | {n}/625 [54:29<13:09:57, 81.02s/it][INFO|2025-01-01 07:12:21] trainer.callbacks:157 >> "
+    lines = ["{'loss': 1.2, 'grad_norm': 1.5, 'learning_rate': 2e-05, 'epoch': 0.05}",
+             bar.format(n=35) + "{'loss': 1.1, 'learning_rate': 2e-05, 'epoch': 0.06}",
+             "{'loss': 1.1, 'grad_norm': 1.5, 'learning_rate': 2e-05, 'epoch': 0.06}",
+             bar.format(n=40) + "{'loss': 1.0, 'learning_rate': 2e-05, 'epoch': 0.06}"]
+    assert _t(lines) == (40, 625, pytest.approx(1.0))

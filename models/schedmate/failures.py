@@ -76,6 +76,10 @@ RULES: tuple[tuple[str, str, str, str], ...] = (
      "framework", "dataloader"),
     (r"oom[-_ ]?kill|Out of memory: Kill|Killed process \d+|Memory cgroup out of memory|signal 9\b|SIGKILL|"
      r"exitcode\s*:\s*-9\b|exit status -9|^\s*(?:Killed|已杀死|已殺死|Getötet|Processus arrêté|Matado)\s*$|host memory|cannot allocate memory|"
+     # SIGKILL as a launcher reports it (a negative signal number, or 128 + 9), bash's job message, Python's and
+     # numpy's own out-of-memory errors
+     r"(?:error|exit|return) ?code:? -9\b|exit(?:ed with)? code:? 137\b|exit status 137\b|: \d+ Killed\s+\S|"
+     r"^\s*(?:[\w.]+\.)?MemoryError\b|Unable to allocate [\d.]+ \w?i?B for an array|"
      r"DefaultCPUAllocator: can't allocate|std::bad_alloc", "host_oom", "framework", "host memory"),
     (r"Xid[^\n]*\b74\b|NVLink", "nvlink", "infrastructure", "NVLink"),
     (r"NVRM: Xid|fallen off the bus|ECC error|Uncorrected \(Fatal\)|Surprise Down|double bit error|\bDBE\b|GPU stopped processing|GSP|"
@@ -92,6 +96,11 @@ RULES: tuple[tuple[str, str, str, str], ...] = (
      r"Heartbeat monitor timed out|ProcessGroupNCCL's watchdog", "nccl_timeout", "infrastructure", "NCCL"),
     (r"can't resolve|Name does not resolve|Name or service not known|Temporary failure in name resolution",
      "dns", "infrastructure", "network"),
+    # a model or data hub that cannot be reached (the node has no route out): the network, as the log says;
+    # a job set to run offline prints the same words (the thread, not the log, tells them apart)
+    (r"couldn't connect to '?https?://|LocalEntryNotFoundError|Connection error, and we cannot find the requested files|"
+     r"Max retries exceeded with url|Failed to establish a new connection|ConnectTimeoutError|ReadTimeoutError",
+     "hub_unreachable", "infrastructure", "network"),
     (r"NODE FAILURE|NodeNotReady|lost heartbeat|node unreachable|node .* lost|host is down|waiting for clients|"
      r"clients joined|RendezvousTimeoutError|RendezvousClosedError|RendezvousConnectionError|"
      r"client socket has timed out|connection to the C10d store has failed", "node_lost",
@@ -107,6 +116,9 @@ RULES: tuple[tuple[str, str, str, str], ...] = (
     # the script's outputs and labels disagree in length (the threads trace it to the user's labels,
     # reshapes or collate): the user's data, not a faulty layer of the framework
     (r"Expected input batch_size \(\d+\) to match target batch_size", "label_mismatch", "script", "data"),
+    # the data the job was pointed at holds nothing (a wrong path or file suffix): the user's data
+    (r"num_samples should be a positive integer value, but got num_samples=0|Found 0 (?:images|files|samples)\b|"
+     r"\b(?:dataset|training set) is empty\b", "empty_dataset", "script", "data"),
     (r"shapes cannot be multiplied|size mismatch|must match the size|Expected .* dimension|shape '\[|"
      r"Expected all tensors to be on the same device", "shape_error",
      "framework", "model"),
@@ -130,7 +142,7 @@ RULES: tuple[tuple[str, str, str, str], ...] = (
      "heap_corruption", "script", "environment"),
     # a bare segfault of the main process: most often binaries built for another CUDA / torch (the
     # environment); a worker's segfault is the dataloader's (rule above)
-    (r"Segmentation fault|SIGSEGV|core dumped", "segfault", "script", "environment"),
+    (r"Segmentation fault|SIGSEGV|core dumped|Illegal instruction", "segfault", "script", "environment"),
     (r"CUDA error", "cuda_error", "framework", "model"),
 )
 _RULES = [(re.compile(p, re.I), c, k, comp) for p, c, k, comp in RULES]
@@ -349,6 +361,8 @@ def _follow(lines: Sequence[str], i: int, limit: int = 120) -> int:
     for j in range(i + 1, min(i + limit, len(lines))):
         b = strip_prefix(lines[j])
         if _EXC_LINE.match(b) and not _TB_FRAME.match(b):
+            if "ChildFailedError" in b:  # torch-elastic's summary: its Root Cause block names the signal
+                return _elastic_root(lines, j)
             return _message(lines, _react(lines, j, b))
         if fallback is None and not _TB_FRAME.match(b) and is_failure_line(lines[j]) and \
                 "Traceback (most recent" not in b:

@@ -17,7 +17,7 @@ _PREFIX = re.compile(
     r"|\[(?:rank|default|RANK|Rank)\s*\d+\]:?|rank\s?\d+:|\[\d+,\d+\]<std(?:out|err)>:|\d{1,5}:(?=\s)"
     r"|[\w.-]+-\d+:(?=\s)|[\w.-]+\s+\|"
     r"|\[?(?:INFO|WARNING|WARN|ERROR|CRITICAL|DEBUG|FATAL)\]?(?::[\w.]+:|\s*[-:|]|(?=\s))"
-    r"|[-|:>]+(?=\s)|`+|\*{2,}"
+    r"|[-|:>]+(?=\s)|`+|\*{2,}|[\"']+(?=(?:[a-z_][\w]*\.)*[A-Z]\w*(?:Error|Exception)\b)"
     r")\s*)+")
 
 
@@ -38,7 +38,8 @@ _FAILURE = re.compile(
     r"link is down|Input/output error|Stale file handle|No space left|file write failed|ChildFailedError|"
     r"closing signal SIGTERM|terminate called|Segmentation fault|[Bb]us error|\bFAILED\b|exitcode|"
     r"Root Cause \(first observed|srun: error|slurmstepd: error|Killed\b|core dumped|[Ff]atal error|\bFATAL\b|"
-    r"\bCRITICAL\b|kernel panic|failed to listen on any local network address|已杀死|已殺死|Getötet|Processus arrêté")
+    r"\bCRITICAL\b|kernel panic|failed to listen on any local network address|已杀死|已殺死|Getötet|Processus arrêté|"
+    r"Illegal instruction|\b(?:error|exit|return) ?code:? -9\b")
 # the same in lower case, searched in the lower-cased line (an inline (?i:) group makes the scan slow)
 _FAILURE_LOW = re.compile(
     r"segmentation fault|undefined symbol|address already in use|oom[-_ ]?kill|signal 9\b|sigkill|sigsegv|got stuck|"
@@ -82,7 +83,8 @@ _FAILURE_KEYS = ("traceback", "xid", "nccl warn", "processgroupnccl", "ncclinval
                  "resolve", "name or service", "ecc", "rminitadapter", "rm_init_adapter", "attach gpu", "device handle",
                  "version mismatch", "nvml", "unavailable", "cuda_error_", "已杀死", "已殺死", "getötet", "processus arrêté",
                  "check failed", "nccl error", "nccl failure", "system error", "ncclremote", "winerror 1455", "paging file",
-                 "页面文件太小", "頁面檔案太小", "auslagerungsdatei", "invalid pointer", "free():", "double free", "stack smashing")
+                 "页面文件太小", "頁面檔案太小", "auslagerungsdatei", "invalid pointer", "free():", "double free", "stack smashing",
+                 "illegal instruction", "code -9", "code: -9")
 
 
 def is_failure_line(line: str) -> bool:

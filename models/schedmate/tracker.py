@@ -69,7 +69,7 @@ _MEGATRON = re.compile(r"iteration\s+(\d+)\s*/\s*(\d+)\s*\|")
 _MM_EPOCH = re.compile(r"Epoch\(train\)\s*\[(\d+)\]\s*\[\s*(\d+)\s*/\s*(\d+)\]")
 _MM_ITER = re.compile(r"Iter\(train\)\s*\[\s*(\d+)\s*/\s*(\d+)\]")
 _TIMM = re.compile(r"Train:\s*(\d+)\s*(?:/\s*(\d+)\s*\(\s*\d+%\)\s*)?\[\s*(\d+)\s*/\s*(\d+)")
-_HF_DICT = re.compile(r"^[^{]{0,60}\{[^{}]*(?:'loss':\s*'?|\"loss\":\s*\"?)" + _NUM)  # Python or JSON dicts
+_HF_DICT = re.compile(r"^[^{]{0,100}\{[^{}]*(?:'loss':\s*'?|\"loss\":\s*\"?)" + _NUM)  # Python or JSON dicts
 _EPOCH_OF = re.compile(r"\bEpoch\s*:?\s*\[?\s*(\d+)\s*(?:/\s*(\d+))?\]?", re.I)
 _STEP_OF = re.compile(r"\b(?:global[ _]step|step|iter(?:ation)?|it)\s*[=:]?\s*\[?\s*(\d+)\s*(?:/\s*(\d+))?", re.I)
 _BRACKET = re.compile(r"\[\s*(\d+)\s*/\s*(\d+)\s*\]")
@@ -621,12 +621,27 @@ class MetricTracker:
 _CONT = re.compile(r"^\s+(?:[A-Za-z_][\w./]*\s*[:=]\s*[-+]?(?:\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|nan|inf)\s*,?\s*)+$")
 
 
+# a progress bar's end ("... 81.02s/it]") with another record glued on without a newline ("[INFO|...] >> {...}")
+_BAR_END = re.compile(r"\d(?:it/s|s/it)(?:, [^\]\[]{0,400})?\](?=[\[{])")
+
+
+def _split_glued(line: str) -> list[str]:
+    cuts = [m.end() for m in _BAR_END.finditer(line)]
+    if not cuts:
+        return [line]
+    return [line[a:b] for a, b in zip([0, *cuts], [*cuts, len(line)]) if line[a:b].strip()]
+
+
 def _rejoin(flat: list[str], reach: int = 60) -> list[str]:
     """Records printed over several lines, joined: a JSON/dict record pretty-printed one key per line
     (`{"iter": 120000,` ... `"time": 0.56}`), and a record the pager or console cut (ending in `$` or a
-    comma) whose rest of `name: number` pairs is on the next, indented line."""
+    comma) whose rest of `name: number` pairs is on the next, indented line. A record glued onto the end of
+    a progress bar (a logger's line printed before the bar's newline) is split off."""
     out: list[str] = []
     i, n = 0, len(flat)
+    if any("/it" in x or "it/" in x for x in flat):
+        flat = [p for x in flat for p in (_split_glued(x) if ("/it" in x or "it/" in x) else (x,))]
+        n = len(flat)
     while i < n:
         x = flat[i]
         st = x.strip()
