@@ -87,7 +87,7 @@ def test_every_held_out_or_tuned_excerpt_has_a_manifest_entry_and_vice_versa():
 
     for kind, manifest in (("failures", "failures.yaml"), ("progress", "progress.yaml")):
         items = yaml.safe_load((EXCERPTS.parent / manifest).read_text())
-        committed = {i["id"] for i in items if i.get("batch") in (16, 17)}
+        committed = {i["id"] for i in items if i.get("batch", 0) >= 16}  # excerpts are committed from batch 16 on
         files = {p.stem for p in (EXCERPTS / kind).glob("*.log")}
         assert committed == files, (kind, committed ^ files)
         ids = [i["id"] for i in items]
