@@ -24,6 +24,24 @@ def test_nccl_report_cause_under_last_error():
     assert _d(lines[:3])[:2] == (1, "infrastructure")
 
 
+@pytest.mark.parametrize("after", [
+    [""],  # NCCL had no detail: a blank line, then the trace PyTorch attaches
+    ["[rank1]: "],  # the same blank line behind a rank tag
+    ["Exception raised from checkForNCCLErrors at ProcessGroupNCCL.cpp:1200 (most recent call first):"],
+])
+def test_empty_last_error_block_keeps_the_report_line(after):
+    # the rule takes only the line directly after "Last error:"; it never crosses a blank line (or the
+    # start of a stack trace) into unrelated text
+    lines = ["epoch 3 step 120",
+             "Collective WorkNCCL(SeqNum=7, OpType=ALLGATHER) raised the following async exception: NCCL error: "
+             "unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5",
+             "ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error.",
+             "Last error:", *after,
+             "Exception raised from checkForNCCLErrors at ProcessGroupNCCL.cpp:1200 (most recent call first):",
+             "frame #0: c10::Error::Error() + 0x9 (0x7f in libc10.so)"]
+    assert _d(lines)[0] == 1
+
+
 def test_fatal_check_before_a_launcher_wrapper_and_bare_nccl_failures():
     lines = ["[2020-01-01 00:00:00.000: F comm/manager.cc:42] Check failed: r == ncclSuccess NCCL error: "
              "unhandled system error",

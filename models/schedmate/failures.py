@@ -383,14 +383,24 @@ _PRINTED_ERROR = re.compile(r"^\s*(?:Error|ERROR)\b|\berror\s*:", re.I)
 # NCCL's error report names the failing call on the line after "Last error:" (a socket's recv, a network
 # plugin's request): that line says what broke, the lines above only that NCCL failed
 _LAST_ERROR = re.compile(r"^\s*Last error:\s*$")
+# what follows an EMPTY "Last error:" block is no cause but the next report: the C++ trace PyTorch attaches
+# ("Exception raised from ...", "C++ CapturedTraceback:", frames), a Python traceback, another rank's lines
+_NOT_DETAIL = re.compile(r"^\s*(?:Exception raised from\b|C\+\+ CapturedTraceback|Traceback \(most recent|"
+                         r"frame #\d|#\d+\s|File \")")
 
 
 def _detail(lines: Sequence[str], j: int) -> int:
-    """An error report whose cause is printed a few lines below it, under "Last error:": that line."""
+    """An error report whose cause is printed a few lines below it, under "Last error:": the line DIRECTLY
+    after it, when that line belongs to the report (not empty, not the start of a stack trace); a blank
+    line there means NCCL had no detail to give, and the report line stays the answer."""
     for k in range(j + 1, min(j + 5, len(lines))):
         if _LAST_ERROR.match(strip_prefix(lines[k])) or _LAST_ERROR.match(lines[k]):
-            nxt = next((m for m in range(k + 1, min(k + 3, len(lines))) if strip_prefix(lines[m]).strip()), None)
-            return nxt if nxt is not None else j
+            if k + 1 < len(lines):
+                nxt = strip_prefix(lines[k + 1])
+                bare = _PREFIX.fullmatch(lines[k + 1]) is not None  # "[rank3]: " and nothing else
+                if nxt.strip() and not bare and not _NOT_DETAIL.match(nxt):
+                    return k + 1
+            return j
     return j
 
 
