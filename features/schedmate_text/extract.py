@@ -104,6 +104,8 @@ class _Extractor(LaunchMixin, FollowMixin):
         self.global_batch: set[str] = set()  # batch options the code documents as the total over all GPUs
         self.per_process_batch: set[str] = set()  # batch keys the code hands to its DataLoader undivided
         self.programs: list[str] = []  # the entry's ArgumentParser names ("DETR training and evaluation script")
+        self.launches: list[tuple[str, dict]] = []  # (launcher, its options): what decides the device count
+        self.unexpanded: list[str] = []  # command words with a shell variable nothing sets (`$DATA_DIR`)
 
     # -- files ---------------------------------------------------------------------------------
     def _file(self, path: str, rel_to: str | None = None) -> str | None:
@@ -710,15 +712,21 @@ def _resolved(key: str) -> dict:
     return out if isinstance(out, dict) else cfg
 
 
-def extract_metadata(command: str, files: dict[str, str]) -> JobMetadata:
+def extract_metadata(command: str, files: dict[str, str], min_confidence: float | None = None) -> JobMetadata:
     """Model, task, iterations (+ unit), dataset, per-device batch size, total GPUs and nodes of a job,
     from its launch command and its repository files ({relative path: text}). Fields that no rule
-    finds are None (GPUs and nodes default to 1)."""
+    finds are None (GPUs and nodes default to 1). Every answered field carries its evidence (file:line or
+    the command's argument), its kind and a confidence in `md.evidence`; with `min_confidence` (the
+    Advisor's threshold is features.schedmate_text.evidence.MIN_CONFIDENCE) a field below it is answered
+    None and `md.unknown[field]` says why. Without it every guess is kept (the rules' raw answer)."""
     if not isinstance(command, str) or not command.strip():
         raise ValueError("the command is empty")
+    from features.schedmate_text.evidence import abstain, attach_evidence
+
     ex = _Extractor(files)  # never written to: the normalised, indexed copy is cached per repository
     ex.command(command)
-    return ex.resolve()
+    md = attach_evidence(ex.resolve(), ex, command)
+    return md if min_confidence is None else abstain(md, min_confidence)
 
 
 READ_SUFFIXES = (".py", ".sh", ".yaml", ".yml", ".json", ".cfg", ".toml", ".txt", ".md", ".ini", ".slurm")
