@@ -102,7 +102,8 @@ def _setting(ex, field: str, rule: str, value: Any = None):
         leaf = k.rsplit(".", 1)[-1].lower()
         fits = pat is None or re.search(pat, leaf) is not None
         shown = str(v).lower() if isinstance(v, (str, int, float)) else ""
-        score = (len(s), fits, bool(value_text) and (value_text in shown or shown == value_text))
+        exact = leaf.replace("-", "_") in _field_keys(field)
+        score = (len(s), bool(value_text) and (value_text in shown or shown == value_text), exact, fits)
         if best is None or score > best[0]:
             best = (score, k, v)
     return None if best is None else (best[1], best[2])
@@ -182,15 +183,21 @@ def _launcher_sets_devices(ex) -> str | None:
     return None
 
 
+def _field_keys(field: str) -> set[str]:
+    """The setting names (last segment) that state a field."""
+    from features.schedmate_text.settings import (_BATCH_KEYS, _DATA_KEYS, _EPOCH_KEYS, _GLOBAL_BATCH_KEYS,
+                                                  _GPU_ARG_KEYS, _MODEL_KEYS, _NAMED_DATA_KEYS, _NODE_KEYS, _STEP_KEYS)
+
+    return {"model": _MODEL_KEYS, "dataset": _DATA_KEYS | _NAMED_DATA_KEYS, "iterations": _EPOCH_KEYS | _STEP_KEYS,
+            "iteration_unit": _EPOCH_KEYS | _STEP_KEYS, "batch_size": _BATCH_KEYS | _GLOBAL_BATCH_KEYS,
+            "batch_scope": _BATCH_KEYS | _GLOBAL_BATCH_KEYS, "gpus": _GPU_ARG_KEYS, "nodes": _NODE_KEYS}.get(field, set())
+
+
 def _unexpanded_argument(ex, field: str) -> str | None:
     """A command argument for this field whose value is an unexpanded shell variable."""
-    from features.schedmate_text.settings import (_BATCH_KEYS, _DATA_KEYS, _EPOCH_KEYS, _GLOBAL_BATCH_KEYS,
-                                                  _GPU_ARG_KEYS, _MODEL_KEYS, _NAMED_DATA_KEYS, _NODE_KEYS, _STEP_KEYS,
-                                                  P_ARGV, P_OVERRIDE)
+    from features.schedmate_text.settings import P_ARGV, P_OVERRIDE
 
-    keys = {"model": _MODEL_KEYS, "dataset": _DATA_KEYS | _NAMED_DATA_KEYS, "iterations": _EPOCH_KEYS | _STEP_KEYS,
-            "iteration_unit": _EPOCH_KEYS | _STEP_KEYS, "batch_size": _BATCH_KEYS | _GLOBAL_BATCH_KEYS,
-            "batch_scope": _BATCH_KEYS | _GLOBAL_BATCH_KEYS, "gpus": _GPU_ARG_KEYS, "nodes": _NODE_KEYS}.get(field)
+    keys = _field_keys(field)
     if not keys:
         return None
     for word in getattr(ex, "unexpanded", []):  # `--batch_size=$BS`, `--nproc_per_node $GPUS`
@@ -213,6 +220,9 @@ def attach_evidence(md: JobMetadata, ex=None, command: str = "") -> JobMetadata:
     for f in EVIDENCE_FIELDS:
         value = getattr(md, f)
         if value is None:
+            shadow = _unexpanded_argument(ex, f) if ex is not None else None
+            if shadow is not None:  # no value at all: say why
+                md.unknown[f] = f"the command sets it with an unexpanded shell variable ({shadow})"
             continue
         rule = _rule_of(f, md)
         kind, conf = "none", 0.0
@@ -263,8 +273,10 @@ def attach_evidence(md: JobMetadata, ex=None, command: str = "") -> JobMetadata:
             kind = out["batch_size"]["kind"]
         if f == "iteration_unit" and "iterations" in out:
             conf, kind = out["iterations"]["confidence"], out["iterations"]["kind"]
-        out[f] = {"value": value, "evidence": _where(ex, f, rule, kind, command, value) if ex is not None else None,
-                  "kind": kind, "confidence": round(conf, 3), "rule": rule}
+        lead = {"iteration_unit": "iterations", "batch_scope": "batch_size"}.get(f)
+        where = out[lead]["evidence"] if lead in out else \
+            _where(ex, f, rule, kind, command, value) if ex is not None else None
+        out[f] = {"value": value, "evidence": where, "kind": kind, "confidence": round(conf, 3), "rule": rule}
         if reason:
             out[f]["note"] = reason
     md.evidence = out

@@ -1,0 +1,131 @@
+"""The Advisor knows when it does not know (issue 41, item 3): every extracted field carries its evidence
+(file:line or the command's argument), the kind of that evidence and a confidence from the kind; below
+MIN_CONFIDENCE the answer is None with a reason; the CLI's JSON, the batch mode and the real-material
+scorer expose it."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from features.schedmate_text.evidence import KIND_CONFIDENCE, MIN_CONFIDENCE, abstain
+from features.schedmate_text.extract import extract_metadata
+from tests.helpers import assert_one_line_error, run_main
+
+TRAIN = ('import argparse\n'
+         'p = argparse.ArgumentParser()\n'
+         'p.add_argument("--epochs", type=int, default=90)\n'
+         'p.add_argument("--batch-size", type=int, default=256)\n'
+         'p.add_argument("--data-path", default="/datasets/imagenet")\n'
+         'p.add_argument("--config", default="")\n')
+
+
+def _repo(**extra: str) -> dict[str, str]:
+    return {"train.py": TRAIN, **extra}
+
+
+def test_each_field_has_evidence_kind_and_confidence_in_the_order_of_its_kind():
+    files = _repo(**{"configs/run.yaml": "epochs: 30\nbatch_size: 64\n"})
+    md = extract_metadata("torchrun --nproc_per_node 4 train.py --config configs/run.yaml --batch-size 32", files)
+    ev = md.evidence
+    assert ev["gpus"]["kind"] == "launcher" and "--nproc_per_node" in ev["gpus"]["evidence"]
+    assert ev["batch_size"]["kind"] == "argument" and ev["batch_size"]["evidence"] == "command argument batch_size=32"
+    assert ev["iterations"]["kind"] == "config" and ev["iterations"]["evidence"] == "configs/run.yaml:1"
+    assert ev["iteration_unit"]["evidence"] == ev["iterations"]["evidence"]
+    assert ev["batch_size"]["confidence"] > ev["iterations"]["confidence"]  # argument > config file
+    md2 = extract_metadata("python train.py", files)  # the argparse default, located in the entry
+    assert md2.evidence["iterations"]["kind"] == "default" and md2.evidence["iterations"]["evidence"] == "train.py:3"
+    assert md2.evidence["iterations"]["confidence"] < ev["iterations"]["confidence"]  # config > default in code
+    assert KIND_CONFIDENCE["argument"] > KIND_CONFIDENCE["config"] > KIND_CONFIDENCE["code"] > \
+        KIND_CONFIDENCE["default"] > KIND_CONFIDENCE["name"]
+
+
+def test_a_name_based_guess_is_unknown_below_the_threshold_and_kept_without_it():
+    files = _repo(**{"configs/mynet_large.yaml": "epochs: 30\n"})
+    cmd = "python train.py --config configs/mynet_large.yaml"
+    raw = extract_metadata(cmd, files)  # no threshold: the rules' guess, with its (low) confidence
+    assert raw.model == "mynet-large" and raw.evidence["model"]["kind"] == "name"
+    assert raw.evidence["model"]["confidence"] < MIN_CONFIDENCE
+    md = extract_metadata(cmd, files, min_confidence=MIN_CONFIDENCE)
+    assert md.model is None and "config name" in md.unknown["model"]
+    assert md.evidence["model"]["guess"] == "mynet-large"
+    assert md.iterations == 30  # a config value stays
+    assert "model: unknown" in md.canonical_text()
+    with pytest.raises(ValueError, match="min_confidence"):
+        abstain(extract_metadata(cmd, files), 1.5)
+
+
+def test_an_unexpanded_shell_variable_is_never_a_value():
+    md = extract_metadata("python train.py --batch-size $BS --epochs 5", _repo(), min_confidence=MIN_CONFIDENCE)
+    assert md.batch_size is None and "$BS" in md.unknown["batch_size"]  # not the default 256 in code
+    assert md.iterations == 5
+    # a config interpolation is not a shell variable
+    files = _repo(**{"c.yaml": "root: /x\nbatch_size: 8\nout: ${root}/out\n"})
+    md = extract_metadata("python train.py --config c.yaml", files, min_confidence=MIN_CONFIDENCE)
+    assert md.batch_size == 8
+
+
+def test_gpus_from_the_launcher_config_file_and_unknown_when_the_launcher_decides_unread():
+    files = _repo(**{"acc/2gpu.yaml": "compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_GPU\n"
+                                      "num_machines: 1\nnum_processes: 2\n"})
+    md = extract_metadata("accelerate launch --config_file acc/2gpu.yaml train.py", files,
+                          min_confidence=MIN_CONFIDENCE)
+    assert md.gpus == 2 and md.evidence["gpus"]["kind"] == "config"
+    md = extract_metadata("accelerate launch train.py", files, min_confidence=MIN_CONFIDENCE)
+    assert md.gpus is None and "accelerate" in md.unknown["gpus"]
+    md = extract_metadata("python train.py", files, min_confidence=MIN_CONFIDENCE)  # nothing asks for more
+    assert md.gpus == 1 and md.evidence["gpus"]["kind"] == "assumed"
+    dp = {"train.py": TRAIN + "import torch\nmodel = torch.nn.DataParallel(model)\n"}
+    md = extract_metadata("python train.py", dp, min_confidence=MIN_CONFIDENCE)
+    assert md.gpus is None and "every visible GPU" in md.unknown["gpus"]
+
+
+def test_cli_json_and_text_show_evidence_and_unknowns(tmp_path, capsys):
+    from pipelines.cli import main
+
+    (tmp_path / "train.py").write_text(TRAIN)
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "mynet_large.yaml").write_text("epochs: 30\n")
+    cmd = "python train.py --config configs/mynet_large.yaml --batch-size $BS"
+    base = ["advise", "--repo", str(tmp_path), "--command", cmd]
+    assert main(base + ["--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["min_confidence"] == MIN_CONFIDENCE
+    assert res["metadata"]["model"] is None and set(res["unknown"]) >= {"model", "batch_size"}
+    assert res["evidence"]["iterations"]["evidence"] == "configs/mynet_large.yaml:1"
+    assert main(base + ["--min-confidence", "0", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["metadata"]["model"] == "mynet-large"
+    assert main(base) == 0
+    out = capsys.readouterr().out
+    assert "unknown   (guess mynet-large" in out and "configs/mynet_large.yaml:1 [config 0.85]" in out
+    rc, err = run_main(base + ["--min-confidence", "1.5"], capsys)
+    assert_one_line_error(rc, err, "--min-confidence")
+
+
+def test_batch_mode_lines_carry_evidence_and_unknown(tmp_path):
+    from models.schedmate.batch import Readers, run_advise
+
+    (tmp_path / "train.py").write_text(TRAIN)
+    out: list[str] = []
+    run_advise([json.dumps({"repo": str(tmp_path), "command": "python train.py --epochs $EP"})], out.append, Readers())
+    row = json.loads(out[0])
+    assert row["iterations"] is None and "$EP" in row["unknown"]["iterations"]
+    assert row["evidence"]["batch_size"]["evidence"] == "train.py:4"
+
+
+def test_scorer_counts_coverage_accuracy_and_confidently_wrong():
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location(
+        "bench_text", Path(__file__).resolve().parents[1] / "benchmarks" / "bench_schedmate_text.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    rows = [{"got": {"model": "a", "gpus": None, "nodes": 1}, "ok": {"model": True, "gpus": False, "nodes": False}},
+            {"got": {"model": "b", "gpus": 2}, "ok": {"model": False, "gpus": True}}]
+    s = bench._abstention_scores(rows)
+    assert (s["fields"], s["answered"], s["right"]) == (5, 4, 2)
+    assert s["coverage"] == 0.8 and s["accuracy"] == 0.5 and s["confidently_wrong"] == 0.4
+    assert s["per_field"]["gpus"] == {"n": 2, "answered": 1, "right": 1, "wrong": 0}
+    batches = bench.command_batches()
+    assert batches["nanogpt-char"] == "1" and batches["b18-moco-v1"] == "18"
