@@ -129,3 +129,45 @@ def test_scorer_counts_coverage_accuracy_and_confidently_wrong():
     assert s["per_field"]["gpus"] == {"n": 2, "answered": 1, "right": 1, "wrong": 0}
     batches = bench.command_batches()
     assert batches["nanogpt-char"] == "1" and batches["b18-moco-v1"] == "18"
+
+
+def test_general_mechanisms_from_batch_18_misses():
+    # a comment line ending in a backslash does not continue into the live command
+    sh = ("NUM_GPU=4\n# one card: uncomment the next line\n# python train.py \\\n"
+          "python -m torch.distributed.launch --nproc_per_node $NUM_GPU train.py \\\n  --epochs 3\n")
+    md = extract_metadata("bash run.sh", _repo(**{"run.sh": sh}))
+    assert (md.gpus, md.iterations) == (4, 3)
+    # a YAML base with a Python-tagged value is still read (the tagged value is skipped, nothing is run)
+    files = _repo(**{"c/base.yaml": "SOLVER:\n  MAX_ITER: 9000\n  IMS_PER_BATCH: 16\nINPUT:\n"
+                                    "  MIN_SIZE_TRAIN: !!python/object/apply:eval [\"[x for x in range(3)]\"]\n",
+                     "c/run.yaml": "_BASE_: base.yaml\n"})
+    md = extract_metadata("python train.py --config c/run.yaml", files)
+    assert md.iterations == 9000
+    # ml_collections: section aliases and defaults from the config function another module provides
+    base = ("import ml_collections\ndef get_default_configs():\n  config = ml_collections.ConfigDict()\n"
+            "  config.training = training = ml_collections.ConfigDict()\n  training.batch_size = 128\n"
+            "  training.n_iters = 1300001\n  config.data = data = ml_collections.ConfigDict()\n"
+            "  data.dataset = 'CIFAR10'\n  return config\n")
+    cfg = ("from configs.default_configs import get_default_configs\ndef get_config():\n"
+           "  config = get_default_configs()\n  model = config.model\n  model.name = 'ncsnpp'\n  return config\n")
+    files = {"main.py": "from absl import app, flags\nfrom ml_collections.config_flags import config_flags\n"
+                        "config_flags.DEFINE_config_file('config', None, 'cfg')\n",
+             "configs/default_configs.py": base, "configs/ve/run.py": cfg}
+    md = extract_metadata("python main.py --config configs/ve/run.py --mode train", files)
+    assert (md.model, md.dataset, md.iterations, md.batch_size) == ("ncsnpp", "cifar10", 1300001, 128)
+    # a total divided with a true division, `int(h.batch_size / h.num_gpus)`, is the global batch
+    files = {"train.py": TRAIN + "h = args\nh.batch_size = int(h.batch_size / h.num_gpus)\n"}
+    assert extract_metadata("python train.py", files).batch_scope == "global"
+
+
+def test_role_classes_are_not_models_and_a_generator_on_audio_synthesises_speech():
+    code = ("import torch\nclass Generator(torch.nn.Module):\n    pass\nclass MultiPeriodDiscriminator(torch.nn.Module):\n"
+            "    pass\ngenerator = Generator()\nmpd = MultiPeriodDiscriminator()\nloss_gen = generator_loss(mpd(y))\n"
+            "loss_disc = discriminator_loss(mpd(y))\n")
+    cfg = '{"batch_size": 16, "sampling_rate": 22050, "num_mels": 80, "hop_size": 256}'
+    files = {"train.py": 'import argparse\np = argparse.ArgumentParser()\np.add_argument("--config", default="")\n'
+                         'p.add_argument("--training_epochs", default=3100, type=int)\n' + code, "config_v1.json": cfg}
+    md = extract_metadata("python train.py --config config_v1.json", files)
+    assert md.model is None  # not "generator"
+    assert md.iterations == 3100 and md.iteration_unit == "epochs"
+    assert md.task == "speech-synthesis" and md.sources["task"].endswith("on audio data")

@@ -61,7 +61,7 @@ _RULES: list[tuple[re.Pattern, str, float]] = [(re.compile(p), k, c) for p, k, c
      r"hydra trainer)", "config", 0.85),
     (r"^the config's one dataset section", "config", 0.70),
     (r"^code dataset call in an imported module", "code", 0.50),
-    (r"^(code |module constant|epoch loop range|training DataLoader)", "code", 0.75),
+    (r"^(code (?!signal)|module constant|epoch loop range|training DataLoader)", "code", 0.75),
     (r"^(argparse default|dataclass field default|config defaults)", "default", 0.70),
     (r"^architecture dims", "derived", 0.60),
     (r"code run in mode", "signal", 0.70),
@@ -161,6 +161,42 @@ def _where(ex, field: str, rule: str, kind: str, command: str, value: Any = None
     return f"{f}:{line}" if line else f
 
 
+_IMPORT = re.compile(r"^\s*(?:from\s+(\.*[\w.]*)\s+import\s+\(?([\w, ]+)|import\s+([\w.]+))", re.M)
+
+
+def _reachable_code(ex, depth: int = 2, limit: int = 40) -> str:
+    """The entry's source and that of the repository modules it imports, `depth` levels deep (the device
+    handling often lives in a helper module: `models/utils.py` wrapping the network in DataParallel)."""
+    entry = getattr(ex, "entry", None)
+    if entry is None or entry not in ex.files:
+        return "\n".join(getattr(ex, "code_texts", []))
+    cache = ex._repo.__dict__.setdefault("reachable", {})
+    if entry in cache:
+        return cache[entry]
+    seen, frontier = [entry], [entry]
+    for _ in range(depth):
+        nxt = []
+        for f in frontier:
+            base = f.rpartition("/")[0]
+            for m in _IMPORT.finditer(ex.files[f]):
+                mods = [m.group(3)] if m.group(3) else \
+                    [m.group(1)] + [f"{m.group(1)}.{n.split()[0]}" for n in m.group(2).split(",") if n.strip()]
+                for mod in mods:
+                    dots = len(mod) - len(mod.lstrip("."))
+                    rel = mod.lstrip(".").replace(".", "/")
+                    root = base
+                    for _ in range(max(0, dots - 1)):
+                        root = root.rpartition("/")[0]
+                    for cand in ((f"{root}/{rel}" if root else rel) if dots else rel, f"{base}/{rel}" if base else rel):
+                        g = next((c for c in (cand + ".py", cand + "/__init__.py") if c in ex.files), None)
+                        if g and g not in seen and len(seen) < limit:
+                            seen.append(g)
+                            nxt.append(g)
+        frontier = nxt
+    cache[entry] = "\n".join(ex.files[f] for f in seen)
+    return cache[entry]
+
+
 def _launcher_sets_devices(ex) -> str | None:
     """A reason to doubt a GPU count of 1 that nothing stated: the job's launcher or code decides it where
     we did not read it."""
@@ -177,7 +213,9 @@ def _launcher_sets_devices(ex) -> str | None:
     for a in getattr(ex, "unexpanded", []):
         if re.search(r"gpu|nproc|devices|world|num_processes", a, re.I):
             return f"the device count is an unexpanded shell variable ({a})"
-    code = "\n".join(getattr(ex, "code_texts", [])[:1])
+    if getattr(ex, "entry", None) is None or ex.entry not in ex.files:
+        return "the job's entry point was not followed, so its device count was not read"
+    code = _reachable_code(ex)  # the entry and the repository modules it imports
     if re.search(r"DataParallel\(|device_count\(\)", code):
         return "the entry spreads over every visible GPU (DataParallel / device_count / world size)"
     return None
@@ -263,12 +301,17 @@ def attach_evidence(md: JobMetadata, ex=None, command: str = "") -> JobMetadata:
                 conf, reason = (0.20, gpu_doubt) if gpu_doubt else (0.60, None)
             else:
                 conf = 0.75 if not re.search(r"submitit|sbatch|srun|slurm", command.lower()) else 0.40
+        scope_conf = conf
         if f == "batch_size" and "divided" in rule:
             g = out.get("gpus")
             if g is not None:
                 conf = min(conf, g["confidence"])  # a total divided by a guessed GPU count
-        if f == "batch_scope" and "batch_size" in out:
-            conf = out["batch_size"]["confidence"] * (1.0 if value == "global" or "per_gpu" in rule or
+        if f == "batch_scope" and value == "per-device" and ex is not None and not getattr(ex, "launches", None) and \
+                re.search(r"(?<!Distributed)DataParallel\(", _reachable_code(ex)):
+            kind, conf = "name", 0.40  # DataParallel splits the loader's batch over every visible GPU: a total
+            reason = "the code wraps the model in DataParallel, which splits this batch over the visible GPUs"
+        elif f == "batch_scope" and "batch_size" in out:  # (a total's scope is known even when the GPUs are not)
+            conf = out["batch_size"].get("scope_confidence", out["batch_size"]["confidence"]) * (1.0 if value == "global" or "per_gpu" in rule or
                                                       "per_device" in rule or "micro" in rule else 0.9)
             kind = out["batch_size"]["kind"]
         if f == "iteration_unit" and "iterations" in out:
@@ -277,6 +320,8 @@ def attach_evidence(md: JobMetadata, ex=None, command: str = "") -> JobMetadata:
         where = out[lead]["evidence"] if lead in out else \
             _where(ex, f, rule, kind, command, value) if ex is not None else None
         out[f] = {"value": value, "evidence": where, "kind": kind, "confidence": round(conf, 3), "rule": rule}
+        if f == "batch_size":
+            out[f]["scope_confidence"] = round(scope_conf, 3)
         if reason:
             out[f]["note"] = reason
     md.evidence = out

@@ -399,7 +399,7 @@ class _Extractor(LaunchMixin, FollowMixin):
     def ml_config(self, name: str, arg: str) -> None:
         """An ml_collections config and the words after its `:` (a model or dataset they name counts
         when the config builds its values in code we do not follow)."""
-        data = ml_collections_config(self.files[name], arg)
+        data = ml_collections_config(self.files[name], arg, self._config_function_resolver(name, arg))
         self.task_names.append(PurePosixPath(name).name)
         if data:
             self.s.put_tree(data, P_CONFIG, f"ml_collections config {name}")
@@ -409,6 +409,22 @@ class _Extractor(LaunchMixin, FollowMixin):
                 self.s.put("config_arg.model", w, P_CONFIG - 5, f"config argument {w}")
             elif canonical_dataset(w):
                 self.s.put("config_arg.dataset", w, P_CONFIG - 5, f"config argument {w}")
+
+    def _config_function_resolver(self, name: str, arg: str, depth: int = 0):
+        """For a config module: fn name -> the values of the function it imports under that name
+        (`from configs.default_cifar10_configs import get_default_configs`), read the same way."""
+        text = self.files[name]
+
+        def resolve(fn: str) -> dict | None:
+            m = re.search(rf"^from\s+([\w.]+)\s+import\s+[^\n]*\b{re.escape(fn)}\b", text, re.M)
+            if m is None or depth >= 3:
+                return None
+            rel = m.group(1).replace(".", "/") + ".py"
+            f = self._file(rel) or self._file(rel, rel_to=name)
+            if f is None:
+                return None
+            return ml_collections_config(self.files[f], arg, self._config_function_resolver(f, arg, depth + 1), fn)
+        return resolve
 
     def _subcommand(self, name: str, word: str) -> _PyInfo | None:
         found = subcommand_target(self.files[name], word)
@@ -659,10 +675,25 @@ def _yaml_text(text: str) -> dict | None:
     import yaml
 
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_tolerant_loader())  # noqa: S506 - a SafeLoader that skips python tags
     except yaml.YAMLError:
         return None
     return data if isinstance(data, dict) else None
+
+
+@lru_cache(maxsize=1)
+def _tolerant_loader():
+    """PyYAML's SafeLoader, except that a value tagged for Python (`!!python/object/apply:eval [...]`, as
+    detectron2-style configs write computed sizes) or any other unknown tag reads as None instead of
+    failing the whole file (nothing is constructed or run)."""
+    import yaml
+
+    class Tolerant(yaml.SafeLoader):
+        pass
+
+    Tolerant.add_multi_constructor("tag:yaml.org,2002:python/", lambda loader, suffix, node: None)
+    Tolerant.add_multi_constructor("!", lambda loader, suffix, node: None)
+    return Tolerant
 
 
 def _class_words(target: str) -> str:

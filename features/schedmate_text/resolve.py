@@ -167,7 +167,8 @@ def resolve(ex) -> JobMetadata:
                 n, unit = int(m.group(1).replace("_", "")), "steps" if m.group(2) == "ba" else "epochs"
         if n is None or n <= 0:
             continue
-        unit = unit or ("epochs" if lk in _EPOCH_KEYS else "steps" if lk in _STEP_KEYS else None)
+        unit = unit or ("epochs" if lk in _EPOCH_KEYS else "steps" if lk in _STEP_KEYS or
+                        (lk == "iterations" and "." not in k) else None)  # (a script's own --iterations)
         if unit is None:
             continue
         whole = lk.startswith(("total_", "max_", "num_train", "train_"))  # the run's length, not a rollout's
@@ -279,7 +280,9 @@ def resolve(ex) -> JobMetadata:
     if named in ("image-generation", "image-autoencoding") and _video_data(ranked):
         named = named.replace("image-", "video-")  # a diffusion model or an autoencoder trained on video clips
     if named and (sig is None or sig in ("image-classification", "object-detection") or
-                  (named.endswith("segmentation") and not sig_from_names)):
+                  (named.endswith("segmentation") and not sig_from_names) or
+                  (not sig_from_names and named == "image-classification" and sig == "image-generation")):
+        # (the entry's own name, `classifier_train.py`, over option names it shares with a generator's code)
         # (an option name such as `--mask-ratio` says less than a `segment/` entry folder)
         md.task, md.sources["task"] = named, f"entry name {ex.task_names[0]}"
     obj = code_obj if md.task is None else None
@@ -308,6 +311,9 @@ def resolve(ex) -> JobMetadata:
         md.task, md.sources["task"] = MODEL_TASK[md.model], f"model {md.model}"
     if md.task is None and md.model and _LM_FAMILY.match(md.model):  # a size we do not list (gpt2-xl, opt-1.3b)
         md.task, md.sources["task"] = "language-modeling", f"model family of {md.model}"
+    if md.task == "image-generation" and _audio_data(ranked):
+        # a generator (a GAN vocoder, a diffusion model) whose data configuration is audio: speech synthesis
+        md.task, md.sources["task"] = "speech-synthesis", md.sources.get("task", "") + " on audio data"
     if md.task == "object-detection" and ds_raw and "panoptic" in ds_raw.lower():
         md.task = "panoptic-segmentation"  # COCO's panoptic annotations: the same images, another task
     if md.task == "summarization" and md.dataset == "wmt14-en-de":
@@ -351,7 +357,11 @@ _LM_FAMILY = re.compile(r"(?:^|.*-)(gpt|llama|opt-|bloom|falcon|mistral|mixtral|
 # it names no model, so it is no answer (unknown beats a confident wrong value)
 _PLACEHOLDER_VALUE = re.compile(r"^[<\[{].*[>\]}]$|(^|[-_/<\[ ])(your|path[-_ ]?to|xxx+|todo)([-_/>\] ]|$)", re.I)
 # a wrapper class named for its role, not its architecture (SegmentationModel, DetectionModel, BaseModel)
-_GENERIC_CLASS = re.compile(r"^(segmentation|detection|classification|keypoint|pose|base|my|custom)-?(model|network|module|wrapper)$")
+_GENERIC_CLASS = re.compile(r"^(segmentation|detection|classification|keypoint|pose|base|my|custom)-?(model|network|module|wrapper)$|"
+                            # a bare role (Generator, Discriminator) or a training utility (EMA, a scaler), not a network
+                            r"^(generator|discriminator|encoder|decoder|model|net|network|module|critic|actor)$|"
+                            r"(^|-)(moving-average|ema|scaler|optimizer|scheduler|logger|writer|meter|sampler|loader|"
+                            r"dataset|trainer|loss|criterion|checkpointer)$")
 
 
 def _class_name_words(name: str) -> str:
@@ -393,6 +403,15 @@ def _program_model(ex) -> str | None:
 
 
 _DOWNSTREAM = re.compile(r"(^|[/_ .-])(finetune|fine_tune|fine-tune|lincls|linear[_-]?eval|lineval|linear[_-]?probe)")
+
+
+_AUDIO_KEYS = re.compile(r"^(sampling_rate|sample_rate|n_mels|num_mels|n_mel_channels|hop_size|hop_length|win_size|"
+                         r"win_length|n_fft|filter_length|mel_fmin|mel_fmax|fmax_for_loss)$")
+
+
+def _audio_data(ranked) -> bool:
+    """The data configuration says audio: at least two of its keys are spectrogram / sampling settings."""
+    return len({_last(k) for k, v, p, s in ranked if p >= P_CODE and _AUDIO_KEYS.match(_last(k))}) >= 2
 
 
 def _video_data(ranked) -> bool:

@@ -13,10 +13,11 @@ _MODEL_KEYS = {"arch", "model", "model_name", "modelname", "alg", "algo", "algor
 _DATA_KEYS = {"dataset", "dataset_name", "data", "data_path", "data_dir", "data_root", "dataset_type", "task_name",
               "env", "env_id", "env_name", "train_file", "root", "dataset_config_name", "name"}
 _EPOCH_KEYS = {"epochs", "num_epochs", "max_epochs", "num_train_epochs", "n_epochs", "epoch", "nepochs", "train_epochs",
-               "total_epochs", "max_epoch", "ep"}
+               "total_epochs", "max_epoch", "ep", "training_epochs", "num_training_epochs"}
 _STEP_KEYS = {"max_update", "max_updates", "max_steps", "total_steps", "train_iters", "iters", "max_iters", "num_steps", "total_timesteps",
               "num_iterations", "max_iter", "train_steps", "max_train_steps", "steps", "num_train_steps",
-              "num_timesteps", "n_timesteps", "max_step", "max_iterations", "iter", "n_iter", "niter", "num_iter", "total_iter", "total_iters", "total_iterations", "total_training_steps"}
+              "num_timesteps", "n_timesteps", "max_step", "max_iterations", "iter", "n_iter", "niter", "num_iter", "total_iter", "total_iters", "total_iterations", "total_training_steps",
+              "n_iters", "training_steps", "train_iterations"}
 _BATCH_KEYS = {"batch_size", "per_device_train_batch_size", "train_micro_batch_size_per_gpu", "micro_batch_size",
                "b", "bs", "mini_batch_size", "train_batch_size_per_gpu", "samples_per_gpu", "per_gpu_train_batch_size",
                "batch_size_per_gpu", "device_train_microbatch_size", "batch_size_train", "train_batch_size_per_device",
