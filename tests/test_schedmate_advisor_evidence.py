@@ -171,3 +171,23 @@ def test_role_classes_are_not_models_and_a_generator_on_audio_synthesises_speech
     assert md.model is None  # not "generator"
     assert md.iterations == 3100 and md.iteration_unit == "epochs"
     assert md.task == "speech-synthesis" and md.sources["task"].endswith("on audio data")
+
+
+def test_general_mechanisms_from_batch_19_misses():
+    # a `key = value` .txt config (configargparse), and a config the code opens from configs/
+    code = ('import configargparse\np = configargparse.ArgumentParser()\np.add_argument("--config", is_config_file=True)\n'
+            'p.add_argument("--N_rand", type=int, default=32)\np.add_argument("--datadir", default="./data")\n')
+    files = {"run.py": code, "configs/lego.txt": "expname = lego\ndatadir = ./data/nerf_synthetic/lego\nepochs = 7\n"}
+    md = extract_metadata("python run.py --config configs/lego.txt", files)
+    assert md.iterations == 7 and md.evidence["iterations"]["evidence"] == "configs/lego.txt:3"
+    yml = ("training:\n  batch_size: 128\n  n_epochs: 10000\n  n_iters: 5000000\ndata:\n  dataset: CIFAR10\n"
+           "model:\n  type: simple\n")
+    loop = ("import yaml, os\nfrom runner import Runner\nc = yaml.safe_load(open(os.path.join('configs', args.config)))\n")
+    files = {"main.py": 'import argparse\np = argparse.ArgumentParser()\np.add_argument("--config")\n' + loop,
+             "runner.py": "class Runner:\n    def train(self):\n        for epoch in range(self.config.training.n_epochs):\n"
+                          "            pass\n", "configs/cifar10.yml": yml}
+    md = extract_metadata("python main.py --config cifar10.yml", files)
+    assert md.dataset == "cifar10" and md.batch_size == 128
+    assert (md.iterations, md.iteration_unit) == (10000, "epochs")  # n_iters is never read by the training code
+    assert md.model != "simple"  # `type: simple` names no network; what is left is a guess from a file name
+    assert extract_metadata("python main.py --config cifar10.yml", files, min_confidence=MIN_CONFIDENCE).model is None

@@ -265,6 +265,9 @@ class _Extractor(LaunchMixin, FollowMixin):
                 pass
         for k in ("config", "cfg", "config_file"):
             v = parsed.get(k)
+            if isinstance(v, str) and self._file(v) and v.endswith(".txt") and not k.startswith("output"):
+                self.config_file(self._file(v), P_CONFIG, f"config {self._file(v)}")  # configargparse `key = value`
+                continue
             if isinstance(v, str) and not self._file(v) and re.fullmatch(r"[\w./-]+", v) and not v.endswith(".py"):
                 f = self._named_config(v)
                 if f:
@@ -369,6 +372,10 @@ class _Extractor(LaunchMixin, FollowMixin):
         leaf = name.rsplit("/", 1)[-1]
         if self._by_name is None:
             self._module_file("__none__")  # builds the file-name index
+        if re.search(r"\.(ya?ml|json|txt)$", leaf):  # `--config anneal.yml` that the code opens from configs/
+            cands = [k for k in (self._by_name or {}).get(leaf, []) if k.endswith("/" + name) and
+                     re.search(r"(^|/)(configs?|conf)/", k)]
+            return min(cands, key=len) if cands else None
         for ext in (".yaml", ".yml"):
             cands = [k for k in (self._by_name or {}).get(leaf + ext, []) if k.endswith("/" + name + ext) and
                      "config" in k]
@@ -621,6 +628,12 @@ class _Extractor(LaunchMixin, FollowMixin):
                     if isinstance(data.get(key), str) and len(data[key]) <= 40:
                         self.task_text.append(data[key])
             self.s.put("config.filename", PurePosixPath(name).stem, prio - 30, f"config name {name}")
+        elif name.endswith(".txt"):  # configargparse / absl flagfile style: `key = value` lines
+            pairs = [re.match(r"\s*-{0,2}([A-Za-z_][\w.-]*)\s*[=:]?\s*(.*?)\s*$", ln) for ln in text.splitlines()
+                     if ln.strip() and not ln.lstrip().startswith("#")]
+            if pairs and all(m is not None and m.group(2) for m in pairs):
+                self.s.put_tree({m.group(1): _yaml_value(m.group(2)) for m in pairs}, prio, source)
+                self.s.put("config.filename", PurePosixPath(name).stem, prio - 30, f"config name {name}")
         elif name.endswith(".py"):
             data, bases = _python_config(text)
             for b in bases:

@@ -20,7 +20,8 @@ def resolve(ex) -> JobMetadata:
     ranked = ex.s.ranked()
     # model: known names first (by priority), then any model-key string
     model_cands = [(k, v, p, s) for k, v, p, s in ranked if isinstance(v, str) and v.strip() and
-                   v.strip().lower() not in ("scratch", "resume", "none", "null", "") and not _PLACEHOLDER_VALUE.search(v) and
+                   v.strip().lower() not in _GENERIC_VALUES and not _PLACEHOLDER_VALUE.search(v) and
+                   not (_last(k) in ("alg", "algo", "algorithm") and "." in k) and  # training.algo: 'dsm' is a loss
                    not v.strip().lower().startswith("build_") and
                    (_last(k) in _MODEL_KEYS or k in ("code.model", "config.filename", "hint.entry", "hint.config", "hydra.model_class",
                                                        "config_arg.model")
@@ -149,6 +150,8 @@ def resolve(ex) -> JobMetadata:
         md.dataset, md.sources["dataset"] = f"glue-{glue_task[0]}", glue_task[1]
     if md.dataset is None:  # a dataset we do not know: keep the user's name (last path segment)
         for k, v, p, s in ranked:
+            if isinstance(v, list) and len(v) == 1 and isinstance(v[0], str):
+                v = v[0]  # dataset_name_or_paths: ["naver-clova-ix/cord-v2"]
             if isinstance(v, str) and _last(k) in _NAMED_DATA_KEYS and p >= P_DEFAULT and v.strip("/ "):
                 if _name_of_path(v):
                     md.dataset, md.sources["dataset"] = _name_of_path(v), s
@@ -177,6 +180,15 @@ def resolve(ex) -> JobMetadata:
             best = (n, unit, p, s, whole)
         elif p < best[2]:
             break
+    if best and best[1] == "steps" and getattr(ex, "code_texts", None):
+        # a config may carry both a step cap and an epoch count (`n_iters` beside `n_epochs`): the one the
+        # training code never reads by its name is not the run's length
+        code = "\n".join(ex.code_texts)
+        key = next((k for k, v, p, s in ranked if s == best[3] and _as_int(v) == best[0] and _last(k) in _STEP_KEYS), None)
+        other = next(((_as_int(v), "epochs", p, s, False) for k, v, p, s in ranked if p == best[2] and
+                      _last(k) in _EPOCH_KEYS and _as_int(v) and _uses(code, _last(k))), None)
+        if key and other and not _uses(code, _last(key)):
+            best = other
     if best:
         md.iterations, md.iteration_unit, md.sources["iterations"] = best[0], best[1], best[3]
     batch_key = None
@@ -194,7 +206,7 @@ def resolve(ex) -> JobMetadata:
                 break
         if _last(k) in _BATCH_KEYS or (_last(k) in per_process and _last(k) in _GLOBAL_BATCH_KEYS):
             # (a "global"-sounding key the code hands to its DataLoader undivided is per process)
-            n = _as_int(v)
+            n = _as_int(v[0] if isinstance(v, list) and len(v) == 1 else v)  # train_batch_sizes: [8]
             if n and n > 0:
                 md.batch_size, md.sources["batch_size"] = n, s
                 batch_key = k
@@ -311,6 +323,12 @@ def resolve(ex) -> JobMetadata:
         md.task, md.sources["task"] = MODEL_TASK[md.model], f"model {md.model}"
     if md.task is None and md.model and _LM_FAMILY.match(md.model):  # a size we do not list (gpt2-xl, opt-1.3b)
         md.task, md.sources["task"] = "language-modeling", f"model family of {md.model}"
+    if md.task == "image-generation" and _text_data(ranked) and not md.sources.get("task", "").startswith(
+            ("entry name", "model")):
+        # generator / discriminator signals on text (ELECTRA's replaced-token detection): not an image generator,
+        # and which text task is not said: unknown
+        md.task = None
+        md.sources["task"] = "unknown (generative signals on text data)"
     if md.task == "image-generation" and _audio_data(ranked):
         # a generator (a GAN vocoder, a diffusion model) whose data configuration is audio: speech synthesis
         md.task, md.sources["task"] = "speech-synthesis", md.sources.get("task", "") + " on audio data"
@@ -360,8 +378,8 @@ _PLACEHOLDER_VALUE = re.compile(r"^[<\[{].*[>\]}]$|(^|[-_/<\[ ])(your|path[-_ ]?
 _GENERIC_CLASS = re.compile(r"^(segmentation|detection|classification|keypoint|pose|base|my|custom)-?(model|network|module|wrapper)$|"
                             # a bare role (Generator, Discriminator) or a training utility (EMA, a scaler), not a network
                             r"^(generator|discriminator|encoder|decoder|model|net|network|module|critic|actor)$|"
-                            r"(^|-)(moving-average|ema|scaler|optimizer|scheduler|logger|writer|meter|sampler|loader|"
-                            r"dataset|trainer|loss|criterion|checkpointer)$")
+                            r"^.*(moving-?average|ema|scaler|optimizer|scheduler|logger|writer|meter|sampler|loader|"
+                            r"dataset|trainer|loss|criterion|checkpointer|helper|path|config|args|parser|timer|registry)$")
 
 
 def _class_name_words(name: str) -> str:
@@ -407,6 +425,24 @@ _DOWNSTREAM = re.compile(r"(^|[/_ .-])(finetune|fine_tune|fine-tune|lincls|linea
 
 _AUDIO_KEYS = re.compile(r"^(sampling_rate|sample_rate|n_mels|num_mels|n_mel_channels|hop_size|hop_length|win_size|"
                          r"win_length|n_fft|filter_length|mel_fmin|mel_fmax|fmax_for_loss)$")
+
+
+_TEXT_KEYS = re.compile(r"^(vocab_size|max_seq_length|max_seq_len|tokenizer|vocab_file|tokenizer_name|do_lower_case|"
+                        r"max_predictions_per_seq|mask_prob)$")
+
+
+def _text_data(ranked) -> bool:
+    """The configuration says text: at least two of its keys are tokenizer / sequence settings."""
+    return len({_last(k) for k, v, p, s in ranked if p >= P_CODE and _TEXT_KEYS.match(_last(k))}) >= 2
+
+
+#: model-key values that name no network (`model.type: simple`, `--model default`, `scratch`)
+_GENERIC_VALUES = {"scratch", "resume", "none", "null", "", "simple", "default", "base", "custom", "standard", "basic"}
+
+
+def _uses(code: str, key: str) -> bool:
+    """The code reads a setting by this name (`cfg.training.n_iters`, `config["n_iters"]`, `args.n_iters`)."""
+    return re.search(rf"\.{re.escape(key)}\b|[\"']{re.escape(key)}[\"']", code) is not None
 
 
 def _audio_data(ranked) -> bool:
@@ -538,7 +574,7 @@ def _code_int(ex, keys: set[str]) -> tuple[int, str] | None:
 def _mm_model(ex) -> tuple[str, str] | None:
     vals = {k: v for k, v, p, s in reversed(ex.s.ranked())}
     t = vals.get("model.type")
-    if not isinstance(t, str):
+    if not isinstance(t, str) or t.strip().lower() in _GENERIC_VALUES:  # `model: type: simple` names no network
         return None
     depth = vals.get("model.backbone.depth")
     head = str(vals.get("model.decode_head.type", ""))
