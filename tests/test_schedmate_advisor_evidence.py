@@ -191,3 +191,16 @@ def test_general_mechanisms_from_batch_19_misses():
     assert (md.iterations, md.iteration_unit) == (10000, "epochs")  # n_iters is never read by the training code
     assert md.model != "simple"  # `type: simple` names no network; what is left is a guess from a file name
     assert extract_metadata("python main.py --config cifar10.yml", files, min_confidence=MIN_CONFIDENCE).model is None
+
+
+def test_general_mechanisms_from_batch_20_misses():
+    # an on-policy rollout length on the command line is no run length when the run's own length is set
+    code = ('import argparse\np = argparse.ArgumentParser()\np.add_argument("--algo", default="a2c")\n'
+            'p.add_argument("--num-steps", type=int, default=5)\np.add_argument("--num-env-steps", type=int, default=10e6)\n'
+            'p.add_argument("--cuda", action="store_true")\np.add_argument("--model", default="resnet")\n'
+            'p.add_argument("--model_depth", type=int, default=18)\n')
+    md = extract_metadata("python main.py --algo ppo --num-steps 128", {"main.py": code})
+    assert (md.iterations, md.iteration_unit) == (10000000, "steps")
+    assert md.gpus == 0  # a store_true --cuda left off: the script runs on the CPU
+    md = extract_metadata("python main.py --cuda --model resnet --model_depth 50", {"main.py": code})
+    assert md.gpus == 1 and md.model == "resnet50"

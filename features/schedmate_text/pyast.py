@@ -428,6 +428,8 @@ def _argparse_arg(node: ast.Call, consts: dict, info: _PyInfo) -> None:
         v = _lit(kw["default"], consts)
         if v is not None:
             info.defaults[dest] = v
+    elif action in ("store_true", "store_false") and opts[0].startswith("-"):
+        info.defaults[dest] = action == "store_false"  # argparse's implicit default (`--cuda` off unless given)
 
 
 def _parse_argv(argv: list[str], info: _PyInfo) -> tuple[dict[str, Any], list[str], list[tuple[str, str]]]:

@@ -77,8 +77,9 @@ def resolve(ex) -> JobMetadata:
     if depth is None and md.model and re.fullmatch(_DEPTH_FAMILY, md.model):
         # MODEL.TRUNK.NAME: resnet with MODEL.TRUNK.RESNETS.DEPTH: 50 -- the family and its depth, apart
         section = md.sources.get("model", "")
-        depth = next(((md.model, _as_int(v), s) for k, v, p, s in ranked if p >= P_DEFAULT and _last(k) == "depth"
-                      and _as_int(v) and re.search(r"(^|\.)(model|trunk|backbone|encoder)\.", k.lower())), None)
+        depth = next(((md.model, _as_int(v), s) for k, v, p, s in ranked if p >= P_DEFAULT and _as_int(v) and
+                      ((_last(k) == "depth" and re.search(r"(^|\.)(model|trunk|backbone|encoder)\.", k.lower())) or
+                       (_last(k) in ("model_depth", "arch_depth", "net_depth") and "." not in k))), None)
         if depth and section.startswith(("config name", "entry name")):
             depth = None
         if depth:
@@ -104,7 +105,7 @@ def resolve(ex) -> JobMetadata:
         # layers x hidden size of a known family beat a name guessed from a file name
         md.model, md.sources["model"] = dims, "architecture dims (layers, hidden size)"
     if md.model is None and model_cands and not model_cands[0][0].startswith("hint.") and \
-            _last(model_cands[0][0]) not in ("weights", "init_checkpoint", "checkpoint_dir"):
+            _last(model_cands[0][0]) not in ("weights", "init_checkpoint", "checkpoint_dir", "policy"):
         md.model, md.sources["model"] = canonical_model(model_cands[0][1]), model_cands[0][3]
     if md.model and _last(md.sources.get("model", "").split()[-1]) == "backbone":
         arch = _program_model(ex)
@@ -180,6 +181,13 @@ def resolve(ex) -> JobMetadata:
             best = (n, unit, p, s, whole)
         elif p < best[2]:
             break
+    if best and best[1] == "steps" and _last(next((k for k, v, p, s in ranked if s == best[3]), "")) in _ROLLOUT_KEYS:
+        # an on-policy script's rollout length (`--num-steps 128`) is no run length, whatever its priority, when
+        # the run's own length is set, even by a default (`--num-env-steps` 10e6)
+        run = next(((n, "steps", p, s, True) for k, v, p, s in ranked if p >= P_DEFAULT and _last(k) in _RUN_STEP_KEYS
+                    for n in [_as_int(v)] if n and n > 0), None)
+        if run is not None:
+            best = run
     if best and best[1] == "steps" and getattr(ex, "code_texts", None):
         # a config may carry both a step cap and an epoch count (`n_iters` beside `n_epochs`): the one the
         # training code never reads by its name is not the run's length
@@ -347,7 +355,7 @@ def resolve(ex) -> JobMetadata:
 # keys whose value names a model only when it is a name we know (a weights file, a checkpoint folder
 # such as BERT's uncased_L-12_H-768_A-12, a model config file)
 _WEAK_MODEL_KEYS = ("weights", "cfg", "init_checkpoint", "bert_config_file", "model_config_file", "model_config",
-                    "checkpoint_dir")
+                    "checkpoint_dir", "policy")  # (`--policy TD3` names an RL algorithm; `--policy Gaussian` does not)
 _FILE_EXT = re.compile(r"\.(jsonl?|csv|tsv|txt|parquet|arrow|tar|tar\.gz|tgz|zip|npz|h5|hdf5|pkl|tfrecords?)$", re.I)
 
 
@@ -379,7 +387,8 @@ _GENERIC_CLASS = re.compile(r"^(segmentation|detection|classification|keypoint|p
                             # a bare role (Generator, Discriminator) or a training utility (EMA, a scaler), not a network
                             r"^(generator|discriminator|encoder|decoder|model|net|network|module|critic|actor)$|"
                             r"^.*(moving-?average|ema|scaler|optimizer|scheduler|logger|writer|meter|sampler|loader|"
-                            r"dataset|trainer|loss|criterion|checkpointer|helper|path|config|args|parser|timer|registry)$")
+                            r"dataset|trainer|loss|criterion|checkpointer|helper|path|config|args|parser|timer|registry|"
+                            r"q-?network|value-?network|policy|policy-?network|actor-?critic|critic|replay-?(buffer|memory))$")
 
 
 def _class_name_words(name: str) -> str:
@@ -438,6 +447,12 @@ def _text_data(ranked) -> bool:
 
 #: model-key values that name no network (`model.type: simple`, `--model default`, `scratch`)
 _GENERIC_VALUES = {"scratch", "resume", "none", "null", "", "simple", "default", "base", "custom", "standard", "basic"}
+
+
+#: per-update rollout lengths of on-policy RL scripts, and the keys that give an RL run's whole length
+_ROLLOUT_KEYS = {"num_steps", "n_steps", "nsteps", "rollout_length", "num_rollout_steps"}
+_RUN_STEP_KEYS = {"num_env_steps", "total_timesteps", "max_timesteps", "total_env_steps", "num_timesteps",
+                  "num_timesteps_total"}
 
 
 def _uses(code: str, key: str) -> bool:
@@ -557,6 +572,8 @@ def _cpu_device(ranked) -> str | None:
         lk = _last(k)
         if lk in _CPU_FLAGS and v is True and p >= P_DEFAULT and "." not in k:  # not profiler.cpu: True
             return s
+        if lk in ("cuda", "use_cuda") and v is False and p >= P_DEFAULT and "." not in k:
+            return s + " (a --cuda flag left off: the script runs on the CPU unless asked)"
     for k, v, p, s in ranked:
         if _last(k) in ("device", "accelerator") and p >= P_CODE and k.count(".") <= 1 and isinstance(v, str):
             return s + " (cpu)" if v.strip().lower().startswith("cpu") else None
