@@ -204,3 +204,21 @@ def test_general_mechanisms_from_batch_20_misses():
     assert md.gpus == 0  # a store_true --cuda left off: the script runs on the CPU
     md = extract_metadata("python main.py --cuda --model resnet --model_depth 50", {"main.py": code})
     assert md.gpus == 1 and md.model == "resnet50"
+
+
+def test_general_mechanisms_from_batch_21_misses():
+    # `range(1, settings.EPOCH + 1)` says nothing of the length (only `range(s, s + N)` does)
+    code = ("import settings\nfor epoch in range(1, settings.EPOCH + 1):\n    pass\n")
+    assert extract_metadata("python train.py", {"train.py": code}).iterations is None
+    # a checkpoint file names no model; an all-capital dataset name is a name, not a variable
+    code = ('import argparse\np = argparse.ArgumentParser()\np.add_argument("--model_path", default="results/128_0.5_model.pth")\n'
+            'p.add_argument("--dataset", default="CIFAR10")\n')
+    md = extract_metadata("python linear.py --dataset=STL10", {"linear.py": code})
+    assert md.model is None and md.dataset == "stl10"
+    # an entry named for an image-to-image GAN: translation, not generation; its class words are below the threshold
+    gan = ("import torch\nclass GeneratorResNet(torch.nn.Module):\n    pass\nG = GeneratorResNet()\n"
+           "loss_GAN = criterion_GAN(D(G(x)), valid)\n")
+    md = extract_metadata("cd implementations/cyclegan/ && python3 cyclegan.py",
+                          {"implementations/cyclegan/cyclegan.py": gan}, min_confidence=MIN_CONFIDENCE)
+    assert md.task == "image-to-image-translation"
+    assert md.model is None and md.evidence["model"]["kind"] == "class"

@@ -297,8 +297,9 @@ def _loop_and_loader(reach: list[ast.AST], consts: dict, info: _PyInfo) -> None:
                     and isinstance(node.iter, ast.Call) and _call_name(node.iter) == "range" and node.iter.args:
                 end = node.iter.args[1] if len(node.iter.args) > 1 else node.iter.args[0]
                 v = _lit(end, consts)
-                if v is None and isinstance(end, ast.BinOp) and isinstance(end.op, ast.Add):
-                    v = _lit(end.right, consts)  # range(start_epoch, start_epoch + 200)
+                if v is None and isinstance(end, ast.BinOp) and isinstance(end.op, ast.Add) and \
+                        len(node.iter.args) > 1 and ast.dump(end.left) == ast.dump(node.iter.args[0]):
+                    v = _lit(end.right, consts)  # range(start_epoch, start_epoch + 200), not range(1, EPOCH + 1)
                 if isinstance(v, int) and not isinstance(v, bool) and v > 0:
                     loops.append((node.lineno, v))
             elif isinstance(node, ast.Call) and _call_name(node).split(".")[-1] == "DataLoader":

@@ -22,6 +22,8 @@ def resolve(ex) -> JobMetadata:
     model_cands = [(k, v, p, s) for k, v, p, s in ranked if isinstance(v, str) and v.strip() and
                    v.strip().lower() not in _GENERIC_VALUES and not _PLACEHOLDER_VALUE.search(v) and
                    not (_last(k) in ("alg", "algo", "algorithm") and "." in k) and  # training.algo: 'dsm' is a loss
+                   not (re.search(r"\.(pth?|pt|ckpt|bin|safetensors|h5|npz|tar)$", v.strip().lower()) and
+                        not known_model(v)) and  # a checkpoint file (`results/128_0.5_model.pth`) names no model
                    not v.strip().lower().startswith("build_") and
                    (_last(k) in _MODEL_KEYS or k in ("code.model", "config.filename", "hint.entry", "hint.config", "hydra.model_class",
                                                        "config_arg.model")
@@ -362,7 +364,9 @@ _FILE_EXT = re.compile(r"\.(jsonl?|csv|tsv|txt|parquet|arrow|tar|tar\.gz|tgz|zip
 def _name_of_path(v: str) -> str | None:
     """The name a data path gives: its last segment without a data-file extension (None for a bare
     variable name a documented command leaves for the user to set, `DATA_PATH`)."""
-    if re.fullmatch(r"[A-Z][A-Z0-9_]*", v.strip().strip("/")) or _PLACEHOLDER_VALUE.search(v):
+    bare = v.strip().strip("/")
+    if re.fullmatch(r"[A-Z][A-Z0-9]*_[A-Z0-9_]+|[A-Z]+(PATH|DIR|ROOT|FOLDER|FILE)", bare) or _PLACEHOLDER_VALUE.search(v):
+        # (`DATA_PATH` is a variable the doc leaves to the user; `STL10`, `MNIST` are dataset names)
         return None  # (`<path_to_IN1K_dataset>`, `your_path_to_data`: the user's path names nothing)
     segs = [x for x in re.split(r"[/\\]", v.strip()) if x]
     if not segs:

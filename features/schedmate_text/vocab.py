@@ -121,6 +121,7 @@ DATASET_RULES: tuple[tuple[str, str], ...] = (
     (r"(^|-)gopro($|-)", "gopro"),
     (r"(^|-)tiny-?shakespeare", "shakespeare"),
     (r"(^|-)(?<!edu-)fineweb(?!-?edu)(-?\d+[bmt])?($|-)", "fineweb"),
+    (r"(^|-)stl-?10($|-)", "stl10"),
     (r"cifar-?100", "cifar100"),
     (r"cifar-?10", "cifar10"),
     (r"(^|-)coco-?(20\d\d-)?(train-)?stuff|cocostuff", "coco-stuff"),
@@ -351,6 +352,7 @@ NAME_TASK_SIGNALS: tuple[tuple[str, str], ...] = (
     (r"(^|/)(diffusion|text_?to_?image|t2i)(/|_train|$)", "image-generation"),  # scripts/diffusion/train.py
     (r"(^|/)(vae|autoencoders?)(/|_train|$)", "image-autoencoding"),  # scripts/vae/train.py
     (r"(^|/|_)classifier_train", "image-classification"),  # scripts/classifier_train.py: a classifier is trained
+    (r"(^|/|_)(cycle_?gan|pix2pix(hd)?|stargan|munit|discogan|dualgan)(/|\.py|_|$)", "image-to-image-translation"),
 )
 
 
