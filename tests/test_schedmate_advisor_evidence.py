@@ -222,3 +222,21 @@ def test_general_mechanisms_from_batch_21_misses():
                           {"implementations/cyclegan/cyclegan.py": gan}, min_confidence=MIN_CONFIDENCE)
     assert md.task == "image-to-image-translation"
     assert md.model is None and md.evidence["model"]["kind"] == "class"
+
+
+def test_general_mechanisms_from_batch_22_misses():
+    opts = ('import argparse\np = argparse.ArgumentParser()\np.add_argument("--niter", type=int, default=100)\n'
+            'p.add_argument("--niter_decay", type=int, default=100)\np.add_argument("--model", default="H")\n'
+            'p.add_argument("--label_nc", type=int, default=35)\np.add_argument("--dataset_mode", default="cityscapes")\n')
+    md = extract_metadata("python train.py", {"train.py": opts})
+    assert (md.iterations, md.iteration_unit) == (200, "epochs")  # the run is niter + niter_decay epochs
+    assert md.model != "h"  # a variant letter names no model
+    code = ("import torch\nclass G(torch.nn.Module):\n    pass\nclass D(torch.nn.Module):\n    pass\n"
+            "loss_G_GAN = criterionGAN(netD(fake), True)\nloss_D = discriminator_loss(netD(real))\n")
+    md = extract_metadata("python train.py --niter 5", {"train.py": opts + code})
+    assert md.iterations == 105
+    # domain / label-map settings beside a generator: translation, not generation
+    from features.schedmate_text.resolve import _translation_setup
+
+    assert _translation_setup([("label_nc", 35, 60, "d"), ("dataset_mode", "coco", 60, "d")])
+    assert not _translation_setup([("label_nc", 35, 60, "d"), ("lr", 0.1, 60, "d")])

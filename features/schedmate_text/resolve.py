@@ -21,6 +21,7 @@ def resolve(ex) -> JobMetadata:
     # model: known names first (by priority), then any model-key string
     model_cands = [(k, v, p, s) for k, v, p, s in ranked if isinstance(v, str) and v.strip() and
                    v.strip().lower() not in _GENERIC_VALUES and not _PLACEHOLDER_VALUE.search(v) and
+                   (len(v.strip()) > 2 or known_model(v) is not None) and  # `--model H`: a variant letter
                    not (_last(k) in ("alg", "algo", "algorithm") and "." in k) and  # training.algo: 'dsm' is a loss
                    not (re.search(r"\.(pth?|pt|ckpt|bin|safetensors|h5|npz|tar)$", v.strip().lower()) and
                         not known_model(v)) and  # a checkpoint file (`results/128_0.5_model.pth`) names no model
@@ -199,13 +200,16 @@ def resolve(ex) -> JobMetadata:
                       _last(k) in _EPOCH_KEYS and _as_int(v) and _uses(code, _last(k))), None)
         if key and other and not _uses(code, _last(key)):
             best = other
+    pair = _decay_pair(ranked)
+    if pair is not None and (best is None or pair[2] >= best[2]):
+        best = pair  # pix2pix-family epoch counters: the run is `niter` + `niter_decay` epochs
     if best:
         md.iterations, md.iteration_unit, md.sources["iterations"] = best[0], best[1], best[3]
     batch_key = None
     for k, v, p, s in ranked:
         if _EVAL_PATH.search(k.lower()):
             continue
-        per_process = getattr(ex, "per_process_batch", set())
+        per_process = getattr(ex, "per_process_batch", set()) | _loader_batches(ex)
         if _last(k) in _GLOBAL_BATCH_KEYS and not any(_last(x[0]) in _BATCH_KEYS for x in ranked) and \
                 _last(k) not in per_process:
             n = _as_int(v)
@@ -339,6 +343,9 @@ def resolve(ex) -> JobMetadata:
         # and which text task is not said: unknown
         md.task = None
         md.sources["task"] = "unknown (generative signals on text data)"
+    if md.task == "image-generation" and _translation_setup(ranked):
+        # a generator trained to map images between domains (cycle / domain / direction / label-map settings)
+        md.task, md.sources["task"] = "image-to-image-translation", md.sources.get("task", "") + " with domain-translation settings"
     if md.task == "image-generation" and _audio_data(ranked):
         # a generator (a GAN vocoder, a diffusion model) whose data configuration is audio: speech synthesis
         md.task, md.sources["task"] = "speech-synthesis", md.sources.get("task", "") + " on audio data"
@@ -457,6 +464,41 @@ _GENERIC_VALUES = {"scratch", "resume", "none", "null", "", "simple", "default",
 _ROLLOUT_KEYS = {"num_steps", "n_steps", "nsteps", "rollout_length", "num_rollout_steps"}
 _RUN_STEP_KEYS = {"num_env_steps", "total_timesteps", "max_timesteps", "total_env_steps", "num_timesteps",
                   "num_timesteps_total"}
+
+
+_TRANSLATION_KEYS = re.compile(r"^(lambda_cyc|lambda_cycle|lambda_rec|num_domains|c_dim|c2_dim|direction|which_direction|"
+                               r"label_nc|semantic_nc|dataset_mode|lambda_idt|lambda_identity|cut_mode|selected_attrs)$")
+
+
+def _translation_setup(ranked) -> bool:
+    """The options say image-to-image translation: at least two domain / cycle / direction / label-map settings."""
+    return len({_last(k) for k, v, p, s in ranked if p >= P_DEFAULT and _TRANSLATION_KEYS.match(_last(k).lower())}) >= 2
+
+
+def _decay_pair(ranked):
+    """`niter` + `niter_decay` (`n_epochs` + `n_epochs_decay`): the pix2pix / CycleGAN family's epoch counters, whose
+    sum is the run's length in epochs."""
+    vals: dict[str, tuple] = {}
+    for k, v, p, s in ranked:
+        lk = _last(k)
+        if lk in ("niter", "niter_decay", "n_epochs", "n_epochs_decay") and lk not in vals and _as_int(v) is not None \
+                and p >= P_DEFAULT and "." not in k:
+            vals[lk] = (_as_int(v), p, s)
+    for a in ("niter", "n_epochs"):
+        if a in vals and a + "_decay" in vals:
+            n = vals[a][0] + vals[a + "_decay"][0]
+            if n > 0:
+                hi = max((vals[a], vals[a + "_decay"]), key=lambda x: x[1])
+                return (n, "epochs", hi[1], f"{vals[a][2]} + {a}_decay", True)
+    return None
+
+
+def _loader_batches(ex) -> set[str]:
+    """Batch keys the entry's imported modules hand undivided to a DataLoader (a data module's
+    `batch_size=self.train_batch_size`): per process, whatever their name says."""
+    from features.schedmate_text.follow import undivided_batches
+
+    return undivided_batches("\n".join(getattr(ex, "code_texts", [])[1:]))
 
 
 def _uses(code: str, key: str) -> bool:

@@ -122,6 +122,7 @@ DATASET_RULES: tuple[tuple[str, str], ...] = (
     (r"(^|-)tiny-?shakespeare", "shakespeare"),
     (r"(^|-)(?<!edu-)fineweb(?!-?edu)(-?\d+[bmt])?($|-)", "fineweb"),
     (r"(^|-)stl-?10($|-)", "stl10"),
+    (r"(^|-)i(32|64|128|256)-hdf5($|-)", "imagenet"),  # BigGAN's preprocessed ImageNet (`I128_hdf5`)
     (r"cifar-?100", "cifar100"),
     (r"cifar-?10", "cifar10"),
     (r"(^|-)coco-?(20\d\d-)?(train-)?stuff|cocostuff", "coco-stuff"),
