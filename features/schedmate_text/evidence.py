@@ -257,6 +257,7 @@ def attach_evidence(md: JobMetadata, ex=None, command: str = "") -> JobMetadata:
     every answered field (in place; returns md)."""
     out: dict[str, dict] = {}
     gpu_doubt = _launcher_sets_devices(ex) if ex is not None else None
+    scope_of_batch = 0.0
     for f in EVIDENCE_FIELDS:
         value = getattr(md, f)
         if value is None:
@@ -313,7 +314,7 @@ def attach_evidence(md: JobMetadata, ex=None, command: str = "") -> JobMetadata:
             kind, conf = "name", 0.40  # DataParallel splits the loader's batch over every visible GPU: a total
             reason = "the code wraps the model in DataParallel, which splits this batch over the visible GPUs"
         elif f == "batch_scope" and "batch_size" in out:  # (a total's scope is known even when the GPUs are not)
-            conf = out["batch_size"].get("scope_confidence", out["batch_size"]["confidence"]) * (1.0 if value == "global" or "per_gpu" in rule or
+            conf = scope_of_batch * (1.0 if value == "global" or "per_gpu" in rule or
                                                       "per_device" in rule or "micro" in rule else 0.9)
             kind = out["batch_size"]["kind"]
         if f == "iteration_unit" and "iterations" in out:
@@ -323,7 +324,7 @@ def attach_evidence(md: JobMetadata, ex=None, command: str = "") -> JobMetadata:
             _where(ex, f, rule, kind, command, value) if ex is not None else None
         out[f] = {"value": value, "evidence": where, "kind": kind, "confidence": round(conf, 3), "rule": rule}
         if f == "batch_size":
-            out[f]["scope_confidence"] = round(scope_conf, 3)
+            scope_of_batch = round(scope_conf, 3)  # the batch_scope's own certainty (not the GPU count's)
         if reason:
             out[f]["note"] = reason
     md.evidence = out
