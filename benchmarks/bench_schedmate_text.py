@@ -17,6 +17,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import resource
 import statistics
 import sys
@@ -156,7 +157,7 @@ def _manifest(name: str) -> list[dict]:
     return yaml.safe_load(path.read_text()) or [] if path.exists() else []
 
 
-def real_failures(folder: Path, handler=None, batch: int | None = None) -> dict:
+def real_failures(folder: Path, handler=None, batch: int | list[int] | None = None) -> dict:
     """Failure Handler on real logs pasted in public issue threads (benchmarks/realsets/failures.yaml;
     the excerpts themselves under folder/failures/<id>.log): root-cause line exact and within 2 lines,
     type, component, the binary infrastructure detector (F1, precision, recall), per split."""
@@ -165,7 +166,7 @@ def real_failures(folder: Path, handler=None, batch: int | None = None) -> dict:
     fh = handler or FailureHandler()
     rows, missing = [], []
     for item in _manifest("failures.yaml"):
-        if batch is not None and item.get("batch") != batch:
+        if batch is not None and item.get("batch") not in ([batch] if isinstance(batch, int) else batch):
             continue
         path = folder / "failures" / f"{item['id']}.log"
         if not path.exists():
@@ -212,7 +213,7 @@ def _fail_scores(rows: list[dict]) -> dict:
                          for t in sorted({r["truth_kind"] for r in rows})}}
 
 
-def real_progress(folder: Path, batch: int | None = None) -> dict:
+def real_progress(folder: Path, batch: int | list[int] | None = None) -> dict:
     """Metric Tracker on real progress logs (benchmarks/realsets/progress.yaml; excerpts under
     folder/progress/<id>.log): step exact, total exact (where the log gives one; where it does not, no
     invented total), loss within 1 %, per format and split."""
@@ -221,7 +222,7 @@ def real_progress(folder: Path, batch: int | None = None) -> dict:
     tr = MetricTracker()
     rows, missing = [], []
     for item in _manifest("progress.yaml"):
-        if batch is not None and item.get("batch") != batch:
+        if batch is not None and item.get("batch") not in ([batch] if isinstance(batch, int) else batch):
             continue
         path = folder / "progress" / f"{item['id']}.log"
         if not path.exists():
@@ -255,14 +256,68 @@ def real_progress(folder: Path, batch: int | None = None) -> dict:
     return out
 
 
-def real_commands(folder: Path) -> dict:
+#: scored command fields: the extractor's FIELDS and, where a manifest item labels it, the batch's scope
+COMMAND_FIELDS = (*FIELDS, "batch_scope")
+
+
+def command_batches() -> dict[str, str]:
+    """id -> batch of every commands.yaml item: its `batch:` field, else the `# batch N` comment above it
+    (earlier batches were recorded as comments), else "1"."""
+    batches, current = {}, "1"
+    path = REALSETS / "commands.yaml"
+    if not path.exists():
+        return batches
+    for line in path.read_text().splitlines():
+        m = re.match(r"#\s*batch\s+(\d+)", line)
+        if m:
+            current = m.group(1)
+        m = re.match(r"-\s*\{id:\s*([\w.-]+)", line)
+        if m:
+            b = re.search(r"\bbatch:\s*(\d+)", line)
+            batches[m.group(1)] = b.group(1) if b else current
+    return batches
+
+
+def _field_right(f: str, v, t) -> bool:
+    return (v is not None and str(v).startswith(str(t))) if f == "model" else v == t
+
+
+def _abstention_scores(rs: list[dict]) -> dict:
+    """coverage = answered / scored fields; accuracy = right / answered; confidently wrong = answered and
+    wrong / scored; right = right / scored (the figure before abstention existed: an empty field is wrong)."""
+    per = {}
+    for f in COMMAND_FIELDS:
+        n = sum(f in r["ok"] for r in rs)
+        if not n:
+            continue
+        ans = sum(f in r["ok"] and r["got"][f] is not None for r in rs)
+        ok = sum(r["ok"].get(f, False) for r in rs)
+        per[f] = {"n": n, "answered": ans, "right": ok, "wrong": ans - ok}
+    n = sum(x["n"] for x in per.values())
+    ans = sum(x["answered"] for x in per.values())
+    ok = sum(x["right"] for x in per.values())
+    return {"fields": n, "answered": ans, "right": ok, "coverage": ans / n if n else None,
+            "accuracy": ok / ans if ans else None, "confidently_wrong": (ans - ok) / n if n else None,
+            "right_share": ok / n if n else None, "per_field": per}
+
+
+def real_commands(folder: Path, min_confidence: float | None = None, only: set[str] | None = None) -> dict:
     """Metadata extraction on launch commands documented in public repositories
     (benchmarks/realsets/commands.yaml; the repositories under folder/repos/<owner+name>/): per field,
-    fields whose truth is null (the job does not say) not scored."""
-    from models.schedmate.extract import extract_metadata, read_repository
+    fields whose truth is null (the job does not say) not scored. Each field is scored twice: as the rules
+    guess it (`raw`) and with the Advisor's abstention (`min_confidence`, default the documented
+    features.schedmate_text.evidence.MIN_CONFIDENCE): coverage, accuracy of the answered fields and the
+    confidently wrong share, per split and per batch (`only`: these batches)."""
+    from features.schedmate_text.evidence import MIN_CONFIDENCE, abstain
+    from models.schedmate.extract import read_repository
 
+    thr = MIN_CONFIDENCE if min_confidence is None else min_confidence
+    batches = command_batches()
     rows, missing, cache = [], [], {}
     for item in _manifest("commands.yaml"):
+        batch = str(item.get("batch") or batches.get(item["id"], "1"))
+        if only and batch not in only:
+            continue
         repo = folder / "repos" / item["repo"].replace("/", "+")
         if not repo.is_dir():
             missing.append(item["id"])
@@ -273,39 +328,82 @@ def real_commands(folder: Path) -> dict:
         t0 = time.perf_counter()
         md = extract_metadata(item["command"], cache[item["repo"]])  # warm process: what a scheduler pays
         ms = (time.perf_counter() - t0) * 1000
-        got, ok = {}, {}
-        for f in FIELDS:
-            t = item.get(f)
-            if t is None:
+        raw = {f: getattr(md, f) for f in COMMAND_FIELDS}
+        abstain(md, thr)
+        got, ok, raw_ok, conf = {}, {}, {}, {}
+        for f in COMMAND_FIELDS:
+            if f not in item or item.get(f) is None:  # (batch_scope: only where the manifest labels it)
                 continue
-            v = getattr(md, f)
-            got[f] = v
-            ok[f] = (v is not None and str(v).startswith(str(t))) if f == "model" else v == t
-        rows.append({"id": item["id"], "repo": item["repo"], "split": item.get("split", "held-out"), "got": got,
-                     "ok": ok, "ms": ms, "truth": {f: item.get(f) for f in FIELDS}})
-    scores = {}
+            t = item[f]
+            got[f] = getattr(md, f)
+            ok[f] = _field_right(f, got[f], t)
+            raw_ok[f] = _field_right(f, raw[f], t)
+            ev = md.evidence.get(f)
+            conf[f] = None if ev is None else ev["confidence"]
+        rows.append({"id": item["id"], "repo": item["repo"], "split": item.get("split", "held-out"), "batch": batch,
+                     "got": got, "raw": {f: raw[f] for f in got}, "ok": ok, "raw_ok": raw_ok, "confidence": conf,
+                     "evidence": {f: (md.evidence.get(f) or {}).get("evidence") for f in got},
+                     "unknown": {f: md.unknown[f] for f in got if f in md.unknown},
+                     "ms": ms, "truth": {f: item.get(f) for f in COMMAND_FIELDS}})
+    scores, by_batch = {}, {}
     for sp in sorted({r["split"] for r in rows}):
         rs = [r for r in rows if r["split"] == sp]
-        per = {f: (sum(r["ok"][f] for r in rs if f in r["ok"]), sum(f in r["ok"] for r in rs)) for f in FIELDS}
+        per = {f: (sum(r["raw_ok"][f] for r in rs if f in r["ok"]), sum(f in r["ok"] for r in rs)) for f in FIELDS}
         tot_ok, tot_n = sum(a for a, b in per.values()), sum(b for a, b in per.values())
         scores[sp] = {"n": len(rs), "repos": len({r["repo"] for r in rs}), "fields": tot_ok / tot_n if tot_n else None,
                       "ms_per_job": statistics.fmean(r["ms"] for r in rs),
-                      "per_field": {f: a / b for f, (a, b) in per.items() if b}}
-    return {"rows": rows, "missing": missing, "scores": scores}
+                      "per_field": {f: a / b for f, (a, b) in per.items() if b},
+                      "abstention": _abstention_scores(rs)}
+    for b in sorted({r["batch"] for r in rows}, key=int):
+        rs = [r for r in rows if r["batch"] == b]
+        by_batch[b] = {"n": len(rs), "repos": len({r["repo"] for r in rs}),
+                       "split": sorted({r["split"] for r in rs}), **_abstention_scores(rs)}
+    return {"rows": rows, "missing": missing, "scores": scores, "batches": by_batch, "min_confidence": thr,
+            "all": _abstention_scores(rows) if rows else None}
+
+
+def commands_report(c: dict) -> list[str]:
+    """The commands part of the real-material report: per split the rules' raw score, per batch the
+    Advisor's coverage / accuracy / confidently wrong with abstention, and each miss."""
+    lines = [f"## commands: {len(c.get('rows', []))} items read, {len(c.get('missing', []))} missing locally; "
+             f"abstention below confidence {c.get('min_confidence')}"]
+    for sp, sc in (c.get("scores") or {}).items():
+        a = sc["abstention"]
+        lines.append(f"- {sp}: n {sc['n']} from {sc['repos']} repositories, fields right without abstention "
+                     f"{_pct(sc['fields'])}, {sc['ms_per_job']:.1f} ms per job (warm); per field: " +
+                     ", ".join(f"{f} {_pct(v)}" for f, v in sc["per_field"].items()))
+        lines.append(f"  with abstention: coverage {a['answered']}/{a['fields']} = {_pct(a['coverage'])}, accuracy "
+                     f"{_pct(a['accuracy'])}, confidently wrong {a['answered'] - a['right']}/{a['fields']} = "
+                     f"{_pct(a['confidently_wrong'])}")
+    lines.append("")
+    lines.append("| batch | split | commands / repos | coverage | accuracy (answered) | confidently wrong | right |")
+    lines.append("|---|---|---|---|---|---|---|")
+    for b, sc in (c.get("batches") or {}).items():
+        lines.append(f"| {b} | {'/'.join(sc['split'])} | {sc['n']} / {sc['repos']} | {sc['answered']}/{sc['fields']} = "
+                     f"{_pct(sc['coverage'])} | {_pct(sc['accuracy'])} | {sc['answered'] - sc['right']}/{sc['fields']} = "
+                     f"{_pct(sc['confidently_wrong'])} | {_pct(sc['right_share'])} |")
+    a = c.get("all")
+    if a:
+        lines.append(f"| all | | {len(c['rows'])} | {a['answered']}/{a['fields']} = {_pct(a['coverage'])} | "
+                     f"{_pct(a['accuracy'])} | {a['answered'] - a['right']}/{a['fields']} = {_pct(a['confidently_wrong'])} | "
+                     f"{_pct(a['right_share'])} |")
+        lines.append("per field (answered / right / wrong of scored): " + ", ".join(
+            f"{f} {x['answered']}/{x['right']}/{x['wrong']} of {x['n']}" for f, x in a["per_field"].items()))
+    for x in c.get("rows", []):
+        bad = {f: (x["got"][f], x["truth"][f], x["confidence"].get(f)) for f, good in x["ok"].items()
+               if not good and x["got"][f] is not None}
+        if bad:
+            lines.append(f"  wrong {x['id']}: " + json.dumps(bad, default=str) + "  (got, truth, confidence)")
+        unk = {f: (x["raw"][f], x["truth"][f], x["unknown"].get(f)) for f, good in x["ok"].items() if x["got"][f] is None}
+        if unk:
+            lines.append(f"  unknown {x['id']}: " + json.dumps(unk, default=str) + "  (guess, truth, reason)")
+    return lines
 
 
 def real_report(res: dict) -> str:
     lines = ["# SchedMate text tools on real material (benchmarks/realsets manifests)", ""]
-    c = res.get("commands") or {}
-    lines.append(f"## commands: {len(c.get('rows', []))} items read, {len(c.get('missing', []))} missing locally")
-    for sp, sc in (c.get("scores") or {}).items():
-        lines.append(f"- {sp}: n {sc['n']} from {sc['repos']} repositories, fields {_pct(sc['fields'])}, "
-                     f"{sc['ms_per_job']:.1f} ms per job (warm); per field: " +
-                     ", ".join(f"{f} {_pct(v)}" for f, v in sc["per_field"].items()))
-    for x in c.get("rows", []):
-        bad = {f: (x["got"][f], x["truth"][f]) for f, good in x["ok"].items() if not good}
-        if bad:
-            lines.append(f"  miss {x['id']}: " + json.dumps(bad, default=str) + "  (got, truth)")
+    if res.get("commands") is not None:
+        lines.extend(commands_report(res["commands"]))
     lines.append("")
     for name in ("failures", "progress"):
         r = res.get(name) or {}
@@ -333,11 +431,18 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-minilm", action="store_true", help="skip the MiniLM rows (no torch)")
     ap.add_argument("--out", default=str(OUT))
-    ap.add_argument("--batch", type=int, default=None, help="with --real: score only the failure and progress logs "
-                    "of this batch (the manifests' `batch:` field); the commands are skipped")
     ap.add_argument("--real", metavar="DIR", help="score the real-material manifests of benchmarks/realsets against "
                     "the excerpts saved under DIR (failures/<id>.log, progress/<id>.log) and stop")
+    ap.add_argument("--commands-only", action="store_true", help="with --real: score the launch commands only")
+    ap.add_argument("--batch", action="append", type=int, metavar="N", help="with --real: only the items of batch N "
+                    "(the manifests' `batch:` field; batches are numbered per manifest; repeatable)")
+    ap.add_argument("--logs-only", action="store_true", help="with --real: score the failure and progress logs only")
+    ap.add_argument("--min-confidence", type=float, default=None, help="with --real: the Advisor's abstention "
+                    "threshold (default features.schedmate_text.evidence.MIN_CONFIDENCE)")
     args = ap.parse_args(argv)
+    if args.min_confidence is not None and not 0.0 <= args.min_confidence <= 1.0:
+        print(f"error: --min-confidence {args.min_confidence}: must be in [0, 1]", file=sys.stderr)
+        return 2
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     if args.real:
@@ -345,10 +450,14 @@ def main(argv=None) -> int:
         if not folder.is_dir():
             print(f"error: {args.real}: not a folder", file=sys.stderr)
             return 2
-        if args.batch is not None:
-            res = {"failures": real_failures(folder, batch=args.batch), "progress": real_progress(folder, batch=args.batch)}
-        else:
-            res = {"commands": real_commands(folder), "failures": real_failures(folder), "progress": real_progress(folder)}
+        only = sorted(set(args.batch)) if args.batch else None
+        res = {}
+        # commands need the repositories (DIR/repos/); the committed excerpts folder has none
+        if not args.logs_only and (args.commands_only or (folder / "repos").is_dir()):
+            res["commands"] = real_commands(folder, args.min_confidence, {str(b) for b in only} if only else None)
+        if not args.commands_only:
+            res["failures"] = real_failures(folder, batch=only)
+            res["progress"] = real_progress(folder, batch=only)
         (out / "real.json").write_text(json.dumps(res, indent=2, default=str) + "\n")
         text = real_report(res)
         (out / "real.md").write_text(text)

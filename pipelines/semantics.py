@@ -155,6 +155,22 @@ def _history(path: str):
     return out
 
 
+def _min_confidence_default() -> float:
+    from features.schedmate_text.evidence import MIN_CONFIDENCE
+
+    return MIN_CONFIDENCE
+
+
+def _confidence(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0.0 <= v <= 1.0:
+        raise argparse.ArgumentTypeError(f"{text} is not in [0, 1]")
+    return v
+
+
 def cmd_advise(args: argparse.Namespace) -> int:
     import sys
 
@@ -172,9 +188,12 @@ def cmd_advise(args: argparse.Namespace) -> int:
                   "the static extraction", file=sys.stderr)
     else:
         md = extract_metadata(args.command, files)
+    from features.schedmate_text.evidence import abstain
     from features.schedmate_text.metadata import BATCH_FIELDS
 
+    abstain(md, args.min_confidence)  # below the threshold a field is "unknown", with the reason
     result: dict = {"metadata": {f: getattr(md, f) for f in FIELDS + BATCH_FIELDS}, "sources": md.sources,
+                    "evidence": md.evidence, "unknown": md.unknown, "min_confidence": args.min_confidence,
                     "canonical_text": md.canonical_text(), "advice": None}
     if args.history:
         hist = _history(args.history)
@@ -201,8 +220,13 @@ def cmd_advise(args: argparse.Namespace) -> int:
     w = max(map(len, FIELDS))
     for f in FIELDS:
         v = getattr(md, f)
-        src = md.sources.get("iterations" if f == "iteration_unit" else f, "")
-        print(f"  {f:<{w}}  {'unknown' if v is None else v}" + (f"   <- {src}" if src else ""))
+        ev = md.evidence.get(f) or {}
+        if v is None and f in md.unknown:  # a guess below the threshold: unknown, and why
+            print(f"  {f:<{w}}  unknown   (guess {ev.get('guess')}: {md.unknown[f]})")
+            continue
+        where = ev.get("evidence") or md.sources.get("iterations" if f == "iteration_unit" else f, "")
+        conf = f" [{ev['kind']} {ev['confidence']:.2f}]" if ev else ""
+        print(f"  {f:<{w}}  {'unknown' if v is None else v}" + (f"   <- {where}{conf}" if where else conf))
     print(f"canonical text: {md.canonical_text()}")
     if args.history:
         a = result["advice"]
@@ -351,6 +375,9 @@ def add_parsers(sub) -> None:
     p.add_argument("--llm-mode", choices=("fill", "override"), default="fill",
                    help="fill: the LLM only fills fields the static extractor missed (default); override: it wins")
     p.add_argument("--llm-timeout", type=_timeout_s, default=30.0)
+    p.add_argument("--min-confidence", type=_confidence, default=_min_confidence_default(),
+                   help="a field whose evidence is less certain than this is answered unknown, with the reason "
+                   "(default %(default)s; 0 keeps every guess; see docs/schedmate.md)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_advise)
 

@@ -104,6 +104,8 @@ class _Extractor(LaunchMixin, FollowMixin):
         self.global_batch: set[str] = set()  # batch options the code documents as the total over all GPUs
         self.per_process_batch: set[str] = set()  # batch keys the code hands to its DataLoader undivided
         self.programs: list[str] = []  # the entry's ArgumentParser names ("DETR training and evaluation script")
+        self.launches: list[tuple[str, dict]] = []  # (launcher, its options): what decides the device count
+        self.unexpanded: list[str] = []  # command words with a shell variable nothing sets (`$DATA_DIR`)
 
     # -- files ---------------------------------------------------------------------------------
     def _file(self, path: str, rel_to: str | None = None) -> str | None:
@@ -263,6 +265,9 @@ class _Extractor(LaunchMixin, FollowMixin):
                 pass
         for k in ("config", "cfg", "config_file"):
             v = parsed.get(k)
+            if isinstance(v, str) and self._file(v) and v.endswith(".txt") and not k.startswith("output"):
+                self.config_file(self._file(v), P_CONFIG, f"config {self._file(v)}")  # configargparse `key = value`
+                continue
             if isinstance(v, str) and not self._file(v) and re.fullmatch(r"[\w./-]+", v) and not v.endswith(".py"):
                 f = self._named_config(v)
                 if f:
@@ -367,6 +372,10 @@ class _Extractor(LaunchMixin, FollowMixin):
         leaf = name.rsplit("/", 1)[-1]
         if self._by_name is None:
             self._module_file("__none__")  # builds the file-name index
+        if re.search(r"\.(ya?ml|json|txt)$", leaf):  # `--config anneal.yml` that the code opens from configs/
+            cands = [k for k in (self._by_name or {}).get(leaf, []) if k.endswith("/" + name) and
+                     re.search(r"(^|/)(configs?|conf)/", k)]
+            return min(cands, key=len) if cands else None
         for ext in (".yaml", ".yml"):
             cands = [k for k in (self._by_name or {}).get(leaf + ext, []) if k.endswith("/" + name + ext) and
                      "config" in k]
@@ -397,7 +406,7 @@ class _Extractor(LaunchMixin, FollowMixin):
     def ml_config(self, name: str, arg: str) -> None:
         """An ml_collections config and the words after its `:` (a model or dataset they name counts
         when the config builds its values in code we do not follow)."""
-        data = ml_collections_config(self.files[name], arg)
+        data = ml_collections_config(self.files[name], arg, self._config_function_resolver(name, arg))
         self.task_names.append(PurePosixPath(name).name)
         if data:
             self.s.put_tree(data, P_CONFIG, f"ml_collections config {name}")
@@ -407,6 +416,22 @@ class _Extractor(LaunchMixin, FollowMixin):
                 self.s.put("config_arg.model", w, P_CONFIG - 5, f"config argument {w}")
             elif canonical_dataset(w):
                 self.s.put("config_arg.dataset", w, P_CONFIG - 5, f"config argument {w}")
+
+    def _config_function_resolver(self, name: str, arg: str, depth: int = 0):
+        """For a config module: fn name -> the values of the function it imports under that name
+        (`from configs.default_cifar10_configs import get_default_configs`), read the same way."""
+        text = self.files[name]
+
+        def resolve(fn: str) -> dict | None:
+            m = re.search(rf"^from\s+([\w.]+)\s+import\s+[^\n]*\b{re.escape(fn)}\b", text, re.M)
+            if m is None or depth >= 3:
+                return None
+            rel = m.group(1).replace(".", "/") + ".py"
+            f = self._file(rel) or self._file(rel, rel_to=name)
+            if f is None:
+                return None
+            return ml_collections_config(self.files[f], arg, self._config_function_resolver(f, arg, depth + 1), fn)
+        return resolve
 
     def _subcommand(self, name: str, word: str) -> _PyInfo | None:
         found = subcommand_target(self.files[name], word)
@@ -603,6 +628,12 @@ class _Extractor(LaunchMixin, FollowMixin):
                     if isinstance(data.get(key), str) and len(data[key]) <= 40:
                         self.task_text.append(data[key])
             self.s.put("config.filename", PurePosixPath(name).stem, prio - 30, f"config name {name}")
+        elif name.endswith(".txt"):  # configargparse / absl flagfile style: `key = value` lines
+            pairs = [re.match(r"\s*-{0,2}([A-Za-z_][\w.-]*)\s*[=:]?\s*(.*?)\s*$", ln) for ln in text.splitlines()
+                     if ln.strip() and not ln.lstrip().startswith("#")]
+            if pairs and all(m is not None and m.group(2) for m in pairs):
+                self.s.put_tree({m.group(1): _yaml_value(m.group(2)) for m in pairs}, prio, source)
+                self.s.put("config.filename", PurePosixPath(name).stem, prio - 30, f"config name {name}")
         elif name.endswith(".py"):
             data, bases = _python_config(text)
             for b in bases:
@@ -657,10 +688,25 @@ def _yaml_text(text: str) -> dict | None:
     import yaml
 
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_tolerant_loader())  # noqa: S506 - a SafeLoader that skips python tags
     except yaml.YAMLError:
         return None
     return data if isinstance(data, dict) else None
+
+
+@lru_cache(maxsize=1)
+def _tolerant_loader():
+    """PyYAML's SafeLoader, except that a value tagged for Python (`!!python/object/apply:eval [...]`, as
+    detectron2-style configs write computed sizes) or any other unknown tag reads as None instead of
+    failing the whole file (nothing is constructed or run)."""
+    import yaml
+
+    class Tolerant(yaml.SafeLoader):
+        pass
+
+    Tolerant.add_multi_constructor("tag:yaml.org,2002:python/", lambda loader, suffix, node: None)
+    Tolerant.add_multi_constructor("!", lambda loader, suffix, node: None)
+    return Tolerant
 
 
 def _class_words(target: str) -> str:
@@ -710,15 +756,21 @@ def _resolved(key: str) -> dict:
     return out if isinstance(out, dict) else cfg
 
 
-def extract_metadata(command: str, files: dict[str, str]) -> JobMetadata:
+def extract_metadata(command: str, files: dict[str, str], min_confidence: float | None = None) -> JobMetadata:
     """Model, task, iterations (+ unit), dataset, per-device batch size, total GPUs and nodes of a job,
     from its launch command and its repository files ({relative path: text}). Fields that no rule
-    finds are None (GPUs and nodes default to 1)."""
+    finds are None (GPUs and nodes default to 1). Every answered field carries its evidence (file:line or
+    the command's argument), its kind and a confidence in `md.evidence`; with `min_confidence` (the
+    Advisor's threshold is features.schedmate_text.evidence.MIN_CONFIDENCE) a field below it is answered
+    None and `md.unknown[field]` says why. Without it every guess is kept (the rules' raw answer)."""
     if not isinstance(command, str) or not command.strip():
         raise ValueError("the command is empty")
+    from features.schedmate_text.evidence import abstain, attach_evidence
+
     ex = _Extractor(files)  # never written to: the normalised, indexed copy is cached per repository
     ex.command(command)
-    return ex.resolve()
+    md = attach_evidence(ex.resolve(), ex, command)
+    return md if min_confidence is None else abstain(md, min_confidence)
 
 
 READ_SUFFIXES = (".py", ".sh", ".yaml", ".yml", ".json", ".cfg", ".toml", ".txt", ".md", ".ini", ".slurm")

@@ -33,11 +33,12 @@ _DIVIDED = re.compile(r"\b(\w*batch\w*|bs)\s*(?:=\s*\1\s*)?//=?\s*\(?\s*(?:[\w.]
 def divided_batches(text: str) -> set[str]:
     """Batch options the code divides by the number of processes (`batch_size = batch_size //
     dist.get_world_size()`): the command's value is the total over all GPUs."""
-    if "//" not in text:
+    if "/" not in text:
         return set()
     out = set()
     for m in re.finditer(r"\b(?:\w+\.)?(\w*batch\w*|bs)\s*(?://|/)\s*\(?\s*(?:[\w.]+\.)?(?:get_)?(?:world_size|num_gpus|n_gpus|"
-                         r"ngpus|num_devices|num_processes)\b", text):
+                         r"ngpus|num_devices|num_processes|ngpus_per_node|num_gpus_per_node|gpus_per_node)\b", text):
+        # (`int(h.batch_size / h.num_gpus)` too: a true division made whole)
         out.add(m.group(1))  # `args.bs // dist.get_world_size()` on the right of another name
     return out | {m.group(1) for m in _DIVIDED.finditer(text)}
 

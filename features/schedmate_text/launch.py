@@ -61,6 +61,9 @@ class LaunchMixin:
             k, v = _ASSIGN.match(toks[0]).groups()
             env[k] = _expand(v, env, [])
             toks = toks[1:]
+        for i, t in enumerate(toks):  # a variable nothing in the command or script sets: the user's value
+            if any(m.group(1) not in env for m in re.finditer(r"\$\{?([A-Za-z_]\w*)", t)):
+                self.unexpanded.append(f"{toks[i - 1]} {t}" if i and toks[i - 1].startswith("-") else t)
         if any("$" in t for t in toks):  # MODEL=x python train.py --model $MODEL: the shell expands it
             toks = [_expand(t, env, [], keep_unset=self.depth == 1) if "$" in t else t for t in toks]
         while toks and toks[0] in ("env", "exec", "time", "nohup", "stdbuf", "numactl"):
@@ -288,6 +291,7 @@ class LaunchMixin:
             self.entry_script(target or toks[0], rest, console=head)
             return
         opts, script, args = self._split_launcher(rest)
+        self.launches.append((head, opts))
         if head == "torchrun":
             self._set_gpn(_as_int(opts.get("nproc_per_node")), P_LAUNCH, "torchrun --nproc_per_node")
             nn = str(opts.get("nnodes", "") or "")
@@ -301,6 +305,8 @@ class LaunchMixin:
         elif head == "accelerate":
             if script == "launch" or (args and script is None):
                 opts, script, args = self._split_launcher(rest[1:] if rest and rest[0] == "launch" else rest)
+            self.launches[-1] = (head, opts)
+            self._accelerate_config(opts)
             self._set_total(_as_int(opts.get("num_processes")), P_LAUNCH, "accelerate --num_processes")
             if opts.get("cpu") is True or opts.get("use_cpu") is True:  # accelerate launch --cpu: no GPU
                 self._set_total(0, P_LAUNCH, "accelerate --cpu")
@@ -342,6 +348,33 @@ class LaunchMixin:
                 self.entry_script(script, args)
 
     _PROGRAMS = ("python", "python3", "torchrun", "deepspeed", "accelerate", "bash", "sh")
+
+    def _accelerate_config(self, opts: dict[str, Any]) -> None:
+        """`accelerate launch --config_file F`: the launcher's YAML gives the processes (all GPUs of all
+        machines), the machines and a CPU run; the command's own options still win (set after)."""
+        name = opts.get("config_file")
+        f = self._file(str(name)) if isinstance(name, str) else None
+        if f is None or not f.endswith((".yaml", ".yml", ".json")):
+            return
+        data = self._yaml(f) if f.endswith((".yaml", ".yml")) else None
+        if f.endswith(".json"):
+            import json
+
+            try:
+                data = json.loads(self.files[f])
+            except ValueError:
+                data = None
+        if not isinstance(data, dict):
+            return
+        src = f"accelerate config {f}"
+        if data.get("use_cpu") is True or str(data.get("distributed_type", "")).upper() == "NO" and \
+                data.get("use_cpu"):
+            self._set_total(0, P_LAUNCH - 5, src + " use_cpu")
+        elif _as_int(data.get("num_processes")):
+            self._set_total(_as_int(data.get("num_processes")), P_LAUNCH - 5, src + " num_processes")
+        if _as_int(data.get("num_machines")):
+            self._set_nodes(_as_int(data.get("num_machines")), P_LAUNCH - 5, src + " num_machines")
+        opts["_config_read"] = True  # (the launcher's device count is no longer unknown)
 
     @staticmethod
     def _split_launcher(rest: list[str]) -> tuple[dict[str, Any], str | None, list[str]]:

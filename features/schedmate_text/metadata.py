@@ -28,6 +28,10 @@ class JobMetadata:
     grad_accum: int | None = None
     global_batch: int | None = None
     sources: dict[str, str] = field(default_factory=dict)
+    # per field: {"value", "evidence" (file:line or the command's argument), "kind", "confidence", "rule"}
+    # (features.schedmate_text.evidence); `unknown`: field -> why it is answered None (below the threshold)
+    evidence: dict[str, dict] = field(default_factory=dict)
+    unknown: dict[str, str] = field(default_factory=dict)
 
     def canonical_text(self) -> str:
         """One line in a fixed order and vocabulary: what the Advisor embeds."""

@@ -297,8 +297,9 @@ def _loop_and_loader(reach: list[ast.AST], consts: dict, info: _PyInfo) -> None:
                     and isinstance(node.iter, ast.Call) and _call_name(node.iter) == "range" and node.iter.args:
                 end = node.iter.args[1] if len(node.iter.args) > 1 else node.iter.args[0]
                 v = _lit(end, consts)
-                if v is None and isinstance(end, ast.BinOp) and isinstance(end.op, ast.Add):
-                    v = _lit(end.right, consts)  # range(start_epoch, start_epoch + 200)
+                if v is None and isinstance(end, ast.BinOp) and isinstance(end.op, ast.Add) and \
+                        len(node.iter.args) > 1 and ast.dump(end.left) == ast.dump(node.iter.args[0]):
+                    v = _lit(end.right, consts)  # range(start_epoch, start_epoch + 200), not range(1, EPOCH + 1)
                 if isinstance(v, int) and not isinstance(v, bool) and v > 0:
                     loops.append((node.lineno, v))
             elif isinstance(node, ast.Call) and _call_name(node).split(".")[-1] == "DataLoader":
@@ -428,6 +429,8 @@ def _argparse_arg(node: ast.Call, consts: dict, info: _PyInfo) -> None:
         v = _lit(kw["default"], consts)
         if v is not None:
             info.defaults[dest] = v
+    elif action in ("store_true", "store_false") and opts[0].startswith("-"):
+        info.defaults[dest] = action == "store_false"  # argparse's implicit default (`--cuda` off unless given)
 
 
 def _parse_argv(argv: list[str], info: _PyInfo) -> tuple[dict[str, Any], list[str], list[tuple[str, str]]]:
@@ -538,27 +541,67 @@ def _python_config(text: str) -> tuple[dict, list[str]]:
     return out, bases
 
 
-def ml_collections_config(text: str, arg: str) -> dict | None:
+def ml_collections_config(text: str, arg: str, base: Any = None, fn_name: str = "get_config") -> dict | None:
     """An ml_collections config module (`--config=configs/vit.py:b16,cifar10`): the `config.a.b = literal`
     assignments of its get_config(), in order; an `if mode == "gpu8":` block counts when "gpu8" is one of
-    the `:arg` words, other conditions are skipped (unknown without running it)."""
+    the `:arg` words, other conditions are skipped (unknown without running it). Section aliases count
+    (`training = config.training; training.n_iters = 5`, `config.model = model = ConfigDict()`), and a config
+    built by another module's function (`config = get_default_configs()`) starts from that function's
+    values when `base(name)` gives them (the caller resolves the import)."""
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
         return None
-    fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "get_config"), None)
+    fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == fn_name), None)
     if fn is None:
         return None
     words = {w.strip() for w in re.split(r"[,=]", arg or "") if w.strip()}
     params = {a.arg for a in fn.args.args}
     out: dict = {}
+    aliases: dict[str, list[str]] = {}  # local name -> the config path it stands for ([] = the config itself)
 
     def chain(t: ast.AST) -> list[str] | None:
         parts = []
         while isinstance(t, ast.Attribute):
             parts.append(t.attr)
             t = t.value
-        return list(reversed(parts)) if isinstance(t, ast.Name) and parts else None
+        if not isinstance(t, ast.Name):
+            return None
+        if t.id in aliases:
+            path = aliases[t.id] + list(reversed(parts))
+            return path or None
+        return list(reversed(parts)) if parts else None
+
+    def alias(st: ast.Assign) -> bool:
+        """`x = config.a.b` / `config.a = x = ConfigDict()` / `config = base_fn()`: names, not values."""
+        names = [t.id for t in st.targets if isinstance(t, ast.Name)]
+        attrs = [t for t in st.targets if isinstance(t, ast.Attribute)]
+        if not names:
+            return False
+        if isinstance(st.value, ast.Call) and not attrs:
+            f = st.value.func
+            fname = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+            if fname != "ConfigDict" and base is not None and not st.value.args:
+                got = base(fname)
+                if isinstance(got, dict):
+                    for k, v in got.items():
+                        put([k], v)
+            for n in names:
+                aliases[n] = []
+            return True
+        if attrs:
+            path = chain(attrs[0])
+            if path:
+                for n in names:
+                    aliases[n] = path
+            return True
+        path = chain(st.value) if isinstance(st.value, ast.Attribute) else \
+            (aliases.get(st.value.id) if isinstance(st.value, ast.Name) else None)
+        if path is not None:
+            for n in names:
+                aliases[n] = list(path)
+            return True
+        return False
 
     def put(path: list[str], v: Any) -> None:
         d = out
@@ -580,6 +623,8 @@ def ml_collections_config(text: str, arg: str) -> dict | None:
 
     def walk(body: list[ast.stmt]) -> None:
         for st in body:
+            if isinstance(st, ast.Assign) and alias(st):
+                continue
             if isinstance(st, ast.Assign) and len(st.targets) == 1:
                 path = chain(st.targets[0])
                 if path:

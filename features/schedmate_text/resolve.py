@@ -20,7 +20,11 @@ def resolve(ex) -> JobMetadata:
     ranked = ex.s.ranked()
     # model: known names first (by priority), then any model-key string
     model_cands = [(k, v, p, s) for k, v, p, s in ranked if isinstance(v, str) and v.strip() and
-                   v.strip().lower() not in ("scratch", "resume", "none", "null", "") and not _PLACEHOLDER_VALUE.search(v) and
+                   v.strip().lower() not in _GENERIC_VALUES and not _PLACEHOLDER_VALUE.search(v) and
+                   (len(v.strip()) > 2 or known_model(v) is not None) and  # `--model H`: a variant letter
+                   not (_last(k) in ("alg", "algo", "algorithm") and "." in k) and  # training.algo: 'dsm' is a loss
+                   not (re.search(r"\.(pth?|pt|ckpt|bin|safetensors|h5|npz|tar)$", v.strip().lower()) and
+                        not known_model(v)) and  # a checkpoint file (`results/128_0.5_model.pth`) names no model
                    not v.strip().lower().startswith("build_") and
                    (_last(k) in _MODEL_KEYS or k in ("code.model", "config.filename", "hint.entry", "hint.config", "hydra.model_class",
                                                        "config_arg.model")
@@ -76,8 +80,9 @@ def resolve(ex) -> JobMetadata:
     if depth is None and md.model and re.fullmatch(_DEPTH_FAMILY, md.model):
         # MODEL.TRUNK.NAME: resnet with MODEL.TRUNK.RESNETS.DEPTH: 50 -- the family and its depth, apart
         section = md.sources.get("model", "")
-        depth = next(((md.model, _as_int(v), s) for k, v, p, s in ranked if p >= P_DEFAULT and _last(k) == "depth"
-                      and _as_int(v) and re.search(r"(^|\.)(model|trunk|backbone|encoder)\.", k.lower())), None)
+        depth = next(((md.model, _as_int(v), s) for k, v, p, s in ranked if p >= P_DEFAULT and _as_int(v) and
+                      ((_last(k) == "depth" and re.search(r"(^|\.)(model|trunk|backbone|encoder)\.", k.lower())) or
+                       (_last(k) in ("model_depth", "arch_depth", "net_depth") and "." not in k))), None)
         if depth and section.startswith(("config name", "entry name")):
             depth = None
         if depth:
@@ -103,7 +108,7 @@ def resolve(ex) -> JobMetadata:
         # layers x hidden size of a known family beat a name guessed from a file name
         md.model, md.sources["model"] = dims, "architecture dims (layers, hidden size)"
     if md.model is None and model_cands and not model_cands[0][0].startswith("hint.") and \
-            _last(model_cands[0][0]) not in ("weights", "init_checkpoint", "checkpoint_dir"):
+            _last(model_cands[0][0]) not in ("weights", "init_checkpoint", "checkpoint_dir", "policy"):
         md.model, md.sources["model"] = canonical_model(model_cands[0][1]), model_cands[0][3]
     if md.model and _last(md.sources.get("model", "").split()[-1]) == "backbone":
         arch = _program_model(ex)
@@ -149,6 +154,8 @@ def resolve(ex) -> JobMetadata:
         md.dataset, md.sources["dataset"] = f"glue-{glue_task[0]}", glue_task[1]
     if md.dataset is None:  # a dataset we do not know: keep the user's name (last path segment)
         for k, v, p, s in ranked:
+            if isinstance(v, list) and len(v) == 1 and isinstance(v[0], str):
+                v = v[0]  # dataset_name_or_paths: ["naver-clova-ix/cord-v2"]
             if isinstance(v, str) and _last(k) in _NAMED_DATA_KEYS and p >= P_DEFAULT and v.strip("/ "):
                 if _name_of_path(v):
                     md.dataset, md.sources["dataset"] = _name_of_path(v), s
@@ -167,7 +174,8 @@ def resolve(ex) -> JobMetadata:
                 n, unit = int(m.group(1).replace("_", "")), "steps" if m.group(2) == "ba" else "epochs"
         if n is None or n <= 0:
             continue
-        unit = unit or ("epochs" if lk in _EPOCH_KEYS else "steps" if lk in _STEP_KEYS else None)
+        unit = unit or ("epochs" if lk in _EPOCH_KEYS else "steps" if lk in _STEP_KEYS or
+                        (lk == "iterations" and "." not in k) else None)  # (a script's own --iterations)
         if unit is None:
             continue
         whole = lk.startswith(("total_", "max_", "num_train", "train_"))  # the run's length, not a rollout's
@@ -176,13 +184,32 @@ def resolve(ex) -> JobMetadata:
             best = (n, unit, p, s, whole)
         elif p < best[2]:
             break
+    if best and best[1] == "steps" and _last(next((k for k, v, p, s in ranked if s == best[3]), "")) in _ROLLOUT_KEYS:
+        # an on-policy script's rollout length (`--num-steps 128`) is no run length, whatever its priority, when
+        # the run's own length is set, even by a default (`--num-env-steps` 10e6)
+        run = next(((n, "steps", p, s, True) for k, v, p, s in ranked if p >= P_DEFAULT and _last(k) in _RUN_STEP_KEYS
+                    for n in [_as_int(v)] if n and n > 0), None)
+        if run is not None:
+            best = run
+    if best and best[1] == "steps" and getattr(ex, "code_texts", None):
+        # a config may carry both a step cap and an epoch count (`n_iters` beside `n_epochs`): the one the
+        # training code never reads by its name is not the run's length
+        code = "\n".join(ex.code_texts)
+        key = next((k for k, v, p, s in ranked if s == best[3] and _as_int(v) == best[0] and _last(k) in _STEP_KEYS), None)
+        other = next(((_as_int(v), "epochs", p, s, False) for k, v, p, s in ranked if p == best[2] and
+                      _last(k) in _EPOCH_KEYS and _as_int(v) and _uses(code, _last(k))), None)
+        if key and other and not _uses(code, _last(key)):
+            best = other
+    pair = _decay_pair(ranked)
+    if pair is not None and (best is None or pair[2] >= best[2]):
+        best = pair  # pix2pix-family epoch counters: the run is `niter` + `niter_decay` epochs
     if best:
         md.iterations, md.iteration_unit, md.sources["iterations"] = best[0], best[1], best[3]
     batch_key = None
     for k, v, p, s in ranked:
         if _EVAL_PATH.search(k.lower()):
             continue
-        per_process = getattr(ex, "per_process_batch", set())
+        per_process = getattr(ex, "per_process_batch", set()) | _loader_batches(ex)
         if _last(k) in _GLOBAL_BATCH_KEYS and not any(_last(x[0]) in _BATCH_KEYS for x in ranked) and \
                 _last(k) not in per_process:
             n = _as_int(v)
@@ -193,7 +220,7 @@ def resolve(ex) -> JobMetadata:
                 break
         if _last(k) in _BATCH_KEYS or (_last(k) in per_process and _last(k) in _GLOBAL_BATCH_KEYS):
             # (a "global"-sounding key the code hands to its DataLoader undivided is per process)
-            n = _as_int(v)
+            n = _as_int(v[0] if isinstance(v, list) and len(v) == 1 else v)  # train_batch_sizes: [8]
             if n and n > 0:
                 md.batch_size, md.sources["batch_size"] = n, s
                 batch_key = k
@@ -279,7 +306,9 @@ def resolve(ex) -> JobMetadata:
     if named in ("image-generation", "image-autoencoding") and _video_data(ranked):
         named = named.replace("image-", "video-")  # a diffusion model or an autoencoder trained on video clips
     if named and (sig is None or sig in ("image-classification", "object-detection") or
-                  (named.endswith("segmentation") and not sig_from_names)):
+                  (named.endswith("segmentation") and not sig_from_names) or
+                  (not sig_from_names and named == "image-classification" and sig == "image-generation")):
+        # (the entry's own name, `classifier_train.py`, over option names it shares with a generator's code)
         # (an option name such as `--mask-ratio` says less than a `segment/` entry folder)
         md.task, md.sources["task"] = named, f"entry name {ex.task_names[0]}"
     obj = code_obj if md.task is None else None
@@ -308,6 +337,18 @@ def resolve(ex) -> JobMetadata:
         md.task, md.sources["task"] = MODEL_TASK[md.model], f"model {md.model}"
     if md.task is None and md.model and _LM_FAMILY.match(md.model):  # a size we do not list (gpt2-xl, opt-1.3b)
         md.task, md.sources["task"] = "language-modeling", f"model family of {md.model}"
+    if md.task == "image-generation" and _text_data(ranked) and not md.sources.get("task", "").startswith(
+            ("entry name", "model")):
+        # generator / discriminator signals on text (ELECTRA's replaced-token detection): not an image generator,
+        # and which text task is not said: unknown
+        md.task = None
+        md.sources["task"] = "unknown (generative signals on text data)"
+    if md.task == "image-generation" and _translation_setup(ranked):
+        # a generator trained to map images between domains (cycle / domain / direction / label-map settings)
+        md.task, md.sources["task"] = "image-to-image-translation", md.sources.get("task", "") + " with domain-translation settings"
+    if md.task == "image-generation" and _audio_data(ranked):
+        # a generator (a GAN vocoder, a diffusion model) whose data configuration is audio: speech synthesis
+        md.task, md.sources["task"] = "speech-synthesis", md.sources.get("task", "") + " on audio data"
     if md.task == "object-detection" and ds_raw and "panoptic" in ds_raw.lower():
         md.task = "panoptic-segmentation"  # COCO's panoptic annotations: the same images, another task
     if md.task == "summarization" and md.dataset == "wmt14-en-de":
@@ -323,14 +364,16 @@ def resolve(ex) -> JobMetadata:
 # keys whose value names a model only when it is a name we know (a weights file, a checkpoint folder
 # such as BERT's uncased_L-12_H-768_A-12, a model config file)
 _WEAK_MODEL_KEYS = ("weights", "cfg", "init_checkpoint", "bert_config_file", "model_config_file", "model_config",
-                    "checkpoint_dir")
+                    "checkpoint_dir", "policy")  # (`--policy TD3` names an RL algorithm; `--policy Gaussian` does not)
 _FILE_EXT = re.compile(r"\.(jsonl?|csv|tsv|txt|parquet|arrow|tar|tar\.gz|tgz|zip|npz|h5|hdf5|pkl|tfrecords?)$", re.I)
 
 
 def _name_of_path(v: str) -> str | None:
     """The name a data path gives: its last segment without a data-file extension (None for a bare
     variable name a documented command leaves for the user to set, `DATA_PATH`)."""
-    if re.fullmatch(r"[A-Z][A-Z0-9_]*", v.strip().strip("/")) or _PLACEHOLDER_VALUE.search(v):
+    bare = v.strip().strip("/")
+    if re.fullmatch(r"[A-Z][A-Z0-9]*_[A-Z0-9_]+|[A-Z]+(PATH|DIR|ROOT|FOLDER|FILE)", bare) or _PLACEHOLDER_VALUE.search(v):
+        # (`DATA_PATH` is a variable the doc leaves to the user; `STL10`, `MNIST` are dataset names)
         return None  # (`<path_to_IN1K_dataset>`, `your_path_to_data`: the user's path names nothing)
     segs = [x for x in re.split(r"[/\\]", v.strip()) if x]
     if not segs:
@@ -351,7 +394,12 @@ _LM_FAMILY = re.compile(r"(?:^|.*-)(gpt|llama|opt-|bloom|falcon|mistral|mixtral|
 # it names no model, so it is no answer (unknown beats a confident wrong value)
 _PLACEHOLDER_VALUE = re.compile(r"^[<\[{].*[>\]}]$|(^|[-_/<\[ ])(your|path[-_ ]?to|xxx+|todo)([-_/>\] ]|$)", re.I)
 # a wrapper class named for its role, not its architecture (SegmentationModel, DetectionModel, BaseModel)
-_GENERIC_CLASS = re.compile(r"^(segmentation|detection|classification|keypoint|pose|base|my|custom)-?(model|network|module|wrapper)$")
+_GENERIC_CLASS = re.compile(r"^(segmentation|detection|classification|keypoint|pose|base|my|custom)-?(model|network|module|wrapper)$|"
+                            # a bare role (Generator, Discriminator) or a training utility (EMA, a scaler), not a network
+                            r"^(generator|discriminator|encoder|decoder|model|net|network|module|critic|actor)$|"
+                            r"^.*(moving-?average|ema|scaler|optimizer|scheduler|logger|writer|meter|sampler|loader|"
+                            r"dataset|trainer|loss|criterion|checkpointer|helper|path|config|args|parser|timer|registry|"
+                            r"q-?network|value-?network|policy|policy-?network|actor-?critic|critic|replay-?(buffer|memory))$")
 
 
 def _class_name_words(name: str) -> str:
@@ -393,6 +441,74 @@ def _program_model(ex) -> str | None:
 
 
 _DOWNSTREAM = re.compile(r"(^|[/_ .-])(finetune|fine_tune|fine-tune|lincls|linear[_-]?eval|lineval|linear[_-]?probe)")
+
+
+_AUDIO_KEYS = re.compile(r"^(sampling_rate|sample_rate|n_mels|num_mels|n_mel_channels|hop_size|hop_length|win_size|"
+                         r"win_length|n_fft|filter_length|mel_fmin|mel_fmax|fmax_for_loss)$")
+
+
+_TEXT_KEYS = re.compile(r"^(vocab_size|max_seq_length|max_seq_len|tokenizer|vocab_file|tokenizer_name|do_lower_case|"
+                        r"max_predictions_per_seq|mask_prob)$")
+
+
+def _text_data(ranked) -> bool:
+    """The configuration says text: at least two of its keys are tokenizer / sequence settings."""
+    return len({_last(k) for k, v, p, s in ranked if p >= P_CODE and _TEXT_KEYS.match(_last(k))}) >= 2
+
+
+#: model-key values that name no network (`model.type: simple`, `--model default`, `scratch`)
+_GENERIC_VALUES = {"scratch", "resume", "none", "null", "", "simple", "default", "base", "custom", "standard", "basic"}
+
+
+#: per-update rollout lengths of on-policy RL scripts, and the keys that give an RL run's whole length
+_ROLLOUT_KEYS = {"num_steps", "n_steps", "nsteps", "rollout_length", "num_rollout_steps"}
+_RUN_STEP_KEYS = {"num_env_steps", "total_timesteps", "max_timesteps", "total_env_steps", "num_timesteps",
+                  "num_timesteps_total"}
+
+
+_TRANSLATION_KEYS = re.compile(r"^(lambda_cyc|lambda_cycle|lambda_rec|num_domains|c_dim|c2_dim|direction|which_direction|"
+                               r"label_nc|semantic_nc|dataset_mode|lambda_idt|lambda_identity|cut_mode|selected_attrs)$")
+
+
+def _translation_setup(ranked) -> bool:
+    """The options say image-to-image translation: at least two domain / cycle / direction / label-map settings."""
+    return len({_last(k) for k, v, p, s in ranked if p >= P_DEFAULT and _TRANSLATION_KEYS.match(_last(k).lower())}) >= 2
+
+
+def _decay_pair(ranked):
+    """`niter` + `niter_decay` (`n_epochs` + `n_epochs_decay`): the pix2pix / CycleGAN family's epoch counters, whose
+    sum is the run's length in epochs."""
+    vals: dict[str, tuple] = {}
+    for k, v, p, s in ranked:
+        lk = _last(k)
+        if lk in ("niter", "niter_decay", "n_epochs", "n_epochs_decay") and lk not in vals and _as_int(v) is not None \
+                and p >= P_DEFAULT and "." not in k:
+            vals[lk] = (_as_int(v), p, s)
+    for a in ("niter", "n_epochs"):
+        if a in vals and a + "_decay" in vals:
+            n = vals[a][0] + vals[a + "_decay"][0]
+            if n > 0:
+                hi = max((vals[a], vals[a + "_decay"]), key=lambda x: x[1])
+                return (n, "epochs", hi[1], f"{vals[a][2]} + {a}_decay", True)
+    return None
+
+
+def _loader_batches(ex) -> set[str]:
+    """Batch keys the entry's imported modules hand undivided to a DataLoader (a data module's
+    `batch_size=self.train_batch_size`): per process, whatever their name says."""
+    from features.schedmate_text.follow import undivided_batches
+
+    return undivided_batches("\n".join(getattr(ex, "code_texts", [])[1:]))
+
+
+def _uses(code: str, key: str) -> bool:
+    """The code reads a setting by this name (`cfg.training.n_iters`, `config["n_iters"]`, `args.n_iters`)."""
+    return re.search(rf"\.{re.escape(key)}\b|[\"']{re.escape(key)}[\"']", code) is not None
+
+
+def _audio_data(ranked) -> bool:
+    """The data configuration says audio: at least two of its keys are spectrogram / sampling settings."""
+    return len({_last(k) for k, v, p, s in ranked if p >= P_CODE and _AUDIO_KEYS.match(_last(k))}) >= 2
 
 
 def _video_data(ranked) -> bool:
@@ -502,6 +618,8 @@ def _cpu_device(ranked) -> str | None:
         lk = _last(k)
         if lk in _CPU_FLAGS and v is True and p >= P_DEFAULT and "." not in k:  # not profiler.cpu: True
             return s
+        if lk in ("cuda", "use_cuda") and v is False and p >= P_DEFAULT and "." not in k:
+            return s + " (a --cuda flag left off: the script runs on the CPU unless asked)"
     for k, v, p, s in ranked:
         if _last(k) in ("device", "accelerator") and p >= P_CODE and k.count(".") <= 1 and isinstance(v, str):
             return s + " (cpu)" if v.strip().lower().startswith("cpu") else None
@@ -519,7 +637,7 @@ def _code_int(ex, keys: set[str]) -> tuple[int, str] | None:
 def _mm_model(ex) -> tuple[str, str] | None:
     vals = {k: v for k, v, p, s in reversed(ex.s.ranked())}
     t = vals.get("model.type")
-    if not isinstance(t, str):
+    if not isinstance(t, str) or t.strip().lower() in _GENERIC_VALUES:  # `model: type: simple` names no network
         return None
     depth = vals.get("model.backbone.depth")
     head = str(vals.get("model.decode_head.type", ""))

@@ -13,16 +13,18 @@ _MODEL_KEYS = {"arch", "model", "model_name", "modelname", "alg", "algo", "algor
 _DATA_KEYS = {"dataset", "dataset_name", "data", "data_path", "data_dir", "data_root", "dataset_type", "task_name",
               "env", "env_id", "env_name", "train_file", "root", "dataset_config_name", "name"}
 _EPOCH_KEYS = {"epochs", "num_epochs", "max_epochs", "num_train_epochs", "n_epochs", "epoch", "nepochs", "train_epochs",
-               "total_epochs", "max_epoch", "ep"}
+               "total_epochs", "max_epoch", "ep", "training_epochs", "num_training_epochs"}
 _STEP_KEYS = {"max_update", "max_updates", "max_steps", "total_steps", "train_iters", "iters", "max_iters", "num_steps", "total_timesteps",
               "num_iterations", "max_iter", "train_steps", "max_train_steps", "steps", "num_train_steps",
-              "num_timesteps", "n_timesteps", "max_step", "max_iterations", "iter", "n_iter", "niter", "num_iter", "total_iter", "total_iters", "total_iterations", "total_training_steps"}
+              "num_timesteps", "n_timesteps", "max_step", "max_iterations", "iter", "n_iter", "niter", "num_iter", "total_iter", "total_iters", "total_iterations", "total_training_steps",
+              "n_iters", "training_steps", "train_iterations", "num_training_steps", "num_env_steps", "max_timesteps",
+              "total_env_steps", "num_timesteps_total"}
 _BATCH_KEYS = {"batch_size", "per_device_train_batch_size", "train_micro_batch_size_per_gpu", "micro_batch_size",
                "b", "bs", "mini_batch_size", "train_batch_size_per_gpu", "samples_per_gpu", "per_gpu_train_batch_size",
                "batch_size_per_gpu", "device_train_microbatch_size", "batch_size_train", "train_batch_size_per_device",
                "batch", "batch_size_training", "batchsize_per_replica", "batch_size_per_replica", "batchsize",
                "batch_size_per_device", "imgs_per_gpu", "ims_per_gpu", "videos_per_gpu", "clips_per_gpu",
-               "train_batch_size0"}
+               "train_batch_size0", "train_batch_sizes"}
 _GLOBAL_BATCH_KEYS = {"ims_per_batch", "global_batch_size", "total_batch_size", "train_batch_size",
                       "global_train_batch_size"}
 _MICRO_BATCH_KEYS = {"micro_batch_size", "per_device_train_batch_size", "train_micro_batch_size_per_gpu",
@@ -37,7 +39,7 @@ _CPU_FLAGS = {"no_cuda", "cpu", "use_cpu", "cpu_only", "force_cpu"}
 _GPU_ARG_KEYS = {"num_gpus", "ngpus", "n_gpus", "gpus", "nproc_per_node", "world_size_per_node", "num_proc_per_node",
                  "num_procs_per_node", "gpus_per_node", "num_gpus_per_node", "ngpus_per_node"}
 _NAMED_DATA_KEYS = {"dataset", "dataset_name", "data_path", "dataset_path", "env_id", "env_name", "train_file",
-                    "train_data", "train_data_path"}
+                    "train_data", "train_data_path", "dataset_name_or_paths", "dataset_name_or_path"}
 _EVAL_PATH = re.compile(r"(^|[._])(val|valid|validation|validator|evaluator|eval|test)([._]|$)|eval_|_eval")
 
 

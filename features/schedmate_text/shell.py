@@ -8,7 +8,24 @@ import shlex
 
 
 def _join_continuations(text: str) -> str:
-    return re.sub(r"\\\r?\n", " ", text)
+    """Lines ending in a backslash joined with the next, except a comment line: the shell does not continue
+    a comment (`# python train.py \\` above the live command is not part of it)."""
+    if "\\" not in text:
+        return text
+    out, buf = [], ""
+    for line in text.split("\n"):
+        if not buf and line.lstrip().startswith("#"):
+            out.append(line)
+            continue
+        body = line[:-1] if line.endswith("\r") else line
+        if body.endswith("\\"):
+            buf += body[:-1] + " "
+            continue
+        out.append(buf + line)
+        buf = ""
+    if buf:
+        out.append(buf)
+    return "\n".join(out)
 
 
 def _expand(s: str, env: dict[str, str], pos: list[str], keep_unset: bool = False) -> str:

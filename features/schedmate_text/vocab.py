@@ -13,6 +13,8 @@ MODEL_RULES: tuple[tuple[str, str], ...] = (
     (r"segformer|mit-b2|mixvisiontransformer", "segformer-b2"),
     (r"faster-?rcnn", "faster-rcnn-r50"),
     (r"mask-?rcnn", "mask-rcnn-r50"),
+    (r"mask-?2-?former|maskformer-?2", "mask2former"),
+    (r"(^|-)maskformer", "maskformer"),
     (r"transformer.*(wmt|vaswani).*big|transformer-?big", "transformer-big"),
     (r"llama-?2-?7b|llama2-?7b", "llama-2-7b"),
     (r"(^|-)llama-?7b", "llama-7b"),  # LLaMA-1 7B: another model than LLaMA-2 7B
@@ -119,9 +121,14 @@ DATASET_RULES: tuple[tuple[str, str], ...] = (
     (r"(^|-)gopro($|-)", "gopro"),
     (r"(^|-)tiny-?shakespeare", "shakespeare"),
     (r"(^|-)(?<!edu-)fineweb(?!-?edu)(-?\d+[bmt])?($|-)", "fineweb"),
+    (r"(^|-)stl-?10($|-)", "stl10"),
+    (r"(^|-)i(32|64|128|256)-hdf5($|-)", "imagenet"),  # BigGAN's preprocessed ImageNet (`I128_hdf5`)
     (r"cifar-?100", "cifar100"),
     (r"cifar-?10", "cifar10"),
+    (r"(^|-)coco-?(20\d\d-)?(train-)?stuff|cocostuff", "coco-stuff"),
     (r"(^|-)coco", "coco"),
+    (r"cityscapes", "cityscapes"),
+    (r"lj-?speech|(^|-)ljs-", "ljspeech"),
     (r"(^|-)(instances|person-keypoints|captions)-(train|val)20(14|17)($|-)", "coco"),  # COCO's annotation files
     (r"ade20k|(^|-)ade(-|$)|adechallenge", "ade20k"),
     (r"(^|-)sst-?2", "glue-sst2"),
@@ -169,7 +176,8 @@ DATASET_RULES: tuple[tuple[str, str], ...] = (
 
 DATASET_TASK = {
     "imagenet": "image-classification", "cifar10": "image-classification", "cifar100": "image-classification",
-    "coco": "object-detection", "ade20k": "semantic-segmentation", "glue-sst2": "text-classification",
+    "coco": "object-detection", "ade20k": "semantic-segmentation", "coco-stuff": "semantic-segmentation",
+    "cityscapes": "semantic-segmentation", "ljspeech": "speech-synthesis", "glue-sst2": "text-classification",
     "glue-mnli": "text-classification", "squad": "question-answering", "wikitext-103": "language-modeling",
     "wikitext-2": "language-modeling", "openwebtext": "language-modeling", "alpaca": "language-modeling",
     "wmt14-en-de": "translation", "wmt16-en-de": "translation", "cnn-dailymail": "summarization", "librispeech": "speech-recognition",
@@ -344,6 +352,8 @@ NAME_TASK_SIGNALS: tuple[tuple[str, str], ...] = (
     (r"(^|/)segment(ation)?/", "segmentation"),  # YOLO-style task folders: segment/train.py
     (r"(^|/)(diffusion|text_?to_?image|t2i)(/|_train|$)", "image-generation"),  # scripts/diffusion/train.py
     (r"(^|/)(vae|autoencoders?)(/|_train|$)", "image-autoencoding"),  # scripts/vae/train.py
+    (r"(^|/|_)classifier_train", "image-classification"),  # scripts/classifier_train.py: a classifier is trained
+    (r"(^|/|_)(cycle_?gan|pix2pix(hd)?|stargan|munit|discogan|dualgan)(/|\.py|_|$)", "image-to-image-translation"),
 )
 
 

@@ -75,7 +75,11 @@ class Readers:
         cache = self.__dict__.setdefault("_repos", {})
         if repo not in cache:
             cache[repo] = read_repository(repo)
-        md = extract_metadata(command, cache[repo])
+        from features.schedmate_text.evidence import MIN_CONFIDENCE
+
+        # every field with its evidence (file:line or the argument) and confidence; below the Advisor's
+        # threshold a field is None and `unknown` says why
+        md = extract_metadata(command, cache[repo], min_confidence=MIN_CONFIDENCE)
         return {k: v for k, v in md.to_dict().items()}
 
     def run(self, tool: str, lines: Sequence[str]) -> dict[str, Any]:

@@ -1,0 +1,350 @@
+"""Evidence and confidence for every field the extractor answers, and the abstention rule ("unknown"
+below a threshold) that lets the Advisor say when it does not know (issue 41, item 3).
+
+Confidence comes from the KIND of evidence behind a value, never from the example it came from:
+
+| kind       | what it is                                                                  | confidence |
+|------------|-----------------------------------------------------------------------------|------------|
+| argument   | an explicit argument of the command (`--epochs 90`, `trainer.devices=4`)     | 0.95       |
+| launcher   | a launcher's option or directive (`torchrun --nproc_per_node 8`, `#SBATCH`)  | 0.95       |
+| config     | a value in a config file the command names (YAML / JSON / Python config)     | 0.85       |
+| code       | a literal in the code the entry runs (`Trainer(max_steps=...)`, a constant)  | 0.75       |
+| default    | a default in code (argparse / dataclass / function default)                 | 0.70       |
+| derived    | computed from other values (architecture dims -> a model size)              | 0.60       |
+| class      | the class a config or the code builds, named by its words (measured: 4 of   | 0.45       |
+|            | 20 right at first sight on batches 18-21, so below the threshold)           |            |
+| signal     | the task from objective identifiers / the entry's own name                  | 0.55-0.60  |
+| name       | a name-based guess: a model named after a config / entry file or a          | 0.30-0.45  |
+|            | sub-module, a dataset guessed from a path, the task from the dataset name   |            |
+| assumed    | nothing read: GPUs / nodes defaulted to 1                                   | 0.20-0.80  |
+
+Modifiers, each a general mechanism: a value that is an unexpanded shell variable (`$DATA_DIR`) is no value
+(confidence 0); GPUs defaulted to 1 while the job's launcher or code sets the device count where we did not
+read it (a launcher without a process count, `accelerate --config_file` we could not read, `DataParallel` /
+`device_count()` in the entry) are low; a value computed from an assumption is no more certain than it.
+
+`MIN_CONFIDENCE` is THE threshold: a field below it is answered None, with the reason in
+`JobMetadata.unknown[field]` and the guess kept in `JobMetadata.evidence[field]["guess"]`.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from features.schedmate_text.metadata import JobMetadata
+
+__all__ = ["MIN_CONFIDENCE", "KIND_CONFIDENCE", "EVIDENCE_FIELDS", "attach_evidence", "abstain"]
+
+#: the one abstention threshold: a field whose evidence is less certain than this is answered "unknown"
+MIN_CONFIDENCE: float = 0.5
+
+KIND_CONFIDENCE: dict[str, float] = {"argument": 0.95, "launcher": 0.95, "config": 0.85, "code": 0.75,
+                                     "default": 0.70, "derived": 0.60, "class": 0.45, "signal": 0.55,
+                                     "name": 0.40, "assumed": 0.60, "none": 0.0}
+
+#: the fields that carry evidence (iteration_unit follows iterations, batch_scope follows batch_size)
+EVIDENCE_FIELDS = ("gpus", "nodes", "model", "task", "dataset", "iterations", "iteration_unit", "batch_size",
+                   "batch_scope")  # (GPUs first: a batch total divided by them is no more certain than they are)
+
+# rule texts (JobMetadata.sources) -> kind, confidence; first match wins
+_RULES: list[tuple[re.Pattern, str, float]] = [(re.compile(p), k, c) for p, k, c in (
+    (r"^accelerate config", "config", 0.85),
+    (r"^(torchrun|deepspeed|accelerate|srun|mpirun|composer|lightning|#SBATCH|NNODES|NUM_NODES|NPROC_PER_NODE)",
+     "launcher", 0.95),
+    (r"^CUDA_VISIBLE_DEVICES", "launcher", 0.85),
+    (r"^argv positional", "argument", 0.90),
+    (r"^(argv|opts |--cfg-options|override |hydra override|config argument)", "argument", 0.95),
+    (r"^(config name|entry name)", "name", 0.35),
+    # (measured: class-word models were right 4 times in 20 at first sight on batches 18-21, so below the threshold)
+    (r"model target|^hydra _target_|^code network class", "class", 0.45),
+    (r"^mmengine config name", "name", 0.45),
+    (r"^mmengine", "config", 0.80),
+    (r"^(config |json args|default config|hydra config|ml_collections config|hyperparameter table|config function|"
+     r"hydra trainer)", "config", 0.85),
+    (r"^the config's one dataset section", "config", 0.70),
+    (r"^code dataset call in an imported module", "code", 0.50),
+    (r"^(code (?!signal)|module constant|epoch loop range|training DataLoader)", "code", 0.75),
+    (r"^(argparse default|dataclass field default|config defaults)", "default", 0.70),
+    (r"^architecture dims", "derived", 0.60),
+    (r"code run in mode", "signal", 0.70),
+    (r"^(objective in the training code|code signal|downstream run|classification objective on)", "signal", 0.60),
+    (r"^environment ", "signal", 0.75),
+    (r"^dataset ", "name", 0.40),  # the task inferred from the dataset's usual task
+    (r"^model family of|^model ", "name", 0.45),  # the task inferred from the model's family
+    (r"^vision model default", "name", 0.30),
+    (r"^default 1", "assumed", 0.60),
+)]
+
+# a shell variable (`$DATA`, `${DATA}`, `${DATA:-x}`), not a config interpolation (`${paths.data_dir}`, `${oc.env:X}`)
+_UNEXPANDED = re.compile(r"\$(?:\{[A-Za-z_]\w*(?:(?::?[-=+?])[^}]*)?\}|[A-Za-z_]\w*)")
+_FIELD_KEYS = {"model": r"model|arch|net|backbone|alg|name|type|base|init|path|cfg|weights|config",
+               "dataset": r"data|env|file|root|name|task|path|train|input|ann",
+               "iterations": r"epoch|step|iter|update|ep|duration|timestep",
+               "batch_size": r"batch|bs|^b$|per_gpu|per_device|tokens|samples|imgs|ims|videos|clips",
+               "gpus": r"gpu|device|proc|world|node", "nodes": r"node|machine|world"}
+
+
+def _rule_of(field: str, md: JobMetadata) -> str:
+    return md.sources.get("iterations" if field == "iteration_unit" else
+                          "batch_size" if field == "batch_scope" else field, "")
+
+
+def _setting(ex, field: str, rule: str, value: Any = None):
+    """The gathered setting behind a field's rule (the one showing `value` among those of the rule's
+    source): (key, raw value) or None."""
+    if ex is None or not rule:
+        return None
+    value_text = "" if value is None else str(value).lower().split("-")[0]
+    pat = _FIELD_KEYS.get("iterations" if field == "iteration_unit" else "batch_size" if field == "batch_scope"
+                          else field)
+    best = None
+    for k, v, p, s in ex.s.ranked():
+        if not s or not rule.startswith(s):
+            continue
+        leaf = k.rsplit(".", 1)[-1].lower()
+        fits = pat is None or re.search(pat, leaf) is not None
+        shown = str(v).lower() if isinstance(v, (str, int, float)) else ""
+        exact = leaf.replace("-", "_") in _field_keys(field)
+        score = (len(s), bool(value_text) and (value_text in shown or shown == value_text), exact, fits)
+        if best is None or score > best[0]:
+            best = (score, k, v)
+    return None if best is None else (best[1], best[2])
+
+
+def _locate(text: str, key: str, value: Any) -> int | None:
+    """The 1-based line of `text` that sets `key` (its last segment), preferring one that shows `value`."""
+    leaf = key.rsplit(".", 1)[-1]
+    if not leaf or not re.fullmatch(r"[\w-]+", leaf):
+        return None
+    pat = re.compile(rf"(?<![\w]){re.escape(leaf).replace('_', '[_-]')}(?![\w])", re.I)
+    shown = str(value).strip() if isinstance(value, (str, int, float)) and not isinstance(value, bool) else ""
+    first = None
+    for i, line in enumerate(text.splitlines(), 1):
+        if pat.search(line):
+            if shown and shown in line:
+                return i
+            if first is None:
+                first = i
+    return first
+
+
+def _file_of(ex, rule: str) -> str | None:
+    """The repository file a rule text names (`config configs/a.yaml`, `entry name train.py`, ...)."""
+    if ex is None:
+        return None
+    for word in re.split(r"[\s\[\]()]+", rule):
+        w = word.split(":")[0].strip("'\",")
+        if w and w in ex.files:
+            return w
+    return None
+
+
+def _where(ex, field: str, rule: str, kind: str, command: str, value: Any = None) -> str | None:
+    """file:line (or the command's argument) that states a field's value."""
+    hit = _setting(ex, field, rule, value)
+    if kind in ("argument", "launcher"):
+        if hit is not None:
+            key, value = hit
+            if key == "positional":
+                return f"command argument {value}"
+            leaf = key.rsplit(".", 1)[-1]
+            return f"command argument {leaf}={value}"
+        m = re.match(r"^(\S+)\s+(--?[\w-]+)", rule)
+        return f"command: {rule}" if m is None else f"command argument {m.group(2)} ({m.group(1)})"
+    f = _file_of(ex, rule)
+    if f is None and kind in ("default", "code", "class", "name", "signal") and ex is not None and ex.entry in ex.files:
+        f = ex.entry
+    if f is None:
+        return None
+    line = _locate(ex.files[f], hit[0], hit[1]) if hit is not None else None
+    if line is None and kind == "class":
+        cls = rule.rsplit(" ", 1)[-1].rsplit(".", 1)[-1]
+        line = _locate(ex.files[f], cls, cls)
+    return f"{f}:{line}" if line else f
+
+
+_IMPORT = re.compile(r"^\s*(?:from\s+(\.*[\w.]*)\s+import\s+\(?([\w, ]+)|import\s+([\w.]+))", re.M)
+
+
+def _reachable_code(ex, depth: int = 2, limit: int = 40) -> str:
+    """The entry's source and that of the repository modules it imports, `depth` levels deep (the device
+    handling often lives in a helper module: `models/utils.py` wrapping the network in DataParallel)."""
+    entry = getattr(ex, "entry", None)
+    if entry is None or entry not in ex.files:
+        return "\n".join(getattr(ex, "code_texts", []))
+    cache = ex._repo.__dict__.setdefault("reachable", {})
+    if entry in cache:
+        return cache[entry]
+    seen, frontier = [entry], [entry]
+    for _ in range(depth):
+        nxt = []
+        for f in frontier:
+            base = f.rpartition("/")[0]
+            for m in _IMPORT.finditer(ex.files[f]):
+                mods = [m.group(3)] if m.group(3) else \
+                    [m.group(1)] + [f"{m.group(1)}.{n.split()[0]}" for n in m.group(2).split(",") if n.strip()]
+                for mod in mods:
+                    dots = len(mod) - len(mod.lstrip("."))
+                    rel = mod.lstrip(".").replace(".", "/")
+                    root = base
+                    for _ in range(max(0, dots - 1)):
+                        root = root.rpartition("/")[0]
+                    for cand in ((f"{root}/{rel}" if root else rel) if dots else rel, f"{base}/{rel}" if base else rel):
+                        g = next((c for c in (cand + ".py", cand + "/__init__.py") if c in ex.files), None)
+                        if g and g not in seen and len(seen) < limit:
+                            seen.append(g)
+                            nxt.append(g)
+        frontier = nxt
+    cache[entry] = "\n".join(ex.files[f] for f in seen)
+    return cache[entry]
+
+
+def _launcher_sets_devices(ex) -> str | None:
+    """A reason to doubt a GPU count of 1 that nothing stated: the job's launcher or code decides it where
+    we did not read it."""
+    for head, opts in getattr(ex, "launches", []):
+        keys = {k.lower() for k in opts}
+        if head == "accelerate" and not keys & {"num_processes", "cpu", "use_cpu", "_config_read"}:
+            return "accelerate's process count comes from its config file" + (
+                f" ({opts.get('config_file')}, not read)" if opts.get("config_file") else " (not read)")
+        if head == "deepspeed" and not keys & {"num_gpus", "include", "num_nodes"}:
+            return "deepspeed without --num_gpus runs on every visible GPU"
+        if head in ("srun", "mpirun", "mpiexec", "composer") and not keys & {"n", "np", "ntasks", "nproc",
+                                                                               "world_size", "gres", "gpus_per_node"}:
+            return f"{head}'s process count comes from the cluster allocation"
+    for a in getattr(ex, "unexpanded", []):
+        if re.search(r"gpu|nproc|devices|world|num_processes", a, re.I):
+            return f"the device count is an unexpanded shell variable ({a})"
+    if getattr(ex, "entry", None) is None or ex.entry not in ex.files:
+        return "the job's entry point was not followed, so its device count was not read"
+    code = _reachable_code(ex)  # the entry and the repository modules it imports
+    if re.search(r"DataParallel\(|device_count\(\)", code):
+        return "the entry spreads over every visible GPU (DataParallel / device_count / world size)"
+    return None
+
+
+def _field_keys(field: str) -> set[str]:
+    """The setting names (last segment) that state a field."""
+    from features.schedmate_text.settings import (_BATCH_KEYS, _DATA_KEYS, _EPOCH_KEYS, _GLOBAL_BATCH_KEYS,
+                                                  _GPU_ARG_KEYS, _MODEL_KEYS, _NAMED_DATA_KEYS, _NODE_KEYS, _STEP_KEYS)
+
+    return {"model": _MODEL_KEYS, "dataset": _DATA_KEYS | _NAMED_DATA_KEYS, "iterations": _EPOCH_KEYS | _STEP_KEYS,
+            "iteration_unit": _EPOCH_KEYS | _STEP_KEYS, "batch_size": _BATCH_KEYS | _GLOBAL_BATCH_KEYS,
+            "batch_scope": _BATCH_KEYS | _GLOBAL_BATCH_KEYS, "gpus": _GPU_ARG_KEYS, "nodes": _NODE_KEYS}.get(field, set())
+
+
+def _unexpanded_argument(ex, field: str) -> str | None:
+    """A command argument for this field whose value is an unexpanded shell variable."""
+    from features.schedmate_text.settings import P_ARGV, P_OVERRIDE
+
+    keys = _field_keys(field)
+    if not keys:
+        return None
+    for word in getattr(ex, "unexpanded", []):  # `--batch_size=$BS`, `--nproc_per_node $GPUS`
+        m = re.match(r"--?([\w.-]+)[= ]\S*\$", word)
+        if m and m.group(1).replace("-", "_").rsplit(".", 1)[-1].lower() in keys:
+            return word
+    for k, v, p, s in ex.s.ranked():
+        if p < P_OVERRIDE:
+            break
+        if p <= P_ARGV and isinstance(v, str) and k.rsplit(".", 1)[-1].lower() in keys and _UNEXPANDED.search(v):
+            return f"{k}={v}"
+    return None
+
+
+def attach_evidence(md: JobMetadata, ex=None, command: str = "") -> JobMetadata:
+    """Fill `md.evidence[field]` = {"evidence": file:line or the argument, "kind", "confidence", "rule"} for
+    every answered field (in place; returns md)."""
+    out: dict[str, dict] = {}
+    gpu_doubt = _launcher_sets_devices(ex) if ex is not None else None
+    scope_of_batch = 0.0
+    for f in EVIDENCE_FIELDS:
+        value = getattr(md, f)
+        if value is None:
+            shadow = _unexpanded_argument(ex, f) if ex is not None else None
+            if shadow is not None:  # no value at all: say why
+                md.unknown[f] = f"the command sets it with an unexpanded shell variable ({shadow})"
+            continue
+        rule = _rule_of(f, md)
+        kind, conf = "none", 0.0
+        for pat, k, c in _RULES:
+            if pat.search(rule):
+                kind, conf = k, c
+                break
+        else:
+            if rule:  # a rule text we do not classify: treat as a name-based guess (never confidently)
+                kind, conf = "name", KIND_CONFIDENCE["name"]
+        reason = None
+        hit = _setting(ex, f, rule, value)
+        raw = hit[1] if hit is not None else None
+        shadow = _unexpanded_argument(ex, f) if ex is not None else None
+        if shadow is not None:  # `--batch_size=$BS` over a config's value: the run uses the user's value
+            conf, reason = 0.0, f"the command sets it with an unexpanded shell variable ({shadow})"
+        elif isinstance(raw, str) and _UNEXPANDED.search(raw):
+            conf, reason = 0.0, f"the value is an unexpanded shell variable ({raw})"
+        elif f == "dataset" and isinstance(raw, str) and ("/" in raw or "\\" in raw):
+            from features.schedmate_text.vocab import canonical_dataset
+
+            if canonical_dataset(raw) is None:  # the user's folder, named by its last segment
+                kind, conf = "name", min(conf, 0.40)
+                reason = f"a dataset guessed from a path ({raw})"
+            else:
+                conf = min(conf, 0.80)
+        elif f == "model" and re.search(r"(^|\.)(backbone|encoder|trunk|decoder|head|neck)(\.|$)",
+                                         (hit[0] if hit else "").lower()):
+            conf = min(conf, 0.45)
+            reason = "a model named after a sub-module"
+        if f in ("model", "task") and rule.startswith(("config name", "entry name")):
+            from features.schedmate_text.vocab import known_model
+
+            if f == "task" or known_model(str(value)):  # a file named after a model we know (mask_rcnn_R_50_...)
+                conf = 0.50 if f == "model" else 0.55
+        if f in ("gpus", "nodes") and kind == "assumed":
+            if f == "gpus":
+                conf, reason = (0.20, gpu_doubt) if gpu_doubt else (0.60, None)
+            else:
+                conf = 0.75 if not re.search(r"submitit|sbatch|srun|slurm", command.lower()) else 0.40
+        scope_conf = conf
+        if f == "batch_size" and "divided" in rule:
+            g = out.get("gpus")
+            if g is not None:
+                conf = min(conf, g["confidence"])  # a total divided by a guessed GPU count
+        if f == "batch_scope" and value == "per-device" and ex is not None and not getattr(ex, "launches", None) and \
+                re.search(r"(?<!Distributed)DataParallel\(", _reachable_code(ex)):
+            kind, conf = "name", 0.40  # DataParallel splits the loader's batch over every visible GPU: a total
+            reason = "the code wraps the model in DataParallel, which splits this batch over the visible GPUs"
+        elif f == "batch_scope" and "batch_size" in out:  # (a total's scope is known even when the GPUs are not)
+            conf = scope_of_batch * (1.0 if value == "global" or "per_gpu" in rule or
+                                                      "per_device" in rule or "micro" in rule else 0.9)
+            kind = out["batch_size"]["kind"]
+        if f == "iteration_unit" and "iterations" in out:
+            conf, kind = out["iterations"]["confidence"], out["iterations"]["kind"]
+        lead = {"iteration_unit": "iterations", "batch_scope": "batch_size"}.get(f)
+        where = out[lead]["evidence"] if lead in out else \
+            _where(ex, f, rule, kind, command, value) if ex is not None else None
+        out[f] = {"value": value, "evidence": where, "kind": kind, "confidence": round(conf, 3), "rule": rule}
+        if f == "batch_size":
+            scope_of_batch = round(scope_conf, 3)  # the batch_scope's own certainty (not the GPU count's)
+        if reason:
+            out[f]["note"] = reason
+    md.evidence = out
+    return md
+
+
+def abstain(md: JobMetadata, min_confidence: float = MIN_CONFIDENCE) -> JobMetadata:
+    """Answer None for every field whose confidence is below `min_confidence` (in place; returns md): the
+    reason goes to `md.unknown[field]`, the guess stays in `md.evidence[field]["guess"]`."""
+    if not 0.0 <= min_confidence <= 1.0:
+        raise ValueError(f"min_confidence must be in [0, 1], got {min_confidence}")
+    for f, ev in list(md.evidence.items()):
+        if ev["confidence"] >= min_confidence:
+            continue
+        ev["guess"], ev["value"] = ev["value"], None
+        md.unknown[f] = ev.get("note") or f"{ev['kind']} evidence ({ev['rule']}): confidence {ev['confidence']:.2f} " \
+                                         f"< {min_confidence:.2f}"
+        setattr(md, f, None)
+        if f == "batch_size":
+            md.global_batch = None
+        if f == "gpus":
+            md.global_batch = None
+    return md
