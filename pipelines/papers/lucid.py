@@ -189,7 +189,8 @@ def _helios_settings_page(ctx, res: Results, records: list[dict], setting: str, 
             "seeds": res.seeds(w, "lucid"), "lucid_row": "lucid",
             "models": "; ".join(f"{name}: {m['model']} v{m['version']} trained on {m['train_jobs']:,} generated jobs "
                                 f"(seed {m['train_seed']}, the month before the test period, the same users; data "
-                                f"{m['train_data_sha256']}), R^2 on the seed-0 test jobs {m['r2']:.3f}"
+                                f"{m['train_data_sha256']}), on the seed-0 test jobs R^2 {m['r2']:.3f} (s; the paper's Table 7 "
+                                f"reads 0.413 on Venus) and {m['r2_log']:.3f} (log)"
                                 for name, m in models.items() if name.startswith(setting)),
             "baselines": "Tiresias: tiresias-rounds rule=quota, 60-s rounds, 62 s per preemption (lucid.txt:462); "
                          "tiresias-event: event-driven, free preemption; QSSF: LightGBM trained on the generated "
