@@ -240,6 +240,7 @@ PREDICTORS: Registry = new_registry("predictors", noun="predictor")
 PREDICTORS.register("oracle", OraclePredictor)
 PREDICTORS.register("noisy", _noisy)
 PREDICTORS.register_lazy("lucid-pretrained", "sim.policies.lucid.pretrained:LucidPretrained")
+PREDICTORS.register_lazy("lucid-generated", "sim.policies.lucid.generated:LucidGenerated")
 
 
 def make_predictor(spec: str | Predictor | None, seed: int = 0, tracking_uri: str | None = None) -> Predictor:

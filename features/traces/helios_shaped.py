@@ -15,7 +15,16 @@ in ``shared/data``; what is there, and what this generator is seeded from, is re
   ``med_run_time_gpu``) and the mean training time of Table 1, capped at ``max_duration`` (sigma solved so
   the capped mean is Table 1's);
 - **GPU counts**: ``gpu_mix`` with the weights of jobs of 8 GPUs or more multiplied by ``large_scale`` (the
-  second free parameter: the size mix), then renormalised.
+  second free parameter: the size mix), then renormalised;
+- **users** (off unless ``users > 0``; Lucid's settings use them, Lazer's do not): each job belongs to one of
+  ``users`` users (popularity ~ rank^-``user_skew``), and ``user_share`` of the log-duration variance is the
+  user's own offset, so a user's jobs recur with similar run times (lucid.txt:462) and a duration model has
+  something to learn; the marginal duration law stays the same. The user population (offsets, popularity)
+  is drawn from ``user_seed``, not from the job seed, so a training period generated with another seed
+  shares the test period's users;
+- **virtual clusters** (off unless ``vc_cluster`` names a partitioned cluster config, e.g. ``venus``: Helios
+  Venus' 15 real VCs): each job's ``org`` is a VC drawn among those large enough for it, weighted by
+  VC GPUs^``vc_power`` (1: every VC equally loaded on average).
 
 Everything is seeded (``numpy.random.default_rng(seed)``) and the table is labelled synthetic.
 """
@@ -54,6 +63,13 @@ class HeliosShapedSpec(BaseModel):
                                    "peaks and quiet hours (free parameter)")
     burst_size: float = Field(1.0, ge=1, description="mean jobs per submission burst")
     burst_gap: float = Field(5.0, ge=0, description="mean seconds between jobs of one burst")
+    users: int = Field(0, ge=0, description="users that submit the jobs (0: no user column)")
+    user_share: float = Field(0.0, ge=0, le=1, description="share of log-duration variance that is the "
+                              "user's own (how predictable durations are from the user)")
+    user_skew: float = Field(1.0, ge=0, description="user popularity ~ rank^-user_skew")
+    user_seed: int = Field(0, ge=0, description="seed of the user population (shared by every job seed)")
+    vc_cluster: str | None = Field(None, description="a partitioned cluster config whose VCs get the jobs")
+    vc_power: float = Field(1.0, ge=0, description="VC weight ~ VC GPUs^vc_power")
     start: str = "2020-04-01T00:00:00+00:00"
     data_dir: str | None = None
 
@@ -186,6 +202,15 @@ def generate(spec: HeliosShapedSpec, seed: int = 0) -> JobTable:
     duration = np.maximum(np.round(np.minimum(duration, spec.max_duration)), 1.0)
     mix = spec.mix()
     gpus = rng.choice(np.array(list(mix)), size=n, p=np.array(list(mix.values())))
+    users = None
+    if spec.users > 0:  # drawn after everything above: a table without users is unchanged
+        pop = np.random.default_rng([spec.user_seed, 7919])
+        offsets = pop.normal(0.0, 1.0, size=spec.users)
+        weights = 1.0 / np.arange(1, spec.users + 1) ** spec.user_skew
+        users = rng.choice(spec.users, size=n, p=weights / weights.sum())
+        z = np.sqrt(spec.user_share) * offsets[users] + np.sqrt(1.0 - spec.user_share) * rng.normal(size=n)
+        duration = np.exp(np.log(spec.median_duration) + sigma * z)
+        duration = np.maximum(np.round(np.minimum(duration, spec.max_duration)), 1.0)
     frame = pd.DataFrame({
         "job_id": [f"hs-{i}" for i in range(n)],
         "submit_time": np.round(submit, 3),
@@ -195,6 +220,10 @@ def generate(spec: HeliosShapedSpec, seed: int = 0) -> JobTable:
         "num_nodes": np.maximum(1, np.ceil(gpus / 8)).astype(int),
         "status": "COMPLETED",
     })
+    if users is not None:
+        frame["user"] = [f"u{u}" for u in users]
+    if spec.vc_cluster:  # drawn last, too
+        frame["org"] = _vcs(spec, gpus, rng)
     report = LoadReport(source=f"synthetic:helios-shaped(seed={seed}, jobs={n})", format="synthetic",
                         rows_read=n, synthetic=True)
     report.notes.append("SYNTHETIC trace: Helios-shaped (real Venus submission intensity, Helios duration "
@@ -202,6 +231,25 @@ def generate(spec: HeliosShapedSpec, seed: int = 0) -> JobTable:
     table = finalize(frame, report, path=report.source)
     table.frame.attrs["synthetic"] = True
     return table
+
+
+def _vcs(spec: HeliosShapedSpec, gpus: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Each job's VC: drawn among the VCs of ``spec.vc_cluster`` with at least its GPUs, by GPUs^vc_power."""
+    from features.traces.lucid_synthetic import partition_gpus
+
+    vcs = partition_gpus(spec.vc_cluster, spec.data_dir)
+    names = np.array([n for n, _ in vcs], dtype=object)
+    size = np.array([g for _, g in vcs], dtype=float)
+    out = np.empty(len(gpus), dtype=object)
+    for g in np.unique(gpus):
+        fits = size >= g
+        rows = np.flatnonzero(gpus == g)
+        if not fits.any():  # larger than every VC: the largest (the workload layer rejects it, counted)
+            out[rows] = names[int(np.argmax(size))]
+            continue
+        w = np.where(fits, size ** spec.vc_power, 0.0)
+        out[rows] = names[rng.choice(len(names), size=len(rows), p=w / w.sum())]
+    return out
 
 
 def generate_from_preset(params: dict, seed: int, jobs: int | None) -> JobTable:

@@ -1,6 +1,8 @@
-"""Lucid's claims (Table 4, Fig. 11, Table 7, §4.3-4.6) on Philly as the paper ran it: the replays of
-``configs/experiments/papers/lucid/spec[-quick].yaml`` (Philly Oct 1-7 2017 on the paper's 864-GPU pool and
-on a pool calibrated on the baselines' Table 4 queues) reduced to the measures its claims file tests, the
+"""Lucid's claims (Table 4, Fig. 11, Table 7, §4.3-4.6) on Philly as the paper ran it and on Venus- and
+Saturn-shaped months: the replays of ``configs/experiments/papers/lucid/spec[-quick].yaml`` (Philly Oct 1-7
+2017 on the paper's 864-GPU pool and on a pool calibrated on the baselines' Table 4 queues; Helios-shaped
+Venus / Saturn months on their VCs, fitted on the baselines' Table 4 rows by
+:mod:`pipelines.papers.lucid_calibrate`) reduced to the measures its claims file tests, the
 models' accuracy (:mod:`pipelines.papers.lucid_models`) and the scheduling-latency measurement
 (``decision_latency``, also used by benchmarks/bench_lucid.py)."""
 from __future__ import annotations
@@ -20,8 +22,11 @@ ABLATIONS = ("lucid-nobinder", "lucid-noshare", "lucid-noestimator", "lucid-nosp
 #: ledger setting -> (spec workload, Lucid's row): the causal row is Lucid with its model trained on the
 #: weeks before the test week, on the same replays
 SETTINGS = {"philly-864": ("philly-864", "lucid"), "philly-cal": ("philly-cal", "lucid"),
-            "philly-cal-causal": ("philly-cal", "lucid-causal")}
+            "philly-cal-causal": ("philly-cal", "lucid-causal"), "venus": ("venus", "lucid"),
+            "saturn": ("saturn", "lucid")}
 CAUSES_WORKLOAD = "philly-cal-causes"
+#: the Helios-shaped settings: setting -> (its one-seed causes workload or None, the preset)
+HELIOS = {"venus": ("venus-causes", "lucid-venus"), "saturn": (None, "lucid-saturn")}
 #: Table 4's Philly row (hours) the calibrated pool was fitted on: baselines only, never Lucid's
 CALIBRATION = (("fifo", "FIFO average queueing delay, h", 30.45), ("sjf", "SJF average queueing delay, h", 3.01),
                ("tiresias", "Tiresias average queueing delay, h", 2.62))
@@ -32,8 +37,8 @@ PARTS = ("models", "latency")
 REPLAY_CLAIMS = ("t4-jct-vs-tiresias", "t4-queue-vs-tiresias", "t4-tail-queue-vs-tiresias", "t4-vs-fifo",
                  "t4-jct-best", "t4-queue-best", "s43-gpu-use", "s43-short-queueing", "s45-profiler-finish",
                  "f11-binder", "f11-sharing", "f11-estimator", "f11-noestimator-vs-qssf", "f11-space-aware")
-NOT_REPLAYED = ("Venus and Saturn are not replayed: Helios' job tables are not public and Venus- / "
-                "Saturn-shaped generators calibrated on Table 4's baselines were not built in this pass")
+NOT_REPLAYED = ("the Venus- / Saturn-shaped months are replayed by the full ledger only (quick mode replays "
+                "Philly's calibrated pool)")
 
 
 def _has(res: Results, w: str, label: str) -> bool:
@@ -69,6 +74,8 @@ def _causes(res: Results, setting: str, num: str | None, den: str, metric: str,
     """The claim's own measure (``num`` / Lucid-row ``den`` on ``metric``) with one deviation switched at a
     time, on seed 0 of the calibrated pool (``num`` None: the best baseline), and at the paper's cluster.
     Keys name what changed against the ledger's row."""
+    if setting in HELIOS:
+        return _helios_causes(res, setting, num, den, metric)
     if setting != "philly-cal":
         return {}
     w, c = "philly-cal", CAUSES_WORKLOAD
@@ -92,6 +99,32 @@ def _causes(res: Results, setting: str, num: str | None, den: str, metric: str,
                      ("philly-load1.2", "load 1.2 (50 x 8 GPUs), seed 0"), ("philly-load1.8", "load 1.8 (36 x 8 GPUs), seed 0")):
         if _has(res, wl, num) and _has(res, wl, den):
             out[text] = ratio(res.get(wl, num, metric), res.get(wl, den, metric))
+    return {k: v for k, v in out.items() if math.isfinite(v)}
+
+
+def _helios_causes(res: Results, setting: str, num: str | None, den: str, metric: str) -> dict[str, float | str]:
+    """The claim's measure with one deviation switched at a time on seed 0 of a Helios-shaped month."""
+    w, c = setting, HELIOS[setting][0]
+    num = num or _best(res, w, metric)
+    if num is None:
+        return {}
+    base_num, base_den = _seed0(res, w, num, metric), _seed0(res, w, den, metric)
+    out: dict[str, float | str] = {"as measured (seed 0)": ratio(base_num, base_den)}
+    if num == "tiresias":
+        out["Tiresias event-driven, free preemption (no 60-s rounds, no checkpoint cost)"] = ratio(
+            _seed0(res, w, "tiresias-event", metric), base_den)
+        if c:
+            out["Tiresias in rounds without the 62-s checkpoint cost"] = ratio(
+                _seed0(res, c, "tiresias-nockpt", metric), base_den)
+    if den == "lucid" and c:
+        out["Lucid's estimator perfect (true durations instead of the GA2M)"] = ratio(
+            base_num, _seed0(res, c, "lucid-oracle", metric))
+        out["Lucid's estimator cold (history mean, no pre-trained model)"] = ratio(
+            base_num, _seed0(res, c, "lucid-cold", metric))
+        out["Lucid's profiler as extra nodes (not carved out of the VCs)"] = ratio(
+            base_num, _seed0(res, c, "lucid+extra-profiler", metric))
+    if den == "lucid" and _has(res, w, "lucid-noshare"):
+        out["Lucid without packing (w/o Sharing)"] = ratio(base_num, _seed0(res, w, "lucid-noshare", metric))
     return {k: v for k, v in out.items() if math.isfinite(v)}
 
 
@@ -128,7 +161,55 @@ def _stat(records: list[dict], w: str, label: str, key: str, seeds: list[int]) -
     return [float(by_seed[s]) if by_seed.get(s) is not None else float("nan") for s in seeds]
 
 
+def _helios_settings_page(ctx, res: Results, records: list[dict], setting: str, models: dict) -> None:
+    """The Venus- / Saturn-shaped setting: what was generated, the fit (the baselines' Table 4 figures, paper vs
+    reached on the ledger's own cells) and the models."""
+    from features.traces.synthetic import read_preset
+    from pipelines.papers import lucid_calibrate as cal
+
+    w = setting
+    preset = read_preset(HELIOS[setting][1])
+    cell = next(((r.get("meta") or {}) for r in records if (r.get("cell") or {}).get("workload") == w
+                 and r.get("status") == "ok"), {})
+    paper = {"venus": ("1,080 GPUs in 15 VCs, 23,859 jobs in September 2020, lucid.txt:282, 312",
+                       "Venus' 15 real VCs (helios/venus_vc_config.csv), 1,080 GPUs: the paper's"),
+             "saturn": ("2,080 GPUs in 20 VCs, 101,254 jobs in September 2020, lucid.txt:281, 312",
+                        "20 VCs of 2,080 GPUs (the paper's size; Saturn's VC sizes are not published, so Venus' "
+                        "VC size profile stretched to 20 VCs)")}[setting]
+    summaries = {}
+    for label in cal.BASELINES:
+        if _has(res, w, label):
+            summaries[label] = {m: res.get(w, label, m) for m in ("wait_mean", "jct_mean", "wait_p99.9")}
+    reached = cal.figures(summaries) if {"fifo", "tiresias"} <= set(summaries) else {}
+    info = {"trace": f"Helios-shaped {setting.capitalize()} month (configs/workloads/{HELIOS[setting][1]}.yaml, "
+                     f"generator helios-shaped; the paper: {paper[0]}); {int(preset['jobs']):,} jobs"
+                     + ("" if not ctx.quick else " (quick mode: fewer)"),
+            "cluster": f"{cell.get('cluster_name', preset['cluster'])}: {paper[1]}",
+            "gpus": cell.get("cluster_gpus"), "offered_load": cell.get("load_reached", cell.get("offered_load")),
+            "seeds": res.seeds(w, "lucid"), "lucid_row": "lucid",
+            "models": "; ".join(f"{name}: {m['model']} v{m['version']} trained on {m['train_jobs']:,} generated jobs "
+                                f"(seed {m['train_seed']}, the month before the test period, the same users; data "
+                                f"{m['train_data_sha256']}), on the seed-0 test jobs R^2 {m['r2']:.3f} (s; the paper's Table 7 "
+                                f"reads 0.413 on Venus) and {m['r2_log']:.3f} (log)"
+                                for name, m in models.items() if name.startswith(setting)),
+            "baselines": "Tiresias: tiresias-rounds rule=quota, 60-s rounds, 62 s per preemption (lucid.txt:462); "
+                         "tiresias-event: event-driven, free preemption; QSSF: LightGBM trained on the generated "
+                         "training period; SJF: exact durations",
+            "tables": [write_policy_table(ctx, res, w, f"{setting}/policies.csv")],
+            "calibration": cal.table(setting, reached) if reached else [],
+            "calibration_parameters": (
+                "fitted on the baselines only (never Lucid's numbers) by python -m pipelines.papers.lucid_calibrate "
+                f"--trace {setting} --fit: arrival_scale {preset['arrival_scale']}, large_scale {preset['large_scale']}, "
+                f"mean_duration {preset['mean_duration']:g} s, vc_power {preset['vc_power']}, user_share "
+                f"{preset['user_share']} (the preset's comment has the grid and the fit's output); fixed from the paper "
+                f"and Helios: mean inter-arrival {preset['mean_interarrival']} s, median run {preset['median_duration']:g} s, "
+                f"{preset['users']} users")}
+    ctx.settings[setting] = info
+
+
 def _settings_page(ctx, res: Results, records: list[dict], setting: str, w: str, lucid: str, models: dict) -> None:
+    if setting in HELIOS:
+        return _helios_settings_page(ctx, res, records, setting, models)
     cell = next(((r.get("meta") or {}) for r in records if (r.get("cell") or {}).get("workload") == w
                  and r.get("status") == "ok"), {})
     gpus = cell.get("cluster_gpus")
@@ -139,7 +220,7 @@ def _settings_page(ctx, res: Results, records: list[dict], setting: str, w: str,
             "lucid_row": lucid, "models": "; ".join(
                 f"{name}: {m['model']} v{m['version']} trained on {m['train_jobs']:,} jobs ({m['train_from'][:10]} .. "
                 f"{m['train_to'][:10]}, data {m['train_data_sha256']}), test-week R^2 {m['r2']:.3f}"
-                for name, m in models.items()),
+                for name, m in models.items() if "train_from" in m),
             "baselines": "Tiresias: tiresias-rounds rule=quota, 60-s rounds, 62 s per preemption (lucid.txt:462); "
                          "tiresias-event: event-driven, free preemption; QSSF: LightGBM trained as Lucid's model; "
                          "SJF: exact durations",
@@ -170,6 +251,8 @@ def run(ctx: ReproduceContext) -> dict[str, Measurement]:
             continue
         ctx.progress(f"pre-training {name}: {pred.algo} on Philly's {pred.split} weeks (cached after the first fit)")
         models[name] = pred.describe()
+    if not ctx.quick and ctx.wants(*REPLAY_CLAIMS):
+        models.update(_generated_models(ctx))
     spec = spec_path("lucid", "spec-quick" if ctx.quick else "spec")
     if not ctx.wants(*REPLAY_CLAIMS):  # --claim names only model / latency claims: no replay needed
         records = []
@@ -231,9 +314,12 @@ def run(ctx: ReproduceContext) -> dict[str, Measurement]:
             out[f"{num}_over_{a}_queue@{setting}"] = Measurement(
                 samples=samples, detail=f"QSSF / {a}, average queueing delay, on {w}",
                 not_testable=None if samples else f"{num} or {a} was not replayed on {w} in this mode")
-    for setting in ("venus", "saturn"):
+    for setting in HELIOS:
+        if _has(res, setting, "lucid"):
+            continue
         for measure in ("tiresias_over_lucid_jct", "tiresias_over_lucid_queue", "tiresias_over_lucid_p999_queue",
-                        "fifo_over_lucid_jct"):
+                        "fifo_over_lucid_jct", "best_baseline_over_lucid_jct", "best_baseline_over_lucid_queue",
+                        "tiresias_over_lucid_short_queued", "profiler_finish_share"):
             out[f"{measure}@{setting}"] = Measurement(not_testable=NOT_REPLAYED)
     if "models" not in ctx.skip and ctx.wants("t7-duration-r2", "t7-duration-vs-lightgbm", "t7-throughput-mae",
                                                "t7-throughput-vs-lightgbm", "s46-packing-accuracy"):
@@ -246,6 +332,26 @@ def run(ctx: ReproduceContext) -> dict[str, Measurement]:
             f"CPU time per scheduling pass: P50 {lat['P50 ms']:.3f} ms, P99 {lat['P99 ms']:.3f} ms, max "
             f"{lat['max ms']:.2f} ms over {lat['passes']} passes with >= {lat['queued >=']:,} queued; interval: "
             "distribution-free 95 % interval of the P99"))
+    return out
+
+
+def _generated_models(ctx) -> dict[str, Any]:
+    """Train (once, here: the workers read the fits from the cache) the GA2M and QSSF's LightGBM of each
+    Helios-shaped setting on its generated training period, and score them on the seed-0 test jobs."""
+    from features.traces.helios_shaped import HeliosShapedSpec, generate
+    from sim.policies.lucid.generated import LucidGenerated
+    from sim.policies.lucid.pretrained import scores
+
+    out: dict[str, Any] = {}
+    for setting, (_causes_w, preset) in HELIOS.items():
+        for algo, who in (("ebm", "lucid"), ("lightgbm", "qssf")):
+            pred = LucidGenerated(preset=preset, algo=algo)
+            ctx.progress(f"training {who}'s {algo} for {setting} on a generated training period (cached after the "
+                         "first fit)")
+            test = generate(HeliosShapedSpec(**pred.params), seed=0).frame.reset_index(drop=True)
+            info = pred.describe()
+            info.update(scores(test["duration"].to_numpy(dtype=float), pred.predict(test)))
+            out[f"{setting} {who}"] = info
     return out
 
 
