@@ -23,6 +23,13 @@ Modifiers, each a general mechanism: a value that is an unexpanded shell variabl
 read it (a launcher without a process count, `accelerate --config_file` we could not read, `DataParallel` /
 `device_count()` in the entry) are low; a value computed from an assumption is no more certain than it.
 
+Plausibility (`plausibility`): a model or dataset stated by an argument, launcher, config, code or default is
+also judged by its VALUE and KEY: the kind's confidence times the key's specificity (`KEY_SPECIFICITY`: `--arch`
+1.0, `--net` 0.9, `name` 0.85), times `UNKNOWN_VALUE_FACTOR` when the vocabulary knows no architecture family /
+dataset of that name, capped at `IMPLAUSIBLE_CAP` (below the threshold) for a size / variant code as the model or a
+classification backbone while the code builds a detector or segmenter (calibrated on the tuned batches' first-sight
+misses: `--model H`, `--backbone_name tiny`, `--net vgg16` around Faster R-CNN).
+
 `MIN_CONFIDENCE` is THE threshold: a field below it is answered None, with the reason in
 `JobMetadata.unknown[field]` and the guess kept in `JobMetadata.evidence[field]["guess"]`.
 """
