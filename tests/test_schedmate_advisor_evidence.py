@@ -240,3 +240,36 @@ def test_general_mechanisms_from_batch_22_misses():
 
     assert _translation_setup([("label_nc", 35, 60, "d"), ("dataset_mode", "coco", 60, "d")])
     assert not _translation_setup([("label_nc", 35, 60, "d"), ("lr", 0.1, 60, "d")])
+
+
+def test_value_plausibility_and_key_specificity():
+    from features.schedmate_text.evidence import IMPLAUSIBLE_CAP, UNKNOWN_VALUE_FACTOR, plausibility
+
+    # a size / variant code is no architecture; a known family keeps the key's share; an unknown one less
+    assert plausibility("model", "tiny", "backbone_name")[1] == IMPLAUSIBLE_CAP
+    assert plausibility("model", "b0", "model")[1] == IMPLAUSIBLE_CAP
+    assert plausibility("model", "resnet50", "arch") == (1.0, 1.0, None)
+    assert plausibility("model", "resnet50", "net")[0] < plausibility("model", "resnet50", "arch")[0]
+    assert plausibility("model", "my_fancy_net", "arch")[0] == UNKNOWN_VALUE_FACTOR
+    # a backbone counts against the model only when the code builds a detector / segmenter
+    assert plausibility("model", "vgg16", "net", detector="Faster R-CNN")[1] == IMPLAUSIBLE_CAP
+    assert plausibility("model", "vgg16", "net")[1] == 1.0
+    assert plausibility("model", "faster_rcnn", "net", detector="Faster R-CNN")[1] == 1.0
+    assert plausibility("dataset", "imagenet", "dataset") == (1.0, 1.0, None)
+    assert plausibility("dataset", "my_images", "data_dir")[0] < 0.85
+
+
+def test_a_backbone_argument_of_a_detector_is_below_the_threshold():
+    args = ('import argparse\np = argparse.ArgumentParser()\np.add_argument("--net", default="res101")\n'
+            'p.add_argument("--epochs", type=int, default=20)\n')
+    det = args + "from model.faster_rcnn.vgg16 import vgg16\nfasterRCNN = vgg16(classes)\nrois = _RPN(base_feat)\n"
+    cmd = "python trainval_net.py --net vgg16 --epochs 6"
+    md = extract_metadata(cmd, {"trainval_net.py": det}, min_confidence=MIN_CONFIDENCE)
+    assert md.model is None and "detector" in md.unknown["model"] and md.evidence["model"]["guess"] == "vgg16"
+    assert md.iterations == 6  # the other explicit arguments stay
+    # the same argument in a classifier's entry is the model, at the argument's confidence times --net's share
+    cls = args + "model = torchvision.models.__dict__[args.net]()\nloss = F.cross_entropy(model(x), y)\n"
+    md = extract_metadata("python train.py --net vgg16 --epochs 6", {"train.py": cls}, min_confidence=MIN_CONFIDENCE)
+    assert md.model == "vgg16" and MIN_CONFIDENCE < md.evidence["model"]["confidence"] < KIND_CONFIDENCE["argument"]
+    md = extract_metadata("python train.py --arch vgg16", {"train.py": cls.replace("--net", "--arch")})
+    assert md.evidence["model"]["confidence"] == KIND_CONFIDENCE["argument"]  # `--arch` is specific, vgg16 known

@@ -23,6 +23,13 @@ Modifiers, each a general mechanism: a value that is an unexpanded shell variabl
 read it (a launcher without a process count, `accelerate --config_file` we could not read, `DataParallel` /
 `device_count()` in the entry) are low; a value computed from an assumption is no more certain than it.
 
+Plausibility (`plausibility`): a model or dataset stated by an argument, launcher, config, code or default is
+also judged by its VALUE and KEY: the kind's confidence times the key's specificity (`KEY_SPECIFICITY`: `--arch`
+1.0, `--net` 0.9, `name` 0.85), times `UNKNOWN_VALUE_FACTOR` when the vocabulary knows no architecture family /
+dataset of that name, capped at `IMPLAUSIBLE_CAP` (below the threshold) for a size / variant code as the model or a
+classification backbone while the code builds a detector or segmenter (calibrated on the tuned batches' first-sight
+misses: `--model H`, `--backbone_name tiny`, `--net vgg16` around Faster R-CNN).
+
 `MIN_CONFIDENCE` is THE threshold: a field below it is answered None, with the reason in
 `JobMetadata.unknown[field]` and the guess kept in `JobMetadata.evidence[field]["guess"]`.
 """
@@ -33,7 +40,8 @@ from typing import Any
 
 from features.schedmate_text.metadata import JobMetadata
 
-__all__ = ["MIN_CONFIDENCE", "KIND_CONFIDENCE", "EVIDENCE_FIELDS", "attach_evidence", "abstain"]
+__all__ = ["MIN_CONFIDENCE", "KIND_CONFIDENCE", "EVIDENCE_FIELDS", "KEY_SPECIFICITY", "attach_evidence", "abstain",
+           "plausibility"]
 
 #: the one abstention threshold: a field whose evidence is less certain than this is answered "unknown"
 MIN_CONFIDENCE: float = 0.5
@@ -252,6 +260,69 @@ def _unexpanded_argument(ex, field: str) -> str | None:
     return None
 
 
+_VALUE_KINDS = ("argument", "launcher", "config", "code", "default")
+
+#: how specifically a setting's name (last segment) states the field: the share of its kind's confidence it
+#: keeps (`--arch` names the network trained; `--net` / `--network` often a component of it; `name` / `type`
+#: anything). A key not listed keeps 0.9.
+KEY_SPECIFICITY: dict[str, dict[str, float]] = {
+    "model": {"arch": 1.0, "architecture": 1.0, "model": 1.0, "model_name": 1.0, "modelname": 1.0, "model_type": 1.0,
+              "model_id": 1.0, "alg": 1.0, "algo": 1.0, "algorithm": 1.0, "policy": 1.0,
+              "model_name_or_path": 0.95, "pretrained_model_name_or_path": 0.95, "init_from": 0.9, "base_model": 0.9,
+              "model_path": 0.9, "network": 0.9, "net": 0.9, "tokenizer_model": 0.8, "name": 0.85, "type": 0.85},
+    "dataset": {"dataset": 1.0, "dataset_name": 1.0, "data": 1.0, "task_name": 1.0, "env": 1.0, "env_id": 1.0,
+                "env_name": 1.0, "dataset_type": 0.95, "dataset_config_name": 0.9, "name": 0.85, "root": 0.85,
+                "data_dir": 0.85, "data_path": 0.85, "data_root": 0.85, "train_file": 0.85},
+}
+#: a value the vocabulary does not know (no architecture family / dataset name): this share of the confidence
+UNKNOWN_VALUE_FACTOR = 0.85
+#: the cap for a value that cannot be what the field asks (a size code as the model, a backbone of a detector)
+IMPLAUSIBLE_CAP = 0.40
+
+# a size or variant code, not an architecture: `H`, `tiny`, `base`, `b0`, `r50`, `7b`, `xl`
+_SIZE_CODE = re.compile(r"^(?:[a-z]{1,2}|[a-z]?\d{1,3}|\d+(?:\.\d+)?[kmbt]|tiny|small|base|medium|large|huge|"
+                        r"giant|mini|nano|micro|xxl)$", re.I)
+# classification backbones (what a detector or segmenter is built around)
+_BACKBONE = re.compile(r"^(?:vgg|res(?:net)?(?:[-_]?v?\d|$)|resnext|wide[-_]?resnet|mobilenet|densenet|efficientnet|"
+                       r"inception|xception|darknet|cspdarknet|regnet|convnext|swin|hrnet|mit[-_]b|shufflenet)", re.I)
+# a detector or segmenter built by the code the entry runs
+_DETECTOR = re.compile(r"faster[_\s-]?r[_-]?cnn|mask[_\s-]?r[_-]?cnn|retina[_-]?net|\bRoI[_-]?(?:Pool|Align)|"
+                       r"\broi_(?:pool|align)|\b_?RPN\b|RegionProposal|\bDeepLab|\bPSPNet|UperNet|SegFormer|"
+                       r"\bFCN\b|anchor_generator|\bnms\(", re.I)
+
+
+def _builds_detector(ex) -> str | None:
+    """The detector / segmenter words in the entry and the modules it imports (None when none)."""
+    if getattr(ex, "entry", None) is None:
+        return None
+    m = _DETECTOR.search(ex.entry) or _DETECTOR.search(_reachable_code(ex))
+    return None if m is None else m.group(0)
+
+
+def plausibility(field: str, value: Any, key: str, detector: str | None = None) -> tuple[float, float, str | None]:
+    """How plausible a value stated by an argument / config / code is for its field, from the VALUE (is it a
+    known architecture family or dataset? a size code? a backbone while the code builds a detector?) and the
+    KEY's specificity: (factor on the kind's confidence, cap, reason or None)."""
+    from features.schedmate_text.vocab import canonical_dataset, known_model
+
+    leaf = key.rsplit(".", 1)[-1].lower().replace("-", "_") if key else ""
+    spec = KEY_SPECIFICITY.get(field, {}).get(leaf, 0.9 if leaf else 1.0)
+    text = str(value).strip()
+    if field == "model":
+        known = known_model(text)
+        if known is None and _SIZE_CODE.match(text):
+            return spec, IMPLAUSIBLE_CAP, f"a size or variant code ({text}), not an architecture"
+        if detector and _BACKBONE.match(text) and not _DETECTOR.search(known or text):
+            return spec, IMPLAUSIBLE_CAP, f"a classification backbone ({text}) while the code builds a detector / " \
+                                          f"segmenter ({detector})"
+        if known is None:
+            return spec * UNKNOWN_VALUE_FACTOR, 1.0, None
+        return spec, 1.0, None
+    if field == "dataset" and canonical_dataset(text) is None:
+        return spec * UNKNOWN_VALUE_FACTOR, 1.0, None
+    return spec, 1.0, None
+
+
 def attach_evidence(md: JobMetadata, ex=None, command: str = "") -> JobMetadata:
     """Fill `md.evidence[field]` = {"evidence": file:line or the argument, "kind", "confidence", "rule"} for
     every answered field (in place; returns md)."""
@@ -294,6 +365,11 @@ def attach_evidence(md: JobMetadata, ex=None, command: str = "") -> JobMetadata:
                                          (hit[0] if hit else "").lower()):
             conf = min(conf, 0.45)
             reason = "a model named after a sub-module"
+        if f in ("model", "dataset") and kind in _VALUE_KINDS and reason is None and ex is not None:
+            detector = _builds_detector(ex) if f == "model" and _BACKBONE.match(str(value)) else None
+            factor, cap, why = plausibility(f, value, hit[0] if hit else "", detector)
+            conf = min(conf * factor, cap)
+            reason = why
         if f in ("model", "task") and rule.startswith(("config name", "entry name")):
             from features.schedmate_text.vocab import known_model
 
