@@ -157,6 +157,7 @@ def _stall(n: int, frame, test, holdout: list, tracking: str, work: Path, rows: 
         idle = timed(lambda: served.post(one[0]), 500, 0)  # the same query, nothing else sent: this load's floor
         rows.append(("one job, HTTP", "schedcast, no other client (same server, just before)", len(idle),
                      *percentiles(idle)))
+        load0 = os.getloadavg()[0]
         sender = subprocess.Popen([sys.executable, "-c", SENDER, str(served.port), str(path)], stdout=subprocess.PIPE,
                                   text=True)
         ms, k = [], 0
@@ -166,14 +167,18 @@ def _stall(n: int, frame, test, holdout: list, tracking: str, work: Path, rows: 
             ms.append((time.perf_counter() - t0) * 1e3)
             k += 1
         out = sender.communicate()[0].strip()
+        load1 = os.getloadavg()[0]
         if sender.returncode != 0:
             raise RuntimeError(f"the sender failed (exit {sender.returncode})")
     finally:
         served.stop()
     rows.append(("one job during out-of-order finished records, HTTP",
                  f"schedcast, while {n:,} records arrive in {out} s", len(ms), *percentiles(ms)))
-    notes.append(f"out-of-order finished records: {n:,} in requests of 100 took {out} s to send; {len(ms):,} one-job "
-                 f"queries meanwhile, max {max(ms):.1f} ms")
+    p50, p99 = percentiles(ms)
+    notes.append(f"out-of-order finished records: {n:,} in requests of 100 took {out} s to send (ingest); {len(ms):,} "
+                 f"one-job queries meanwhile: P50 {p50:.1f} ms, P99 {p99:.1f} ms, max {max(ms):.1f} ms; load average "
+                 f"(1 min, {os.cpu_count()} CPUs) {load0:.2f} when the sender started, {load1:.2f} when it ended; with "
+                 f"no other client P50 {percentiles(idle)[0]:.2f} ms, P99 {percentiles(idle)[1]:.2f} ms, max {max(idle):.1f} ms")
 
 
 class Served:
