@@ -158,7 +158,6 @@ def _history(path: str):
 def cmd_advise(args: argparse.Namespace) -> int:
     import sys
 
-    from models.schedmate.advisor import SchedulingAdvisor
     from features.schedmate_text.extract import FIELDS, extract_metadata, read_repository
 
     files = read_repository(args.repo)
@@ -177,6 +176,8 @@ def cmd_advise(args: argparse.Namespace) -> int:
     result: dict = {"metadata": {f: getattr(md, f) for f in FIELDS + BATCH_FIELDS}, "sources": md.sources,
                     "canonical_text": md.canonical_text(), "advice": None}
     if args.history:
+        from models.schedmate.advisor import SchedulingAdvisor  # numpy: only with a history to match against
+
         hist = _history(args.history)
         adv = SchedulingAdvisor(t_score=args.t_score if args.t_score is not None else 0.9, k=args.k,
                                 embedder=args.embedder)
