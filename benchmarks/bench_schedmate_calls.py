@@ -1,7 +1,8 @@
 """What a scheduler pays per SchedMate text call (issue 41, item 5), as whole-process timings.
 
-- cold: one `python -m models.schedmate.batch diagnose LOG` process per log (start-up included), and the
-  same through `schedcast diagnose LOG` (the full product's start-up), median of --runs runs;
+- cold: one `python -m models.schedmate.batch diagnose LOG` process per log (start-up included), and
+  `schedcast diagnose LOG` / `track LOG` / `advise --repo R --command C` (the product's command line), each
+  median of --runs runs, and the bare interpreter (`python -c pass`) at the same moment;
 - batch: one process for N logs (JSON lines out): wall time per log;
 - served: `python -m models.schedmate.batch serve` on a loopback port, then POST /diagnose and POST
   /track per log: client-side round trip per log (P50 / P95), logs of <= --max-lines lines.
@@ -82,11 +83,23 @@ def main(argv=None) -> int:
                      "lines_max": max(sizes)}
         cold = [_timed([py, "-m", "models.schedmate.batch", "diagnose", str(failed[i % len(failed)])])
                 for i in range(args.runs)]
-        full = [_timed([py, "-m", "pipelines.cli", "diagnose", str(failed[i % len(failed)])]) for i in range(3)]
+        repo = Path(tmp) / "repo"  # a one-file repository for `advise`
+        repo.mkdir()
+        (repo / "train.py").write_text("import argparse\np = argparse.ArgumentParser()\n"
+                                       "p.add_argument('--model', default='resnet50')\n"
+                                       "p.add_argument('--epochs', type=int, default=90)\nargs = p.parse_args()\n")
+        full = {"diagnose": lambda i: ["diagnose", str(failed[i % len(failed)])],
+                "track": lambda i: ["track", str(running[i % len(running)])],
+                "advise": lambda i: ["advise", "--repo", str(repo), "--command", f"python train.py --epochs {i + 1}"]}
+        cold_cli = {tool: [] for tool in full}
+        for i in range(args.runs):  # the three commands in turn: each sees the same load
+            for tool, words in full.items():
+                cold_cli[tool].append(_timed([py, "-m", "pipelines.cli", *words(i)]))
         base = [_timed([py, "-c", "pass"]) for _ in range(args.runs)]
         res["python_startup_s_median"] = statistics.median(base)  # the interpreter alone, same machine, same moment
         res["cold_batch_module_s_median"] = statistics.median(cold)
-        res["cold_schedcast_diagnose_s_median"] = statistics.median(full)
+        for tool, secs in cold_cli.items():
+            res[f"cold_schedcast_{tool}_s_median"] = statistics.median(secs)
         batch = [_timed([py, "-m", "models.schedmate.batch", "diagnose", *map(str, failed)]) for _ in range(3)]
         res["batch_s_per_log_median"] = statistics.median(batch) / len(failed)
         port = _free_port()
@@ -115,7 +128,7 @@ def main(argv=None) -> int:
             ms.sort()
             res[f"served_{tool}_ms_p50"] = statistics.median(ms)
             res[f"served_{tool}_ms_p95"] = ms[int(0.95 * (len(ms) - 1))]
-    res["load_average"] = os.getloadavg()[0]
+    res["load_average"] = os.getloadavg()[0]  # 1 min, at the end
     print(json.dumps(res, indent=2))
     return 0
 

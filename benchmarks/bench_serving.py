@@ -30,6 +30,7 @@ Writes benchmarks/results/serving/report.md (git-ignored) and prints the table.
 from __future__ import annotations
 
 import argparse
+import gc
 import http.client
 import json
 import logging
@@ -157,6 +158,12 @@ def _stall(n: int, frame, test, holdout: list, tracking: str, work: Path, rows: 
         idle = timed(lambda: served.post(one[0]), 500, 0)  # the same query, nothing else sent: this load's floor
         rows.append(("one job, HTTP", "schedcast, no other client (same server, just before)", len(idle),
                      *percentiles(idle)))
+        # this client's own heap (the trace, the trained model, MLflow) is frozen out of its garbage collector: a
+        # full collection here stopped this loop for up to ~2 s on a loaded machine and was counted as the server's
+        gc.collect()
+        gc.freeze()
+        pauses = _GcPauses()
+        load0 = os.getloadavg()[0]
         sender = subprocess.Popen([sys.executable, "-c", SENDER, str(served.port), str(path)], stdout=subprocess.PIPE,
                                   text=True)
         ms, k = [], 0
@@ -166,14 +173,39 @@ def _stall(n: int, frame, test, holdout: list, tracking: str, work: Path, rows: 
             ms.append((time.perf_counter() - t0) * 1e3)
             k += 1
         out = sender.communicate()[0].strip()
+        load1 = os.getloadavg()[0]
+        pauses.stop()
+        gc.unfreeze()
         if sender.returncode != 0:
             raise RuntimeError(f"the sender failed (exit {sender.returncode})")
     finally:
         served.stop()
     rows.append(("one job during out-of-order finished records, HTTP",
                  f"schedcast, while {n:,} records arrive in {out} s", len(ms), *percentiles(ms)))
-    notes.append(f"out-of-order finished records: {n:,} in requests of 100 took {out} s to send; {len(ms):,} one-job "
-                 f"queries meanwhile, max {max(ms):.1f} ms")
+    p50, p99 = percentiles(ms)
+    notes.append(f"out-of-order finished records: {n:,} in requests of 100 took {out} s to send (ingest); {len(ms):,} "
+                 f"one-job queries meanwhile: P50 {p50:.1f} ms, P99 {p99:.1f} ms, max {max(ms):.1f} ms; load average "
+                 f"(1 min, {os.cpu_count()} CPUs) {load0:.2f} when the sender started, {load1:.2f} when it ended; with "
+                 f"no other client P50 {percentiles(idle)[0]:.2f} ms, P99 {percentiles(idle)[1]:.2f} ms, max {max(idle):.1f} ms; "
+                 f"this client's own garbage collections meanwhile: {pauses.count}, longest {pauses.longest:.1f} ms")
+
+
+class _GcPauses:
+    """This process's garbage collections (count, longest in ms) from creation to ``stop``."""
+
+    def __init__(self) -> None:
+        self.count, self.longest, self._t0 = 0, 0.0, None
+        gc.callbacks.append(self._callback)
+
+    def _callback(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._t0 = time.perf_counter()
+        elif self._t0 is not None:
+            self.count += 1
+            self.longest = max(self.longest, (time.perf_counter() - self._t0) * 1e3)
+
+    def stop(self) -> None:
+        gc.callbacks.remove(self._callback)
 
 
 class Served:

@@ -70,6 +70,7 @@ columns of a feature frame.
 """
 from __future__ import annotations
 
+import contextlib
 import io
 import math
 import threading
@@ -133,6 +134,80 @@ def _canonical(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 
+class _Gate:
+    """Queries before finished records: the order in which a served model's concurrent requests use the CPU.
+
+    A request that applies finished records (or parses more than one slice of records) is *background*
+    work: it runs in slices (models.serving: _APPLY_CHUNK records, _REPAIR_STEP repair entries, the lock
+    released between them) and, between slices, :meth:`pause` waits while any other request is in
+    progress, at most _PAUSE_MAX_S per slice (so a stream of queries slows finished records down but never
+    stops them). A one-job query that arrives meanwhile therefore waits for at most the slice under way,
+    and then has the interpreter (the GIL) to itself instead of sharing it, a millisecond at a time, with
+    the background request: on a loaded machine a thread that shares the GIL also waits whenever the
+    other is descheduled while holding it. What a query sees is unchanged: every record acknowledged
+    before it arrived was applied before that acknowledgement.
+
+    A request is in progress inside :meth:`request` (predict_records enters it; the scoring server enters
+    it from the request's head until its answer is sent, so the body's parsing and the answer count too);
+    both are per thread and re-entrant."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition(threading.Lock())
+        self.active = 0  #: requests in progress
+        self.background = 0  #: of which in their background phase
+        self.pauses = 0  #: pauses that waited (for tests and diagnostics)
+        self._local = threading.local()
+
+    @contextlib.contextmanager
+    def request(self):
+        """One request in progress (re-entrant in a thread: counted once)."""
+        local = self._local
+        depth = getattr(local, "depth", 0)
+        local.depth = depth + 1
+        if depth == 0:
+            with self._cond:
+                self.active += 1
+        try:
+            yield
+        finally:
+            local.depth = depth
+            if depth == 0:
+                with self._cond:
+                    self.active -= 1
+                    if self.active <= self.background:
+                        self._cond.notify_all()
+
+    @contextlib.contextmanager
+    def background_work(self):
+        """This thread's request is background work from here on (re-entrant)."""
+        local = self._local
+        if getattr(local, "background", False):
+            yield
+            return
+        local.background = True
+        with self._cond:
+            self.background += 1
+            self._cond.notify_all()  # background requests do not wait for each other
+        try:
+            yield
+        finally:
+            local.background = False
+            with self._cond:
+                self.background -= 1
+
+    def pause(self, max_wait: float | None = None) -> bool:
+        """Between two slices of background work: wait while another request is in progress, at most
+        ``max_wait`` seconds (default _PAUSE_MAX_S). Whether it waited (never outside background work)."""
+        if self.active <= self.background or not getattr(self._local, "background", False):
+            return False
+        with self._cond:
+            if self.active <= self.background:
+                return False
+            self.pauses += 1
+            self._cond.wait_for(lambda: self.active <= self.background,
+                                _PAUSE_MAX_S if max_wait is None else max_wait)
+        return True
+
 
 def _python_model_base():
     import mlflow.pyfunc
@@ -178,9 +253,11 @@ class RawRecordModel(_python_model_base()):
         self._state: _History | None = None  # built on load (or first use), never pickled
         self._matrix: Callable[[np.ndarray], np.ndarray] | None = None
         self._lock = threading.RLock()
+        #: queries before finished records (see _Gate); the scoring server enters ``_gate.request()`` per request
+        self._gate = _Gate()
 
     def __getstate__(self) -> dict:
-        state = {k: v for k, v in self.__dict__.items() if k not in ("_state", "_matrix", "_lock")}
+        state = {k: v for k, v in self.__dict__.items() if k not in ("_state", "_matrix", "_lock", "_gate")}
         if self.history_in_artifact:
             state["history"] = None
         else:
@@ -311,10 +388,11 @@ class RawRecordModel(_python_model_base()):
         """The fast path: JSON-like records in, one prediction per unfinished record out (request order).
         Finished records join the history first (kept for later calls). Raises RecordError (nothing
         applied) when any record is bad."""
-        values, n = self._values(records)
-        if not n:
-            return np.zeros(0)
-        return self._predict_values(values, n)
+        with self._gate.request():
+            values, n = self._values(records)
+            if not n:
+                return np.zeros(0)
+            return self._predict_values(values, n)
 
     def features(self, records: pd.DataFrame | list[dict[str, Any]]) -> pd.DataFrame:
         """The engineered features (the estimator's columns) of the unfinished records (finished records
@@ -352,26 +430,37 @@ class RawRecordModel(_python_model_base()):
         self.prepare()
         if not isinstance(records, list):
             raise RecordError(["the request must be a list of job records"])
-        parsed, bad = [], []
-        for i, rec in enumerate(records):
-            job = self._clock.parse(rec)
-            if isinstance(job, str):
-                bad.append(f"record {i}: {job}")
-            else:
-                parsed.append(job)
-        if bad:
-            raise RecordError(bad)
-        state = self._state
-        # history_features' order for the request's finished jobs: by submission, then request order. They
-        # are applied in chunks, the lock released between them, so a concurrent query waits for at most
-        # one chunk (each finished job is O(log n) per key, see models.serving_history._Series).
-        finished = sorted((j for j in parsed if j.finished), key=lambda j: j.t)
-        for k in range(0, len(finished), _APPLY_CHUNK):
-            with self._lock:
-                for job in finished[k:k + _APPLY_CHUNK]:
-                    state.add(job)
-        if state.dirty:
-            self._repair(state, _REPAIR_MIN + _REPAIR_PER_RECORD * len(finished))
+        with contextlib.ExitStack() as stack:
+            gate = self._gate
+            if len(records) > _APPLY_CHUNK:  # more than one slice: background work from the start
+                stack.enter_context(gate.background_work())
+            parsed, bad, parse = [], [], self._clock.parse
+            for k in range(0, len(records), _APPLY_CHUNK):
+                if k:
+                    gate.pause()
+                for i, rec in enumerate(records[k:k + _APPLY_CHUNK], k):
+                    job = parse(rec)
+                    if isinstance(job, str):
+                        bad.append(f"record {i}: {job}")
+                    else:
+                        parsed.append(job)
+            if bad:
+                raise RecordError(bad)
+            state = self._state
+            # history_features' order for the request's finished jobs: by submission, then request order.
+            # They are applied in slices, the lock released between them and other requests let through
+            # first (_Gate), so a concurrent query waits for at most one slice (each finished job is O(log n)
+            # per key, see models.serving_history._Series).
+            finished = sorted((j for j in parsed if j.finished), key=lambda j: j.t)
+            if finished:
+                stack.enter_context(gate.background_work())
+            for k in range(0, len(finished), _APPLY_CHUNK):
+                gate.pause()
+                with self._lock:
+                    for job in finished[k:k + _APPLY_CHUNK]:
+                        state.add(job)
+            if finished and state.dirty:
+                self._repair(state, _REPAIR_MIN + _REPAIR_PER_RECORD * len(finished))
         return self._query_rows(state, [j for j in parsed if not j.finished])
 
     def _repair(self, state: _History, budget: int) -> None:
@@ -381,6 +470,7 @@ class RawRecordModel(_python_model_base()):
         repaired by later such requests; meanwhile queries read statistics computed from the durations
         (equal up to rounding: models.serving_history._Series)."""
         while state.dirty and budget > 0:
+            self._gate.pause()
             with self._lock:
                 budget -= max(1, state.repair(min(_REPAIR_STEP, budget)))
 
@@ -436,6 +526,9 @@ class RawRecordModel(_python_model_base()):
 #: about a millisecond or less, so a concurrent one-job query never waits for a large request).
 _APPLY_CHUNK = 128
 _REPAIR_STEP = 256
+#: The longest a slice of background work waits for other requests (_Gate.pause): a stream of queries
+#: leaves finished records at least one slice per _PAUSE_MAX_S.
+_PAUSE_MAX_S = 0.05
 #: The repair budget of a request that reported finished jobs: _REPAIR_MIN entries plus _REPAIR_PER_RECORD
 #: per finished record (a request's own history repair is complete when its keys' tails are shorter).
 _REPAIR_MIN = 8192

@@ -11,8 +11,23 @@ import os
 import sys
 from typing import NoReturn, Sequence
 
-from pipelines import info, modelops, server, simulate
-from pipelines.simulate import DEFAULT_POLICIES  # noqa: F401 - public name
+#: Commands whose process needs neither the simulator nor pandas / numpy / pyarrow (SchedMate's text tools on
+#: a user's repository, command and logs): the parser of their module only, no plug-in commands, and no
+#: pyarrow allocator set-up at start (pipelines.memory_pages). A cold `schedcast diagnose LOG` is then the
+#: interpreter, argparse and the reader (tests/test_hardening_round2.py checks what such a process imports).
+LIGHT_COMMANDS = frozenset({"advise", "track", "diagnose"})
+
+
+def __getattr__(name: str):
+    """The command modules (``cli.simulate``, ...) and ``DEFAULT_POLICIES``, imported on first use: a
+    command imports only the module that adds it (see COMMAND_MODULES)."""
+    import importlib
+
+    if name in ("info", "modelops", "server", "simulate"):
+        return importlib.import_module(f"pipelines.{name}")
+    if name == "DEFAULT_POLICIES":
+        return importlib.import_module("pipelines.simulate").DEFAULT_POLICIES
+    raise AttributeError(f"module 'pipelines.cli' has no attribute {name!r}")
 
 
 class Parser(argparse.ArgumentParser):
@@ -65,12 +80,13 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                         "path such as plugins/my_policies.py; it registers policies, placements, scores, trace "
                         "formats, ... (docs/plugins.md); experiment workers import it too")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    if command in COMMAND_MODULES:
-        import importlib
+    import importlib
 
+    if command in COMMAND_MODULES:
         modules = [importlib.import_module(COMMAND_MODULES[command])]
     else:
-        modules = [simulate, info, modelops, server, *_plugin_command_modules()]
+        modules = [importlib.import_module(f"pipelines.{name}") for name in ("simulate", "info", "modelops", "server")]
+        modules += _plugin_command_modules()
     for module in modules:
         module.add_parsers(sub)
     return parser
@@ -170,6 +186,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     command = command_of(argv)
     if command == "simulate":
+        from pipelines import simulate
+
         simulate.read_trace_ahead(argv)  # the trace is read while the parser imports the simulator
     args = build_parser(command).parse_args(argv)
     args.argv = argv  # recorded in result folders (meta.json "command")
@@ -181,11 +199,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         skip_blas_probe()  # one replay at a time in this process: numba loads without SciPy's BLAS probe
     debug = args.debug or os.environ.get("SCHEDCAST_DEBUG", "") not in ("", "0")
     try:
-        from models.registry import trust_scope
-
-        # --tracking-uri names the store this command trusts; --trust-local-models trusts any (models are pickles)
-        with trust_scope(getattr(args, "tracking_uri", None), bool(getattr(args, "trust_local_models", False))):
+        if command in LIGHT_COMMANDS:  # no model store is read (models.registry imports MLflow's helpers)
             rc = args.func(args)
+        else:
+            from models.registry import trust_scope
+
+            # --tracking-uri names the store this command trusts; --trust-local-models trusts any (models are
+            # pickles)
+            with trust_scope(getattr(args, "tracking_uri", None), bool(getattr(args, "trust_local_models", False))):
+                rc = args.func(args)
         _FAST_EXIT[0] = bool(getattr(args, "fast_exit", False)) and rc == 0
         return rc
     except KeyboardInterrupt:
@@ -217,9 +239,9 @@ def entry() -> NoReturn:
     time)."""
     from pipelines.memory_pages import avoid_huge_page_stalls
 
-    avoid_huge_page_stalls()
-    _CONSOLE[0] = True
     argv = sys.argv[1:]
+    avoid_huge_page_stalls(arrow=command_of(argv) not in LIGHT_COMMANDS)
+    _CONSOLE[0] = True
     rc = main(argv)
     if _FAST_EXIT[0]:
         try:

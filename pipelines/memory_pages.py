@@ -17,6 +17,7 @@ faults of a 1.75 M-job replay are a quarter of its time.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 #: The kernel's transparent-huge-page settings.
@@ -53,7 +54,7 @@ def small_page_pool() -> str:
     return "jemalloc"
 
 
-def avoid_huge_page_stalls(thp: Path = THP) -> list[str]:
+def avoid_huge_page_stalls(thp: Path = THP, arrow: bool = True) -> list[str]:
     """Where faults in huge-page regions stall: turn numpy's huge-page marking off, and make pyarrow allocate
     with an allocator that takes small pages instead of mimalloc (:func:`small_page_pool`), for this
     process and the processes it starts (plot worker, Dask workers: through the environment), except where
@@ -64,20 +65,24 @@ def avoid_huge_page_stalls(thp: Path = THP) -> list[str]:
     rounds each, ``--no-plots``); reading its trace (``load_trace``) took 1.17-1.25 s of system time with
     mimalloc (385 MB of it in huge pages) and 0.70-0.80 s with the system allocator. jemalloc against the
     system allocator, the whole command, 6 interleaved rounds each (2026-11-26, a newer VM of the same
-    kind): 4.26-4.64 s (mean 4.46) against 4.53-4.96 s (mean 4.77)."""
+    kind): 4.26-4.64 s (mean 4.46) against 4.53-4.96 s (mean 4.77).
+
+    Neither library is imported for numpy's part (the variable is read when numpy is imported). Choosing
+    pyarrow's pool imports pyarrow (is jemalloc built in?): ``arrow=False`` skips it unless pyarrow is
+    imported already, for a command that never touches Arrow memory (the SchedMate text tools, whose whole
+    start is ~0.3 s and pyarrow's import 0.1 s of it)."""
     if not huge_page_faults_stall(thp):
         return []
     changed = []
     if "NUMPY_MADVISE_HUGEPAGE" not in os.environ:
-        os.environ["NUMPY_MADVISE_HUGEPAGE"] = "0"
-        import numpy as np
-
-        np._core.multiarray._set_madvise_hugepage(False)  # numpy >= 2 (pyproject); the variable is read at import
+        os.environ["NUMPY_MADVISE_HUGEPAGE"] = "0"  # read when numpy is imported
+        if "numpy" in sys.modules:  # imported already: switched directly (numpy >= 2, pyproject)
+            sys.modules["numpy"]._core.multiarray._set_madvise_hugepage(False)
         changed.append("numpy")
-    if "ARROW_DEFAULT_MEMORY_POOL" not in os.environ:
+    if "ARROW_DEFAULT_MEMORY_POOL" not in os.environ and (arrow or "pyarrow" in sys.modules):
         pool = small_page_pool()
         os.environ["ARROW_DEFAULT_MEMORY_POOL"] = pool  # read when pyarrow first allocates
-        import pyarrow as pa  # imported by now in any case (pandas' Arrow-backed text): set it now
+        import pyarrow as pa
 
         pa.set_memory_pool(pa.jemalloc_memory_pool() if pool == "jemalloc" else pa.system_memory_pool())
         changed.append("pyarrow")

@@ -174,7 +174,6 @@ def _confidence(text: str) -> float:
 def cmd_advise(args: argparse.Namespace) -> int:
     import sys
 
-    from models.schedmate.advisor import SchedulingAdvisor
     from features.schedmate_text.extract import FIELDS, extract_metadata, read_repository
 
     files = read_repository(args.repo)
@@ -196,6 +195,8 @@ def cmd_advise(args: argparse.Namespace) -> int:
                     "evidence": md.evidence, "unknown": md.unknown, "min_confidence": args.min_confidence,
                     "canonical_text": md.canonical_text(), "advice": None}
     if args.history:
+        from models.schedmate.advisor import SchedulingAdvisor  # numpy: only with a history to match against
+
         hist = _history(args.history)
         adv = SchedulingAdvisor(t_score=args.t_score if args.t_score is not None else 0.9, k=args.k,
                                 embedder=args.embedder)

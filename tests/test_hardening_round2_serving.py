@@ -248,3 +248,101 @@ def test_a_one_job_query_is_fast_while_another_client_sends_out_of_order_records
     sys.setswitchinterval(switch)
     assert done.is_set() and len(lat) >= 10
     assert np.percentile(lat, 99) < 0.25 and max(lat) < 2.0, (max(lat), np.percentile(lat, 99), len(lat))
+
+
+def _wait_until(cond, what: str, timeout: float = 20.0) -> None:
+    end = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < end, f"timed out waiting for {what}"
+        time.sleep(0.002)
+
+
+def test_finished_records_pause_between_slices_while_a_query_is_in_progress(model, monkeypatch):
+    """Queries before finished records (models.serving._Gate): while a query is in progress (the server
+    enters the gate from a request's head to its answer), a request applying finished records stops after
+    the slice under way and goes on only when the query is done; a query sees every record acknowledged
+    before it. Deterministic: the pause's bound is set far beyond the test, no timing is asserted."""
+    from models import serving
+
+    monkeypatch.setattr(serving, "_APPLY_CHUNK", 4)
+    monkeypatch.setattr(serving, "_PAUSE_MAX_S", 60.0)
+    frame = model[0]
+    raw = model[2]()
+    gate = raw._gate
+    recs = _late(frame, 40)
+    q = [_query(frame)]
+    before = raw.predict_records(q)
+    assert gate.pauses == 0 and gate.active == 0  # a query alone never pauses
+    applied = lambda: sum(1 for k in raw._state.by_id if str(k).startswith("late-"))  # noqa: E731
+    result = {}
+    with gate.request():  # a query's request in progress (its head arrived)
+        ingest = threading.Thread(target=lambda: result.setdefault("out", raw.predict_records(recs)), daemon=True)
+        ingest.start()
+        _wait_until(lambda: gate.pauses >= 1, "the finished records' first pause")
+        # the records were parsed in slices of 4 (each a pause point); nothing is applied while the query runs
+        assert applied() == 0 and ingest.is_alive()
+        # the query itself (same thread: counted once) goes through without waiting for the ingest
+        np.testing.assert_array_equal(raw.predict_records(q), before)
+        assert ingest.is_alive() and applied() == 0
+    ingest.join(30)
+    assert not ingest.is_alive() and len(result["out"]) == 0 and applied() == 40
+    assert gate.active == 0 and gate.background == 0
+    fresh = model[2]()
+    fresh.predict_records(recs)
+    np.testing.assert_array_equal(raw.predict_records(q), fresh.predict_records(q))  # every record seen
+
+
+def test_finished_records_are_never_stopped_by_a_stream_of_queries(model, monkeypatch):
+    """A query in progress for ever does not stop finished records: each slice waits at most _PAUSE_MAX_S."""
+    from models import serving
+
+    monkeypatch.setattr(serving, "_APPLY_CHUNK", 16)
+    monkeypatch.setattr(serving, "_PAUSE_MAX_S", 0.001)
+    frame = model[0]
+    raw = model[2]()
+    recs = _late(frame, 64)
+    with raw._gate.request():
+        ingest = threading.Thread(target=raw.predict_records, args=(recs,), daemon=True)
+        ingest.start()
+        ingest.join(60)
+        assert not ingest.is_alive()
+    assert raw._gate.pauses >= 4  # parse slices and apply slices each waited once
+    assert sum(1 for k in raw._state.by_id if str(k).startswith("late-")) == 64
+
+
+def test_background_requests_do_not_wait_for_each_other(model, monkeypatch):
+    """Two requests applying finished records at once, no query: neither waits for the other (a pause's bound
+    of 60 s, so waiting on each other would not finish within the join's 30 s)."""
+    from models import serving
+
+    monkeypatch.setattr(serving, "_APPLY_CHUNK", 4)
+    monkeypatch.setattr(serving, "_PAUSE_MAX_S", 60.0)
+    frame = model[0]
+    raw = model[2]()
+    recs = _late(frame, 80)
+    threads = [threading.Thread(target=raw.predict_records, args=(part,), daemon=True) for part in (recs[:40], recs[40:])]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert not any(t.is_alive() for t in threads)
+    assert raw._gate.active == 0 and raw._gate.background == 0
+    assert sum(1 for k in raw._state.by_id if str(k).startswith("late-")) == 80
+
+
+def test_the_scoring_server_counts_a_request_from_its_head(model, serve):
+    """The server enters the gate when a request's head has arrived, before its body: a request whose body is
+    still on its way already makes finished records pause."""
+    host, port, scorer = serve()
+    gate = scorer.raw._gate
+    body = json.dumps({"dataframe_records": [_query(model[0])]}).encode()
+    with socket.create_connection((host, port)) as sock:
+        sock.sendall(b"POST /invocations HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: %d\r\n\r\n" % len(body))
+        _wait_until(lambda: gate.active == 1, "the request to be counted")
+        sock.sendall(body)
+        sock.settimeout(10)
+        data = b""
+        while b"predictions" not in data:
+            data += sock.recv(65536)
+    _wait_until(lambda: gate.active == 0, "the answered request to be done")

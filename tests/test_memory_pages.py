@@ -72,14 +72,16 @@ def test_small_pages_are_chosen_where_huge_ones_stall_unless_the_user_chose(tmp_
 def test_the_console_script_decides_before_the_command(monkeypatch):
     from pipelines import cli
 
-    order = []
-    monkeypatch.setattr(memory_pages, "avoid_huge_page_stalls", lambda: order.append("pages") or [])
-    monkeypatch.setattr(cli, "main", lambda argv: order.append("main") or 0)
-    monkeypatch.setattr("sys.argv", ["schedcast", "policies"])
-    monkeypatch.setattr(cli, "_FAST_EXIT", [False])
-    with pytest.raises(SystemExit) as stop:
-        cli.entry()
-    assert stop.value.code == 0 and order == ["pages", "main"]
+    for command, arrow in (("policies", True), ("diagnose", False)):  # the text tools never touch Arrow memory
+        order = []
+        monkeypatch.setattr(memory_pages, "avoid_huge_page_stalls",
+                            lambda arrow=True: order.append(("pages", arrow)) or [])
+        monkeypatch.setattr(cli, "main", lambda argv: order.append("main") or 0)
+        monkeypatch.setattr("sys.argv", ["schedcast", command])
+        monkeypatch.setattr(cli, "_FAST_EXIT", [False])
+        with pytest.raises(SystemExit) as stop:
+            cli.entry()
+        assert stop.value.code == 0 and order == [("pages", arrow), "main"]
 
 
 def test_the_small_page_pool_is_jemalloc_where_pyarrow_has_it(monkeypatch):
