@@ -42,6 +42,8 @@ PAIRS = {"gfs": "spot_scheduler", "lyra": "lyra", "yarn-cs": "fifo_spot"}
 #: differential check of the simulators themselves, with the rule differences taken out
 RELEASED_RULES = "gfs:adapt_eta=false,queue_order=large-first"
 VARIANTS = {RELEASED_RULES: "spot_scheduler"}
+#: the released baselines with their HP-demand leak fixed by the driver (RULES["demand-leak"]): our policy -> run
+LEAK_FIXED = {"lyra": "lyra+leakfix", "yarn-cs": "fifo_spot+leakfix"}
 START = "2024-03-01 00:00:00"  # the released simulator's trace_range start (its clock's zero)
 NODES, GPUS_PER_NODE = 40, 8
 WARMUP_DAYS = 10  # >= 7 d validation + 20 h recorder offset + (seq_len + pred_len) h: its first training
@@ -64,6 +66,9 @@ DRIVER_CHANGES = {
                      "no spot task starts in the window under any of its policies (all three share the quota); "
                      "the driver passes 1e-3 (measured: mu 225, sigma 5-7, f 87-89 GPUs)",
     "num_workers": "--num_workers 10 DataLoader processes on a 2-core machine; the driver passes 0 (same batches)",
+    "leakfix": "only for the rows marked +leakfix: the released Lyra and FIFO never subtract a finished HP task's "
+               "GPUs from the per-organisation demand their forecaster reads (lyra.py / fifo_spot.py; spot.py "
+               "does); the driver subtracts them when the task's GPUs are released, as spot.py does",
     "recorder": "Recorder.process_seq_data converts every recorded minute to a timestamp with a Python apply "
                 "every 300 s (quadratic in the run's length); the driver swaps in a vectorised conversion with "
                 "the same output (speed only)",
@@ -78,7 +83,8 @@ RULES = {
                       "same forecast quota as GFS (capacity - floor(q0.9 HP)); ours (paper §6 baselines) admit "
                       "spot tasks whenever GPUs are free.",
     "gang-count": "released GFS counts a spot gang's GPUs in use as gpu_request (one pod), not gpu_request x "
-                  "worker_num, so gangs overshoot its quota; ours counts every pod.",
+                  "worker_num, so gangs overshoot its quota, and its forecaster's HP demand counts one pod of an HP "
+                  "gang; ours counts every pod.",
     "order": "released GFS and Lyra sort both queues large-first (GPUs per pod descending); ours: PTS small-first "
              "(GPU request, pods, submission), Lyra FIFO.",
     "forecaster": "released forecaster: OrgLinear trained daily on 24 h inputs (--seq_len 24, --learning_rate 1e-3: "
@@ -95,6 +101,10 @@ RULES = {
             "ours: event-driven, exact times.",
     "drain": "released: after log_range, spot tasks run without any quota until the trace is empty; ours keeps "
              "the quota (gfs) to the end.",
+    "demand-leak": "released Lyra and FIFO never subtract a finished HP task's GPUs from the per-organisation HP "
+                   "demand their forecaster reads, so the demand it sees only grows, the forecast passes the "
+                   "cluster, the quota is 0 and no spot task starts in the window (they start in the drain); "
+                   "the +leakfix rows remove this (DRIVER_CHANGES['leakfix']).",
     "lyra-victims": "released Lyra picks victim GPUs by 1 / (pods x GPUs) of the tasks on them (fewest GPUs of "
                     "large tasks); ours: least work at risk (GPUs x run time since start).",
 }
@@ -104,19 +114,22 @@ EXPLAINS = {
     ("gfs", "spot_jqt"): ["eta-dead", "gang-count", "eq10", "order", "forecaster"],
     ("gfs", "evict"): ["eta-dead", "gang-count", "eq10"],
     ("gfs", "hp_jqt"): ["hp-preempt-window", "tick", "order"],
-    ("lyra", "spot_jct"): ["baseline-quota", "forecaster", "order"],
-    ("lyra", "spot_jqt"): ["baseline-quota", "forecaster", "order"],
-    ("lyra", "evict"): ["baseline-quota", "lyra-victims"],
+    ("lyra", "spot_jct"): ["demand-leak", "drain", "baseline-quota", "forecaster", "order"],
+    ("lyra", "spot_jqt"): ["demand-leak", "drain", "baseline-quota", "forecaster", "order"],
+    ("lyra", "evict"): ["demand-leak", "baseline-quota", "lyra-victims"],
     ("lyra", "hp_jqt"): ["hp-preempt-window", "tick", "order"],
-    ("yarn-cs", "spot_jct"): ["baseline-quota", "forecaster", "fifo-blocking"],
-    ("yarn-cs", "spot_jqt"): ["baseline-quota", "forecaster", "fifo-blocking"],
-    ("yarn-cs", "evict"): ["baseline-quota"],
+    ("yarn-cs", "spot_jct"): ["demand-leak", "drain", "baseline-quota", "forecaster", "fifo-blocking"],
+    ("yarn-cs", "spot_jqt"): ["demand-leak", "drain", "baseline-quota", "forecaster", "fifo-blocking"],
+    ("yarn-cs", "evict"): ["demand-leak", "baseline-quota"],
     ("yarn-cs", "hp_jqt"): ["fifo-blocking", "tick"],
     (RELEASED_RULES, "spot_jct"): ["gang-count", "eq10", "forecaster"],
     (RELEASED_RULES, "spot_jqt"): ["gang-count", "eq10", "forecaster"],
     (RELEASED_RULES, "evict"): ["gang-count", "eq10", "forecaster"],
     (RELEASED_RULES, "hp_jqt"): ["hp-preempt-window", "tick"],
 }
+for (_p, _k), _rules in list(EXPLAINS.items()):  # the +leakfix rows: the same rules less the leak and the drain
+    if _p in LEAK_FIXED:
+        EXPLAINS[(LEAK_FIXED[_p], _k)] = [r for r in _rules if r not in ("demand-leak", "drain")]
 METRICS = [("spot_jct", "spot JCT h", 3600.0), ("spot_jqt", "spot JQT h", 3600.0), ("evict", "evict/run %", 0.01),
            ("hp_jqt", "HP JQT s", 1.0)]
 
@@ -217,6 +230,7 @@ def trace_digest(folder: Path) -> str:
 
 def run_released(spot_dir: Path, python: str, folder: Path, policy: str, work: Path, timeout: float,
                  reuse: bool = False) -> dict:
+    """``policy`` may end in ``+leakfix`` (DRIVER_CHANGES['leakfix'])."""
     """Run one released policy in a child process (this file with ``--released-child``); with ``reuse``, take
     the record of an earlier run in ``work`` when it was made on the same trace (same digest)."""
     work.mkdir(parents=True, exist_ok=True)
@@ -243,8 +257,10 @@ def run_released(spot_dir: Path, python: str, folder: Path, policy: str, work: P
     return out
 
 
-def released_child(spot_dir: Path, trace: Path, policy: str, work: Path) -> int:
-    """Run the released simulator's ``policy`` on ``trace`` (in its own process; cwd = ``work``)."""
+def released_child(spot_dir: Path, trace: Path, run_name: str, work: Path) -> int:
+    """Run the released simulator's policy ``run_name`` (``+leakfix``: DRIVER_CHANGES['leakfix']) on ``trace``
+    (in its own process; cwd = ``work``)."""
+    policy, _, fix = run_name.partition("+")
     sys.path.insert(0, str(spot_dir))
     os.chdir(work)
     import numpy as np
@@ -264,10 +280,28 @@ def released_child(spot_dir: Path, trace: Path, policy: str, work: Path) -> int:
         return wide.reindex(index=list(dict.fromkeys(data["time"])), columns=order).fillna(0.0)
 
     spot_recorder.Recorder.process_seq_data = process_seq_data
+    if fix == "leakfix":
+        from policy import policy as spot_policy
+
+        made = []
+        init, release = spot_policy.Policy.__init__, spot_cluster.VC.release_resource
+
+        def init_kept(self, *a, **k):
+            init(self, *a, **k)
+            made.append(self)
+
+        def release_and_forget(self, job):  # an HP task ends: its GPUs leave its organisation's demand
+            ok = release(self, job)
+            if job["type"] == "HP" and job["status"] == "end" and made:
+                made[-1].guar_request_dict[job["org_key"]] -= job["gpu_request"]
+            return ok
+
+        spot_policy.Policy.__init__ = init_kept
+        spot_cluster.VC.release_resource = release_and_forget
     torch.set_num_threads(1)
     ranges = json.loads((trace / "ranges.json").read_text())
     args = argparse.Namespace(
-        experiment_name=f"diff_{policy}", trace_dir=str(trace), log_dir=str(work / "log"), scheduler=policy,
+        experiment_name=f"diff_{run_name}", trace_dir=str(trace), log_dir=str(work / "log"), scheduler=policy,
         colocate=1, sweep=False, guarantee_hour=[1], guarantee_rate=0.9, ckpt_interval=3600, freq="h",
         checkpoints=str(work / "checkpoints"), seq_len=24, label_len=24, pred_len=4, inverse=True, scaling=False,
         enc_in=7, moving_avg=25, num_covariates=3, num_class=3, class_input_dim=[6, 1, 84], class_output_dim=8,
@@ -285,7 +319,7 @@ def released_child(spot_dir: Path, trace: Path, policy: str, work: Path) -> int:
     spot_utils.simulate_vc(jobs, cl, args, log_dir, policy)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     log_csv = Path(log_dir) / cl.cluster_name / f"{policy}_log.csv"
-    (work / f"{policy}.json").write_text(json.dumps({"simulate_s": wall, "cpu_s": cpu, "log_csv": str(log_csv),
+    (work / f"{run_name}.json").write_text(json.dumps({"simulate_s": wall, "cpu_s": cpu, "log_csv": str(log_csv),
                                                        "trace_sha256": trace_digest(trace)}))
     return 0
 
@@ -304,7 +338,8 @@ def rel_diff(ours: float, theirs: float) -> float:
 
 def table_lines(rows: dict, theirs: dict | None) -> list[str]:
     """The differential table (one row per policy and metric)."""
-    pairs = [(p, r) for p, r in [*PAIRS.items(), *VARIANTS.items()] if p in rows]
+    pairs = [(p, r) for p, r in [*PAIRS.items(), *VARIANTS.items(), *LEAK_FIXED.items()]
+             if p in rows and (theirs is None and r not in LEAK_FIXED.values() or theirs is not None and r in theirs)]
     lines = ["| policy (ours / released) | metric | ours | released | diff | explained by |", "|---|---|---|---|---|---|"]
     for pol, rel in pairs:
         for key, label, unit in METRICS:
@@ -314,7 +349,8 @@ def table_lines(rows: dict, theirs: dict | None) -> list[str]:
                 continue
             t = theirs[rel][key] / unit
             d = rel_diff(o, t)
-            why = ", ".join(EXPLAINS[(pol, key)]) if not (abs(d) <= TOLERANCE) else ""
+            rules = EXPLAINS[(rel, key)] if rel in LEAK_FIXED.values() else EXPLAINS[(pol, key)]
+            why = ", ".join(rules) if not (abs(d) <= TOLERANCE) else ""
             ds = "n/a" if d != d else f"{100 * d:+.0f} %"
             lines.append(f"| {pol} / {rel} | {label} | {o:.2f} | {t:.2f} | {ds} | {why} |")
     lines += ["", "| policy (ours / released) | spot tasks | ours wall s | ours CPU s | released wall s | released CPU s "
@@ -341,6 +377,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--spot-python", default=sys.executable, help="the Python that runs the released simulator")
     ap.add_argument("--policies", nargs="+", default=list(PAIRS), choices=list(PAIRS))
     ap.add_argument("--timeout", type=float, default=1800.0, help="seconds per released run")
+    ap.add_argument("--leakfix", action="store_true",
+                    help="also run the released Lyra and FIFO with their HP-demand leak fixed (rows +leakfix)")
     ap.add_argument("--reuse-released", action="store_true",
                     help="reuse released runs already in --out/released that were made on the same trace")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "gfs_differential")
@@ -374,6 +412,11 @@ def main(argv: list[str] | None = None) -> int:
         theirs = {}
         for pol in args.policies:
             rel = PAIRS[pol]
+            theirs[rel] = run_released(args.spot_dir.resolve(), args.spot_python, trace_dir, rel, out / "released",
+                                       args.timeout, reuse=args.reuse_released)
+            print(f"released {rel:14s}: " + ", ".join(f"{k} {v:.4g}" for k, v in theirs[rel].items()), flush=True)
+        for pol in (p for p in args.policies if args.leakfix and p in LEAK_FIXED):
+            rel = LEAK_FIXED[pol]
             theirs[rel] = run_released(args.spot_dir.resolve(), args.spot_python, trace_dir, rel, out / "released",
                                        args.timeout, reuse=args.reuse_released)
             print(f"released {rel:14s}: " + ", ".join(f"{k} {v:.4g}" for k, v in theirs[rel].items()), flush=True)
