@@ -350,8 +350,11 @@ def table_lines(rows: dict, theirs: dict | None) -> list[str]:
             t = theirs[rel][key] / unit
             d = rel_diff(o, t)
             rules = EXPLAINS[(rel, key)] if rel in LEAK_FIXED.values() else EXPLAINS[(pol, key)]
-            why = ", ".join(rules) if not (abs(d) <= TOLERANCE) else ""
-            ds = "n/a" if d != d else f"{100 * d:+.0f} %"
+            if o == 0 and t == 0:  # both zero: nothing differs
+                why, ds = "", "equal (0)"
+            else:  # x / 0 (no ratio) or a relative difference above the tolerance: named rules
+                why = ", ".join(rules) if not (abs(d) <= TOLERANCE) else ""
+                ds = "x / 0" if d != d else f"{100 * d:+.0f} %"
             lines.append(f"| {pol} / {rel} | {label} | {o:.2f} | {t:.2f} | {ds} | {why} |")
     lines += ["", "| policy (ours / released) | spot tasks | ours wall s | ours CPU s | released wall s | released CPU s "
                   "| speed ratio (wall) | speed ratio (CPU) |", "|---|---|---|---|---|---|---|---|"]

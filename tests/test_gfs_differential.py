@@ -92,8 +92,12 @@ def test_differences_above_tolerance_name_their_rules(bench):
     assert all(any(rule in ln for rule in bench.RULES) for ln in jqt)  # > 15 %: named rules
     jct = [ln for ln in lines if "spot JCT" in ln]
     assert all(ln.rstrip().endswith("|  |") for ln in jct)  # -5 %: nothing to explain
-    assert any("n/a" in ln for ln in lines if "HP JQT" in ln)  # 0 against 0: no ratio
+    assert all("equal (0)" in ln and ln.rstrip().endswith("|  |") for ln in lines if "HP JQT" in ln)  # 0 = 0
     assert any("| 120x |" in ln for ln in lines)
+    for r in theirs.values():
+        r["evict"] = 0.0  # ours evicts, theirs not: no ratio, still a difference to explain
+    ev = [ln for ln in bench.table_lines(ours, theirs) if "evict/run" in ln]
+    assert all("x / 0" in ln and any(rule in ln for rule in bench.RULES) for ln in ev)
     assert {r for rules in bench.EXPLAINS.values() for r in rules} <= set(bench.RULES)
     assert set(bench.EXPLAINS) == {(p, k) for p in [*bench.PAIRS, *bench.VARIANTS, *bench.LEAK_FIXED.values()]
                                    for k, _, _ in bench.METRICS}
