@@ -105,6 +105,9 @@ RULES = {
                    "demand their forecaster reads, so the demand it sees only grows, the forecast passes the "
                    "cluster, the quota is 0 and no spot task starts in the window (they start in the drain); "
                    "the +leakfix rows remove this (DRIVER_CHANGES['leakfix']).",
+    "fifo-victims": "released FIFO evicts every task on the first HP-free GPUs of the first node with the fewest "
+                    "HP-free GPUs (no cost), and its evicted tasks re-queue at the back; ours (YARN-CS): the "
+                    "newest-started spot tasks on the node needing the fewest victims.",
     "lyra-victims": "released Lyra picks victim GPUs by 1 / (pods x GPUs) of the tasks on them (fewest GPUs of "
                     "large tasks); ours: least work at risk (GPUs x run time since start).",
 }
@@ -118,9 +121,9 @@ EXPLAINS = {
     ("lyra", "spot_jqt"): ["demand-leak", "drain", "baseline-quota", "forecaster", "order"],
     ("lyra", "evict"): ["demand-leak", "baseline-quota", "lyra-victims"],
     ("lyra", "hp_jqt"): ["hp-preempt-window", "tick", "order"],
-    ("yarn-cs", "spot_jct"): ["demand-leak", "drain", "baseline-quota", "forecaster", "fifo-blocking"],
-    ("yarn-cs", "spot_jqt"): ["demand-leak", "drain", "baseline-quota", "forecaster", "fifo-blocking"],
-    ("yarn-cs", "evict"): ["demand-leak", "baseline-quota"],
+    ("yarn-cs", "spot_jct"): ["demand-leak", "drain", "baseline-quota", "forecaster", "fifo-blocking", "fifo-victims"],
+    ("yarn-cs", "spot_jqt"): ["demand-leak", "drain", "baseline-quota", "forecaster", "fifo-blocking", "fifo-victims"],
+    ("yarn-cs", "evict"): ["demand-leak", "baseline-quota", "fifo-victims"],
     ("yarn-cs", "hp_jqt"): ["fifo-blocking", "tick"],
     (RELEASED_RULES, "spot_jct"): ["gang-count", "eq10", "forecaster"],
     (RELEASED_RULES, "spot_jqt"): ["gang-count", "eq10", "forecaster"],
