@@ -94,6 +94,29 @@ def test_zero_over_zero_is_not_testable_never_a_ratio(tmp_path, monkeypatch):
     assert all(s.verdict == "not testable" for s in v["t5-evictions"].settings)
 
 
+def test_eviction_comparator_drops_seeds_where_the_best_baseline_evicts_nothing(tmp_path, monkeypatch):
+    """Seed 0: evidence (GFS 0.02 against Lyra's 0.04). Seed 1: Lyra evicts nothing, GFS 0.02 (x / 0). Seed 2:
+    neither evicts (0 / 0). Only seed 0 is a sample, and the detail says two seeds were dropped."""
+    from pipelines.papers import gfs
+
+    def mixed(policy, seed):
+        s = _summary(policy, 0)
+        if seed >= 1 and policy == "lyra":
+            s["evict_rate_runs"] = 0.0
+        if seed == 2 and policy == "gfs":
+            s["evict_rate_runs"] = 0.0
+        return s
+
+    _stub(monkeypatch, gfs, mixed)
+    out = gfs.run(_ctx(tmp_path, False, seeds=(0, 1, 2)))
+    m = out["evict_cut@medium"]
+    assert m.samples == pytest.approx([1 - 0.02 / 0.04])
+    assert "2 of 3 seeds dropped" in m.detail and "best baseline evicted nothing" in m.detail
+    assert "no seed dropped" in out["spot_jqt_cut@medium"].detail or "dropped" not in out["spot_jqt_cut@medium"].detail
+    assert gfs.evict_samples([0.1, 0.2, 0.0], [0.2, 0.0, 0.0]) == ([pytest.approx(0.5)], 2)
+    assert gfs.evict_dropped_note(0, 3).startswith("no seed dropped")
+
+
 def test_plan_sizes():
     from pipelines.papers import gfs
 

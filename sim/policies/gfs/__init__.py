@@ -21,8 +21,9 @@ Our readings where the paper leaves details open (each a parameter where it matt
   (1.5 - e / eps) when e < eps / 2 and a spot task waited longer than theta = 3,600 s over the past H hours,
   and never exceeds 1 (``eta_max=1``, the default): the reading the paper's runs had, since the released
   simulator's raise (Sjtucitlab/Spot policy/policy.py around lines 103-113) is negative for e < eps / 2 and
-  divides by zero at e = 0, so eta was only ever cut there. ``eta_max=inf`` is Eq. 11 as printed; it winds
-  eta up while f = 0 or every GPU is taken (1e35-1e112 measured) and then admits every spot task at once.
+  divides by zero at e = 0 (and its feedback never runs at all: eta stays 1 there, see sqa.py).
+  ``eta_max=inf`` is Eq. 11 as printed; it winds eta up while f = 0 or every GPU is taken (1e35-1e112
+  measured) and then admits every spot task at once.
   ``eta_raise=binding`` (raise only while the quota holds spot back) and ``eta_min`` / ``eta_max`` (the
   first reading's clamp [0.05, 4]) are further named readings; ``window_hours`` sets e's window (default:
   the past H hours, as printed). HP demand is sampled every 60 s per organisation from the simulation's own

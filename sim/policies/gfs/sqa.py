@@ -24,6 +24,10 @@ eps). The default caps eta at 1 (``eta_max=1``): eta is cut by evidence and may 
 never above. This is the reading the paper's runs had: in GFS's released simulator (Sjtucitlab/Spot,
 policy/policy.py around lines 103-113) the cut is as printed, but the raise is written eta * (1.5 - eps / e),
 which is negative for e < eps / 2 and divides by zero at e = 0, so it can never have raised eta in a run.
+In fact neither branch runs there: VC.get_eviction_rate (cluster.py) builds its frame with the columns time /
+node / count, dropping ``succeed``, so both counts are 0 and eta stays 1 (measured by
+benchmarks/bench_gfs_differential.py: 42 spot evictions in a one-day window, eta 1.0 at all 288 updates);
+``adapt_eta=false`` is that behaviour, docs/gfs_differential.md compares the two.
 The cut is applied at an update that saw a new eviction since the previous one (``eta_cut=new-evidence``, the
 default): e is a rate over the past H hours and the quota updates every 300 s, so applying the cut at every
 update (``eta_cut=each-update``) cuts eta up to 12 times per hour for the same eviction; measured on contended
