@@ -76,6 +76,10 @@ class Context:
         e = self._engine
         return (e.workload.duration[job] - self.remaining(job)) * e.demand[job]
 
+    def load_end(self, job: int) -> float:
+        """When a LOADING job's load ends (its load time plus any restart overhead of this start)."""
+        return self._engine.load_end(job)
+
     def expected_end(self, job: int) -> float:
         """When a job holding GPUs will finish if left alone (loading: load end + remaining work)."""
         return self._engine.expected_end[job]

@@ -242,6 +242,7 @@ class Engine(Transitions):
         self._track_attempts = (bool(self._failures) or bool(self._after)
                                 or (not none and any(map(INF.__gt__, checkpoint))))
         self.overhead: dict[int, float] = {}  # job -> extra load time of its next start
+        self.load_extra: dict[int, float] = {}  # loading job -> the overhead its current load includes
         if restart is None:
             from sim.failures import RestartRule
 

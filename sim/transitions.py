@@ -111,8 +111,12 @@ class Transitions:
         """A started (or packed) job loads for its load time plus any restart overhead, then trains;
         ``train_s`` is its expected training time from now (for ``expected_end``)."""
         lt = self.workload.load_time[job]
-        if self.overhead:
-            lt += self.overhead.pop(job, 0.0)
+        extra = self.overhead.pop(job, 0.0) if self.overhead else 0.0
+        if extra:
+            lt += extra
+            self.load_extra[job] = extra
+        elif self.load_extra:
+            self.load_extra.pop(job, None)
         if lt > 0:
             self.state[job] = LOADING
             self.since[job] = now
@@ -120,6 +124,10 @@ class Transitions:
             self._push(now + lt, EV_LOADED, job)
         else:
             self._begin_training(job)
+
+    def load_end(self, job: int) -> float:
+        """When a loading job's load ends: its load time plus the restart overhead its start added."""
+        return self.since[job] + self.workload.load_time[job] + self.load_extra.get(job, 0.0)
 
     def _begin_training(self, job: int) -> None:
         now = self.now
@@ -313,7 +321,7 @@ class Transitions:
         else:
             self.speed[job] = speed
             if self.state[job] == LOADING:
-                self.expected_end[job] = self.since[job] + self.workload.load_time[job] + self.remaining[job] / speed
+                self.expected_end[job] = self.load_end(job) + self.remaining[job] / speed
 
     def _stop(self, job: int, verb: str, ctx: Context | None = None) -> int:
         """Common bookkeeping of a preemption or eviction; returns the state the job was in."""

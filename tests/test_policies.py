@@ -278,6 +278,23 @@ def test_tiresias_rounds_quota_rule_lets_any_waiting_job_displace_worse_running_
     assert quota.preemptions[0] >= 1
 
 
+def test_tiresias_rounds_demotion_timer_of_a_job_loading_its_checkpoint_cost_does_not_stall():
+    # Regression (the Saturn-shaped Lucid setting stalled the replay watchdog): a restarted job's demotion
+    # timer counted its load time but not the ckpt_cost the preemption added to that load, so it fired while
+    # the job was still loading, found nothing attained and re-armed itself at the same instant for ever.
+    # One GPU, thresholds 100 and 150 GPU-s, rounds every 60 s, 62 s per restart. A (0, 1000 s) runs 0-120
+    # (drops at 100, preempted at 120 for B); B (10, 500 s) runs 120-240 (drops at 220, preempted at 240);
+    # A reloads 240-302 and crosses 150 at 332 (the stalled timer fired at 270, mid-load), preempted at 360
+    # with 178 GPU-s; B reloads 360-422, crosses 150 at 452, preempted at 480 with 178; A reloads 480-542 and
+    # ends at 542 + 822 = 1364; B starts at the round of 1380 and ends at 1380 + 62 + 322 = 1764.
+    rows = [(0, 1000, 1), (10, 500, 1)]
+    spec = "tiresias-rounds:thresholds=[100,150],interval=60,rule=quota,ckpt_cost=62"
+    res = simulate(workload(rows, nodes=1, gpus=1), spec, check_invariants=True)
+    assert res.first_start == [0, 120]
+    assert res.end == [1364, 1764]
+    assert res.preemptions == [2, 2]
+
+
 def test_base_policy_waiting_count_and_release():
     from sim.policies.base import Policy, SortedQueue
 

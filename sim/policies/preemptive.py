@@ -332,7 +332,7 @@ class Tiresias(HeadPreemptive):
         now = ctx.now
         lag = 0.0
         if ctx.state(job) == LOADING:
-            lag = ctx.since(job) + ctx.jobs.load_time[job] - now
+            lag = ctx.load_end(job) - now  # with the restart overhead (ckpt_cost) of this start
         at = now + lag + (nxt - a) / (ctx.jobs.gpus[job] * ctx.speed(job))
         if self.skip_unreached and ctx.expected_end(job) <= at and self._quiet():
             return
