@@ -49,6 +49,15 @@ against each baseline; Fig. 7 switches the queue causes, nic_whole, start_min, t
 on the single-GPU share where A-SRPT does worst, Fig. 8 at the lowest bandwidth. Every Fig. 6-8 verdict is
 decided by Alg. 1 as printed (``delay=block``, ``order=virtual``, tau 1); the causes say what each other
 reading would give.
+
+Speed (the full ledger: 3 seeds, 4 Fig. 6 sizes, 5 shares, 5 bandwidths, the causes on the first seed,
+Table II): every replay runs once (:func:`_key` leaves default settings out, so Fig. 8 at 10 Gb/s is Fig. 7's
+0 % set and Fig. 9's ``rf`` replay is Fig. 6's); with ``--workers N`` each seed's cases are built here, then
+N forked processes compute their predictions (the causal forest: the largest single cost after the
+replays) and run each replay as soon as its predictions are in, longest first, while Table II's ILPs run
+beside the first seed's (:meth:`Runs.prefetch`; the measurement code itself, :func:`_seed`, runs as a
+planning pass to name what it needs, so there is one list of what is measured). ``--claim ID`` builds and
+replays only the parts its claims need (:data:`PART_CLAIMS`).
 """
 from __future__ import annotations
 
