@@ -169,3 +169,18 @@ def test_replay_keys_leave_out_defaults_and_perfect_reads_no_prediction():
     b = asrpt.replay(case, "a-srpt-perfect", asrpt.QUICK, pred="perfect")
     drop = ("replay_s", "scored_s", "scored_cpu_s")
     assert {x: v for x, v in a.items() if x not in drop} == {x: v for x, v in b.items() if x not in drop}
+
+
+def test_claim_runs_only_its_parts(tmp_path, monkeypatch):
+    """--claim fig9-...: only the cause workload (and the smallest Fig. 6 size, the load cause) is built and
+    replayed; no Fig. 6-8 measurement and no Table II."""
+    tiny = dict(asrpt.QUICK, scale=1 / 900, fig6=(37_500, 75_000), fig7=(0.0, 0.8), fig8=(1.0, 10.0),
+                rf_trees=2, rf_rows=300, t2_models=("resnet50",), t2_cases=1)
+    monkeypatch.setattr(asrpt, "QUICK", tiny)
+    ctx = ReproduceContext(quick=True, out=tmp_path, seeds=[0], data_dir=Path("."),
+                           claims=frozenset({"fig9-rf-close-to-perfect"}))
+    got = asrpt.run(ctx)
+    assert "fig9_rf_over_perfect" in got and "load" in got["fig9_rf_over_perfect"].causes
+    assert not any(k.startswith(("fig6_", "fig7_", "fig8_", "t2_", "baseline_wait")) for k in got)
+    cases = {line.split('"case": "')[1].split('"')[0] for line in (tmp_path / "asrpt_replays.jsonl").read_text().splitlines()}
+    assert cases == {"cause-s0", "fig6-37500-s0"}
