@@ -459,6 +459,10 @@ class Runs:
 
 
 # -- Table II -------------------------------------------------------------------------------------------
+#: HiGHS's default relative MIP gap: how far an "optimal" ILP mapping may be from the true optimum
+ILP_GAP = 1e-4
+
+
 def table2(cfg: dict, seed: int = 0, nic: str = "share", any_servers: bool = True) -> dict[str, dict[str, Any]]:
     """Heavy-Edge (paper and refined) vs the exact ILP for every Table II model (:func:`table2_model`)."""
     rows = {m: table2_model(cfg, m, seed, nic, any_servers) for m in cfg["t2_models"]}
@@ -488,7 +492,7 @@ def table2_model(cfg: dict, model: str, seed: int = 0, nic: str = "share",
         return None
     rng = np.random.default_rng([seed, sum(map(ord, model))])
     acc: dict[str, list[float]] = {k: [] for k in ("gap", "gap_refine", "gap_all", "gap_all_refine", "ms",
-                                                   "ms_refine", "ilp_ms")}
+                                                   "ms_refine", "ilp_ms", "ilp_not_optimal")}
     for _ in range(cfg["t2_cases"]):
         while True:
             free = [int(v) for v in rng.integers(0, per + 1, size=cfg["t2_servers"])]
@@ -512,13 +516,18 @@ def table2_model(cfg: dict, model: str, seed: int = 0, nic: str = "share",
             a = alpha(conf, x, bw)
             if same is None:
                 same = optimal_mapping(conf, counts, bw)
-            for lower, what in (((best.alpha, "the ILP"),) if any_servers else ()) + ((same.alpha, "the ILP on its servers"),):
-                if a < lower * (1 - 1e-9):
-                    raise AssertionError(f"{model}: Heavy-Edge {a} beat {what} {lower} on {free}")
+            # an optimum proven within HiGHS's relative MIP gap (1e-4) cannot be beaten by more than that; a solve
+            # stopped by its time limit proves nothing (counted, its gap kept as measured)
+            for ilp, what in (((best, "the ILP"),) if any_servers else ()) + ((same, "the ILP on its servers"),):
+                if ilp.status != "optimal":
+                    acc["ilp_not_optimal"].append(1.0)
+                elif a < ilp.alpha * (1 - ILP_GAP):
+                    raise AssertionError(f"{model}: Heavy-Edge {a} beat {what} {ilp.alpha} on {free}")
             if any_servers:
                 acc["gap_all" + tag].append(a / best.alpha - 1.0)
             acc["gap" + tag].append(a / same.alpha - 1.0)
     row: dict[str, Any] = {k: float(np.mean(v)) if v else float("nan") for k, v in acc.items()}
+    row["ilp_not_optimal"] = len(acc["ilp_not_optimal"])
     row["gap_max"] = float(np.max(acc["gap"]))
     row["cases"] = acc  # per case (the interval's samples)
     return row
@@ -815,7 +824,8 @@ def run(ctx: ReproduceContext) -> dict[str, Measurement]:
             cases = r["cases"]
             d = (f"{model}, {len(cases['gap'])} cases of {cfg['t2_gpus']} GPUs on {cfg['t2_servers']} servers: gap "
                  f"{100 * r['gap']:.1f} % (refined {100 * r['gap_refine']:.1f} %; to the ILP on any free GPUs "
-                 f"{100 * r['gap_all']:.1f} %), {r['ms']:.2f} CPU ms vs ILP {r['ilp_ms']:.0f} CPU ms")
+                 f"{100 * r['gap_all']:.1f} %), {r['ms']:.2f} CPU ms vs ILP {r['ilp_ms']:.0f} CPU ms"
+                 + (f"; {r['ilp_not_optimal']} ILP solves stopped by the time limit" if r["ilp_not_optimal"] else ""))
             out[f"t2_heavy_edge_gap@{model}"] = Measurement(
                 samples=cases["gap"], detail=d, causes={"refine": r["gap_refine"], "nic_whole": t2w[model]["gap"]})
             out[f"t2_heavy_edge_ms@{model}"] = Measurement(samples=cases["ms"], detail=d)
