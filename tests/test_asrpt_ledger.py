@@ -184,3 +184,28 @@ def test_claim_runs_only_its_parts(tmp_path, monkeypatch):
     assert not any(k.startswith(("fig6_", "fig7_", "fig8_", "t2_", "baseline_wait")) for k in got)
     cases = {line.split('"case": "')[1].split('"')[0] for line in (tmp_path / "asrpt_replays.jsonl").read_text().splitlines()}
     assert cases == {"cause-s0", "fig6-37500-s0"}
+
+
+def test_table2_allows_the_ilp_its_mip_gap(monkeypatch):
+    """An ILP mapping is optimal only within HiGHS's relative gap: Heavy-Edge a hair (< 1e-4) faster is no
+    error (the full ledger stopped on gpt-6.7b, 2.71786 vs 2.71791), faster by more is; a solve stopped by its
+    time limit is counted, not asserted against."""
+    import sim.asrpt.ilp as ilp
+    from sim.asrpt.iteration import alpha
+    from sim.placement.heavy_edge import heavy_edge_map
+
+    cfg = dict(asrpt.QUICK, t2_cases=2)
+    for factor, status, raises in ((1 + 5e-5, "optimal", False), (1.01, "optimal", True), (1.01, "time limit", False)):
+        def fake(conf, counts, bw, time_limit=30.0, factor=factor, status=status):
+            # the solver's mapping on Heavy-Edge's servers, ``factor`` slower than Heavy-Edge's best (paper, refined)
+            he = min(alpha(conf, heavy_edge_map(conf, list(counts), bw, refine=r), bw) for r in (False, True))
+            return ilp.IlpResult([], he * factor, 0.0, status)
+
+        monkeypatch.setattr(ilp, "optimal_mapping", fake)
+        if raises:
+            with pytest.raises(AssertionError, match="beat"):
+                asrpt.table2_model(cfg, "resnet50", 0, any_servers=False)
+        else:
+            row = asrpt.table2_model(cfg, "resnet50", 0, any_servers=False)
+            assert row["ilp_not_optimal"] == (0 if status == "optimal" else 2 * 2)
+            assert row["gap"] < 0  # kept as measured
