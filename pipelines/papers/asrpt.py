@@ -409,7 +409,9 @@ class Runs:
         _FORKED = (self.cfg, byl)
         try:
             with ProcessPoolExecutor(self.ctx.workers, mp_context=multiprocessing.get_context("fork")) as pool:
-                side = {pool.submit(_pool_task, j) for j in extra}
+                # the extra tasks first (they are the longest), their results read as they come (a failure
+                # surfaces at once, not after the seed's replays)
+                side = {pool.submit(_pool_task, j): ("side", j) for j in extra}
                 while True:
                     plan = self._planned(body, cases)
                     need = {(c.label, k) for c in cases for k in c.wanted | {"rf"}}
@@ -420,7 +422,8 @@ class Runs:
                         c.wanted.clear()
                     if not plan and not need:
                         break
-                    busy = {pool.submit(_pool_task, ("pred", *lk)): lk for lk in need}
+                    busy = {**side, **{pool.submit(_pool_task, ("pred", *lk)): lk for lk in need}}
+                    side = {}
                     todo = sorted(plan.items(), key=lambda kv: -_cost(*kv[1]))
                     while todo or busy:
                         ready = [kv for kv in todo if kv[1][2].get("pred", "rf") in kv[1][0].preds]
@@ -435,7 +438,9 @@ class Runs:
                         for f in done:
                             what = busy.pop(f)
                             res = f.result()
-                            if res[0][0] == "pred":
+                            if what[0] == "side":
+                                out[res[0]] = res[1]
+                            elif res[0][0] == "pred":
                                 case = byl[what[0]]
                                 case.preds[what[1]] = res[1]
                                 if what[1] == "rf":
@@ -443,7 +448,7 @@ class Runs:
                             else:
                                 case, _, kw = plan[what]
                                 self._store(what, case, kw, res[1])
-                for f in side:
+                for f in side:  # (when the first planning pass asked for nothing)
                     job, value = f.result()
                     out[job] = value
         finally:
