@@ -131,3 +131,81 @@ def test_paper_setting_queues_the_baselines():
     r = asrpt.replay(case, "spwf", q, pred="median")
     assert r["wait_h"] / r["total_jct_h"] >= 0.1
     assert r["gpu_h_over_best"] >= 1.0 - 1e-9  # no placement beats the best one
+
+
+@pytest.mark.slow
+def test_worker_pool_gives_the_serial_ledger(tmp_path, monkeypatch):
+    """--workers 2 runs each seed's predictions and replays on forked processes (Runs.prefetch, planning passes
+    until the measurements ask for nothing new, the worst Fig. 7 share's causes in a second round); every
+    measurement is the one the serial runner gives, and each replay runs once (Fig. 8 at 10 Gb/s is Fig. 7's
+    0 % set; Fig. 9's rf is the default replay)."""
+    tiny = dict(asrpt.QUICK, scale=1 / 900, fig6=(37_500, 75_000), fig7=(0.0, 0.8), fig8=(1.0, 10.0),
+                rf_trees=2, rf_rows=300, t2_models=("resnet50",), t2_cases=1)
+    monkeypatch.setattr(asrpt, "QUICK", tiny)
+    got, rows = {}, {}
+    for workers in (1, 2):
+        ctx = ReproduceContext(quick=True, out=tmp_path / str(workers), seeds=[0, 1], data_dir=Path("."),
+                               workers=workers)
+        got[workers] = {k: (m.samples, m.causes, m.detail if not k.startswith("t2") else "")  # times differ
+                        for k, m in asrpt.run(ctx).items()
+                        if k != "rf_fit_cpu_s" and not k.startswith(("t2_heavy_edge_ms", "t2_ilp"))}
+        lines = (tmp_path / str(workers) / "asrpt_replays.jsonl").read_text().splitlines()
+        rows[workers] = len(lines)  # the order differs; every replay once in both
+    assert got[1] == got[2]
+    assert rows[1] == rows[2]
+    assert (tmp_path / "2" / "bw10" / "policies.csv").is_file()  # the shared replays are in both tables
+    bw10 = (tmp_path / "2" / "bw10" / "policies.csv").read_text()
+    assert "fig7-0-s0" in bw10 and "a-srpt" in bw10
+
+
+def test_replay_keys_leave_out_defaults_and_perfect_reads_no_prediction():
+    case = asrpt.make_case(37_500, seed=0, scale=1 / 900, servers=10)
+    k = lambda policy, **kw: asrpt._key(case, policy, kw)[0]  # noqa: E731
+    assert k("a-srpt", nic_gbit=10.0, pred="rf", nic="share", refine=False) == k("a-srpt")
+    assert k("a-srpt", nic_gbit=1.0) != k("a-srpt") and k("a-srpt", pred="mean") != k("a-srpt")
+    assert k("a-srpt-perfect", pred="median") == k("a-srpt-perfect")
+    # why the last key may drop pred: A-SRPT-Perfect's replay does not change with the predictions
+    a = asrpt.replay(case, "a-srpt-perfect", asrpt.QUICK, pred="median")
+    b = asrpt.replay(case, "a-srpt-perfect", asrpt.QUICK, pred="perfect")
+    drop = ("replay_s", "scored_s", "scored_cpu_s")
+    assert {x: v for x, v in a.items() if x not in drop} == {x: v for x, v in b.items() if x not in drop}
+
+
+def test_claim_runs_only_its_parts(tmp_path, monkeypatch):
+    """--claim fig9-...: only the cause workload (and the smallest Fig. 6 size, the load cause) is built and
+    replayed; no Fig. 6-8 measurement and no Table II."""
+    tiny = dict(asrpt.QUICK, scale=1 / 900, fig6=(37_500, 75_000), fig7=(0.0, 0.8), fig8=(1.0, 10.0),
+                rf_trees=2, rf_rows=300, t2_models=("resnet50",), t2_cases=1)
+    monkeypatch.setattr(asrpt, "QUICK", tiny)
+    ctx = ReproduceContext(quick=True, out=tmp_path, seeds=[0], data_dir=Path("."),
+                           claims=frozenset({"fig9-rf-close-to-perfect"}))
+    got = asrpt.run(ctx)
+    assert "fig9_rf_over_perfect" in got and "load" in got["fig9_rf_over_perfect"].causes
+    assert not any(k.startswith(("fig6_", "fig7_", "fig8_", "t2_", "baseline_wait")) for k in got)
+    cases = {line.split('"case": "')[1].split('"')[0] for line in (tmp_path / "asrpt_replays.jsonl").read_text().splitlines()}
+    assert cases == {"cause-s0", "fig6-37500-s0"}
+
+
+def test_table2_allows_the_ilp_its_mip_gap(monkeypatch):
+    """An ILP mapping is optimal only within HiGHS's relative gap: Heavy-Edge a hair (< 1e-4) faster is no
+    error (the full ledger stopped on gpt-6.7b, 2.71786 vs 2.71791), faster by more is; a solve stopped by its
+    time limit is counted, not asserted against."""
+    import sim.asrpt.ilp as ilp
+    from sim.asrpt.iteration import alpha
+    from sim.placement.heavy_edge import heavy_edge_map
+
+    cfg = dict(asrpt.QUICK, t2_cases=2)
+    for factor, status, raises in ((1 + 5e-5, "optimal", False), (1.01, "optimal", True), (1.01, "time limit", False)):
+        def fake(conf, counts, bw, time_limit=30.0, factor=factor, status=status):
+            # the solver's mapping on Heavy-Edge's servers, ``factor`` slower than Heavy-Edge's best (paper, refined)
+            he = min(alpha(conf, heavy_edge_map(conf, list(counts), bw, refine=r), bw) for r in (False, True))
+            return ilp.IlpResult([], he * factor, 0.0, status)
+
+        monkeypatch.setattr(ilp, "optimal_mapping", fake)
+        if raises:
+            with pytest.raises(AssertionError, match="beat"):
+                asrpt.table2_model(cfg, "resnet50", 0, any_servers=False)
+        else:
+            row = asrpt.table2_model(cfg, "resnet50", 0, any_servers=False)
+            assert row["ilp_not_optimal"] == (0 if status == "optimal" else 2 * 2)
+            assert row["gap"] < 0  # kept as measured

@@ -207,3 +207,76 @@ def test_shaped_work_conserving_pass_does_not_try_every_waiting_job():
     _contended(ASrpt, 1, "virtual", False, fast)
     _contended(_ScanEveryJob, 1, "virtual", False, ref)
     assert len(fast) * 5 < len(ref)
+
+
+def _try_reference(self, job: int) -> bool:
+    """ASrpt._try before its look was kept per (job, pool version): every call places and prices afresh."""
+    from sim.placement.heavy_edge import place_ordered
+    from sim.policies.asrpt import _EPS
+
+    ctx = self.ctx
+    jobs = ctx.jobs
+    g = jobs.gpus[job]
+    self._fit_failed = True
+    if not ctx.may_fit(job):
+        return False
+    if not (jobs.spread[job] and jobs.gpu_type[job] is None) or ctx.pool.typed:
+        return ctx.try_start(job)
+    heavy = self.heavy.get(job, False)
+    placement = place_ordered(ctx.pool, g, None, most_free=heavy)
+    if placement is None:
+        return False
+    self._fit_failed = False
+    if heavy and len(placement) > 1:
+        amin, _ = self.alphas(job)
+        perf = self._performance()
+        counts = tuple(sorted((n for _, n in placement), reverse=True))
+        a = perf.alpha_of(perf.model[job], g, counts)
+        ratio = a / amin if a is not None and amin > 0 else 1.0
+        deadline = self.window_end.get(job)
+        if deadline is None:
+            limit = self.heavy_ratio if self.start_rule == "paper" else 1.0
+            if ratio > limit * (1 + 1e-9):
+                deadline = ctx.now + self.tau * self.size.get(job, 0.0)
+                if ctx.now < deadline - _EPS:
+                    self.window_end[job] = deadline
+                    self.delayed += 1
+                    ctx.set_timer(deadline, ("asrpt-delay", job))
+                    return False
+                self.delay_expired += 1
+            elif ratio > 1.0 + 1e-9:
+                self.immediate_heavy += 1
+        else:
+            bound = self.kappa if self.start_rule == "paper" else 1.0
+            ok = ratio < bound if self.start_rule == "paper" else ratio <= 1.0 + 1e-9
+            if ok:
+                self.window_starts += 1
+            elif ctx.now < deadline - _EPS:
+                return False
+            else:
+                self.delay_expired += 1
+    self.window_end.pop(job, None)
+    ctx.start(job, placement)
+    return True
+
+
+def test_kept_look_gives_the_same_schedules(monkeypatch):
+    """The speed-up of _try (a head job re-assessed at an event that allocated nothing reuses its servers and
+    their alpha ratio) changes no decision: every variant the ledger replays gives the same start and end of
+    every job, and the same counters, as the reference that places afresh at every look. The workload is the
+    ledger's 0 %-single-GPU set at 1 Gb/s, shrunk: heavy jobs wait out delay windows."""
+    from pipelines.papers import asrpt as A
+
+    case = A.make_case(75_000, seed=0, scale=1 / 60, single_share=0.0, servers=5)
+    case.preds["rf"] = A.rf_predictions(case, trees=2, max_rows=1500)
+    runs = {}
+    for policy in ("a-srpt", "a-srpt:delay=pop", "a-srpt:order=size", "a-srpt:work_conserving=true",
+                   "a-srpt:tau=100", "a-srpt:start=min"):
+        for variant in ("kept", "reference"):
+            with monkeypatch.context() as m:
+                if variant == "reference":
+                    m.setattr(ASrpt, "_try", _try_reference)
+                r = A.replay(case, policy, A.QUICK, nic_gbit=1.0)
+            runs[policy, variant] = {k: v for k, v in r.items() if k not in ("replay_s", "scored_s", "scored_cpu_s")}
+        assert runs[policy, "kept"] == runs[policy, "reference"], policy
+    assert runs["a-srpt", "kept"]["delayed_heads"] > 0 and runs["a-srpt", "kept"]["window_starts"] > 0

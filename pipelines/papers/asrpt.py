@@ -49,6 +49,15 @@ against each baseline; Fig. 7 switches the queue causes, nic_whole, start_min, t
 on the single-GPU share where A-SRPT does worst, Fig. 8 at the lowest bandwidth. Every Fig. 6-8 verdict is
 decided by Alg. 1 as printed (``delay=block``, ``order=virtual``, tau 1); the causes say what each other
 reading would give.
+
+Speed (the full ledger: 3 seeds, 4 Fig. 6 sizes, 5 shares, 5 bandwidths, the causes on the first seed,
+Table II): every replay runs once (:func:`_key` leaves default settings out, so Fig. 8 at 10 Gb/s is Fig. 7's
+0 % set and Fig. 9's ``rf`` replay is Fig. 6's); with ``--workers N`` each seed's cases are built here, then
+N forked processes compute their predictions (the causal forest: the largest single cost after the
+replays) and run each replay as soon as its predictions are in, longest first, while Table II's ILPs run
+beside the first seed's (:meth:`Runs.prefetch`; the measurement code itself, :func:`_seed`, runs as a
+planning pass to name what it needs, so there is one list of what is measured). ``--claim ID`` builds and
+replays only the parts its claims need (:data:`PART_CLAIMS`).
 """
 from __future__ import annotations
 
@@ -88,6 +97,9 @@ class Case:
     rf_error: float = float("nan")
     rf_fit_cpu_s: float = float("nan")
     rf_fit_rows: int = 0
+    #: a planning pass (:meth:`Runs.prefetch`): predictions are not computed, only named in ``wanted``
+    dry: bool = False
+    wanted: set[str] = field(default_factory=set)
 
 
 def make_case(jobs: int, seed: int, scale: float, single_share: float = 0.75, label: str = "",
@@ -164,6 +176,8 @@ def rf_predictions(case: Case, trees: int, max_rows: int, seed: int = 0, folds: 
 
 
 def predictions(case: Case, kind: str, cfg: dict, seed: int = 0) -> np.ndarray:
+    if kind not in case.preds and case.dry:
+        return _pred(case, kind)
     if kind not in case.preds:
         truth = case.full["iterations"].to_numpy(dtype=float)[case.history:]
         if kind in ("rf", "rf-bootstrap"):
@@ -179,16 +193,24 @@ def predictions(case: Case, kind: str, cfg: dict, seed: int = 0) -> np.ndarray:
     return case.preds[kind]
 
 
+def _pred(case: Case, kind: str) -> np.ndarray:
+    """The case's ``kind`` predictions; in a planning pass (``case.dry``) zeros, the kind named as wanted."""
+    if kind not in case.preds and case.dry:
+        case.wanted.add(kind)
+        return np.zeros(len(case.w))
+    return case.preds[kind]
+
+
 def prediction_error(case: Case, kind: str) -> float:
     """Mean |pred - true| / true over the replayed jobs (an unseen group, predicted 0, counts 1)."""
     truth = case.full["iterations"].to_numpy(dtype=float)[case.history:]
-    return float(np.mean(np.abs(case.preds[kind] - truth) / truth))
+    return float(np.mean(np.abs(_pred(case, kind) - truth) / truth))
 
 
 def absolute_error(case: Case, kind: str) -> float:
     """Mean |pred - true| in iterations over the replayed jobs (the paper's Fig. 9 errors, asrpt.txt:322)."""
     truth = case.full["iterations"].to_numpy(dtype=float)[case.history:]
-    return float(np.mean(np.abs(case.preds[kind] - truth)))
+    return float(np.mean(np.abs(_pred(case, kind) - truth)))
 
 
 #: Fig. 4's "predicted correctly": within this relative error of the true iteration count
@@ -198,7 +220,7 @@ EXACT = 0.01
 def exact_share(case: Case, kind: str = "rf") -> float:
     """Share of the replayed jobs predicted within :data:`EXACT` of their true iterations (Fig. 4)."""
     truth = case.full["iterations"].to_numpy(dtype=float)[case.history:]
-    return float(np.mean(np.abs(case.preds[kind] - truth) <= EXACT * truth))
+    return float(np.mean(np.abs(_pred(case, kind) - truth) <= EXACT * truth))
 
 
 def performance(case: Case, nic_gbit: float = 10.0, nic: str = "share", refine: bool = False):
@@ -269,11 +291,65 @@ def replay(case: Case, policy: str, cfg: dict, pred: str = "rf", nic_gbit: float
     return out
 
 
+#: the replay settings a key leaves out when they hold their defaults (:func:`replay`'s): the same replay
+#: asked for with and without them (Fig. 8 at 10 Gb/s is Fig. 7's 0 % set; Fig. 9's ``rf`` is the default)
+#: runs once
+_DEFAULTS = {"pred": "rf", "nic_gbit": 10.0, "nic": "share", "refine": False}
+
+
+def _key(case: Case, policy: str, kw: dict[str, Any]) -> tuple[tuple, dict[str, Any]]:
+    """The replay's key and its settings without the defaults. A-SRPT-Perfect reads no prediction (its sizes
+    are the true iterations, sim/policies/asrpt.py), so its key has no ``pred`` (tested: the same replay)."""
+    kw = {k: v for k, v in kw.items() if k not in _DEFAULTS or _DEFAULTS[k] != v}
+    if policy == "a-srpt-perfect":
+        kw.pop("pred", None)
+    return (case.label, policy, tuple(sorted(kw.items()))), kw
+
+
+class _Pending(dict):
+    """What a planning pass gets for a replay not run yet: every figure NaN."""
+
+    def __missing__(self, key: str) -> float:
+        return float("nan")
+
+
+#: in a forked worker: the runner's configuration and the seed's cases (built before the fork)
+_FORKED: tuple[dict, dict[str, Case]] | None = None
+
+
+def _pool_task(job: tuple) -> tuple:
+    """One task of :meth:`Runs.prefetch` on a forked worker: ("pred", label, kind), ("replay", label,
+    policy, kw, {kind: predictions}) or ("t2", model, seed, nic, any_servers)."""
+    assert _FORKED is not None
+    cfg, cases = _FORKED
+    if job[0] == "pred":
+        case = cases[job[1]]
+        arr = predictions(case, job[2], cfg)
+        return job, arr, case.rf_fit_cpu_s, case.rf_fit_rows
+    if job[0] == "replay":
+        _, label, policy, kw, preds = job
+        case = cases[label]
+        case.preds.update(preds)
+        return job[:4], replay(case, policy, cfg, **dict(kw))
+    _, model, seed, nic, any_servers = job
+    return job, table2_model(cfg, model, seed, nic, any_servers)
+
+
+def _cost(case: Case, policy: str, kw: dict) -> float:
+    """A replay's rough cost (for the pool's order: longest first)."""
+    f = 2.5 if "tau=100" in policy else 1.5 if policy.startswith("a-srpt") else 1.0
+    return len(case.w) * f * (1.3 if kw.get("refine") else 1.0)
+
+
 class Runs:
-    """Replays kept by (case, policy, setting), with a progress line each."""
+    """Replays kept by (case, policy, setting), each run once, with a progress line each. With
+    ``ctx.workers`` > 1, :meth:`prefetch` runs a seed's replays (and the predictions they need) on that
+    many forked processes before the measurements read them; a replay is the same wherever it runs (its
+    case, predictions and settings are; tests/test_asrpt_ledger.py compares both paths)."""
 
     def __init__(self, ctx: ReproduceContext, cfg: dict) -> None:
         self.ctx, self.cfg, self.done, self.rows = ctx, cfg, {}, []
+        self.plan: dict[tuple, tuple[Case, str, dict]] | None = None  # a planning pass: the replays asked for
         self.log = None
         if getattr(ctx, "out", None) is not None:  # one JSON line per replay as it ends: a ledger stopped
             from pathlib import Path            # half-way still leaves its replays
@@ -283,20 +359,101 @@ class Runs:
             self.log.write_text("")
 
     def get(self, case: Case, policy: str, **kw) -> dict[str, Any]:
-        key = (case.label, policy, tuple(sorted(kw.items())))
+        key, kw = _key(case, policy, kw)
         if key not in self.done:
-            r = replay(case, policy, self.cfg, **kw)
-            r.update(case=case.label, **{k: v for k, v in kw.items()})
-            self.done[key] = r
-            self.rows.append(r)
-            if self.log is not None:
-                import json
-
-                with open(self.log, "a") as fh:
-                    fh.write(json.dumps(r, default=float) + "\n")
-            self.ctx.progress(f"{case.label} {policy} {kw or ''}: total JCT {r['total_jct_h']:,.0f} h "
-                              f"({r['replay_s']:.1f} s)")
+            if self.plan is not None:
+                self.plan.setdefault(key, (case, policy, kw))
+                return _Pending()
+            self._store(key, case, kw, replay(case, policy, self.cfg, **kw))
         return self.done[key]
+
+    def _store(self, key: tuple, case: Case, kw: dict, r: dict[str, Any]) -> None:
+        r.update(case=case.label, **kw)
+        self.done[key] = r
+        self.rows.append(r)
+        if self.log is not None:
+            import json
+
+            with open(self.log, "a") as fh:
+                fh.write(json.dumps(r, default=float) + "\n")
+        self.ctx.progress(f"{case.label} {key[1]} {kw or ''}: total JCT {r['total_jct_h']:,.0f} h "
+                          f"({r['replay_s']:.1f} s)")
+
+    def _planned(self, body, cases: list[Case]) -> dict[tuple, tuple[Case, str, dict]]:
+        """Run ``body`` as a planning pass: the replays it asks for that are not done (values NaN meanwhile);
+        the predictions it reads land in each case's ``wanted``."""
+        self.plan = {}
+        for c in cases:
+            c.dry = True
+        try:
+            body()
+            return self.plan
+        finally:
+            self.plan = None
+            for c in cases:
+                c.dry = False
+
+    def prefetch(self, body, cases: list[Case], extra: list[tuple] = ()) -> dict[tuple, Any]:
+        """Run what ``body`` (the seed's measurements, re-run as planning passes until it asks for nothing
+        new) needs on ``ctx.workers`` forked processes: first each case's predictions, then each replay as
+        soon as its predictions are in (longest first); ``extra`` tasks (Table II's) beside them. Returns
+        the extra tasks' results. With one worker nothing happens here (replays run lazily in order)."""
+        global _FORKED
+        if self.ctx.workers <= 1:
+            return {}
+        import multiprocessing
+        from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+        byl = {c.label: c for c in cases}
+        out: dict[tuple, Any] = {}
+        _FORKED = (self.cfg, byl)
+        try:
+            with ProcessPoolExecutor(self.ctx.workers, mp_context=multiprocessing.get_context("fork")) as pool:
+                # the extra tasks first (they are the longest), their results read as they come (a failure
+                # surfaces at once, not after the seed's replays)
+                side = {pool.submit(_pool_task, j): ("side", j) for j in extra}
+                while True:
+                    plan = self._planned(body, cases)
+                    need = {(c.label, k) for c in cases for k in c.wanted | {"rf"}}
+                    need |= {(case.label, kw.get("pred", "rf")) for case, _, kw in plan.values()}
+                    need = sorted({lk for lk in need if lk[1] not in byl[lk[0]].preds},
+                                  key=lambda lk: -len(byl[lk[0]].w))
+                    for c in cases:
+                        c.wanted.clear()
+                    if not plan and not need:
+                        break
+                    busy = {**side, **{pool.submit(_pool_task, ("pred", *lk)): lk for lk in need}}
+                    side = {}
+                    todo = sorted(plan.items(), key=lambda kv: -_cost(*kv[1]))
+                    while todo or busy:
+                        ready = [kv for kv in todo if kv[1][2].get("pred", "rf") in kv[1][0].preds]
+                        for kv in ready:
+                            (case, policy, kw), pred = kv[1], kv[1][2].get("pred", "rf")
+                            job = ("replay", case.label, policy, tuple(sorted(kw.items())), {pred: case.preds[pred]})
+                            busy[pool.submit(_pool_task, job)] = kv[0]
+                        todo = [kv for kv in todo if kv not in ready]
+                        if not busy:
+                            raise RuntimeError(f"asrpt: no predictions for {todo[0][0]}")
+                        done, _ = wait(list(busy), return_when=FIRST_COMPLETED)
+                        for f in done:
+                            what = busy.pop(f)
+                            res = f.result()
+                            if what[0] == "side":
+                                out[res[0]] = res[1]
+                            elif res[0][0] == "pred":
+                                case = byl[what[0]]
+                                case.preds[what[1]] = res[1]
+                                if what[1] == "rf":
+                                    case.rf_fit_cpu_s, case.rf_fit_rows = res[2], res[3]
+                            else:
+                                case, _, kw = plan[what]
+                                self._store(what, case, kw, res[1])
+                for f in side:  # (when the first planning pass asked for nothing)
+                    job, value = f.result()
+                    out[job] = value
+        finally:
+            _FORKED = None
+        return out
 
     def reduction(self, case: Case, vs: str | None = None, policy: str = "a-srpt", **kw) -> float:
         """1 - JCT(policy) / JCT(baseline); ``vs`` None: the best baseline."""
@@ -307,55 +464,78 @@ class Runs:
 
 
 # -- Table II -------------------------------------------------------------------------------------------
-def table2(cfg: dict, seed: int = 0, nic: str = "share") -> dict[str, dict[str, float]]:
-    """Heavy-Edge (paper and refined) vs the exact ILP: ``gap`` is the per-iteration time of Heavy-Edge's
-    mapping over the ILP's on the same servers (those the ``heavy-edge`` placement chose: the tightest
-    that holds the job, else the most available), ``gap_all`` over the ILP free to use any free GPU
-    (server choice included); and the time of each. ``nic``: the NIC rule of Eq. 5-6 both are timed with
-    (``whole``: the ``nic_whole`` cause)."""
+#: HiGHS's default relative MIP gap: how far an "optimal" ILP mapping may be from the true optimum
+ILP_GAP = 1e-4
+
+
+def table2(cfg: dict, seed: int = 0, nic: str = "share", any_servers: bool = True) -> dict[str, dict[str, Any]]:
+    """Heavy-Edge (paper and refined) vs the exact ILP for every Table II model (:func:`table2_model`)."""
+    rows = {m: table2_model(cfg, m, seed, nic, any_servers) for m in cfg["t2_models"]}
+    return {m: r for m, r in rows.items() if r is not None}
+
+
+def table2_model(cfg: dict, model: str, seed: int = 0, nic: str = "share",
+                 any_servers: bool = True) -> dict[str, Any] | None:
+    """Heavy-Edge (paper and refined) vs the exact ILP on ``model``: ``gap`` is the per-iteration time of
+    Heavy-Edge's mapping over the ILP's on the same servers (those the ``heavy-edge`` placement chose: the
+    tightest that holds the job, else the most available), ``gap_all`` over the ILP free to use any free GPU
+    (server choice included; only with ``any_servers``, the slowest ILPs); and the time of each, both in CPU
+    time of this process (a loaded machine or a busy worker pool inflates wall time, not the work either
+    does). ``nic``: the NIC rule of Eq. 5-6 both are timed with (``whole``: the ``nic_whole`` cause, which
+    reads ``gap`` alone). None when the model has no configuration on ``t2_gpus`` GPUs."""
     from sim.asrpt.ilp import optimal_mapping
     from sim.asrpt.iteration import Bandwidth, alpha
     from sim.asrpt.profiles import StageCatalog
     from sim.placement.heavy_edge import heavy_edge_map, place_ordered
     from sim.placement.pool import NodePool
 
+    import scipy.optimize  # noqa: F401  (imported before the first ILP is timed)
+
     cat, bw, per = StageCatalog(), Bandwidth(nic=nic), 8
-    rows: dict[str, dict[str, float]] = {}
-    for model in cfg["t2_models"]:
-        conf = cat.config(model, cfg["t2_gpus"])
-        if conf is None:
-            continue
-        rng = np.random.default_rng([seed, sum(map(ord, model))])
-        acc: dict[str, list[float]] = {k: [] for k in ("gap", "gap_refine", "gap_all", "gap_all_refine", "ms",
-                                                       "ms_refine", "ilp_ms")}
-        for _ in range(cfg["t2_cases"]):
-            while True:
-                free = [int(v) for v in rng.integers(0, per + 1, size=cfg["t2_servers"])]
-                if sum(free) >= conf.gpus:
-                    break
+    conf = cat.config(model, cfg["t2_gpus"])
+    if conf is None:
+        return None
+    rng = np.random.default_rng([seed, sum(map(ord, model))])
+    acc: dict[str, list[float]] = {k: [] for k in ("gap", "gap_refine", "gap_all", "gap_all_refine", "ms",
+                                                   "ms_refine", "ilp_ms", "ilp_not_optimal")}
+    for _ in range(cfg["t2_cases"]):
+        while True:
+            free = [int(v) for v in rng.integers(0, per + 1, size=cfg["t2_servers"])]
+            if sum(free) >= conf.gpus:
+                break
+        if any_servers:
+            c0 = time.process_time()
             best = optimal_mapping(conf, free, bw)
-            acc["ilp_ms"].append(best.seconds * 1e3)
-            for refine, tag in ((False, ""), (True, "_refine")):
-                # CPU time of this process: a loaded machine inflates wall time, not the work Heavy-Edge does
-                t0 = time.process_time()
-                pool = NodePool([per] * len(free))
-                for n, f in enumerate(free):
-                    if per - f:
-                        pool.allocate([(n, per - f)], -1 - n)
-                counts = [g for _, g in place_ordered(pool, conf.gpus, most_free=True)]
-                x = heavy_edge_map(conf, counts, bw, refine=refine)
-                acc["ms" + tag].append((time.process_time() - t0) * 1e3)
-                a = alpha(conf, x, bw)
-                if a < best.alpha * (1 - 1e-9):
-                    raise AssertionError(f"{model}: Heavy-Edge {a} beat the ILP {best.alpha} on {free}")
+            acc["ilp_ms"].append((time.process_time() - c0) * 1e3)
+        same = None
+        for refine, tag in ((False, ""), (True, "_refine")):
+            # CPU time of this process: a loaded machine inflates wall time, not the work Heavy-Edge does
+            t0 = time.process_time()
+            pool = NodePool([per] * len(free))
+            for n, f in enumerate(free):
+                if per - f:
+                    pool.allocate([(n, per - f)], -1 - n)
+            counts = [g for _, g in place_ordered(pool, conf.gpus, most_free=True)]
+            x = heavy_edge_map(conf, counts, bw, refine=refine)
+            acc["ms" + tag].append((time.process_time() - t0) * 1e3)
+            a = alpha(conf, x, bw)
+            if same is None:
+                same = optimal_mapping(conf, counts, bw)
+            # an optimum proven within HiGHS's relative MIP gap (1e-4) cannot be beaten by more than that; a solve
+            # stopped by its time limit proves nothing (counted, its gap kept as measured)
+            for ilp, what in (((best, "the ILP"),) if any_servers else ()) + ((same, "the ILP on its servers"),):
+                if ilp.status != "optimal":
+                    acc["ilp_not_optimal"].append(1.0)
+                elif a < ilp.alpha * (1 - ILP_GAP):
+                    raise AssertionError(f"{model}: Heavy-Edge {a} beat {what} {ilp.alpha} on {free}")
+            if any_servers:
                 acc["gap_all" + tag].append(a / best.alpha - 1.0)
-                if not tag:
-                    same = optimal_mapping(conf, counts, bw)
-                acc["gap" + tag].append(a / same.alpha - 1.0)
-        rows[model] = {k: float(np.mean(v)) for k, v in acc.items()}
-        rows[model]["gap_max"] = float(np.max(acc["gap"]))
-        rows[model]["cases"] = acc  # per case (the interval's samples)
-    return rows
+            acc["gap" + tag].append(a / same.alpha - 1.0)
+    row: dict[str, Any] = {k: float(np.mean(v)) if v else float("nan") for k, v in acc.items()}
+    row["ilp_not_optimal"] = len(acc["ilp_not_optimal"])
+    row["gap_max"] = float(np.max(acc["gap"]))
+    row["cases"] = acc  # per case (the interval's samples)
+    return row
 
 
 # -- the runner -----------------------------------------------------------------------------------------
@@ -406,114 +586,156 @@ def _wait_share(runs: Runs, case: Case, **kw) -> float:
     return r["wait_h"] / r["total_jct_h"] if r["total_jct_h"] > 0 else float("nan")
 
 
-def run(ctx: ReproduceContext) -> dict[str, Measurement]:
+#: the claims each part of the runner measures (``--claim ID`` runs only the parts its claims need)
+PART_CLAIMS = {"fig6": ("fig6-",), "fig7": ("fig7-",), "fig8": ("fig8-",),
+               "fig9": ("fig9-", "fig4-", "rf-training"), "t2": ("t2-",)}
+
+
+def _parts(ctx: ReproduceContext) -> set[str]:
+    if ctx.claims is None:
+        return set(PART_CLAIMS)
+    return {part for part, prefixes in PART_CLAIMS.items() if any(c.startswith(prefixes) for c in ctx.claims)}
+
+
+def _setting(settings: dict[str, dict[str, Any]], servers: int, name: str, jobs: int, share: float, bw: float,
+             case: Case) -> None:
     from sim.asrpt.pai_workload import PAPER, TARGET_LOAD
 
-    cfg = QUICK if ctx.quick else FULL
-    seeds = list(ctx.seeds) or [0]
-    runs = Runs(ctx, cfg)
-    acc = _Acc()
-    t_start = time.perf_counter()
-    settings: dict[str, dict[str, Any]] = {}
-    servers = cfg["servers"]
+    s = settings.setdefault(name, {"trace": "PAI-shaped synthetic (sim/asrpt/pai_workload.py)",
+                                   "cluster": f"{servers} x 8 V100, {bw:g} Gb/s NICs", "gpus": servers * 8,
+                                   "jobs": f"{jobs:,} at the paper's scale ({len(case.w):,} replayed)",
+                                   "single_gpu_share": share, "seeds": [], "offered_load": [],
+                                   "calibration": []})
+    s["seeds"].append(int(case.label.rsplit("-s", 1)[1]))
+    # offered load: sum(duration x GPUs) on the best placements / (GPUs x span of the replayed arrivals)
+    f = case.full.iloc[case.history:]
+    span = float(f["submit_time"].max() - f["submit_time"].min()) or 1.0
+    work = float((f["duration"] * f["num_gpus"]).sum())
+    load = work / (servers * 8 * span)
+    s["offered_load"].append(round(load, 3))
+    # the calibration target: this rate on the trace's own 6,000 GPUs (the replay cluster is a third of
+    # them at full scale; quick mode keeps the jobs per GPU a day)
+    s["calibration"].append({"target": "offered load of these jobs at the trace's rate on its 6,000 GPUs "
+                                       f"(assumed, iteration median {PAPER['median_iterations']:,.0f})",
+                             "paper": TARGET_LOAD, "cite": "gfs.txt:60-62 (an assumption; the PAI figure is "
+                             "not in our papers)", "reached": round(load * 2000 / 6000, 3)})
 
-    def setting(name: str, jobs: int, share: float, bw: float, case: Case) -> None:
-        s = settings.setdefault(name, {"trace": "PAI-shaped synthetic (sim/asrpt/pai_workload.py)",
-                                       "cluster": f"{servers} x 8 V100, {bw:g} Gb/s NICs", "gpus": servers * 8,
-                                       "jobs": f"{jobs:,} at the paper's scale ({len(case.w):,} replayed)",
-                                       "single_gpu_share": share, "seeds": [], "offered_load": [],
-                                       "calibration": []})
-        s["seeds"].append(int(case.label.rsplit("-s", 1)[1]))
-        # offered load: sum(duration x GPUs) on the best placements / (GPUs x span of the replayed arrivals)
-        f = case.full.iloc[case.history:]
-        span = float(f["submit_time"].max() - f["submit_time"].min()) or 1.0
-        work = float((f["duration"] * f["num_gpus"]).sum())
-        load = work / (servers * 8 * span)
-        s["offered_load"].append(round(load, 3))
-        # the calibration target: this rate on the trace's own 6,000 GPUs (the replay cluster is a third of
-        # them at full scale; quick mode keeps the jobs per GPU a day)
-        s["calibration"].append({"target": "offered load of these jobs at the trace's rate on its 6,000 GPUs "
-                                           f"(assumed, iteration median {PAPER['median_iterations']:,.0f})",
-                                 "paper": TARGET_LOAD, "cite": "gfs.txt:60-62 (an assumption; the PAI figure is "
-                                 "not in our papers)", "reached": round(load * 2000 / 6000, 3)})
 
-    for i, seed in enumerate(seeds):
-        first = i == 0
-        ctx.progress(f"asrpt: seed {seed}")
-        # Fig. 6: total JCT vs jobs
-        cases6 = {n: _case(cfg, n, seed, label=f"fig6-{n}-s{seed}") for n in cfg["fig6"]}
-        cause_case = cases6.get(cfg["cause_jobs"]) or _case(cfg, cfg["cause_jobs"], seed, label=f"cause-s{seed}")
-        small = cases6[min(cases6)]
+@dataclass
+class _SeedCases:
+    """One seed's workloads (built once, in this process, before any worker forks)."""
 
-        def causes_of(measure) -> dict[str, float | str]:
-            return {**queue_causes(measure, cause_case, {}),
-                    "nic_whole": measure(cause_case, dict(nic="whole"), "a-srpt"),
-                    "start_min": measure(cause_case, {}, "a-srpt:start=min"),
-                    "refine": measure(cause_case, dict(refine=True), "a-srpt"),
-                    "tau_100": measure(cause_case, {}, "a-srpt:tau=100"),
-                    "perfect": measure(cause_case, {}, "a-srpt-perfect"),
-                    "work_conserving": measure(cause_case, {}, "a-srpt:work_conserving=true"),
-                    "load": measure(small, {}, "a-srpt")}
+    cases6: dict[int, Case]
+    cause: Case | None
+    small: Case | None
+    cases7: dict[str, Case]
+    case0: Case | None
 
-        def vs(b):
-            return lambda case, kw, policy: runs.reduction(case, b, policy, **kw)
-
-        def queue_causes(measure, case: Case, kw: dict) -> dict[str, float | str]:
-            """Issue 40 item 5, one switch at a time: queue order (order=size, tau=0), pop-at-line-7 vs block,
-            placement GPU-hours per policy over the best placements, the delay window against run times."""
-            gh = {p: runs.get(case, p, **kw)["gpu_h_over_best"] for p in ("a-srpt", *BASELINES)}
-            return {"as_printed": measure(case, kw, "a-srpt"),  # the reference the switches below compare with
-                    "order_size": measure(case, kw, "a-srpt:order=size"),
-                    "tau_0": measure(case, kw, "a-srpt:tau=0"),
-                    "pop": measure(case, kw, "a-srpt:delay=pop"),
-                    "gpu_h_over_best": ", ".join(f"{p} {v:.3f}x" for p, v in gh.items()),
-                    "window_over_run": window_over_run(case)}
-
-        def window_over_run(case: Case) -> str:
-            """The delay window tau (g/G) n~ alpha~_min (tau 1) over the job's run time on its best placement
-            (n alpha~_min), for the multi-GPU jobs (the only ones that can be communication-heavy)."""
-            g = np.asarray(case.w.gpus, dtype=float)
-            truth = case.full["iterations"].to_numpy(dtype=float)[case.history:]
-            r = (g / (8 * servers)) * predictions(case, "rf", cfg) / truth
-            r = r[g > 1]
-            if not len(r):
-                return "no multi-GPU job"
-            return f"median {100 * np.median(r):.2f} %, p99 {100 * np.percentile(r, 99):.2f} % of the run time"
-
-        c6 = {b: causes_of(vs(b)) for b in (None, *BASELINES)} if first else {}
-        on_cause = f"causes on {len(cause_case.w):,} replayed jobs"
-        for n, case in cases6.items():
-            s = f"n{n}"
-            setting(s, n, 0.75, 10.0, case)
-            mine = runs.get(case, "a-srpt")
-            line = (f"A-SRPT {mine['total_jct_h']:,.0f} h (its real queue waited beside "
-                    f"{mine.get('real_queue_idle_gpu_h', float('nan')):,.0f} free GPU-h), "
-                    + ", ".join(f"{b} {runs.get(case, b)['total_jct_h']:,.0f} h" for b in BASELINES) + f"; {on_cause}")
-            acc.add(f"fig6_reduction_vs_best@{s}", runs.reduction(case), line, c6.get(None))
-            for b in BASELINES:
-                acc.add(f"fig6_reduction_vs_{b.replace('-', '_')}@{s}", runs.reduction(case, b), line, c6.get(b))
-            acc.add(f"baseline_wait_share@{s}", _wait_share(runs, case), "best baseline's total wait / total JCT")
-
-        # Fig. 7: single-GPU share (75,000 jobs)
+    @classmethod
+    def build(cls, cfg: dict, seed: int, parts: set[str]) -> "_SeedCases":
+        cases6 = {n: _case(cfg, n, seed, label=f"fig6-{n}-s{seed}") for n in cfg["fig6"]} if "fig6" in parts else {}
+        cause = small = None
+        if parts & {"fig6", "fig9"}:
+            cause = cases6.get(cfg["cause_jobs"]) or _case(cfg, cfg["cause_jobs"], seed, label=f"cause-s{seed}")
+            n0 = min(cfg["fig6"])
+            small = cases6.get(n0) or _case(cfg, n0, seed, label=f"fig6-{n0}-s{seed}")
         cases7 = {}
-        for share in cfg["fig7"]:
-            s = f"single{int(round(100 * share))}"
-            case = _case(cfg, cfg["fig7_jobs"], seed, share, label=f"fig7-{int(100 * share)}-s{seed}")
-            cases7[s] = case
-            setting(s, cfg["fig7_jobs"], share, 10.0, case)
-            acc.add(f"baseline_wait_share@{s}", _wait_share(runs, case), "best baseline's total wait / total JCT")
-        red7 = {s: runs.reduction(c) for s, c in cases7.items()}
-        worst7 = cases7[min(red7, key=red7.get)]
-        c7 = {**queue_causes(vs(None), worst7, {}),
-              "nic_whole": runs.reduction(worst7, None, "a-srpt", nic="whole"),
-              "start_min": runs.reduction(worst7, None, "a-srpt:start=min"),
-              "tau_100": runs.reduction(worst7, None, "a-srpt:tau=100"),
-              "work_conserving": runs.reduction(worst7, None, "a-srpt:work_conserving=true")} if first else None
-        for s, v in red7.items():
-            acc.add(f"fig7_reduction_vs_best@{s}", v, f"causes on {worst7.label}" if c7 else "", c7)
+        if "fig7" in parts:
+            for share in cfg["fig7"]:
+                cases7[f"single{int(round(100 * share))}"] = _case(cfg, cfg["fig7_jobs"], seed, share,
+                                                                   label=f"fig7-{int(100 * share)}-s{seed}")
+        case0 = None
+        if "fig8" in parts:
+            case0 = cases7.get("single0") or _case(cfg, cfg["fig8_jobs"], seed, 0.0, label=f"fig7-0-s{seed}")
+        return cls(cases6, cause, small, cases7, case0)
 
-        # Fig. 8: NIC bandwidth on the 0 %-single-GPU set
-        case0 = cases7.get("single0") or _case(cfg, cfg["fig8_jobs"], seed, 0.0, label=f"fig7-0-s{seed}")
+    def all(self) -> list[Case]:
+        out: dict[str, Case] = {}
+        for c in [*self.cases6.values(), self.cause, self.small, *self.cases7.values(), self.case0]:
+            if c is not None:
+                out.setdefault(c.label, c)
+        return list(out.values())
+
+
+def _seed(runs: Runs, acc: _Acc, settings: dict[str, dict[str, Any]], cfg: dict, seed: int, first: bool,
+          sc: _SeedCases, parts: set[str]) -> None:
+    """One seed's measurements (Fig. 6-9 and their causes on the first seed); every replay through ``runs``."""
+    servers = cfg["servers"]
+    cause_case, small, cases6 = sc.cause, sc.small, sc.cases6
+
+    def causes_of(measure) -> dict[str, float | str]:
+        return {**queue_causes(measure, cause_case, {}),
+                "nic_whole": measure(cause_case, dict(nic="whole"), "a-srpt"),
+                "start_min": measure(cause_case, {}, "a-srpt:start=min"),
+                "refine": measure(cause_case, dict(refine=True), "a-srpt"),
+                "tau_100": measure(cause_case, {}, "a-srpt:tau=100"),
+                "perfect": measure(cause_case, {}, "a-srpt-perfect"),
+                "work_conserving": measure(cause_case, {}, "a-srpt:work_conserving=true"),
+                "load": measure(small, {}, "a-srpt")}
+
+    def vs(b):
+        return lambda case, kw, policy: runs.reduction(case, b, policy, **kw)
+
+    def queue_causes(measure, case: Case, kw: dict) -> dict[str, float | str]:
+        """Issue 40 item 5, one switch at a time: queue order (order=size, tau=0), pop-at-line-7 vs block,
+        placement GPU-hours per policy over the best placements, the delay window against run times."""
+        gh = {p: runs.get(case, p, **kw)["gpu_h_over_best"] for p in ("a-srpt", *BASELINES)}
+        return {"as_printed": measure(case, kw, "a-srpt"),  # the reference the switches below compare with
+                "order_size": measure(case, kw, "a-srpt:order=size"),
+                "tau_0": measure(case, kw, "a-srpt:tau=0"),
+                "pop": measure(case, kw, "a-srpt:delay=pop"),
+                "gpu_h_over_best": ", ".join(f"{p} {v:.3f}x" for p, v in gh.items()),
+                "window_over_run": window_over_run(case)}
+
+    def window_over_run(case: Case) -> str:
+        """The delay window tau (g/G) n~ alpha~_min (tau 1) over the job's run time on its best placement
+        (n alpha~_min), for the multi-GPU jobs (the only ones that can be communication-heavy)."""
+        g = np.asarray(case.w.gpus, dtype=float)
+        truth = case.full["iterations"].to_numpy(dtype=float)[case.history:]
+        r = (g / (8 * servers)) * predictions(case, "rf", cfg) / truth
+        r = r[g > 1]
+        if not len(r):
+            return "no multi-GPU job"
+        return f"median {100 * np.median(r):.2f} %, p99 {100 * np.percentile(r, 99):.2f} % of the run time"
+
+    # Fig. 6: total JCT vs jobs
+    c6 = {b: causes_of(vs(b)) for b in (None, *BASELINES)} if first and "fig6" in parts else {}
+    on_cause = f"causes on {len(cause_case.w):,} replayed jobs" if cause_case is not None else ""
+    for n, case in cases6.items():
+        s = f"n{n}"
+        _setting(settings, servers, s, n, 0.75, 10.0, case)
+        mine = runs.get(case, "a-srpt")
+        line = (f"A-SRPT {mine['total_jct_h']:,.0f} h (its real queue waited beside "
+                f"{mine.get('real_queue_idle_gpu_h', float('nan')):,.0f} free GPU-h), "
+                + ", ".join(f"{b} {runs.get(case, b)['total_jct_h']:,.0f} h" for b in BASELINES) + f"; {on_cause}")
+        acc.add(f"fig6_reduction_vs_best@{s}", runs.reduction(case), line, c6.get(None))
+        for b in BASELINES:
+            acc.add(f"fig6_reduction_vs_{b.replace('-', '_')}@{s}", runs.reduction(case, b), line, c6.get(b))
+        acc.add(f"baseline_wait_share@{s}", _wait_share(runs, case), "best baseline's total wait / total JCT")
+
+    # Fig. 7: single-GPU share (75,000 jobs)
+    cases7 = sc.cases7
+    for share in cfg["fig7"] if cases7 else ():
+        s = f"single{int(round(100 * share))}"
+        _setting(settings, servers, s, cfg["fig7_jobs"], share, 10.0, cases7[s])
+        acc.add(f"baseline_wait_share@{s}", _wait_share(runs, cases7[s]), "best baseline's total wait / total JCT")
+    red7 = {s: runs.reduction(c) for s, c in cases7.items()}
+    # the causes on the share where A-SRPT does worst (known once every share's replays are in: a planning
+    # pass of Runs.prefetch asks for them in its next round)
+    known7 = bool(red7) and all(math.isfinite(v) for v in red7.values())
+    worst7 = cases7[min(red7, key=red7.get)] if known7 else None
+    c7 = {**queue_causes(vs(None), worst7, {}),
+          "nic_whole": runs.reduction(worst7, None, "a-srpt", nic="whole"),
+          "start_min": runs.reduction(worst7, None, "a-srpt:start=min"),
+          "tau_100": runs.reduction(worst7, None, "a-srpt:tau=100"),
+          "work_conserving": runs.reduction(worst7, None, "a-srpt:work_conserving=true")} \
+        if first and worst7 is not None else None
+    for s, v in red7.items():
+        acc.add(f"fig7_reduction_vs_best@{s}", v, f"causes on {worst7.label}" if c7 else "", c7)
+
+    # Fig. 8: NIC bandwidth on the 0 %-single-GPU set
+    case0 = sc.case0
+    if case0 is not None:
         lo_bw, hi_bw = min(cfg["fig8"]), max(cfg["fig8"])
         c8 = {**queue_causes(vs(None), case0, dict(nic_gbit=lo_bw)),
               "nic_whole": runs.reduction(case0, None, "a-srpt", nic_gbit=lo_bw, nic="whole"),
@@ -524,7 +746,7 @@ def run(ctx: ReproduceContext) -> dict[str, Measurement]:
         red8 = {}
         for bw in cfg["fig8"]:
             s = _bw(bw)
-            setting(s, cfg["fig8_jobs"], 0.0, bw, case0)
+            _setting(settings, servers, s, cfg["fig8_jobs"], 0.0, bw, case0)
             red8[bw] = runs.reduction(case0, None, "a-srpt", nic_gbit=bw)
             acc.add(f"fig8_reduction_vs_best@{s}", red8[bw], "0 % single-GPU jobs", c8)
             acc.add(f"fig8_reduction_vs_wcs_duration@{s}", runs.reduction(case0, "wcs-duration", "a-srpt", nic_gbit=bw),
@@ -533,30 +755,57 @@ def run(ctx: ReproduceContext) -> dict[str, Measurement]:
         acc.add("fig8_gain_low_minus_high_bandwidth", red8[lo_bw] - red8[hi_bw],
                 f"reduction vs the best baseline at {lo_bw:g} Gb/s minus at {hi_bw:g} Gb/s", c8)
 
-        # Fig. 9 and Fig. 4: predictors, on the cause workload
-        case9 = cause_case
-        jct = {k: runs.get(case9, "a-srpt" if k != "perfect" else "a-srpt-perfect", pred=k)["total_jct_h"]
-               for k in ("rf", "mean", "median", "perfect")}
-        rel = {k: prediction_error(case9, k) for k in ("rf", "mean", "median")}
-        ab = {k: absolute_error(case9, k) for k in ("rf", "mean", "median")}
-        d9 = (f"{len(case9.w):,} replayed jobs: total JCT " + ", ".join(f"{k} {v:,.0f} h" for k, v in jct.items())
-              + "; mean |error| (iterations) " + ", ".join(f"{k} {v:,.0f}" for k, v in ab.items())
-              + "; mean relative error " + ", ".join(f"{k} {100 * v:.0f} %" for k, v in rel.items()))
-        c9 = None
-        if first:
-            jb = runs.get(case9, "a-srpt", pred="rf-bootstrap")["total_jct_h"]
-            c9 = {"load": c6[None]["load"], "rf_bootstrap": jb / jct["perfect"] - 1.0}
-        acc.add("fig9_rf_over_perfect", jct["rf"] / jct["perfect"] - 1.0, d9, c9)
-        acc.add("fig9_perfect_vs_mean", 1.0 - jct["perfect"] / jct["mean"], d9)
-        acc.add("fig9_rf_vs_mean", 1.0 - jct["rf"] / jct["mean"], d9, c9)
-        acc.add("fig9_rf_vs_median", 1.0 - jct["rf"] / jct["median"], d9, c9)
-        ce = {"rf_bootstrap_error": absolute_error(case9, "rf-bootstrap")} if first else None
-        acc.add("fig9_rf_error_reduction_vs_median", 1.0 - ab["rf"] / ab["median"], d9, ce)
-        acc.add("fig9_rf_error_reduction_vs_mean", 1.0 - ab["rf"] / ab["mean"], d9, ce)
-        acc.add("fig4_exact_share", exact_share(case9), f"RF predictions within {100 * EXACT:g} % of the true "
-                f"iterations, {len(case9.w):,} replayed jobs")
-        acc.add("rf_fit_cpu_s", case9.rf_fit_cpu_s, f"CPU seconds of the last causal fit ({case9.rf_fit_rows:,} "
-                f"rows, {cfg['rf_trees']} trees)")
+    # Fig. 9 and Fig. 4: predictors, on the cause workload
+    if "fig9" not in parts:
+        return
+    case9 = cause_case
+    jct = {k: runs.get(case9, "a-srpt" if k != "perfect" else "a-srpt-perfect", pred=k)["total_jct_h"]
+           for k in ("rf", "mean", "median", "perfect")}
+    rel = {k: prediction_error(case9, k) for k in ("rf", "mean", "median")}
+    ab = {k: absolute_error(case9, k) for k in ("rf", "mean", "median")}
+    d9 = (f"{len(case9.w):,} replayed jobs: total JCT " + ", ".join(f"{k} {v:,.0f} h" for k, v in jct.items())
+          + "; mean |error| (iterations) " + ", ".join(f"{k} {v:,.0f}" for k, v in ab.items())
+          + "; mean relative error " + ", ".join(f"{k} {100 * v:.0f} %" for k, v in rel.items()))
+    c9 = None
+    if first:
+        jb = runs.get(case9, "a-srpt", pred="rf-bootstrap")["total_jct_h"]
+        load = c6[None]["load"] if c6 else runs.reduction(small)
+        c9 = {"load": load, "rf_bootstrap": jb / jct["perfect"] - 1.0}
+    acc.add("fig9_rf_over_perfect", jct["rf"] / jct["perfect"] - 1.0, d9, c9)
+    acc.add("fig9_perfect_vs_mean", 1.0 - jct["perfect"] / jct["mean"], d9)
+    acc.add("fig9_rf_vs_mean", 1.0 - jct["rf"] / jct["mean"], d9, c9)
+    acc.add("fig9_rf_vs_median", 1.0 - jct["rf"] / jct["median"], d9, c9)
+    ce = {"rf_bootstrap_error": absolute_error(case9, "rf-bootstrap")} if first else None
+    acc.add("fig9_rf_error_reduction_vs_median", 1.0 - ab["rf"] / ab["median"], d9, ce)
+    acc.add("fig9_rf_error_reduction_vs_mean", 1.0 - ab["rf"] / ab["mean"], d9, ce)
+    acc.add("fig4_exact_share", exact_share(case9), f"RF predictions within {100 * EXACT:g} % of the true "
+            f"iterations, {len(case9.w):,} replayed jobs")
+    acc.add("rf_fit_cpu_s", case9.rf_fit_cpu_s, f"CPU seconds of the last causal fit ({case9.rf_fit_rows:,} "
+            f"rows, {cfg['rf_trees']} trees)")
+
+
+def run(ctx: ReproduceContext) -> dict[str, Measurement]:
+    """Every seed's measurements (:func:`_seed`), then Table II. With ``--workers N`` (N > 1) each seed's
+    replays and predictions run on N forked processes first (:meth:`Runs.prefetch`), Table II's ILPs beside
+    the first seed's; the measurements are the same either way (tests/test_asrpt_ledger.py)."""
+    cfg = QUICK if ctx.quick else FULL
+    seeds = list(ctx.seeds) or [0]
+    parts = _parts(ctx)
+    runs = Runs(ctx, cfg)
+    acc = _Acc()
+    t_start = time.perf_counter()
+    settings: dict[str, dict[str, Any]] = {}
+    want_t2 = "t2" in parts and ctx.wants("t2-heavy-edge-near-optimal", "t2-heavy-edge-fast", "t2-ilp-speed")
+    t2_jobs = [("t2", m, seeds[0], nic, nic == "share") for nic in ("share", "whole") for m in cfg["t2_models"]]
+    t2_rows: dict[tuple, Any] = {}
+
+    for i, seed in enumerate(seeds):
+        first = i == 0
+        ctx.progress(f"asrpt: seed {seed}" + (f" ({ctx.workers} worker processes)" if ctx.workers > 1 else ""))
+        sc = _SeedCases.build(cfg, seed, parts)
+        t2_rows.update(runs.prefetch(lambda: _seed(runs, _Acc(), {}, cfg, seed, first, sc, parts), sc.all(),
+                                     t2_jobs if first and want_t2 else []))
+        _seed(runs, acc, settings, cfg, seed, first, sc, parts)
 
     out = acc.measurements(seeds)
     for s, meta in settings.items():
@@ -564,17 +813,24 @@ def run(ctx: ReproduceContext) -> dict[str, Measurement]:
     ctx.settings.update(settings)
     _policy_tables(ctx, runs.rows, settings)
 
-    # Table II (last: its exact ILPs are the slowest part). Samples: the cases (free GPUs per server drawn at
-    # random), not seeds; Heavy-Edge timed as CPU time of this process, the ILP (sim.asrpt.ilp) as wall time.
-    if ctx.wants("t2-heavy-edge-near-optimal", "t2-heavy-edge-fast", "t2-ilp-far-slower"):
+    # Table II (its exact ILPs are the slowest part: with workers they ran beside the first seed's replays).
+    # Samples: the cases (free GPUs per server drawn at random), not seeds; Heavy-Edge and the ILP (sim.asrpt.ilp)
+    # timed in CPU time of the process that ran them.
+    if want_t2:
         ctx.progress("Table II: Heavy-Edge (paper, refined) vs the exact ILP")
-        t2 = table2(cfg, seeds[0])
-        t2w = table2(cfg, seeds[0], nic="whole")
+
+        def t2_of(nic: str) -> dict[str, dict[str, Any]]:
+            rows = {m: t2_rows[("t2", m, seeds[0], nic, nic == "share")] if t2_rows else
+                    table2_model(cfg, m, seeds[0], nic, any_servers=nic == "share") for m in cfg["t2_models"]}
+            return {m: r for m, r in rows.items() if r is not None}
+
+        t2, t2w = t2_of("share"), t2_of("whole")
         for model, r in t2.items():
             cases = r["cases"]
             d = (f"{model}, {len(cases['gap'])} cases of {cfg['t2_gpus']} GPUs on {cfg['t2_servers']} servers: gap "
                  f"{100 * r['gap']:.1f} % (refined {100 * r['gap_refine']:.1f} %; to the ILP on any free GPUs "
-                 f"{100 * r['gap_all']:.1f} %), {r['ms']:.2f} CPU ms vs ILP {r['ilp_ms']:.0f} ms wall")
+                 f"{100 * r['gap_all']:.1f} %), {r['ms']:.2f} CPU ms vs ILP {r['ilp_ms']:.0f} CPU ms"
+                 + (f"; {r['ilp_not_optimal']} ILP solves stopped by the time limit" if r["ilp_not_optimal"] else ""))
             out[f"t2_heavy_edge_gap@{model}"] = Measurement(
                 samples=cases["gap"], detail=d, causes={"refine": r["gap_refine"], "nic_whole": t2w[model]["gap"]})
             out[f"t2_heavy_edge_ms@{model}"] = Measurement(samples=cases["ms"], detail=d)
@@ -594,21 +850,23 @@ def _policy_tables(ctx: ReproduceContext, rows: list[dict], settings: dict[str, 
     import csv
     from pathlib import Path
 
-    def setting_of(r: dict) -> str | None:
+    def settings_of(r: dict) -> list[str]:
         label = str(r.get("case", ""))
         kind, _, rest = label.partition("-")
         size = rest.rsplit("-s", 1)[0]
         if kind == "fig6":
-            return f"n{size}"
-        if kind == "fig7":
-            return _bw(r["nic_gbit"]) if "nic_gbit" in r else f"single{size}"
-        return None
+            return [f"n{size}"]
+        if kind == "fig7":  # a replay at the default bandwidth (no nic_gbit: runs._key) is both Fig. 7's
+            if "nic_gbit" in r:  # and, on the 0 % set, Fig. 8's at that bandwidth
+                return [_bw(r["nic_gbit"])]
+            return [f"single{size}"] + ([_bw(_DEFAULTS["nic_gbit"])] if size == "0" else [])
+        return []
 
     by: dict[str, list[dict]] = {}
     for r in rows:
-        s = setting_of(r)
-        if s in settings:
-            by.setdefault(s, []).append(r)
+        for s in settings_of(r):
+            if s in settings:
+                by.setdefault(s, []).append(r)
     for s, rs in by.items():
         path = Path(ctx.out) / s / "policies.csv"
         path.parent.mkdir(parents=True, exist_ok=True)

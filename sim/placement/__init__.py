@@ -242,18 +242,14 @@ class Consolidate(Placement):
         if not biggest:
             return None
         minimum = -(-gpus // biggest)
-        types = pool.gpu_type if gpu_type is not None and pool.typed else None
-        order = sorted((n for n, f in enumerate(pool.free) if f and n not in pool.cordoned
-                        and (types is None or types[n] == gpu_type)),
-                       key=lambda n: (-pool.free[n], n))
+        # the emptiest nodes first (free GPUs descending, ties by number: NodePool.by_free reads the buckets)
         out, need = [], gpus
-        for node in order:
-            f = pool.free[node]
+        for node, f in pool.by_free(gpu_type, most_free=True):
             if f >= need:
-                # Last chunk: the tightest node that holds the remainder, among those not yet used.
+                # Last chunk: the tightest node that holds the remainder, among those not yet used (those
+                # used so far all have >= f free GPUs, so the scan of buckets from ``need`` up skips them).
                 used = {n for n, _ in out}
-                tight = min((n for n in order if n not in used and pool.free[n] >= need),
-                            key=lambda n: (pool.free[n], n))
+                tight = next(n for n, k in pool.by_free(gpu_type, most_free=False) if k >= need and n not in used)
                 out.append((tight, need))
                 need = 0
                 break

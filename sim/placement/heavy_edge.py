@@ -71,13 +71,9 @@ def place_ordered(pool: NodePool, gpus: int, gpu_type: str | None = None, most_f
         node = pool.tightest_node_with(gpus, gpu_type)
         if node is not None:
             return [(node, gpus)]
-    types = pool.gpu_type if gpu_type is not None and pool.typed else None
-    nodes = [n for n, f in enumerate(pool.free) if f and n not in pool.cordoned
-             and (types is None or types[n] == gpu_type)]
-    nodes.sort(key=(lambda n: (-pool.free[n], n)) if most_free else (lambda n: (pool.free[n], n)))
     out, need = [], gpus
-    for n in nodes:
-        take = min(pool.free[n], need)
+    for n, f in pool.by_free(gpu_type, most_free):  # (-free, n) / (free, n) order, off the free-count buckets
+        take = min(f, need)
         out.append((n, take))
         need -= take
         if not need:

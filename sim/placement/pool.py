@@ -16,7 +16,7 @@ node), as before. On top of the counts the pool records:
 """
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Iterable, Iterator
 
 MILLI = 1000
 
@@ -332,6 +332,23 @@ class NodePool:
                 if best is None or m < best:
                     best = m
         return best
+
+    def by_free(self, gpu_type: str | None = None, most_free: bool = True) -> Iterator[tuple[int, int]]:
+        """(node, free GPUs) of every uncordoned node with free GPUs (of ``gpu_type`` in a typed pool), most
+        free first (``most_free``; else fewest), ties by node number: the order of sorting those nodes by
+        (-free, node) / (free, node), read off the free-count buckets, so a busy cluster's full nodes are never
+        looked at and a caller that stops early sorts only the buckets it reached."""
+        if gpu_type is not None and self.typed:
+            buckets = self.type_buckets.get(gpu_type)
+            if buckets is None:
+                return
+        else:
+            buckets = self.buckets
+        for f in (range(len(buckets) - 1, 0, -1) if most_free else range(1, len(buckets))):
+            bucket = buckets[f]
+            if bucket:
+                for node in sorted(bucket):
+                    yield node, f
 
     def tightest_node_with(self, gpus: int, gpu_type: str | None = None) -> int | None:
         """Node with the fewest free GPUs that still holds ``gpus`` (lowest number on ties)."""

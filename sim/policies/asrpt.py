@@ -136,6 +136,11 @@ class ASrpt(Policy):
         self._fit_failed = False  # why the last _try returned False: the job did not fit (else: the start rule)
         self.size: dict[int, float] = {}
         self.heavy: dict[int, bool] = {}
+        self.amin: dict[int, float] = {}  # alpha~_min of each arrived job (fixed: its model and GPU count)
+        # _try's last look (job, pool, pool.version) -> (placement, alpha ratio): a head job re-assessed at an
+        # event that changed no allocation (an arrival, a virtual completion, a timer) gets the same servers
+        self._look: tuple = (None, None, -1)
+        self._look_val: tuple = (None, None)
         self.window_end: dict[int, float] = {}
         self._timer_at = -1.0
         self.perf = None
@@ -237,6 +242,7 @@ class ASrpt(Policy):
         g = self.ctx.jobs.gpus[job]
         p = g / max(1, self.ctx.capacity) * n * amin
         self.size[job] = p
+        self.amin[job] = amin
         self.arrived[job] = self.ctx.now
         self.heavy[job] = amax / amin >= self.heavy_ratio
         heapq.heappush(self.virtual, (p, job))
@@ -382,19 +388,29 @@ class ASrpt(Policy):
             return False
         if not (jobs.spread[job] and jobs.gpu_type[job] is None) or ctx.pool.typed:
             return ctx.try_start(job)  # gangs, fractions, GPU models: the partition's placement
-        from sim.placement.heavy_edge import place_ordered
+        pool = ctx.pool
+        look = (job, pool, pool.version)
+        if look == self._look:  # nothing was allocated or released since this job's last look
+            placement, ratio = self._look_val
+        else:
+            from sim.placement.heavy_edge import place_ordered
 
-        heavy = self.heavy.get(job, False)
-        placement = place_ordered(ctx.pool, g, None, most_free=heavy)  # lines 1-2: tightest / most available
+            heavy = self.heavy.get(job, False)
+            placement = place_ordered(pool, g, None, most_free=heavy)  # lines 1-2: tightest / most available
+            ratio = None
+            if placement is not None and heavy and len(placement) > 1:
+                amin = self.amin.get(job)
+                if amin is None:
+                    amin, _ = self.alphas(job)
+                perf = self._performance()
+                counts = tuple(sorted((n for _, n in placement), reverse=True))
+                a = perf.alpha_of(perf.model[job], g, counts)
+                ratio = a / amin if a is not None and amin > 0 else 1.0
+            self._look, self._look_val = look, (placement, ratio)
         if placement is None:
             return False
         self._fit_failed = False
-        if heavy and len(placement) > 1:
-            amin, _ = self.alphas(job)
-            perf = self._performance()
-            counts = tuple(sorted((n for _, n in placement), reverse=True))
-            a = perf.alpha_of(perf.model[job], g, counts)
-            ratio = a / amin if a is not None and amin > 0 else 1.0
+        if ratio is not None:
             deadline = self.window_end.get(job)
             if deadline is None:  # first assessment (line 12): start at once when ratio <= COMM_HEAVY
                 limit = self.heavy_ratio if self.start_rule == "paper" else 1.0
