@@ -78,7 +78,7 @@ QUICK = dict(scale=1 / 25, servers=10, span_scale=1.0, fig6=(37_500, 150_000), f
              t2_models=("vgg16", "resnet50"), t2_cases=2, t2_gpus=8, t2_servers=4)
 FULL = dict(scale=1.0, servers=250, span_scale=1.0, fig6=(37_500, 75_000, 112_500, 150_000), fig7=(0.8, 0.6, 0.4, 0.2, 0.0), fig7_jobs=75_000,
             fig8=(1.0, 5.0, 10.0, 25.0, 50.0), fig8_jobs=75_000, cause_jobs=75_000, rf_trees=30, rf_rows=30_000,
-            t2_models=("vgg16", "resnet50", "gnmt", "bert-large", "gpt-6.7b"), t2_cases=20, t2_gpus=16,
+            t2_models=("vgg16", "gpt-6.7b"), t2_cases=20, t2_gpus=16,
             t2_servers=8)
 
 
