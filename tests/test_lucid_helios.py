@@ -141,3 +141,21 @@ def test_ledger_spec_runs_venus_and_saturn_with_generated_models():
     assert {"lucid-nobinder", "lucid-noshare", "lucid-noestimator", "lucid-nospace"} <= {
         c.label for c in cells if c.workload == "venus"}  # Fig. 11 on Venus, as the paper (lucid.txt:398)
     assert set(lucid.HELIOS) == {"venus", "saturn"} and lucid.SETTINGS["venus"] == ("venus", "lucid")
+
+
+def test_the_calibrators_share_one_fit_rule():
+    """Lazer's and Lucid's calibrators judge a fit the same way (pipelines.papers.calibration): weight-0
+    targets are shown, not counted; a reached 0 is 1/100 of the paper's; bad --grid keys name the free ones."""
+    import pytest
+
+    from pipelines.papers.calibration import Target, fit_error, fit_table, parse_grid, targets_met
+
+    ts = [Target("a", "A", 10.0, "x.txt:1"), Target("b", "B", 4.0, "x.txt:2", 0.5), Target("c", "C", 1.0, "x.txt:3", 0.0)]
+    reached = {"a": 20.0, "b": 1.0, "c": 50.0}
+    assert targets_met(ts, reached) == 1  # a within 2x; b 4x short; c not fitted
+    assert fit_error(ts, reached) == pytest.approx(1.0 + 0.5 * 2.0)
+    assert fit_error([ts[0]], {"a": 0.0}) == pytest.approx(abs(__import__("math").log2(0.01)))
+    assert [r["within_2x"] for r in fit_table(ts, {"a": 20.0, "b": 1.0})] == [True, False]
+    assert parse_grid(["a=1,2.5"], ("a",)) == {"a": [1.0, 2.5]}
+    with pytest.raises(ValueError, match="one of a"):
+        parse_grid(["z=1"], ("a",))

@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import math
 import sys
 import time
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from pipelines.papers.calibration import Target, fit_error, fit_table, parse_grid, targets_met
 
 TRACES = ("earth", "saturn", "uranus")
 COSTS = "lazer:uniform"  # the seven models drawn uniformly per job (lazer.txt:78), load / save from their sizes
@@ -37,15 +37,6 @@ COSTS = "lazer:uniform"  # the seven models drawn uniformly per job (lazer.txt:7
 #: (the head blocks the queue) are the ledger's "strict baselines" cause row.
 SJF = "sjf:work_conserving=true"
 SRTF = "srtf:backfill=true"
-
-
-@dataclass(frozen=True)
-class Target:
-    key: str
-    text: str
-    paper: float
-    cite: str
-    weight: float = 1.0
 
 
 def _targets(wait: tuple[float, float], futile: tuple[float, float], line_w: int, line_f: int) -> list[Target]:
@@ -114,38 +105,22 @@ def measure(trace: str, params: dict[str, Any], seeds: list[int], cluster: str =
 
 
 def error(trace: str, reached: dict[str, float]) -> float:
-    """Sum over targets of weight x |log2(reached / paper)| (a reached 0 counts as 1/100 of the target)."""
-    total = 0.0
-    for t in TARGETS[trace]:
-        value = max(reached.get(t.key, 0.0), t.paper / 100.0)
-        total += t.weight * abs(math.log2(value / t.paper))
-    return total
+    """The fit's error on one trace (calibration.fit_error)."""
+    return fit_error(TARGETS[trace], reached)
 
 
 def met(trace: str, reached: dict[str, float]) -> int:
-    """How many of the trace's targets are reached within a factor of 2."""
-    return sum(within_factor(reached.get(t.key, 0.0), t.paper) for t in TARGETS[trace])
-
-
-def within_factor(value: float, paper: float, factor: float = 2.0) -> bool:
-    return paper / factor <= value <= paper * factor if paper > 0 else value == 0
+    """How many of the trace's fitted targets are reached within a factor of 2."""
+    return targets_met(TARGETS[trace], reached)
 
 
 def table(trace: str, reached: dict[str, float]) -> list[dict[str, Any]]:
     """The fit of one trace as ledger rows (ctx.settings[...]['calibration'])."""
-    return [{"target": t.text, "paper": t.paper, "cite": t.cite, "reached": round(reached[t.key], 3),
-             "within_2x": within_factor(reached[t.key], t.paper)} for t in TARGETS[trace]]
+    return fit_table(TARGETS[trace], reached)
 
 
 def _parse_grid(items: list[str]) -> dict[str, list[float]]:
-    grid: dict[str, list[float]] = {}
-    for item in items:
-        key, _, values = item.partition("=")
-        if key not in ("arrival_scale", "burst_size", "large_scale", "jobs") or not values:
-            raise ValueError(f"--grid {item!r}: give KEY=V1,V2 with KEY one of arrival_scale, burst_size, "
-                             "large_scale, jobs")
-        grid[key] = [float(v) for v in values.split(",")]
-    return grid
+    return parse_grid(items, ("arrival_scale", "burst_size", "large_scale", "jobs"))
 
 
 DEFAULT_GRID = {"arrival_scale": [2.5, 3.0, 3.5], "large_scale": [1.0, 2.0, 3.0], "burst_size": [15.0, 30.0]}

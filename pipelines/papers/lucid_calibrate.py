@@ -24,27 +24,18 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import math
 import sys
 import time
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from pipelines.papers.calibration import Target, fit_error, fit_table, parse_grid, targets_met
 
 TRACES = ("venus", "saturn")
 TIRESIAS = "tiresias-rounds:rule=quota,interval=60,ckpt_cost=62"
 #: calibration label -> the policy spec the paper's simulator runs (QSSF: with the generated-period model)
 BASELINES = {"fifo": "fifo", "sjf": "sjf", "qssf": "qssf:history=false", "horus": "horus", "tiresias": TIRESIAS}
-
-
-@dataclass(frozen=True)
-class Target:
-    key: str
-    text: str
-    paper: float
-    cite: str
-    weight: float = 1.0
 
 
 def _targets(row_jct: int, row_q: int, row_tail: int, jct: tuple, queue: tuple, tail: tuple) -> list[Target]:
@@ -120,41 +111,23 @@ def measure(trace: str, params: dict[str, Any], seeds: list[int], cluster: str, 
     return {k: float(np.mean([r[k] for r in rows])) for k in rows[0]}
 
 
-def within_factor(value: float, paper: float, factor: float = 2.0) -> bool:
-    return paper / factor <= value <= paper * factor if paper > 0 else value == 0
-
-
 def error(trace: str, reached: dict[str, float]) -> float:
-    """Sum over fitted targets of weight x |log2(reached / paper)| (a reached 0 counts as 1/100 of the paper's)."""
-    total = 0.0
-    for t in TARGETS[trace]:
-        value = max(reached.get(t.key, 0.0), t.paper / 100.0)
-        total += t.weight * abs(math.log2(value / t.paper))
-    return total
+    """The fit's error on one trace (calibration.fit_error)."""
+    return fit_error(TARGETS[trace], reached)
 
 
 def met(trace: str, reached: dict[str, float]) -> int:
     """How many of the trace's fitted targets are reached within a factor of 2."""
-    return sum(within_factor(reached.get(t.key, 0.0), t.paper) for t in TARGETS[trace] if t.weight > 0)
+    return targets_met(TARGETS[trace], reached)
 
 
 def table(trace: str, reached: dict[str, float]) -> list[dict[str, Any]]:
     """The fit of one trace as ledger rows (ctx.settings[...]['calibration'])."""
-    return [{"target": t.text, "paper": t.paper, "cite": t.cite, "reached": round(reached[t.key], 3),
-             "within_2x": within_factor(reached[t.key], t.paper)} for t in TARGETS[trace] if t.key in reached]
+    return fit_table(TARGETS[trace], reached)
 
 
 def _parse_grid(items: list[str]) -> dict[str, list[float]]:
-    grid: dict[str, list[float]] = {}
-    for item in items:
-        key, _, values = item.partition("=")
-        if key not in FREE or not values:
-            raise ValueError(f"--grid {item!r}: give KEY=V1,V2 with KEY one of {', '.join(FREE)}")
-        try:
-            grid[key] = [float(v) for v in values.split(",")]
-        except ValueError:
-            raise ValueError(f"--grid {item!r}: the values are numbers") from None
-    return grid
+    return parse_grid(items, FREE)
 
 
 DEFAULT_GRID = {"arrival_scale": [0.5, 0.75, 1.0], "vc_power": [1.0, 1.5, 2.0]}
