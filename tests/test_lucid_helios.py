@@ -159,3 +159,15 @@ def test_the_calibrators_share_one_fit_rule():
     assert parse_grid(["a=1,2.5"], ("a",)) == {"a": [1.0, 2.5]}
     with pytest.raises(ValueError, match="one of a"):
         parse_grid(["z=1"], ("a",))
+
+
+def test_the_calibrators_grid_search_picks_most_targets_then_least_error(capsys):
+    from pipelines.papers.calibration import Target, grid_search
+
+    ts = [Target("q", "Q", 10.0, "x.txt:1"), Target("r", "R", 1.0, "x.txt:2")]
+    # q scales with the arrival rate, r stays at 1.0: 2.0 reaches both within 2x with the least error
+    params, reached = grid_search("t", ts, {"arrival_scale": [1.0, 2.0, 8.0], "jobs": [5.0]}, {"seed": 0},
+                                  lambda p: {"q": 4.0 * p["arrival_scale"], "r": 1.0, "jobs": p["jobs"]})
+    assert params == {"seed": 0, "arrival_scale": 2.0, "jobs": 5.0} and reached["q"] == 8.0
+    assert isinstance(reached["jobs"], int)  # jobs measured as a whole number
+    assert "t: best {'arrival_scale': 2.0, 'jobs': 5.0} (2 targets within 2x" in capsys.readouterr().out

@@ -5,9 +5,11 @@ the proposed system's numbers never are."""
 
 from __future__ import annotations
 
+import itertools
 import math
+import time
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 
 @dataclass(frozen=True)
@@ -60,3 +62,25 @@ def parse_grid(items: list[str], free: Iterable[str]) -> dict[str, list[float]]:
         except ValueError:
             raise ValueError(f"--grid {item!r}: the values are numbers") from None
     return grid
+
+
+def grid_search(label: str, targets: list[Target], grid: dict[str, list[float]], base: dict[str, Any],
+                measure: Callable[[dict[str, Any]], dict[str, float]]) -> tuple[dict[str, Any], dict[str, float]]:
+    """Every point of ``grid`` over ``base`` (``jobs`` as a whole number), printed as it is measured; the
+    best point is the one with the most targets within 2x, then the lowest fit error. Returns the best
+    point's parameters (``base`` updated) and what it reached."""
+    keys = list(grid)
+    best = None
+    for combo in itertools.product(*(grid[k] for k in keys)):
+        point = dict(zip(keys, combo))
+        t0 = time.perf_counter()
+        reached = measure({**base, **{k: (int(v) if k == "jobs" else v) for k, v in point.items()}})
+        score = (-targets_met(targets, reached), fit_error(targets, reached))
+        print(f"{label} {point}: " + ", ".join(f"{k} {v:.2f}" for k, v in reached.items())
+              + f"  within 2x {-score[0]}, error {score[1]:.2f} ({time.perf_counter() - t0:.0f} s)", flush=True)
+        if best is None or score < best[0]:
+            best = (score, point, reached)
+    if best is None:
+        raise ValueError("the grid is empty")
+    print(f"{label}: best {best[1]} ({-best[0][0]} targets within 2x, error {best[0][1]:.2f})")
+    return {**base, **best[1]}, best[2]

@@ -23,14 +23,12 @@ baseline cells.
 from __future__ import annotations
 
 import argparse
-import itertools
 import sys
-import time
 from typing import Any
 
 import numpy as np
 
-from pipelines.papers.calibration import Target, fit_error, fit_table, parse_grid, targets_met
+from pipelines.papers.calibration import Target, fit_error, fit_table, grid_search, parse_grid, targets_met
 
 TRACES = ("venus", "saturn")
 TIRESIAS = "tiresias-rounds:rule=quota,interval=60,ckpt_cost=62"
@@ -149,21 +147,8 @@ def main(argv: list[str] | None = None) -> int:
     for trace in args.trace or TRACES:
         base, cluster = preset_params(trace)
         if args.fit:
-            keys = list(grid)
-            best = None
-            for combo in itertools.product(*(grid[k] for k in keys)):
-                params = {**base, **{k: (int(v) if k == "jobs" else v) for k, v in zip(keys, combo)}}
-                t0 = time.perf_counter()
-                reached = measure(trace, params, args.seeds, cluster, data_dir=args.data_dir)
-                e = (-met(trace, reached), error(trace, reached))
-                print(f"{trace} {dict(zip(keys, combo))}: " + ", ".join(f"{k} {v:.2f}" for k, v in reached.items())
-                      + f"  within 2x {-e[0]}, error {e[1]:.2f} ({time.perf_counter() - t0:.0f} s)", flush=True)
-                if best is None or e < best[0]:
-                    best = (e, dict(zip(keys, combo)), reached)
-            assert best is not None
-            base = {**base, **best[1]}
-            reached = best[2]
-            print(f"{trace}: best {best[1]} ({-best[0][0]} targets within 2x, error {best[0][1]:.2f})")
+            base, reached = grid_search(trace, TARGETS[trace], grid, base,
+                                        lambda params: measure(trace, params, args.seeds, cluster, data_dir=args.data_dir))
         else:
             reached = measure(trace, base, args.seeds, cluster, data_dir=args.data_dir)
         print(f"\n{trace} (seeds {args.seeds}; preset lucid-{trace} on {cluster}: "
