@@ -72,39 +72,20 @@ def _seed0(res: Results, w: str, label: str, metric: str) -> float:
 def _causes(res: Results, setting: str, num: str | None, den: str, metric: str,
             short: dict | None = None) -> dict[str, float | str]:
     """The claim's own measure (``num`` / Lucid-row ``den`` on ``metric``) with one deviation switched at a
-    time, on seed 0 of the calibrated pool (``num`` None: the best baseline), and at the paper's cluster.
+    time, on seed 0 of the calibrated pool or of a Helios-shaped month (``num`` None: the best baseline), and
+    at the paper's cluster.
     Keys name what changed against the ledger's row."""
-    if setting in HELIOS:
-        return _helios_causes(res, setting, num, den, metric)
-    if setting != "philly-cal":
+    if setting in HELIOS:  # a Helios-shaped month: its causes run on HELIOS[setting][0] (if any)
+        w, c, where = setting, HELIOS[setting][0], "the VCs"
+        estimator = ("Lucid's estimator perfect (true durations instead of the GA2M)", c, "lucid-oracle")
+        loads: tuple[tuple[str, str], ...] = ()
+    elif setting == "philly-cal":
+        w, c, where = "philly-cal", CAUSES_WORKLOAD, "the pool"
+        estimator = ("Lucid's estimator trained causally (weeks before)", w, "lucid-causal")
+        loads = (("philly-864", "load: the paper's 864-GPU pool (offered load 0.59)"),
+                 ("philly-load1.2", "load 1.2 (50 x 8 GPUs), seed 0"), ("philly-load1.8", "load 1.8 (36 x 8 GPUs), seed 0"))
+    else:
         return {}
-    w, c = "philly-cal", CAUSES_WORKLOAD
-    num = num or _best(res, w, metric)
-    if num is None:
-        return {}
-    base_num, base_den = _seed0(res, w, num, metric), _seed0(res, w, den, metric)
-    out: dict[str, float | str] = {"as measured (seed 0)": ratio(base_num, base_den)}
-    if num == "tiresias":
-        out["Tiresias event-driven, free preemption (no 60-s rounds, no checkpoint cost)"] = ratio(
-            _seed0(res, w, "tiresias-event", metric), base_den)
-        out["Tiresias in rounds without the 62-s checkpoint cost"] = ratio(_seed0(res, c, "tiresias-nockpt", metric),
-                                                                          base_den)
-    if den == "lucid":
-        out["Lucid's estimator trained causally (weeks before)"] = ratio(base_num, _seed0(res, w, "lucid-causal", metric))
-        out["Lucid's estimator cold (history mean, no pre-trained model)"] = ratio(
-            base_num, _seed0(res, c, "lucid-cold", metric))
-        out["Lucid's profiler as extra nodes (not carved out of the pool)"] = ratio(
-            base_num, _seed0(res, c, "lucid+extra-profiler", metric))
-    for wl, text in (("philly-864", "load: the paper's 864-GPU pool (offered load 0.59)"),
-                     ("philly-load1.2", "load 1.2 (50 x 8 GPUs), seed 0"), ("philly-load1.8", "load 1.8 (36 x 8 GPUs), seed 0")):
-        if _has(res, wl, num) and _has(res, wl, den):
-            out[text] = ratio(res.get(wl, num, metric), res.get(wl, den, metric))
-    return {k: v for k, v in out.items() if math.isfinite(v)}
-
-
-def _helios_causes(res: Results, setting: str, num: str | None, den: str, metric: str) -> dict[str, float | str]:
-    """The claim's measure with one deviation switched at a time on seed 0 of a Helios-shaped month."""
-    w, c = setting, HELIOS[setting][0]
     num = num or _best(res, w, metric)
     if num is None:
         return {}
@@ -117,13 +98,16 @@ def _helios_causes(res: Results, setting: str, num: str | None, den: str, metric
             out["Tiresias in rounds without the 62-s checkpoint cost"] = ratio(
                 _seed0(res, c, "tiresias-nockpt", metric), base_den)
     if den == "lucid" and c:
-        out["Lucid's estimator perfect (true durations instead of the GA2M)"] = ratio(
-            base_num, _seed0(res, c, "lucid-oracle", metric))
+        text, wl, policy = estimator
+        out[text] = ratio(base_num, _seed0(res, wl, policy, metric))
         out["Lucid's estimator cold (history mean, no pre-trained model)"] = ratio(
             base_num, _seed0(res, c, "lucid-cold", metric))
-        out["Lucid's profiler as extra nodes (not carved out of the VCs)"] = ratio(
+        out[f"Lucid's profiler as extra nodes (not carved out of {where})"] = ratio(
             base_num, _seed0(res, c, "lucid+extra-profiler", metric))
-    if den == "lucid" and _has(res, w, "lucid-noshare"):
+    for wl, text in loads:
+        if _has(res, wl, num) and _has(res, wl, den):
+            out[text] = ratio(res.get(wl, num, metric), res.get(wl, den, metric))
+    if setting in HELIOS and den == "lucid" and _has(res, w, "lucid-noshare"):
         out["Lucid without packing (w/o Sharing)"] = ratio(base_num, _seed0(res, w, "lucid-noshare", metric))
     return {k: v for k, v in out.items() if math.isfinite(v)}
 
