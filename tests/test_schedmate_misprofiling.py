@@ -70,6 +70,7 @@ def test_lucid_reports_its_packings_speeds_and_mispacks_only_when_misprofiling(b
     warm = simulate(busy, "lucid:initial=history,unstable_speed=0,warmup_error=0.193", check_invariants=True).policy_stats
     speeds = warm["lucid_pack_host_speeds"]
     assert len(speeds) == warm["lucid_packs"] > 0 and all(0.0 < s < 2.0 for s in speeds)  # measured pairs reach 1.5
+    assert len(warm["lucid_pack_pair_throughputs"]) == len(speeds) and min(warm["lucid_pack_pair_throughputs"]) > 0.4
     assert 0 <= warm["lucid_mispacks"] <= warm["lucid_packs"]
     # Lucid+SchedMate counts its mis-packings in the same place (once per packing)
     sm = simulate(busy, f"lucid-schedmate:{TRACE_TEXT},initial=history,failure_handler=false,skip_profiling=false,"

@@ -7,7 +7,13 @@
   fall below the slowdown threshold theta; Lucid (as SchedMate describes it, schedmate.txt:210) has no
   runtime check of a packing (``unstable_speed=0``); SchedMate's Metric Tracker detects a slowdown with
   the rate it MEASURES on real progress logs (benchmarks/realsets/, the held-out batches with committed
-  excerpts), not a constant. Preconditions: packings below theta occur, mis-packings occur.
+  excerpts), not a constant. Two workload recipes: Lucid's own (Fig. 10d "follows the workload recipes of
+  the original papers", schedmate.txt:284) and Table 2's workloads by GPU request on A800 memory (Fig. 13c's
+  stated setting, schedmate.txt:360; :data:`TABLE2`, Lucid-measured proxies). Preconditions: Lucid's packings
+  fall below theta and it mis-packs (Fig. 10d); with no detection, Lucid+SchedMate's do (Fig. 13c).
+  Pair speeds are Lucid's measured pairs or its fitted line (floor 0.618 at 200 % summed utilisation), so
+  theta 0.5 cuts almost nothing; the causes give the packed hosts' speed distribution and the pairs' summed
+  speeds (none below 1 in Lucid's measurements: a cancelled packing loses throughput).
 - Table 4 (the Failure Handler as an infrastructure-failure detector, schedmate.txt:334): scored on the
   real failure logs of benchmarks/realsets/ that are held out and whose excerpts are committed (split
   `held-out` in the manifests: batches 17, 21 and 22; batch 20 was held out at first sight but is `tuned`
@@ -418,6 +424,12 @@ def lucid_case(rep: _Replays, cfg: dict, seeds: list[int], det: float | None) ->
         causes["Lucid: packings below theta / mis-packings / packings (mean per seed)"] = \
             f"{_mean(below):.1f} / {_mean(mis):.1f} / {_mean(packs):.1f}"
         causes["Lucid: packed hosts' true speeds (all seeds)"] = pooled
+        pair = np.asarray([v for s in seeds for v in rep.run(name, lucid, s)["stats"].get("lucid_pack_pair_throughputs", [])])
+        causes["Lucid: packed pairs' summed speeds (< 1: packing does less work than one job alone)"] = (
+            f"min {pair.min():.3f}, median {np.median(pair):.3f}, below 1: {int(np.sum(pair < 1))} of {len(pair)}"
+            if len(pair) else "no packing")
+        causes["Lucid: share of the replay with packing off (G_SS = 0, its dynamic strategy)"] = round(
+            _mean(rep.stat(name, lucid, seeds, "lucid_gss0_share")), 3)
         causes["Lucid+SchedMate: packings below theta / cancelled (mean per seed)"] = \
             f"{_mean(sm_below):.1f} / {_mean(cancelled):.1f}"
         causes["detection rate used (measured on real progress logs)"] = "n/a" if det is None else round(det, 3)
