@@ -62,3 +62,43 @@ def test_per_type_false_alarms_drive_the_coin():
              for c in ("infrastructure", "framework", "script")}
     assert not any(calls["framework"]) and all(calls["script"])
     assert 0.4 < np.mean(calls["infrastructure"]) < 0.6
+
+
+def test_lucid_reports_its_packings_speeds_and_mispacks_only_when_misprofiling(busy):
+    plain = simulate(busy, "lucid:initial=history", check_invariants=True).policy_stats
+    assert "lucid_mispacks" not in plain and "lucid_pack_host_speeds" not in plain  # Lucid's own stats unchanged
+    warm = simulate(busy, "lucid:initial=history,unstable_speed=0,warmup_error=0.193", check_invariants=True).policy_stats
+    speeds = warm["lucid_pack_host_speeds"]
+    assert len(speeds) == warm["lucid_packs"] > 0 and all(0.0 < s < 2.0 for s in speeds)  # measured pairs reach 1.5
+    assert len(warm["lucid_pack_pair_throughputs"]) == len(speeds) and min(warm["lucid_pack_pair_throughputs"]) > 0.4
+    assert 0 <= warm["lucid_mispacks"] <= warm["lucid_packs"]
+    # Lucid+SchedMate counts its mis-packings in the same place (once per packing)
+    sm = simulate(busy, f"lucid-schedmate:{TRACE_TEXT},initial=history,failure_handler=false,skip_profiling=false,"
+                        "warmup_error=0.193", check_invariants=True).policy_stats
+    assert sm["schedmate_mispacks"] == sm["lucid_mispacks"] <= sm["lucid_packs"]
+
+
+def test_table2_workloads_by_gpu_request_with_measured_proxies():
+    from pipelines.papers import schedmate as runner
+    from sim.interference import InterferenceModel
+
+    assert [runner.table2_scale(g) for g in (1, 2, 3, 4, 7, 8, 64)] == \
+        ["small"] * 3 + ["medium"] * 2 + ["large"] * 2  # schedmate.txt:292
+    im = InterferenceModel.load()
+    gpus = [1, 2, 4, 8, 16] * 40
+    models, keys = runner.table2_keys(gpus, im, np.random.default_rng(0))
+    again = runner.table2_keys(gpus, im, np.random.default_rng(0))
+    assert (models, keys) == again  # seeded
+    proxy = {m: p for rows in runner.TABLE2.values() for m, p in rows}
+    for g, m, k in zip(gpus, models, keys):
+        assert m in dict(runner.TABLE2[runner.table2_scale(g)])  # the job's scale's models only
+        assert k in im.solo.index and im.solo.at[k, "model"] == proxy[m]  # a measured row of its proxy
+    assert {"LLaMA-3 8B", "Qwen-2.5 14B"} == {m for g, m in zip(gpus, models) if g >= 8}
+
+
+def test_speed_summary_counts_the_slow_packings():
+    from pipelines.papers.schedmate import speed_summary
+
+    text = speed_summary([0.45, 0.6, 0.7, 0.9, 1.0])
+    assert text.startswith("5 packings") and "below 0.5 / 0.65 / 0.75: 1 / 2 / 3" in text
+    assert speed_summary([]) == "no packing"

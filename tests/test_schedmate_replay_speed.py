@@ -197,5 +197,6 @@ def test_every_replay_the_ledger_asks_for_is_a_valid_policy(tmp_path, monkeypatc
         ctx = ReproduceContext(quick=True, out=tmp_path, seeds=[0], data_dir=ROOT.parent / "shared" / "data")
         got = runner.run(ctx)
         assert runner.LUCID in asked and "qssf" in asked and "f11_fh_gain@acme" in got
-        assert "f10d_lucid_over_lucid_sm@acme-t65" in got and "f13c_gain_at_half@acme" in got
+        assert "f10d_lucid_over_lucid_sm@acme-table2-t65" in got and "f13c_gain_at_half@acme" in got
+        assert runner.LUCID + f",gpu_memory_mb={runner.A800_MB:g}" in asked  # Table 2's setting: A800 memory
         assert any("detection=0.8" in p for p in asked)  # the measured rate drives the replay

@@ -210,9 +210,12 @@ def test_profile_bypass_averages_the_matches(monkeypatch):
     pol.c, pol.is_profiler = C(), False
     pol.ctx = type("X", (), {"now": 0.0})()
     monkeypatch.setattr(sm.Lucid, "on_arrival", lambda self, job: None)
+    C.score_list, C.gmem_list, C.util_list = C.scores.tolist(), C.gmem.tolist(), C.util.tolist()
     pol.on_arrival(3)
     # the matches' steady-state metrics (their whole runs), not their warm-up profiles
     assert pol.c.scores[3] == 1 and pol.c.gmem[3] == pytest.approx(3000.0) and pol.c.util[3] == pytest.approx(30.0)
+    # ... and the binder's plain lists (its pair rule reads them) say the same
+    assert (pol.c.score_list[3], pol.c.gmem_list[3], pol.c.util_list[3]) == (1, pytest.approx(3000.0), pytest.approx(30.0))
     assert pol.c.util_errors == [pytest.approx(15.0 / 45.0)]  # the SM-utilisation estimate's relative error
 
 

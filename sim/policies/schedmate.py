@@ -387,7 +387,6 @@ class LucidSchedMateCoordinator(LucidCoordinator, SchedMateParts):
         self.setup_schedmate(policy, self.cctx.jobs, self.cctx.rng("schedmate.fh"))
         self.skipped_profiling = self.cancelled = 0
         self.util_errors: list[float] = []
-        self.mispacks = 0  # packings the steady-state profiles' scores would not have allowed (score sum > G_SS)
 
     def _update(self) -> None:
         super()._update()
@@ -424,7 +423,8 @@ class LucidSchedMate(SchedMateParams, Lucid):
                   "detection": "a true slowdown is detected with this probability, nothing else is (Fig. 13c sweep; "
                                "default: whatever the tracker reads)",
                   "skip_profiling": "skip the profiler for jobs with a match (use the matches' mean profile)",
-                  "warmup_error": Lucid.param_docs["warmup_error"]}
+                  "warmup_error": Lucid.param_docs["warmup_error"],
+                  "gpu_memory_mb": Lucid.param_docs["gpu_memory_mb"]}
 
     def __init__(self, failure_handler: bool = True, t_score: float = 0.9, k: int = 3,
                  embedder: Literal["hash", "minilm"] = "hash", text_source: Literal["corpus", "trace"] = "corpus",
@@ -441,12 +441,13 @@ class LucidSchedMate(SchedMateParams, Lucid):
                  profiler_from: Literal["cluster", "extra"] = "cluster",
                  initial: Literal["given", "history"] = "given", tick: Annotated[float, PERIOD] = 600.0,
                  forecast: Literal["model", "trend"] = "model", warmup_error: float = 0.0,
-                 false_alarm_framework: float | None = None, false_alarm_script: float | None = None) -> None:
+                 false_alarm_framework: float | None = None, false_alarm_script: float | None = None,
+                 gpu_memory_mb: float | None = None) -> None:
         super().__init__(profiler=profiler, sharing=sharing, n_prof=n_prof, t_prof=t_prof, g_ss=g_ss,
                          dynamic=dynamic, min_remaining=min_remaining, unstable_speed=0.0,
                          update_interval=update_interval, update_model=update_model,
                          profiler_nodes=profiler_nodes, profiler_from=profiler_from, initial=initial,
-                         tick=tick, forecast=forecast, warmup_error=warmup_error)
+                         tick=tick, forecast=forecast, warmup_error=warmup_error, gpu_memory_mb=gpu_memory_mb)
         self._set_schedmate(failure_handler, t_score, k, embedder, text_source, corpus_seed, recall,
                             precision, infra_share, diagnosis, recovery, repair)
         self._set_false_alarms(false_alarm_framework, false_alarm_script)
@@ -479,6 +480,13 @@ class LucidSchedMate(SchedMateParams, Lucid):
                     c.scores[job] = round(sum(float(c.true_scores[m]) for m in ms) / len(ms))
                     c.gmem[job] = sum(float(c.gmem[m]) for m in ms) / len(ms)
                     c.util[job] = sum(float(c.true_util[m]) for m in ms) / len(ms)
+                    # the binder's hot loop reads plain lists made when the replay started: keep them in step
+                    # (without this the pair rule used the warm-up profile the bypass replaced)
+                    for name, value in (("score_list", c.scores[job]), ("gmem_list", c.gmem[job]),
+                                        ("util_list", c.util[job])):
+                        plain = getattr(c, name, None)
+                        if plain is not None:
+                            plain[job] = float(value)
                     truth = float(c.true_util[job])
                     if truth > 0:  # the SM-utilisation estimate's relative error (paper: 28.1 %)
                         c.util_errors.append(abs(float(c.util[job]) - truth) / truth)
@@ -497,9 +505,7 @@ class LucidSchedMate(SchedMateParams, Lucid):
         ctx = self.ctx
         host = ctx.holder(job)
         ratio = ctx.speed(host)  # the host's true throughput after / before packing
-        c = self.c
-        if float(c.true_scores[job]) + float(c.true_scores[host]) > c.g_ss:
-            c.mispacks += 1
+        # Lucid's _try_pack counted a mis-packing (steady-state scores over G_SS) and noted the host's speed
         if self.c.slowdown_seen(ctx, host, float(ratio), self.theta, self.tracker, self.detection,
                                 self.tracker_error):
             ctx.set_timer(ctx.now + self.track_after, ("sm_cancel", job, host))

@@ -90,6 +90,8 @@ class LucidCoordinator(Coordinator):
         self.profiled: set[int] = set()
         self.never_pack: set[int] = set()
         self.finished_in_profiler = self.profiled_then_moved = self.packs = self.evictions = 0
+        # pairs packed against the steady-state scores; hosts' speeds; pairs' summed speeds
+        self.mispacks, self.pack_speeds, self.pack_throughputs = 0, [], []
         self.g_ss = policy.g_ss0 if policy.sharing else 0
         self.t_prof, self.n_prof, self.burst = policy.t_prof0, policy.n_prof0, False
         self.hourly: list[float] = []
@@ -310,6 +312,10 @@ class LucidCoordinator(Coordinator):
                "lucid_throughput_model_used": sum(1 for u in self.tp_updates if u["used"]),
                "lucid_ticks_forecast_by_model": self.forecast_by["model"],
                "lucid_ticks_forecast_by_trend": self.forecast_by["trend"]}
+        if self.p.warmup_error > 0:  # mis-profiling on: what it did to the packings (absent by default)
+            out["lucid_mispacks"] = self.mispacks
+            out["lucid_pack_host_speeds"] = list(self.pack_speeds)
+            out["lucid_pack_pair_throughputs"] = list(self.pack_throughputs)
         total = sum(self.mode_seconds.values())
         if total > 0:
             out.update({f"lucid_gss{g}_share": t / total for g, t in self.mode_seconds.items()})

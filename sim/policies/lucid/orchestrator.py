@@ -309,6 +309,10 @@ class Lucid(Policy):
         a, b = c.interference.speeds(c.keys[job], c.keys[best])
         ctx.pack(job, best, a, b)
         c.packs += 1
+        c.pack_speeds.append(b)  # the host's true speed next to its guest (a slowdown a runtime check could see)
+        c.pack_throughputs.append(a + b)  # the pair's work per second against one job alone (< 1: packing loses)
+        if c.true_scores[job] + c.true_scores[best] > c.g_ss:
+            c.mispacks += 1  # a pair the steady-state scores would not have allowed (warm-up profiles, or a guess)
         if min(a, b) < self.unstable_speed:
             ctx.set_timer(ctx.now + self.check_after, ("check_pair", job, best))
         return True
