@@ -48,7 +48,7 @@ MIN_CONFIDENCE: float = 0.5
 
 KIND_CONFIDENCE: dict[str, float] = {"argument": 0.95, "launcher": 0.95, "config": 0.85, "code": 0.75,
                                      "default": 0.70, "derived": 0.60, "class": 0.45, "signal": 0.55,
-                                     "name": 0.40, "assumed": 0.60, "none": 0.0}
+                                     "name": 0.40, "assumed": 0.60, "description": 0.55, "none": 0.0}
 
 #: the fields that carry evidence (iteration_unit follows iterations, batch_scope follows batch_size)
 EVIDENCE_FIELDS = ("gpus", "nodes", "model", "task", "dataset", "iterations", "iteration_unit", "batch_size",
@@ -56,6 +56,10 @@ EVIDENCE_FIELDS = ("gpus", "nodes", "model", "task", "dataset", "iterations", "i
 
 # rule texts (JobMetadata.sources) -> kind, confidence; first match wins
 _RULES: list[tuple[re.Pattern, str, float]] = [(re.compile(p), k, c) for p, k, c in (
+    # the README's first paragraph / the parser's description: right for 45 of 54 repositories of batches 1-23 (83 %),
+    # too few alone; it refines a code signal it specialises and moves another kind's confidence (attach_evidence)
+    (r"^repository description \(refines", "description", 0.60),
+    (r"^repository description", "description", 0.45),
     (r"^accelerate config", "config", 0.85),
     (r"^(torchrun|deepspeed|accelerate|srun|mpirun|composer|lightning|#SBATCH|NNODES|NUM_NODES|NPROC_PER_NODE)",
      "launcher", 0.95),
@@ -76,6 +80,7 @@ _RULES: list[tuple[re.Pattern, str, float]] = [(re.compile(p), k, c) for p, k, c
     (r"^architecture dims", "derived", 0.60),
     (r"code run in mode", "signal", 0.70),
     (r"^(objective in the training code|code signal|downstream run|classification objective on)", "signal", 0.60),
+    (r"^classification identifiers on", "name", 0.45),  # generic classifier identifiers, the task from the data
     (r"^environment ", "signal", 0.75),
     (r"^dataset ", "name", 0.40),  # the task inferred from the dataset's usual task
     (r"^model family of|^model ", "name", 0.45),  # the task inferred from the model's family
@@ -90,6 +95,11 @@ _FIELD_KEYS = {"model": r"model|arch|net|backbone|alg|name|type|base|init|path|c
                "iterations": r"epoch|step|iter|update|ep|duration|timestep",
                "batch_size": r"batch|bs|^b$|per_gpu|per_device|tokens|samples|imgs|ims|videos|clips",
                "gpus": r"gpu|device|proc|world|node", "nodes": r"node|machine|world"}
+
+
+#: a dataset override that means generated inputs (`--dataset synthetic`, `--data fake`): the job names no dataset
+_SYNTHETIC = re.compile(r"^(?:synthetic|synth|dummy|fake|random|noise|toy)(?:[-_ ]?(?:data|dataset|inputs?|images?))?$",
+                        re.I)
 
 
 def _rule_of(field: str, md: JobMetadata) -> str:
@@ -353,6 +363,8 @@ def attach_evidence(md: JobMetadata, ex=None, command: str = "") -> JobMetadata:
             conf, reason = 0.0, f"the command sets it with an unexpanded shell variable ({shadow})"
         elif isinstance(raw, str) and _UNEXPANDED.search(raw):
             conf, reason = 0.0, f"the value is an unexpanded shell variable ({raw})"
+        elif f == "dataset" and _SYNTHETIC.match(str(value)):
+            conf, reason = min(conf, 0.30), f"the job trains on generated data ({value}): no dataset to name"
         elif f == "dataset" and isinstance(raw, str) and ("/" in raw or "\\" in raw):
             from features.schedmate_text.vocab import canonical_dataset
 
@@ -375,6 +387,10 @@ def attach_evidence(md: JobMetadata, ex=None, command: str = "") -> JobMetadata:
 
             if f == "task" or known_model(str(value)):  # a file named after a model we know (mask_rcnn_R_50_...)
                 conf = 0.50 if f == "model" else 0.55
+        if f == "task" and rule.endswith("(the repository description agrees)"):
+            conf = max(conf, min(conf + 0.2, 0.75))  # two independent signals name one task
+        elif f == "task" and "(the repository description says" in rule:
+            conf, reason = min(conf, 0.40), "the repository's description names another task: " + rule.rsplit("says ", 1)[-1].rstrip(")")
         if f in ("gpus", "nodes") and kind == "assumed":
             if f == "gpus":
                 conf, reason = (0.20, gpu_doubt) if gpu_doubt else (0.60, None)
