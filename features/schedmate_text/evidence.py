@@ -387,6 +387,9 @@ def attach_evidence(md: JobMetadata, ex=None, command: str = "") -> JobMetadata:
 
             if f == "task" or known_model(str(value)):  # a file named after a model we know (mask_rcnn_R_50_...)
                 conf = 0.50 if f == "model" else 0.55
+        if f == "task" and rule.startswith("model family of") and ("(the training objective agrees)" in rule or (
+                "model" in out and out["model"]["confidence"] >= MIN_CONFIDENCE)):
+            kind, conf = "signal", 0.60  # the architecture built, named with confidence or confirmed by the objective
         if f == "task" and rule.endswith("(the repository description agrees)"):
             conf = max(conf, min(conf + 0.2, 0.75))  # two independent signals name one task
         elif f == "task" and "(the repository description says" in rule:

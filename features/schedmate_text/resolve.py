@@ -314,7 +314,8 @@ def resolve(ex) -> JobMetadata:
     fam = family_task(md.model) if md.task is None else None
     if fam:  # the architecture built says the task before the generic objective identifiers (a DeepLab classifies
         # pixels with a cross-entropy loss and `num_classes`: it segments)
-        md.task, md.sources["task"] = fam, f"model family of {md.model}"
+        md.task, md.sources["task"] = fam, f"model family of {md.model}" + (
+            " (the training objective agrees)" if code_obj and code_obj[0] == fam else "")
     obj = code_obj if md.task is None else None
     if obj:
         md.task, md.sources["task"] = obj[0], f"objective in the training code ({obj[1]} signals)"
@@ -533,8 +534,11 @@ def _video_data(ranked) -> bool:
 #: dense vision tasks a classification objective's identifiers may also come from (not overridden by the data)
 _VISION_DENSE = {"object-detection", "semantic-segmentation", "panoptic-segmentation", "instance-segmentation"}
 #: task sources that are weak evidence: the code's generic identifiers, the data's usual task, a default
-_WEAK_TASK_SOURCES = ("objective in the training code", "dataset ", "classification objective on", "vision model default",
-                      "classification identifiers on", "model ")
+_WEAK_TASK_SOURCES = ("objective in the training code", "dataset ", "vision model default", "classification identifiers on",
+                      "model ")
+#: what a repository of a pretraining or generative method describes, while one of its entries trains the downstream or
+#: auxiliary classifier (a linear evaluation, a guidance classifier): no contradiction
+_STAGE_TASKS = {"self-supervised-pretraining", "image-generation", "image-text-pretraining"}
 
 
 def _check_description(ex, md: JobMetadata) -> None:
@@ -564,7 +568,7 @@ def _check_description(ex, md: JobMetadata) -> None:
         pass  # the code's task is the finer one (an autoencoder in a repository of generative models)
     elif src.startswith(_WEAK_TASK_SOURCES) and not src.startswith("model family"):
         md.task, md.sources["task"] = desc, f"repository description (over {src})"
-    else:
+    elif not (md.task == "image-classification" and desc in _STAGE_TASKS):
         md.sources["task"] = src + f" (the repository description says {desc})"
 
 
