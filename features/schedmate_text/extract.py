@@ -106,6 +106,7 @@ class _Extractor(LaunchMixin, FollowMixin):
         self.programs: list[str] = []  # the entry's ArgumentParser names ("DETR training and evaluation script")
         self.launches: list[tuple[str, dict]] = []  # (launcher, its options): what decides the device count
         self.unexpanded: list[str] = []  # command words with a shell variable nothing sets (`$DATA_DIR`)
+        self.console_function: str | None = None  # the function a console script entry point names
 
     # -- files ---------------------------------------------------------------------------------
     def _file(self, path: str, rel_to: str | None = None) -> str | None:
@@ -182,6 +183,7 @@ class _Extractor(LaunchMixin, FollowMixin):
                 continue
             for m in self._CONSOLE.finditer(text):
                 if m.group(1) == name or m.group(1).rsplit(".", 1)[-1] == name:  # `scripts.litgpt = "..."`
+                    self.console_function = m.group(3)  # the function the script calls: its signature / decorators
                     return self._module_file(m.group(2))
         return None
 
@@ -202,6 +204,19 @@ class _Extractor(LaunchMixin, FollowMixin):
         self.task_text.extend(info.programs)  # "Barlow Twins Training"
         if name:
             self.task_text.append(name)  # and the package path (a `dinov2/run/train/train.py` entry)
+        func = getattr(self, "console_function", None) if console else None
+        if name is not None and func and parsed_info is not None:
+            # a console script runs one function of its module: its click / typer / signature options and their
+            # defaults are the job's CLI (the module's own argparse options, if any, come first)
+            fi = function_cli(self.files[name], func)
+            if fi is not None:
+                for k, v in fi.options.items():
+                    info.options.setdefault(k, v)
+                for k, v in fi.defaults.items():
+                    info.defaults.setdefault(k, v)
+                if not info.positionals:
+                    info.positionals = list(fi.positionals)
+                self.task_text.append(func)
         if name is not None and argv and re.fullmatch(r"[a-z][\w-]*", argv[0]) and parsed_info is not None:
             sub = self._subcommand(name, argv[0])
             if sub is not None:  # `litgpt finetune ...`: the dispatched function's signature is the CLI
