@@ -48,7 +48,68 @@ MIN_CONFIDENCE: float = 0.5
 
 KIND_CONFIDENCE: dict[str, float] = {"argument": 0.95, "launcher": 0.95, "config": 0.85, "code": 0.75,
                                      "default": 0.70, "derived": 0.60, "class": 0.45, "signal": 0.55,
-                                     "name": 0.40, "assumed": 0.60, "description": 0.55, "none": 0.0}
+                                     "name": 0.40, "assumed": 0.60, "description": 0.55, "objective": 0.60,
+                                     "none": 0.0}
+
+#: how often each (field, kind) of evidence was RIGHT at first sight: the Advisor's answers on command batches
+#: 18-23, each run with the code of the commit that added the batch's labels, before anything was tuned for it
+#: (benchmarks/realsets/first_sight_commands.json; `python benchmarks/schedmate_first_sight.py calibrate` refits
+#: and checks this table): (answered, right)
+FIRST_SIGHT_COUNTS: dict[tuple[str, str], tuple[int, int]] = {
+    ("batch_scope", "argument"): (49, 49), ("batch_scope", "code"): (1, 1), ("batch_scope", "config"): (8, 1),
+    ("batch_scope", "default"): (21, 21), ("batch_scope", "name"): (17, 4), ("batch_size", "argument"): (45, 44),
+    ("batch_size", "code"): (1, 1), ("batch_size", "config"): (6, 6), ("batch_size", "default"): (30, 30),
+    ("dataset", "argument/known"): (52, 46), ("dataset", "argument/unknown"): (12, 12),
+    ("dataset", "code/known"): (12, 11), ("dataset", "config/known"): (2, 2), ("dataset", "default/known"): (5, 3),
+    ("dataset", "name/known"): (1, 1), ("dataset", "name/unknown"): (8, 1), ("gpus", "argument"): (5, 5),
+    ("gpus", "assumed"): (77, 71), ("gpus", "code"): (1, 1), ("gpus", "default"): (3, 3),
+    ("gpus", "launcher"): (30, 30), ("iteration_unit", "argument"): (44, 44), ("iteration_unit", "code"): (1, 1),
+    ("iteration_unit", "config"): (7, 7), ("iteration_unit", "default"): (51, 47),
+    ("iterations", "argument"): (44, 41), ("iterations", "code"): (1, 0), ("iterations", "config"): (7, 7),
+    ("iterations", "default"): (51, 46), ("model", "argument/known"): (27, 25), ("model", "argument/size"): (4, 0),
+    ("model", "argument/unknown"): (20, 15), ("model", "class/known"): (4, 1), ("model", "class/unknown"): (34, 6),
+    ("model", "code/known"): (1, 0), ("model", "config/unknown"): (2, 2), ("model", "default/known"): (8, 8),
+    ("model", "default/unknown"): (4, 3), ("model", "name/known"): (3, 3), ("model", "name/unknown"): (1, 0),
+    ("nodes", "argument"): (3, 3), ("nodes", "assumed"): (140, 140), ("nodes", "config"): (3, 3),
+    ("nodes", "default"): (1, 1), ("task", "code"): (7, 6), ("task", "entry"): (1, 0), ("task", "name"): (21, 15),
+    ("task", "objective"): (61, 43), ("task", "signal"): (27, 27),
+}
+#: a kind of evidence right less often than this at first sight (smoothed: (right + 1.6) / (answered + 2), at least
+#: 5 answers) is capped below the threshold: its answers stand only where another signal confirms them. 0.85: the
+#: share of right answers the targets need (<= 3 % wrong at >= 80 % answered is >= 96 % right overall); the
+#: leave-one-batch-out estimate of each floor is printed by the calibrate command
+CALIBRATION_FLOOR: float = 0.85
+#: the confidence a capped kind keeps (below MIN_CONFIDENCE; a confirmation adds 0.2 and lifts it above)
+CALIBRATED_CAP: float = 0.45
+
+
+def calibration_group(field: str, kind: str, value: Any, rule: str = "") -> tuple[str, str]:
+    """The calibration group of an answer: its field and evidence kind (with `rule`, the kind the rule text has
+    today: the task's objective identifiers `objective`, the entry's own name `entry`); for the model and the
+    dataset also the value's shape -- a name the vocabulary knows (`known`), a size / variant code (`size`, models),
+    or another name (`unknown`): `--arch resnet50` and `--model resnet` are one kind but not equally reliable."""
+    if field == "task" and rule.startswith("objective in the training code"):
+        kind = "objective"
+    elif field == "task" and rule.startswith(("entry name", "config name")):
+        kind = "entry"
+    if field not in ("model", "dataset") or value is None:
+        return field, kind
+    from features.schedmate_text.vocab import canonical_dataset, family_task, known_model
+
+    text = str(value)
+    if field == "model":
+        shape = "known" if known_model(text) or family_task(text) else "size" if _SIZE_CODE.match(text) else "unknown"
+    else:
+        shape = "known" if canonical_dataset(text) else "unknown"
+    return field, f"{kind}/{shape}"
+
+
+def calibration_cap(field: str, kind: str, counts: dict | None = None, floor: float | None = None) -> float | None:
+    """The cap on a calibration group's confidence (`kind` as calibration_group gives it) from its first-sight
+    record, or None (not capped)."""
+    n, ok = (FIRST_SIGHT_COUNTS if counts is None else counts).get((field, kind), (0, 0))
+    fl = CALIBRATION_FLOOR if floor is None else floor
+    return CALIBRATED_CAP if n >= 5 and (ok + 1.6) / (n + 2) < fl else None
 
 #: the fields that carry evidence (iteration_unit follows iterations, batch_scope follows batch_size)
 EVIDENCE_FIELDS = ("gpus", "nodes", "model", "task", "dataset", "iterations", "iteration_unit", "batch_size",
@@ -79,7 +140,8 @@ _RULES: list[tuple[re.Pattern, str, float]] = [(re.compile(p), k, c) for p, k, c
     (r"^(argparse default|dataclass field default|config defaults)", "default", 0.70),
     (r"^architecture dims", "derived", 0.60),
     (r"code run in mode", "signal", 0.70),
-    (r"^(objective in the training code|code signal|downstream run|classification objective on)", "signal", 0.60),
+    (r"^objective in the training code", "objective", 0.60),  # generic identifiers of a loss / sampler / loop
+    (r"^(code signal|downstream run|classification objective on)", "signal", 0.60),
     (r"^classification identifiers on", "name", 0.45),  # generic classifier identifiers, the task from the data
     (r"^environment ", "signal", 0.75),
     (r"^dataset ", "name", 0.40),  # the task inferred from the dataset's usual task
@@ -394,12 +456,24 @@ def attach_evidence(md: JobMetadata, ex=None, command: str = "") -> JobMetadata:
 
             if f == "task" or known_model(str(value)):  # a file named after a model we know (mask_rcnn_R_50_...)
                 conf = 0.50 if f == "model" else 0.55
+            if f == "task":
+                kind = "entry"  # the entry's / config's own name names the task (cyclegan.py, classifier_train.py)
+        grp = calibration_group(f, kind, value)
+        cap = calibration_cap(*grp)
+        if cap is not None and conf > cap:  # a kind often wrong at first sight: it stands only where confirmed
+            conf = cap
+            reason = reason or f"{grp[1]} evidence for the {f} was right {FIRST_SIGHT_COUNTS[grp][1]} times in " \
+                               f"{FIRST_SIGHT_COUNTS[grp][0]} at first sight"
         if f == "task" and rule.startswith("model family of") and ("(the training objective agrees)" in rule or (
                 "model" in out and out["model"]["confidence"] >= MIN_CONFIDENCE)):
             kind, conf = "signal", 0.60  # the architecture built, named with confidence or confirmed by the objective
-        if f == "task" and rule.endswith("(the repository description agrees)"):
-            conf = max(conf, min(conf + 0.2, 0.75))  # two independent signals name one task
-        elif f == "task" and "(the repository description says" in rule:
+        if f == "task":  # two independent signals name one task: each agreeing one adds 0.2 (at most 0.75)
+            for agrees in ("(the data agrees)", "(the repository description agrees)"):
+                if agrees in rule:
+                    conf = max(conf, min(conf + 0.2, 0.75))
+                    if conf >= MIN_CONFIDENCE and reason and "at first sight" in reason:
+                        reason = None  # confirmed
+        if f == "task" and "(the repository description says" in rule:
             conf, reason = min(conf, 0.40), "the repository's description names another task: " + rule.rsplit("says ", 1)[-1].rstrip(")")
         if f in ("gpus", "nodes") and kind == "assumed":
             if f == "gpus":

@@ -319,6 +319,8 @@ def resolve(ex) -> JobMetadata:
     obj = code_obj if md.task is None else None
     if obj:
         md.task, md.sources["task"] = obj[0], f"objective in the training code ({obj[1]} signals)"
+        if DATASET_TASK.get(md.dataset or "") == obj[0]:  # the data's usual task is the same: two signals agree
+            md.sources["task"] += " (the data agrees)"
         modes = {str(v).lower() for k, v, p, s in ranked if p >= P_ARGV - 5 and "mode" in _last(k)}
         mode = next(iter(modes & {"finetune", "fine_tune", "linear", "lincls", "linear_eval", "eval_linear"}), "")
         if obj[0] == "self-supervised-pretraining" and mode:
