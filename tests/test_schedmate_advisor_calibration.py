@@ -35,16 +35,19 @@ def test_groups_split_models_and_datasets_by_the_value_shape():
     assert calibration_group("model", "argument", "H") == ("model", "argument/size")
     assert calibration_group("model", "argument", "mynet") == ("model", "argument/unknown")
     assert calibration_group("dataset", "argument", "c10") == ("dataset", "argument/known")
-    assert calibration_group("task", "signal", "x", "objective in the training code (3 signals)") == ("task", "objective")
+    objective = "objective in the training code (3 signals)"
+    assert calibration_group("task", "signal", "object-detection", objective) == ("task", "objective/specific")
+    assert calibration_group("task", "signal", "image-classification", objective) == ("task", "objective/generic")
+    assert calibration_group("task", "signal", "cyclegan", "entry name cyclegan.py") == ("task", "entry")
     assert calibration_group("iterations", "default", 90) == ("iterations", "default")
 
 
 def test_cap_from_counts_and_floor():
-    counts = {("task", "objective"): (20, 12), ("task", "signal"): (20, 20), ("model", "class/unknown"): (3, 0)}
-    assert calibration_cap("task", "objective", counts, 0.85) == CALIBRATED_CAP < MIN_CONFIDENCE
+    counts = {("task", "objective/generic"): (20, 12), ("task", "signal"): (20, 20), ("model", "class/unknown"): (3, 0)}
+    assert calibration_cap("task", "objective/generic", counts, 0.85) == CALIBRATED_CAP < MIN_CONFIDENCE
     assert calibration_cap("task", "signal", counts, 0.85) is None
     assert calibration_cap("model", "class/unknown", counts, 0.85) is None  # too few answers to judge
-    assert calibration_cap("task", "objective", counts, 0.5) is None
+    assert calibration_cap("task", "objective/generic", counts, 0.5) is None
 
 
 _GEN = ("import torch\nfrom torch import nn\nD = Discriminator()\nG = Generator()\n"
@@ -65,7 +68,8 @@ def test_leave_one_batch_out_fits_on_the_other_batches_only():
     fs = _script()
 
     def rec(batch, right, kind="objective"):
-        return {"batch": batch, "field": "task", "value": "x", "right": right, "kind": "signal", "confidence": 0.6,
+        return {"batch": batch, "field": "task", "value": "image-generation", "right": right, "kind": "signal",
+                "confidence": 0.6,
                 "rule": "objective in the training code (2 signals)" if kind == "objective" else "code signal"}
     # the objective kind is wrong in batches 1 and 2 but right in batch 3: held-out batch 3 is capped by 1-2's record,
     # held-out 1 and 2 are not (the other two batches together are right half the time: capped too at floor 0.85)

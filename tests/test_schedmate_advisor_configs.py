@@ -138,3 +138,16 @@ def test_mmengine_base_config_child_overrides_dataset_and_schedule():
     md = extract_metadata("python tools/train.py configs/faster_rcnn/faster-rcnn_r50_fpn_voc.py", files)
     assert (md.task, md.iterations, md.iteration_unit) == ("object-detection", 4, "epochs")
     assert md.dataset == "pascal-voc" and md.model.startswith("faster-rcnn")
+
+
+def test_python2_era_script_is_still_read():
+    # `x.cuda(async=True)` and a `print x` statement are not Python 3: those lines are skipped, the options read
+    code = ("import argparse\nparser = argparse.ArgumentParser()\nparser.add_argument('-d', '--dataset', default='cifar10')\n"
+            "parser.add_argument('--arch', '-a', default='resnet20')\nparser.add_argument('--depth', type=int, default=29)\n"
+            "parser.add_argument('--epochs', default=300, type=int)\nargs = parser.parse_args()\n"
+            "def train(loader):\n    for x, y in loader:\n        x, y = x.cuda(), y.cuda(async=True)\n"
+            "        print 'loss', 1\n")
+    md = extract_metadata("python cifar.py -a resnet --depth 110 --epochs 164", {"cifar.py": code})
+    assert (md.model, md.dataset, md.iterations) == ("resnet110", "cifar10", 164)  # the family and its --depth
+    md = extract_metadata("python cifar.py -a alexnet", {"cifar.py": code})
+    assert md.model == "alexnet" and md.iterations == 300

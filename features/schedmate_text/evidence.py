@@ -72,7 +72,7 @@ FIRST_SIGHT_COUNTS: dict[tuple[str, str], tuple[int, int]] = {
     ("model", "default/unknown"): (4, 3), ("model", "name/known"): (3, 3), ("model", "name/unknown"): (1, 0),
     ("nodes", "argument"): (3, 3), ("nodes", "assumed"): (140, 140), ("nodes", "config"): (3, 3),
     ("nodes", "default"): (1, 1), ("task", "code"): (7, 6), ("task", "entry"): (1, 0), ("task", "name"): (21, 15),
-    ("task", "objective"): (61, 43), ("task", "signal"): (27, 27),
+    ("task", "objective/generic"): (36, 18), ("task", "objective/specific"): (25, 25), ("task", "signal"): (27, 27),
 }
 #: a kind of evidence right less often than this at first sight (smoothed: (right + 1.6) / (answered + 2), at least
 #: 5 answers) is capped below the threshold: its answers stand only where another signal confirms them. 0.85: the
@@ -83,15 +83,24 @@ CALIBRATION_FLOOR: float = 0.85
 CALIBRATED_CAP: float = 0.45
 
 
+#: tasks whose objective identifiers (features.schedmate_text.vocab.OBJECTIVE_SIGNALS) other tasks' code shares
+_GENERIC_OBJECTIVES = {"image-classification", "image-generation"}
+
+
 def calibration_group(field: str, kind: str, value: Any, rule: str = "") -> tuple[str, str]:
     """The calibration group of an answer: its field and evidence kind (with `rule`, the kind the rule text has
-    today: the task's objective identifiers `objective`, the entry's own name `entry`); for the model and the
+    today: the task's objective identifiers `objective`, by the task they name, the entry's own name `entry`); for the model and the
     dataset also the value's shape -- a name the vocabulary knows (`known`), a size / variant code (`size`, models),
     or another name (`unknown`): `--arch resnet50` and `--model resnet` are one kind but not equally reliable."""
     if field == "task" and rule.startswith("objective in the training code"):
         kind = "objective"
     elif field == "task" and rule.startswith(("entry name", "config name")):
         kind = "entry"
+    if field == "task" and kind == "objective" and value is not None:
+        # boxes and anchors, environment loops and next-token losses are specific to their task; a cross-entropy
+        # with an accuracy, a generator with a discriminator belong to many tasks' code (a translator, a text
+        # recogniser, a segmenter; a vocoder, an image translator): two groups, not one per task (too few answers)
+        return field, "objective/generic" if value in _GENERIC_OBJECTIVES else "objective/specific"
     if field not in ("model", "dataset") or value is None:
         return field, kind
     from features.schedmate_text.vocab import canonical_dataset, family_task, known_model

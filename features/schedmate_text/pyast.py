@@ -72,6 +72,34 @@ def _lit(node: ast.AST, consts: dict[str, Any]) -> Any:
     return None
 
 
+#: how many lines tolerant_parse may blank out before it gives up on a file
+MAX_REPAIRS = 40
+
+
+@lru_cache(maxsize=4096)
+def tolerant_parse(text: str) -> ast.Module:
+    """`ast.parse`, and where the source is not valid Python 3 (a Python 2 `print x`, `except E, e:`,
+    `x.cuda(async=True)` of older PyTorch), the same source with each line the parser rejects replaced by `pass`
+    at its indentation (at most MAX_REPAIRS lines): the argparse options and config literals of an old training
+    script are still read. Raises SyntaxError when the source cannot be repaired that way."""
+    try:
+        return ast.parse(text)
+    except SyntaxError as first:
+        err: SyntaxError = first
+    lines = text.split("\n")
+    for _ in range(MAX_REPAIRS):
+        n = (err.lineno or 0) - 1
+        if not 0 <= n < len(lines) or lines[n].strip() == "pass":
+            raise err
+        indent = re.match(r"\s*", lines[n]).group(0)
+        lines[n] = indent + "pass"
+        try:
+            return ast.parse("\n".join(lines))
+        except SyntaxError as e:
+            err = e
+    raise err
+
+
 def _call_name(node: ast.Call) -> str:
     f = node.func
     parts = []
@@ -502,7 +530,7 @@ def _scalar(v: str) -> Any:
 def _attribute_defaults(text: str) -> dict[str, Any]:
     """yacs-style defaults of a config module: `_C.TRAIN.EPOCHS = 300` -> {"TRAIN.EPOCHS": 300}."""
     try:
-        tree = ast.parse(text)
+        tree = tolerant_parse(text)
     except SyntaxError:
         return {}
     out: dict[str, Any] = {}
@@ -563,7 +591,7 @@ def _python_config(text: str) -> tuple[dict, list[str]]:
     imports of names (`from ..common.models.mask_rcnn_fpn import model`) and `get_config("...py")` calls --
     as bases (the caller reads them first, at a lower priority)."""
     try:
-        tree = ast.parse(text)
+        tree = tolerant_parse(text)
     except SyntaxError:
         return {}, []
     out: dict[str, Any] = {}
@@ -626,7 +654,7 @@ def ml_collections_config(text: str, arg: str, base: Any = None, fn_name: str = 
     built by another module's function (`config = get_default_configs()`) starts from that function's
     values when `base(name)` gives them (the caller resolves the import)."""
     try:
-        tree = ast.parse(text)
+        tree = tolerant_parse(text)
     except (SyntaxError, ValueError):
         return None
     fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == fn_name), None)
@@ -723,7 +751,7 @@ def subcommand_target(text: str, word: str) -> tuple[str, str] | None:
     (`PARSER_DATA = {"finetune": finetune_fn}` with `from pkg.finetune import setup as finetune_fn`): the
     (module, function) that `word` runs."""
     try:
-        tree = ast.parse(text)
+        tree = tolerant_parse(text)
     except (SyntaxError, ValueError):
         return None
     target = None
@@ -755,7 +783,7 @@ def function_cli(text: str, func: str) -> _PyInfo | None:
 @lru_cache(maxsize=2048)
 def _function_cli(text: str, func: str) -> _PyInfo | None:
     try:
-        tree = ast.parse(text)
+        tree = tolerant_parse(text)
     except (SyntaxError, ValueError):
         return None
     fn = next((n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == func), None)
@@ -820,7 +848,7 @@ def _analysis_of(text: str, whole: bool = False) -> _PyInfo | None:
     process (the Advisor answering many jobs of one repository) parses each file once. `whole`: every
     function counts (a module another script builds its parser from: nothing in it runs by itself)."""
     try:
-        return _analyse_python(ast.parse(text), whole)
+        return _analyse_python(tolerant_parse(text), whole)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
 

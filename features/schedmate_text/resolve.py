@@ -82,7 +82,8 @@ def resolve(ex) -> JobMetadata:
         section = md.sources.get("model", "")
         depth = next(((md.model, _as_int(v), s) for k, v, p, s in ranked if p >= P_DEFAULT and _as_int(v) and
                       ((_last(k) == "depth" and re.search(r"(^|\.)(model|trunk|backbone|encoder)\.", k.lower())) or
-                       (_last(k) in ("model_depth", "arch_depth", "net_depth") and "." not in k))), None)
+                       (_last(k) in ("model_depth", "arch_depth", "net_depth", "depth") and "." not in k))), None)
+        # (a top-level `--depth` beside `--arch resnet`: the family needs a depth, so the option names it)
         if depth and section.startswith(("config name", "entry name")):
             depth = None
         if depth:
@@ -425,7 +426,7 @@ def _class_name_words(name: str) -> str:
 # sections that configure a part of the network (MODEL.SEM_SEG_HEAD.NAME: MaskFormerHead), not the network
 _PART = re.compile(r"head|decoder|neck|loss|criterion|matcher|pixel|roi|proposal|rpn|anchor|postprocess|normali[sz]ation|"
                    r"activation|(^|\.)(norm|act|layer)(\.|$)")
-_DEPTH_FAMILY = r"resnet|resnext|wide-resnet|vgg|densenet|regnet|efficientnet|mobilenet"
+_DEPTH_FAMILY = r"resnet|preresnet|preact-?resnet|pyramidnet|resnext|wide-resnet|vgg|densenet|regnet|efficientnet|mobilenet"
 
 
 def _model_section_name(k: str) -> bool:

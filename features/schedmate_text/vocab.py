@@ -66,6 +66,8 @@ MODEL_RULES: tuple[tuple[str, str], ...] = (
     (r"(^|-)resnet-?50($|-)", "resnet50"),
     (r"(^|-)resnet-?18($|-)", "resnet18"),
     (r"transformer-?(wmt|base)|^transformer$", "transformer-base"),
+    # classic architectures named without a size (torchvision's alexnet / googlenet, LeNet-5)
+    (r"^(alexnet|googlenet|lenet(?:-?5)?|squeezenet(?:-?1-?[01])?|network-in-network|nin)$", "\\1"),
 )
 
 MODEL_TASK = {
