@@ -149,13 +149,13 @@ def main(argv=None) -> int:
         RECORDS.write_text(json.dumps(recs, indent=0, default=str) + "\n")
         print(f"wrote {RECORDS} ({len(recs)} scored fields)")
         return 0
-    from features.schedmate_text.evidence import CALIBRATION_FLOOR, FIRST_SIGHT_COUNTS
+    from features.schedmate_text.evidence import CALIBRATION_FLOOR, FIRST_SIGHT_COUNTS, calibration_cap
 
     recs = json.loads(RECORDS.read_text())
     counts = fit(recs)
     print("# first-sight precision per (field, kind), batches " + ", ".join(map(str, sorted({x["batch"] for x in recs}))))
     for k, (n, ok) in sorted(counts.items()):
-        flag = " (capped)" if n >= 5 and (ok + 1.6) / (n + 2) < CALIBRATION_FLOOR else ""
+        flag = " (capped)" if calibration_cap(*k, counts=counts) is not None else ""
         print(f"{k[0]:>15} {k[1]:<10} {ok:>3}/{n:<3} = {_pct(ok, n)}{flag}")
     same = {k: tuple(v) for k, v in FIRST_SIGHT_COUNTS.items()} == counts
     print(f"\nevidence.FIRST_SIGHT_COUNTS {'matches' if same else 'DIFFERS FROM'} these records")

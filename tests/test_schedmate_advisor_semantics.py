@@ -151,3 +151,21 @@ def test_synthetic_dataset_override_abstains(value):
     md = extract_metadata(f"python train.py --dataset {value}", _repo("# x\n\ny\n", "imagenet"),
                           min_confidence=MIN_CONFIDENCE)
     assert md.dataset is None and "generated data" in md.unknown["dataset"]
+
+
+@pytest.mark.parametrize("written, canonical", [
+    ("acgan", "acgan"), ("AC_GAN", "acgan"), ("wgan_gp", "wgan-gp"), ("pix2pixHD", "pix2pixhd"),
+    ("stargan_v2", "stargan-v2"), ("BetaTCVAE", "beta-tc-vae"), ("vq-vae", "vq-vae"), ("alexnet", "alexnet"),
+    ("cut", None), ("generator", None),
+])
+def test_model_registry_named_methods(written, canonical):
+    from features.schedmate_text.vocab import known_model
+
+    assert known_model(written) == canonical
+
+
+def test_entry_script_named_after_a_known_method_names_the_model():
+    files = {"implementations/acgan/acgan.py": "import argparse\np = argparse.ArgumentParser()\n"
+                                               "p.add_argument('--n_epochs', type=int, default=200)\nopt = p.parse_args()\n"}
+    md = extract_metadata("cd implementations/acgan/ && python3 acgan.py", files, min_confidence=MIN_CONFIDENCE)
+    assert md.model == "acgan" and md.iterations == 200

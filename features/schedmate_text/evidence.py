@@ -79,6 +79,8 @@ FIRST_SIGHT_COUNTS: dict[tuple[str, str], tuple[int, int]] = {
 #: share of right answers the targets need (<= 3 % wrong at >= 80 % answered is >= 96 % right overall); the
 #: leave-one-batch-out estimate of each floor is printed by the calibrate command
 CALIBRATION_FLOOR: float = 0.85
+#: the fewest first-sight answers a kind needs before its record can cap it
+MIN_ANSWERS: int = 5
 #: the confidence a capped kind keeps (below MIN_CONFIDENCE; a confirmation adds 0.2 and lifts it above)
 CALIBRATED_CAP: float = 0.45
 
@@ -118,7 +120,7 @@ def calibration_cap(field: str, kind: str, counts: dict | None = None, floor: fl
     record, or None (not capped)."""
     n, ok = (FIRST_SIGHT_COUNTS if counts is None else counts).get((field, kind), (0, 0))
     fl = CALIBRATION_FLOOR if floor is None else floor
-    return CALIBRATED_CAP if n >= 5 and (ok + 1.6) / (n + 2) < fl else None
+    return CALIBRATED_CAP if n >= MIN_ANSWERS and (ok + 1.6) / (n + 2) < fl else None
 
 #: the fields that carry evidence (iteration_unit follows iterations, batch_scope follows batch_size)
 EVIDENCE_FIELDS = ("gpus", "nodes", "model", "task", "dataset", "iterations", "iteration_unit", "batch_size",

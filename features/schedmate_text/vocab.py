@@ -66,6 +66,13 @@ MODEL_RULES: tuple[tuple[str, str], ...] = (
     (r"(^|-)resnet-?50($|-)", "resnet50"),
     (r"(^|-)resnet-?18($|-)", "resnet18"),
     (r"transformer-?(wmt|base)|^transformer$", "transformer-base"),
+    # well-known generative methods by their names (a script, a config or an option names them): `~` marks where a
+    # written name may have a separator the canonical id has not (acgan / ac_gan), `-` one it keeps (wgan-gp)
+    *((rf"^{'-?'.join(re.escape(p) for p in re.split('[~-]', name))}$", name.replace("~", "")) for name in (
+        "ac~gan", "c~gan", "info~gan", "ls~gan", "be~gan", "sa~gan", "wgan", "wgan-gp", "wgan-div", "cycle~gan",
+        "pix2pix", "pix2pix~hd", "star~gan", "stargan-v2", "spade", "gau~gan", "munit", "disco~gan", "dual~gan",
+        "sr~gan", "esr~gan", "big~gan", "biggan-deep", "pg~gan", "beta-vae", "beta-tc-vae", "vq-vae", "vq-vae-2",
+        "iwae", "vanilla-vae", "cvae")),
     # classic architectures named without a size (torchvision's alexnet / googlenet, LeNet-5)
     (r"^(alexnet|googlenet|lenet(?:-?5)?|squeezenet(?:-?1-?[01])?|network-in-network|nin)$", "\\1"),
 )
