@@ -151,3 +151,21 @@ def test_python2_era_script_is_still_read():
     assert (md.model, md.dataset, md.iterations) == ("resnet110", "cifar10", 164)  # the family and its --depth
     md = extract_metadata("python cifar.py -a alexnet", {"cifar.py": code})
     assert md.model == "alexnet" and md.iterations == 300
+
+
+def test_settings_module_read_by_attribute():
+    files = {"config.py": "start_epoch = 1\nnum_epochs = 200\nbatch_size = 128\nunused_steps = 5\n",
+             "main.py": ("import argparse\nimport torch\nimport config as cf\np = argparse.ArgumentParser()\n"
+                         "p.add_argument('--net_type', default='wide-resnet')\nargs = p.parse_args()\n"
+                         "num_epochs, batch_size = cf.num_epochs, cf.batch_size\n"
+                         "for epoch in range(cf.start_epoch, cf.start_epoch + num_epochs):\n    pass\n")}
+    md = extract_metadata("python main.py", files)
+    assert (md.iterations, md.iteration_unit, md.batch_size) == (200, "epochs", 128)
+    assert md.sources["batch_size"].startswith("module constant batch_size (config.py)")
+
+
+def test_iteration_keys_written_as_itrs_and_float_literals():
+    code = ("import argparse\np = argparse.ArgumentParser()\np.add_argument('--total_itrs', type=int, default=30e3)\n"
+            "p.add_argument('--train-batch', type=int, default=16)\nargs = p.parse_args()\n")
+    md = extract_metadata("python main.py", {"main.py": code})
+    assert (md.iterations, md.iteration_unit, md.batch_size) == (30000, "steps", 16)

@@ -175,6 +175,25 @@ class _Extractor(LaunchMixin, FollowMixin):
 
     _CONSOLE = re.compile(r"""["']?([\w.-]+)["']?\s*=\s*["']?([\w.]+):(\w+)""")
 
+    _IMPORT_AS = re.compile(r"^[ \t]*import[ \t]+([\w.]+)(?:[ \t]+as[ \t]+(\w+))?[ \t]*$", re.M)
+
+    def _imported_constants(self, name: str) -> None:
+        """A settings module the entry imports and reads by attribute (`import config as cf` ...
+        `num_epochs = cf.num_epochs`): its module-level constants that the entry reads are the run's values."""
+        text = self.files[name]
+        for m in self._IMPORT_AS.finditer(text):
+            mod, alias = m.group(1), m.group(2) or m.group(1)
+            f = self._file(mod.replace(".", "/") + ".py", rel_to=name) or self._file(mod.replace(".", "/") + ".py")
+            if not f or f == name:
+                continue
+            info = analyse_source(self.files[f])
+            if info is None:
+                continue
+            used = set(re.findall(rf"(?<![\w.]){re.escape(alias)}\.(\w+)", text))
+            for key, value in info.consts.items():
+                if key in used:
+                    self.s.put(key, value, P_CODE - 5, f"module constant {key} ({f})")
+
     def _console_script(self, name: str) -> str | None:
         """The module behind a console script, from setup.py / setup.cfg / pyproject.toml entry points."""
         for meta in ("setup.py", "setup.cfg", "pyproject.toml"):
@@ -334,6 +353,8 @@ class _Extractor(LaunchMixin, FollowMixin):
                 for m in re.finditer(r"#[^\n]*\btotal\b[^\n]*\n\s*_?[A-Za-z]+\.([\w.]*batch[\w.]*)\s*=",
                                      self.files[f], re.I):
                     self.global_batch.add(m.group(1))
+        if name is not None and parsed_info is not None:
+            self._imported_constants(name)
         self.s.put("hint.entry", PurePosixPath(script).stem, P_CODE - 20, f"entry name {script}")
         for k in ("config", "cfg", "config_name", "config_file"):
             v = parsed.get(k)
