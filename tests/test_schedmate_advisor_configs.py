@@ -169,3 +169,16 @@ def test_iteration_keys_written_as_itrs_and_float_literals():
             "p.add_argument('--train-batch', type=int, default=16)\nargs = p.parse_args()\n")
     md = extract_metadata("python main.py", {"main.py": code})
     assert (md.iterations, md.iteration_unit, md.batch_size) == (30000, "steps", 16)
+
+
+def test_hyperparameter_builder_the_entry_imports_and_calls():
+    files = {"hparams.py": ("import tensorflow as tf\n\ndef create_hparams(hparams_string=None, verbose=False):\n"
+                            "    hparams = tf.contrib.training.HParams(epochs=500, seed=1234,\n"
+                            "        training_files='filelists/ljs_audio_text_train_filelist.txt', batch_size=64)\n"
+                            "    if hparams_string:\n        hparams.parse(hparams_string)\n    return hparams\n"),
+             "train.py": ("import argparse\nfrom hparams import create_hparams\np = argparse.ArgumentParser()\n"
+                          "p.add_argument('--output_directory')\nargs = p.parse_args()\nhparams = create_hparams()\n"
+                          "for epoch in range(hparams.epochs):\n    pass\n")}
+    md = extract_metadata("python train.py --output_directory=out", files)
+    assert (md.iterations, md.iteration_unit, md.batch_size, md.dataset) == (500, "epochs", 64, "ljspeech")
+    assert md.sources["iterations"] == "config defaults hparams.py:create_hparams"

@@ -81,6 +81,10 @@ _DISPATCH_KEYS = ("app", "method", "algorithm", "framework", "objective", "train
 _EVAL_VALUE = re.compile(r"val|eval|test|out|log|save|ckpt|checkpoint|resume|load|init|pretrain", re.I)
 
 
+#: a function that builds the run's hyper-parameters by its name (create_hparams, get_config, default_args)
+_HPARAM_BUILDER = re.compile(r"hparam|config|cfg|args|options|params|settings|defaults", re.I)
+
+
 class _Extractor(LaunchMixin, FollowMixin):
     def __init__(self, files: dict[str, str]) -> None:
         repo = _repository(files)
@@ -175,6 +179,7 @@ class _Extractor(LaunchMixin, FollowMixin):
 
     _CONSOLE = re.compile(r"""["']?([\w.-]+)["']?\s*=\s*["']?([\w.]+):(\w+)""")
 
+    _IMPORT_FROM = re.compile(r"^[ \t]*from[ \t]+([\w.]+)[ \t]+import[ \t]+([\w, \t]+?)[ \t]*$", re.M)
     _IMPORT_AS = re.compile(r"^[ \t]*import[ \t]+([\w.]+)(?:[ \t]+as[ \t]+(\w+))?[ \t]*$", re.M)
 
     def _imported_constants(self, name: str) -> None:
@@ -193,6 +198,21 @@ class _Extractor(LaunchMixin, FollowMixin):
             for key, value in info.consts.items():
                 if key in used:
                     self.s.put(key, value, P_CODE - 5, f"module constant {key} ({f})")
+        # a hyper-parameter builder the entry imports and calls (`from hparams import create_hparams`, then
+        # `hparams = create_hparams(args.hparams)`): the literal keywords of what it builds are the defaults
+        for m in self._IMPORT_FROM.finditer(text):
+            mod = m.group(1)
+            for fn in (n.strip().split(" as ")[0] for n in m.group(2).split(",")):
+                if not _HPARAM_BUILDER.search(fn) or not re.search(rf"(?<![\w.]){re.escape(fn)}\(", text):
+                    continue
+                f = self._file(mod.replace(".", "/") + ".py", rel_to=name) or self._file(mod.replace(".", "/") + ".py")
+                if not f or f == name:
+                    continue
+                from features.schedmate_text.pyconfig import function_config
+
+                data = function_config(self.files[f], fn)
+                if isinstance(data, dict) and sum(not isinstance(v, dict) for v in data.values()) >= 3:
+                    self.s.put_tree(data, P_DEFAULT - 5, f"config defaults {f}:{fn}")
 
     def _console_script(self, name: str) -> str | None:
         """The module behind a console script, from setup.py / setup.cfg / pyproject.toml entry points."""

@@ -11,7 +11,8 @@ P_ARGV, P_OVERRIDE, P_CONFIG, P_CODE_KW, P_DEFAULT, P_CODE, P_LAUNCH = 100, 95, 
 _MODEL_KEYS = {"arch", "model", "model_name", "modelname", "alg", "algo", "algorithm", "model_type", "network", "net", "backbone", "init_from", "base_model",
                "model_name_or_path", "pretrained_model_name_or_path", "model_id", "model_path", "tokenizer_model"}
 _DATA_KEYS = {"dataset", "dataset_name", "data", "data_path", "data_dir", "data_root", "dataset_type", "task_name",
-              "env", "env_id", "env_name", "train_file", "root", "dataset_config_name", "name"}
+              "env", "env_id", "env_name", "train_file", "root", "dataset_config_name", "name", "training_files",
+              "train_files", "training_file"}
 _EPOCH_KEYS = {"epochs", "num_epochs", "max_epochs", "num_train_epochs", "n_epochs", "epoch", "nepochs", "train_epochs",
                "total_epochs", "max_epoch", "ep", "training_epochs", "num_training_epochs"}
 _STEP_KEYS = {"max_update", "max_updates", "max_steps", "total_steps", "train_iters", "iters", "max_iters", "num_steps", "total_timesteps",
