@@ -13,7 +13,11 @@ Confidence comes from the KIND of evidence behind a value, never from the exampl
 | derived    | computed from other values (architecture dims -> a model size)              | 0.60       |
 | class      | the class a config or the code builds, named by its words (measured: 4 of   | 0.45       |
 |            | 20 right at first sight on batches 18-21, so below the threshold)           |            |
-| signal     | the task from objective identifiers / the entry's own name                  | 0.55-0.60  |
+| signal     | the task from a code signal (an auto class, a script / config type)         | 0.60       |
+| objective  | the task from the training code's objective identifiers (loss, sampler, env)| 0.60       |
+| entry      | the task from the entry's / config's own name (cyclegan.py)                  | 0.55       |
+| description| the task the README's first paragraph names (alone: below the threshold;    | 0.45       |
+|            | agreeing with another kind: +0.2; contradicting a weak kind: it replaces it)  |            |
 | name       | a name-based guess: a model named after a config / entry file or a          | 0.30-0.45  |
 |            | sub-module, a dataset guessed from a path, the task from the dataset name   |            |
 | assumed    | nothing read: GPUs / nodes defaulted to 1                                   | 0.20-0.80  |
@@ -29,6 +33,13 @@ also judged by its VALUE and KEY: the kind's confidence times the key's specific
 dataset of that name, capped at `IMPLAUSIBLE_CAP` (below the threshold) for a size / variant code as the model or a
 classification backbone while the code builds a detector or segmenter (calibrated on the tuned batches' first-sight
 misses: `--model H`, `--backbone_name tiny`, `--net vgg16` around Faster R-CNN).
+
+Calibration from first sight (`FIRST_SIGHT_COUNTS`, `calibration_cap`): how often each (field, kind) -- models and
+datasets also by the value's shape -- was right on command batches 18-23 with the code each batch first met; a group
+right less than `CALIBRATION_FLOOR` of the time is capped at `CALIBRATED_CAP` (below the threshold), so it answers
+only where another signal confirms it (the data's usual task or the repository's description agreeing with the
+objective identifiers). `python benchmarks/schedmate_first_sight.py calibrate` refits the table and prints the
+leave-one-batch-out estimate of fresh first-sight performance.
 
 `MIN_CONFIDENCE` is THE threshold: a field below it is answered None, with the reason in
 `JobMetadata.unknown[field]` and the guess kept in `JobMetadata.evidence[field]["guess"]`.
