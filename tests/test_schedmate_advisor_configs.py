@@ -182,3 +182,16 @@ def test_hyperparameter_builder_the_entry_imports_and_calls():
     md = extract_metadata("python train.py --output_directory=out", files)
     assert (md.iterations, md.iteration_unit, md.batch_size, md.dataset) == (500, "epochs", 64, "ljspeech")
     assert md.sources["iterations"] == "config defaults hparams.py:create_hparams"
+
+
+def test_tolerant_parse_repairs_python2_files_in_one_pass_and_gives_up_on_garbage():
+    import pytest
+
+    from features.schedmate_text.pyast import tolerant_parse
+
+    src = "import argparse\n" + "\n".join(
+        f"def f{i}(x):\n    try:\n        pass\n    except ValueError, e:\n        print 'bad', e\n"
+        f"    return x.cuda(async=True)\n" for i in range(100))
+    assert len(tolerant_parse(src).body) == 101  # 300 offending lines, repaired without one parse per line
+    with pytest.raises(SyntaxError):
+        tolerant_parse("\n".join("def (" for _ in range(50)))

@@ -73,7 +73,10 @@ def _lit(node: ast.AST, consts: dict[str, Any]) -> Any:
 
 
 #: how many lines tolerant_parse may blank out before it gives up on a file
-MAX_REPAIRS = 40
+MAX_REPAIRS = 20
+_PY2_PRINT = re.compile(r"^(\s*)print(?:\s+[^\s(=.][^\n]*|\s*)$")  # `print x`, `print` (not `print(x)`)
+_PY2_ASYNC_KW = re.compile(r"(?<=[(,\s])async\s*=(?!=)")  # `x.cuda(async=True)` (a keyword before Python 3.7)
+_PY2_EXCEPT = re.compile(r"(\bexcept\s+[\w.]+)\s*,\s*\w+\s*:")  # `except E, e:`
 
 
 @lru_cache(maxsize=4096)
@@ -86,7 +89,13 @@ def tolerant_parse(text: str) -> ast.Module:
         return ast.parse(text)
     except SyntaxError as first:
         err: SyntaxError = first
-    lines = text.split("\n")
+    # the common Python 2 statements in one pass (a file full of `print x` needs one parse, not one per line)
+    fixed = _PY2_ASYNC_KW.sub("async_=", _PY2_EXCEPT.sub(r"\1:", text))
+    lines = [_PY2_PRINT.sub(r"\1pass", ln) for ln in fixed.split("\n")]
+    try:
+        return ast.parse("\n".join(lines))
+    except SyntaxError as e:
+        err = e
     for _ in range(MAX_REPAIRS):
         n = (err.lineno or 0) - 1
         if not 0 <= n < len(lines) or lines[n].strip() == "pass":
