@@ -81,6 +81,10 @@ _DISPATCH_KEYS = ("app", "method", "algorithm", "framework", "objective", "train
 _EVAL_VALUE = re.compile(r"val|eval|test|out|log|save|ckpt|checkpoint|resume|load|init|pretrain", re.I)
 
 
+#: a function that builds the run's hyper-parameters by its name (create_hparams, get_config, default_args)
+_HPARAM_BUILDER = re.compile(r"hparam|config|cfg|args|options|params|settings|defaults", re.I)
+
+
 class _Extractor(LaunchMixin, FollowMixin):
     def __init__(self, files: dict[str, str]) -> None:
         repo = _repository(files)
@@ -106,6 +110,7 @@ class _Extractor(LaunchMixin, FollowMixin):
         self.programs: list[str] = []  # the entry's ArgumentParser names ("DETR training and evaluation script")
         self.launches: list[tuple[str, dict]] = []  # (launcher, its options): what decides the device count
         self.unexpanded: list[str] = []  # command words with a shell variable nothing sets (`$DATA_DIR`)
+        self.console_function: str | None = None  # the function a console script entry point names
 
     # -- files ---------------------------------------------------------------------------------
     def _file(self, path: str, rel_to: str | None = None) -> str | None:
@@ -174,6 +179,41 @@ class _Extractor(LaunchMixin, FollowMixin):
 
     _CONSOLE = re.compile(r"""["']?([\w.-]+)["']?\s*=\s*["']?([\w.]+):(\w+)""")
 
+    _IMPORT_FROM = re.compile(r"^[ \t]*from[ \t]+([\w.]+)[ \t]+import[ \t]+([\w, \t]+?)[ \t]*$", re.M)
+    _IMPORT_AS = re.compile(r"^[ \t]*import[ \t]+([\w.]+)(?:[ \t]+as[ \t]+(\w+))?[ \t]*$", re.M)
+
+    def _imported_constants(self, name: str) -> None:
+        """A settings module the entry imports and reads by attribute (`import config as cf` ...
+        `num_epochs = cf.num_epochs`): its module-level constants that the entry reads are the run's values."""
+        text = self.files[name]
+        for m in self._IMPORT_AS.finditer(text):
+            mod, alias = m.group(1), m.group(2) or m.group(1)
+            f = self._file(mod.replace(".", "/") + ".py", rel_to=name) or self._file(mod.replace(".", "/") + ".py")
+            if not f or f == name:
+                continue
+            info = analyse_source(self.files[f])
+            if info is None:
+                continue
+            used = set(re.findall(rf"(?<![\w.]){re.escape(alias)}\.(\w+)", text))
+            for key, value in info.consts.items():
+                if key in used:
+                    self.s.put(key, value, P_CODE - 5, f"module constant {key} ({f})")
+        # a hyper-parameter builder the entry imports and calls (`from hparams import create_hparams`, then
+        # `hparams = create_hparams(args.hparams)`): the literal keywords of what it builds are the defaults
+        for m in self._IMPORT_FROM.finditer(text):
+            mod = m.group(1)
+            for fn in (n.strip().split(" as ")[0] for n in m.group(2).split(",")):
+                if not _HPARAM_BUILDER.search(fn) or not re.search(rf"(?<![\w.]){re.escape(fn)}\(", text):
+                    continue
+                f = self._file(mod.replace(".", "/") + ".py", rel_to=name) or self._file(mod.replace(".", "/") + ".py")
+                if not f or f == name:
+                    continue
+                from features.schedmate_text.pyconfig import function_config
+
+                data = function_config(self.files[f], fn)
+                if isinstance(data, dict) and sum(not isinstance(v, dict) for v in data.values()) >= 3:
+                    self.s.put_tree(data, P_DEFAULT - 5, f"config defaults {f}:{fn}")
+
     def _console_script(self, name: str) -> str | None:
         """The module behind a console script, from setup.py / setup.cfg / pyproject.toml entry points."""
         for meta in ("setup.py", "setup.cfg", "pyproject.toml"):
@@ -182,6 +222,7 @@ class _Extractor(LaunchMixin, FollowMixin):
                 continue
             for m in self._CONSOLE.finditer(text):
                 if m.group(1) == name or m.group(1).rsplit(".", 1)[-1] == name:  # `scripts.litgpt = "..."`
+                    self.console_function = m.group(3)  # the function the script calls: its signature / decorators
                     return self._module_file(m.group(2))
         return None
 
@@ -202,6 +243,19 @@ class _Extractor(LaunchMixin, FollowMixin):
         self.task_text.extend(info.programs)  # "Barlow Twins Training"
         if name:
             self.task_text.append(name)  # and the package path (a `dinov2/run/train/train.py` entry)
+        func = getattr(self, "console_function", None) if console else None
+        if name is not None and func and parsed_info is not None:
+            # a console script runs one function of its module: its click / typer / signature options and their
+            # defaults are the job's CLI (the module's own argparse options, if any, come first)
+            fi = function_cli(self.files[name], func)
+            if fi is not None:
+                for k, v in fi.options.items():
+                    info.options.setdefault(k, v)
+                for k, v in fi.defaults.items():
+                    info.defaults.setdefault(k, v)
+                if not info.positionals:
+                    info.positionals = list(fi.positionals)
+                self.task_text.append(func)
         if name is not None and argv and re.fullmatch(r"[a-z][\w-]*", argv[0]) and parsed_info is not None:
             sub = self._subcommand(name, argv[0])
             if sub is not None:  # `litgpt finetune ...`: the dispatched function's signature is the CLI
@@ -319,6 +373,8 @@ class _Extractor(LaunchMixin, FollowMixin):
                 for m in re.finditer(r"#[^\n]*\btotal\b[^\n]*\n\s*_?[A-Za-z]+\.([\w.]*batch[\w.]*)\s*=",
                                      self.files[f], re.I):
                     self.global_batch.add(m.group(1))
+        if name is not None and parsed_info is not None:
+            self._imported_constants(name)
         self.s.put("hint.entry", PurePosixPath(script).stem, P_CODE - 20, f"entry name {script}")
         for k in ("config", "cfg", "config_name", "config_file"):
             v = parsed.get(k)

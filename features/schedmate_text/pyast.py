@@ -72,6 +72,43 @@ def _lit(node: ast.AST, consts: dict[str, Any]) -> Any:
     return None
 
 
+#: how many lines tolerant_parse may blank out before it gives up on a file
+MAX_REPAIRS = 20
+_PY2_PRINT = re.compile(r"^(\s*)print(?:\s+[^\s(=.][^\n]*|\s*)$")  # `print x`, `print` (not `print(x)`)
+_PY2_ASYNC_KW = re.compile(r"(?<=[(,\s])async\s*=(?!=)")  # `x.cuda(async=True)` (a keyword before Python 3.7)
+_PY2_EXCEPT = re.compile(r"(\bexcept\s+[\w.]+)\s*,\s*\w+\s*:")  # `except E, e:`
+
+
+@lru_cache(maxsize=4096)
+def tolerant_parse(text: str) -> ast.Module:
+    """`ast.parse`, and where the source is not valid Python 3 (a Python 2 `print x`, `except E, e:`,
+    `x.cuda(async=True)` of older PyTorch), the same source with each line the parser rejects replaced by `pass`
+    at its indentation (at most MAX_REPAIRS lines): the argparse options and config literals of an old training
+    script are still read. Raises SyntaxError when the source cannot be repaired that way."""
+    try:
+        return ast.parse(text)
+    except SyntaxError as first:
+        err: SyntaxError = first
+    # the common Python 2 statements in one pass (a file full of `print x` needs one parse, not one per line)
+    fixed = _PY2_ASYNC_KW.sub("async_=", _PY2_EXCEPT.sub(r"\1:", text))
+    lines = [_PY2_PRINT.sub(r"\1pass", ln) for ln in fixed.split("\n")]
+    try:
+        return ast.parse("\n".join(lines))
+    except SyntaxError as e:
+        err = e
+    for _ in range(MAX_REPAIRS):
+        n = (err.lineno or 0) - 1
+        if not 0 <= n < len(lines) or lines[n].strip() == "pass":
+            raise err
+        indent = re.match(r"\s*", lines[n]).group(0)
+        lines[n] = indent + "pass"
+        try:
+            return ast.parse("\n".join(lines))
+        except SyntaxError as e:
+            err = e
+    raise err
+
+
 def _call_name(node: ast.Call) -> str:
     f = node.func
     parts = []
@@ -502,7 +539,7 @@ def _scalar(v: str) -> Any:
 def _attribute_defaults(text: str) -> dict[str, Any]:
     """yacs-style defaults of a config module: `_C.TRAIN.EPOCHS = 300` -> {"TRAIN.EPOCHS": 300}."""
     try:
-        tree = ast.parse(text)
+        tree = tolerant_parse(text)
     except SyntaxError:
         return {}
     out: dict[str, Any] = {}
@@ -519,25 +556,102 @@ def _attribute_defaults(text: str) -> dict[str, Any]:
     return out
 
 
+def _lazy(node: ast.AST, consts: dict[str, Any], lazy: set[str], depth: int = 0) -> Any:
+    """A value of a lazy config: `L(Model)(a=1, b=L(Sub)(...))` (detectron2's LazyCall, any alias of it) as
+    {"type": "Model", "a": 1, "b": {...}} -- the mmengine shape, so that the class the config builds reads as
+    `model.type` -- a `dict(type=...)`, or a literal."""
+    if depth > 12:
+        return None
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Call) and isinstance(node.func.func, ast.Name) and \
+            node.func.func.id in lazy and len(node.func.args) == 1:
+        target = _call_name(ast.Call(func=node.func.args[0], args=[], keywords=[])) or ""
+        out: dict[str, Any] = {"type": target.rsplit(".", 1)[-1]} if target else {}
+        for kw in node.keywords:
+            if kw.arg:
+                v = _lazy(kw.value, consts, lazy, depth + 1)
+                if v is not None:
+                    out[kw.arg] = v
+        if "dataset" in target.lower() and isinstance(out.get("names"), (str, list)):
+            out["dataset_name"] = out["names"]  # `get_detection_dataset_dicts(names="coco_2017_train")`
+        return out
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict":
+        return {kw.arg: _lazy(kw.value, consts, lazy, depth + 1) for kw in node.keywords if kw.arg}
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Call):  # `get_config("x.py").train`
+        return None
+    return _lit(node, consts)
+
+
+def _config_path_call(node: ast.AST) -> str | None:
+    """The config file a call loads: `model_zoo.get_config("common/train.py")`, `LazyConfig.load("x.py")`."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    if isinstance(node, ast.Call) and _call_name(node).rsplit(".", 1)[-1] in ("get_config", "load", "load_config") \
+            and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str) \
+            and node.args[0].value.endswith(".py"):
+        return node.args[0].value
+    return None
+
+
 def _python_config(text: str) -> tuple[dict, list[str]]:
-    """mmengine-style Python config: module-level literal assignments (dict(...) calls, names of
-    earlier assignments) and `_base_` files."""
+    """Python configs read without running them: module-level literal assignments (dict(...) calls, names of
+    earlier assignments) and `_base_` files (mmengine); detectron2-style lazy configs: `L(Model)(...)` calls as
+    {"type": "Model", ...}, attribute assignments (`train.max_iter = 90000`,
+    `model.backbone.bottom_up.depth = 101`) as dotted keys, and the configs they inherit from -- relative
+    imports of names (`from ..common.models.mask_rcnn_fpn import model`) and `get_config("...py")` calls --
+    as bases (the caller reads them first, at a lower priority)."""
     try:
-        tree = ast.parse(text)
+        tree = tolerant_parse(text)
     except SyntaxError:
         return {}, []
     out: dict[str, Any] = {}
     consts: dict[str, Any] = {}
     bases: list[str] = []
+    lazy = {"L", "LazyCall"}
     for node in tree.body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            name = node.targets[0].id
-            v = _lit(node.value, consts)
+        if isinstance(node, ast.ImportFrom):
+            for a in node.names:
+                if a.name == "LazyCall":
+                    lazy.add(a.asname or a.name)
+            if node.level and node.module is not None:  # `from ..common.data.coco import dataloader`
+                rel = "../" * (node.level - 1) + node.module.replace(".", "/") + ".py"
+                bases.append(rel if node.level > 1 else "./" + rel)
+            continue
+        if not isinstance(node, ast.Assign) or len(node.targets) != 1:
+            continue
+        path = _config_path_call(node.value)
+        if path and path not in bases:
+            bases.extend([path, "../" + path])  # (relative to the package's configs folder: one level up)
+        t = node.targets[0]
+        if isinstance(t, ast.Name):
+            name = t.id
+            v = _lazy(node.value, consts, lazy)
+            if v is None and path:  # `train = get_config("common/train.py").train`: the base's value stands
+                continue
             if name == "_base_":
-                bases = [v] if isinstance(v, str) else [b for b in (v or []) if isinstance(b, str)]
+                bases.extend([v] if isinstance(v, str) else [b for b in (v or []) if isinstance(b, str)])
                 continue
             consts[name] = v
             out[name] = v
+        elif isinstance(t, ast.Attribute):  # `dataloader.train.total_batch_size = 64`
+            parts = []
+            while isinstance(t, ast.Attribute):
+                parts.append(t.attr)
+                t = t.value
+            if not isinstance(t, ast.Name):
+                continue
+            keys = [t.id] + list(reversed(parts))
+            v = _lazy(node.value, consts, lazy)
+            if v is None:
+                continue
+            d = out
+            for k in keys[:-1]:
+                if not isinstance(d.get(k), dict):
+                    d[k] = {}
+                d = d[k]
+            if isinstance(v, dict) and isinstance(d.get(keys[-1]), dict):
+                d[keys[-1]].update(v)
+            else:
+                d[keys[-1]] = v
     return out, bases
 
 
@@ -549,7 +663,7 @@ def ml_collections_config(text: str, arg: str, base: Any = None, fn_name: str = 
     built by another module's function (`config = get_default_configs()`) starts from that function's
     values when `base(name)` gives them (the caller resolves the import)."""
     try:
-        tree = ast.parse(text)
+        tree = tolerant_parse(text)
     except (SyntaxError, ValueError):
         return None
     fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == fn_name), None)
@@ -646,7 +760,7 @@ def subcommand_target(text: str, word: str) -> tuple[str, str] | None:
     (`PARSER_DATA = {"finetune": finetune_fn}` with `from pkg.finetune import setup as finetune_fn`): the
     (module, function) that `word` runs."""
     try:
-        tree = ast.parse(text)
+        tree = tolerant_parse(text)
     except (SyntaxError, ValueError):
         return None
     target = None
@@ -678,13 +792,29 @@ def function_cli(text: str, func: str) -> _PyInfo | None:
 @lru_cache(maxsize=2048)
 def _function_cli(text: str, func: str) -> _PyInfo | None:
     try:
-        tree = ast.parse(text)
+        tree = tolerant_parse(text)
     except (SyntaxError, ValueError):
         return None
     fn = next((n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == func), None)
     if fn is None:
         return None
     info = _PyInfo()
+    for dec in fn.decorator_list:  # click: `@click.option("--epochs", "-e", default=10)`, `@click.argument("plan")`
+        if not isinstance(dec, ast.Call):
+            continue
+        kind = _call_name(dec).rsplit(".", 1)[-1]
+        names = [x.value for x in dec.args if isinstance(x, ast.Constant) and isinstance(x.value, str)]
+        if kind == "option" and names:
+            longs = [n for n in names if n.startswith("--")] or names
+            dest = next((n for n in names if not n.startswith("-")), longs[0].split("/")[0].lstrip("-")).replace("-", "_")
+            for n in names:
+                if n.startswith("-"):
+                    info.options[n.split("/")[0]] = (dest, True)
+            d = next((_lit(kw.value, {}) for kw in dec.keywords if kw.arg == "default"), None)
+            if d is not None and not isinstance(d, bool):
+                info.defaults[dest] = d
+        elif kind == "argument" and names:
+            info.positionals.append(names[0].replace("-", "_"))
     a = fn.args
     params = a.posonlyargs + a.args
     defaults = [None] * (len(params) - len(a.defaults)) + list(a.defaults)
@@ -697,6 +827,16 @@ def _function_cli(text: str, func: str) -> _PyInfo | None:
         if d is None:
             if arg in params:
                 info.positionals.append(name)
+            continue
+        if isinstance(d, ast.Call) and _call_name(d).rsplit(".", 1)[-1] in ("Option", "Argument"):
+            # typer: `epochs: int = typer.Option(10)`, `plan: str = typer.Argument(...)` (`...`: required)
+            first = d.args[0] if d.args else next((kw.value for kw in d.keywords if kw.arg == "default"), None)
+            v = _lit(first, {}) if first is not None else None
+            if v is Ellipsis or first is None or (isinstance(first, ast.Constant) and first.value is Ellipsis):
+                if _call_name(d).endswith("Argument"):
+                    info.positionals.append(name)
+            elif v is not None and not isinstance(v, bool):
+                info.defaults[name] = v
             continue
         if isinstance(d, ast.Call):
             for kw in d.keywords:
@@ -717,7 +857,7 @@ def _analysis_of(text: str, whole: bool = False) -> _PyInfo | None:
     process (the Advisor answering many jobs of one repository) parses each file once. `whole`: every
     function counts (a module another script builds its parser from: nothing in it runs by itself)."""
     try:
-        return _analyse_python(ast.parse(text), whole)
+        return _analyse_python(tolerant_parse(text), whole)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
 

@@ -82,7 +82,8 @@ def resolve(ex) -> JobMetadata:
         section = md.sources.get("model", "")
         depth = next(((md.model, _as_int(v), s) for k, v, p, s in ranked if p >= P_DEFAULT and _as_int(v) and
                       ((_last(k) == "depth" and re.search(r"(^|\.)(model|trunk|backbone|encoder)\.", k.lower())) or
-                       (_last(k) in ("model_depth", "arch_depth", "net_depth") and "." not in k))), None)
+                       (_last(k) in ("model_depth", "arch_depth", "net_depth", "depth") and "." not in k))), None)
+        # (a top-level `--depth` beside `--arch resnet`: the family needs a depth, so the option names it)
         if depth and section.startswith(("config name", "entry name")):
             depth = None
         if depth:
@@ -311,9 +312,16 @@ def resolve(ex) -> JobMetadata:
         # (the entry's own name, `classifier_train.py`, over option names it shares with a generator's code)
         # (an option name such as `--mask-ratio` says less than a `segment/` entry folder)
         md.task, md.sources["task"] = named, f"entry name {ex.task_names[0]}"
+    fam = family_task(md.model) if md.task is None else None
+    if fam:  # the architecture built says the task before the generic objective identifiers (a DeepLab classifies
+        # pixels with a cross-entropy loss and `num_classes`: it segments)
+        md.task, md.sources["task"] = fam, f"model family of {md.model}" + (
+            " (the training objective agrees)" if code_obj and code_obj[0] == fam else "")
     obj = code_obj if md.task is None else None
     if obj:
         md.task, md.sources["task"] = obj[0], f"objective in the training code ({obj[1]} signals)"
+        if DATASET_TASK.get(md.dataset or "") == obj[0]:  # the data's usual task is the same: two signals agree
+            md.sources["task"] += " (the data agrees)"
         modes = {str(v).lower() for k, v, p, s in ranked if p >= P_ARGV - 5 and "mode" in _last(k)}
         mode = next(iter(modes & {"finetune", "fine_tune", "linear", "lincls", "linear_eval", "eval_linear"}), "")
         if obj[0] == "self-supervised-pretraining" and mode:
@@ -353,10 +361,19 @@ def resolve(ex) -> JobMetadata:
         md.task = "panoptic-segmentation"  # COCO's panoptic annotations: the same images, another task
     if md.task == "summarization" and md.dataset == "wmt14-en-de":
         md.task = "translation"
+    if md.task == "image-classification" and md.sources.get("task", "").startswith("objective in the training code"):
+        # classifier identifiers (a cross-entropy loss, `num_classes`, an accuracy) belong to every supervised task:
+        # on data whose usual task is another modality's, the data says which; on text data, nothing says
+        data_task = DATASET_TASK.get(md.dataset or "")
+        if data_task and not data_task.endswith("classification") and data_task not in _VISION_DENSE:
+            md.task, md.sources["task"] = data_task, f"classification identifiers on {md.dataset} data"
+        elif data_task is None and _text_data(ranked):
+            md.task, md.sources["task"] = None, "unknown (classification identifiers on text data)"
     if md.task is None and md.model:
         md.task, md.sources["task"] = "image-classification", "vision model default"
         if not known_model(md.model):
             md.task, md.sources["task"] = None, "unknown"
+    _check_description(ex, md)
     if md.task is None:
         md.sources.pop("task", None)
     return md
@@ -409,7 +426,7 @@ def _class_name_words(name: str) -> str:
 # sections that configure a part of the network (MODEL.SEM_SEG_HEAD.NAME: MaskFormerHead), not the network
 _PART = re.compile(r"head|decoder|neck|loss|criterion|matcher|pixel|roi|proposal|rpn|anchor|postprocess|normali[sz]ation|"
                    r"activation|(^|\.)(norm|act|layer)(\.|$)")
-_DEPTH_FAMILY = r"resnet|resnext|wide-resnet|vgg|densenet|regnet|efficientnet|mobilenet"
+_DEPTH_FAMILY = r"resnet|preresnet|preact-?resnet|pyramidnet|resnext|wide-resnet|vgg|densenet|regnet|efficientnet|mobilenet"
 
 
 def _model_section_name(k: str) -> bool:
@@ -515,6 +532,47 @@ def _video_data(ranked) -> bool:
     """The data configuration says video (a `video_text` dataset type, frame counts)."""
     return any(isinstance(v, str) and re.search(r"(^|_)video(_|$)", v.lower()) and ("data" in k.lower() or _last(k) == "type")
                for k, v, p, s in ranked if p >= P_CONFIG - 5)  # (a base config counts)
+
+
+#: dense vision tasks a classification objective's identifiers may also come from (not overridden by the data)
+_VISION_DENSE = {"object-detection", "semantic-segmentation", "panoptic-segmentation", "instance-segmentation"}
+#: task sources that are weak evidence: the code's generic identifiers, the data's usual task, a default
+_WEAK_TASK_SOURCES = ("objective in the training code", "dataset ", "vision model default", "classification identifiers on",
+                      "model ")
+#: what a repository of a pretraining or generative method describes, while one of its entries trains the downstream or
+#: auxiliary classifier (a linear evaluation, a guidance classifier): no contradiction
+_STAGE_TASKS = {"self-supervised-pretraining", "image-generation", "image-text-pretraining"}
+
+
+def _check_description(ex, md: JobMetadata) -> None:
+    """The repository's own description (features.schedmate_text.describe) against the task inferred: it answers
+    when nothing else did, replaces a weak inference it contradicts, marks a strong one it contradicts as disputed
+    (the evidence then abstains) and one it agrees with as confirmed."""
+    from features.schedmate_text.describe import (compatible_tasks, repository_description, specialisations as _specialisations,
+                                                  task_from_description)
+
+    cache = ex._repo.__dict__.setdefault("description_task", {})
+    key = (ex.entry, tuple(getattr(ex, "programs", [])))
+    if key not in cache:
+        cache[key] = task_from_description(repository_description(ex.files, ex.entry, getattr(ex, "programs", [])))
+    desc = cache[key]
+    if desc is None:
+        return
+    src = md.sources.get("task", "")
+    if md.task is None:
+        if not src.startswith("unknown"):  # (a task withdrawn for a reason stays unknown)
+            md.task, md.sources["task"] = desc, "repository description"
+        return
+    if desc == md.task:
+        md.sources["task"] = src + " (the repository description agrees)"
+    elif compatible_tasks(md.task, desc) and desc in _specialisations(md.task):
+        md.task, md.sources["task"] = desc, f"repository description (refines {src})"  # a GAN that translates images
+    elif compatible_tasks(desc, md.task):
+        pass  # the code's task is the finer one (an autoencoder in a repository of generative models)
+    elif src.startswith(_WEAK_TASK_SOURCES) and not src.startswith("model family"):
+        md.task, md.sources["task"] = desc, f"repository description (over {src})"
+    elif not (md.task == "image-classification" and desc in _STAGE_TASKS):
+        md.sources["task"] = src + f" (the repository description says {desc})"
 
 
 def _program_task(ex) -> str | None:

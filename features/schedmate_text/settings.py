@@ -11,20 +11,21 @@ P_ARGV, P_OVERRIDE, P_CONFIG, P_CODE_KW, P_DEFAULT, P_CODE, P_LAUNCH = 100, 95, 
 _MODEL_KEYS = {"arch", "model", "model_name", "modelname", "alg", "algo", "algorithm", "model_type", "network", "net", "backbone", "init_from", "base_model",
                "model_name_or_path", "pretrained_model_name_or_path", "model_id", "model_path", "tokenizer_model"}
 _DATA_KEYS = {"dataset", "dataset_name", "data", "data_path", "data_dir", "data_root", "dataset_type", "task_name",
-              "env", "env_id", "env_name", "train_file", "root", "dataset_config_name", "name"}
+              "env", "env_id", "env_name", "train_file", "root", "dataset_config_name", "name", "training_files",
+              "train_files", "training_file"}
 _EPOCH_KEYS = {"epochs", "num_epochs", "max_epochs", "num_train_epochs", "n_epochs", "epoch", "nepochs", "train_epochs",
                "total_epochs", "max_epoch", "ep", "training_epochs", "num_training_epochs"}
 _STEP_KEYS = {"max_update", "max_updates", "max_steps", "total_steps", "train_iters", "iters", "max_iters", "num_steps", "total_timesteps",
               "num_iterations", "max_iter", "train_steps", "max_train_steps", "steps", "num_train_steps",
               "num_timesteps", "n_timesteps", "max_step", "max_iterations", "iter", "n_iter", "niter", "num_iter", "total_iter", "total_iters", "total_iterations", "total_training_steps",
               "n_iters", "training_steps", "train_iterations", "num_training_steps", "num_env_steps", "max_timesteps",
-              "total_env_steps", "num_timesteps_total"}
+              "total_env_steps", "num_timesteps_total", "total_itrs", "max_itrs", "num_itrs"}
 _BATCH_KEYS = {"batch_size", "per_device_train_batch_size", "train_micro_batch_size_per_gpu", "micro_batch_size",
                "b", "bs", "mini_batch_size", "train_batch_size_per_gpu", "samples_per_gpu", "per_gpu_train_batch_size",
                "batch_size_per_gpu", "device_train_microbatch_size", "batch_size_train", "train_batch_size_per_device",
                "batch", "batch_size_training", "batchsize_per_replica", "batch_size_per_replica", "batchsize",
                "batch_size_per_device", "imgs_per_gpu", "ims_per_gpu", "videos_per_gpu", "clips_per_gpu",
-               "train_batch_size0", "train_batch_sizes"}
+               "train_batch_size0", "train_batch_sizes", "train_batch", "train_bs"}
 _GLOBAL_BATCH_KEYS = {"ims_per_batch", "global_batch_size", "total_batch_size", "train_batch_size",
                       "global_train_batch_size"}
 _MICRO_BATCH_KEYS = {"micro_batch_size", "per_device_train_batch_size", "train_micro_batch_size_per_gpu",

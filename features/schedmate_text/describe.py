@@ -1,0 +1,147 @@
+"""What a repository says it is for: the task named by its description (the README's title and first
+paragraph nearest to the entry script, and the entry's ArgumentParser description), as a check on the task
+the code's identifiers suggest (issue 41, item 3).
+
+The code's objective identifiers are generic: a cross-entropy loss, `num_classes` and an accuracy belong to a
+translator, a text recogniser and a segmenter as much as to an image classifier; a generator and a
+discriminator to a vocoder and an image-to-image translator as much as to an image generator. A repository's
+own description names its purpose in words. It is read only as far as its first paragraph (a "Results" or
+"Usage" section lists other models and tasks: decoys), and it names a task only when exactly one task's words
+occur there (a toolbox that lists five tasks says nothing about the job).
+"""
+from __future__ import annotations
+
+import re
+from pathlib import PurePosixPath
+
+__all__ = ["DESCRIPTION_TASKS", "repository_description", "task_from_description", "compatible_tasks", "specialisations"]
+
+# (pattern over the lower-cased description, task); a more specific phrase is listed before the generic one it
+# contains, and a match is removed from the text before the later patterns are tried ("image-to-image
+# translation" is not also "translation"; "semantic image synthesis" is not also "image synthesis")
+DESCRIPTION_TASKS: tuple[tuple[str, str], ...] = (
+    (r"image[- ]to[- ]image translation|unpaired (?:image )?translation|image translation|domain translation|"
+     r"semantic image synthesis|style transfer|photo[- ]realistic image synthesis from (?:semantic|label)",
+     "image-to-image-translation"),
+    (r"(?:neural )?machine translation|\btranslation\b|\btranslat(?:e|or)\b", "translation"),
+    (r"(?:scene )?text recognition|\bocr\b|optical character recognition|handwriting recognition", "text-recognition"),
+    (r"panoptic segmentation", "panoptic-segmentation"),
+    (r"instance segmentation", "instance-segmentation"),
+    (r"semantic (?:image )?segmentation|\bsegmentation\b|\bsegmenter\b", "semantic-segmentation"),
+    (r"object detect(?:ion|or)|\bdetectors?\b|\bdetection\b", "object-detection"),
+    (r"text[- ]to[- ]speech|speech synthesis|\btts\b|\bvocoders?\b", "speech-synthesis"),
+    (r"speech recognition|\basr\b", "speech-recognition"),
+    (r"super[- ]?resolution", "image-super-resolution"),
+    (r"video (?:action )?(?:classification|recognition)|action recognition", "video-classification"),
+    (r"image classification|image classifiers?|imagenet classification", "image-classification"),
+    (r"self[- ]supervised|contrastive (?:representation )?learning", "self-supervised-pretraining"),
+    (r"reinforcement learning|\bdeep q[- ]?(?:network|learning)|\batari\b", "reinforcement-learning"),
+    (r"question answering", "question-answering"),
+    (r"summari[sz]ation", "summarization"),
+    (r"sentiment|text classification|natural language inference", "text-classification"),
+    (r"sentence embeddings?", "sentence-embedding"),
+    (r"node classification|graph convolutional network", "node-classification"),
+    (r"view synthesis|neural radiance field", "novel-view-synthesis"),
+    (r"language model(?:s|ing|ling)?\b", "language-modeling"),
+    (r"generative adversarial|\bgans?\b|diffusion models?|image generation|image synthesis|generative models?|"
+     r"variational auto-?encoders?|\bvaes?\b", "image-generation"),
+)
+_COMPILED = tuple((re.compile(p), t) for p, t in DESCRIPTION_TASKS)
+
+# a task and the more specific tasks it includes: the description's general word agrees with the code's finer one
+_SPECIALISES = {"image-generation": {"image-to-image-translation", "image-autoencoding", "video-generation",
+                                     "speech-synthesis"},
+                "semantic-segmentation": {"panoptic-segmentation", "instance-segmentation"},
+                "object-detection": {"instance-segmentation", "panoptic-segmentation"},
+                "image-classification": {"video-classification"},
+                "self-supervised-pretraining": {"sentence-embedding"}}
+
+_BADGE = re.compile(r"!\[[^\]]*\]\([^)]*\)|<[^>]+>|\[!\[.*?\]\(.*?\)\]\(.*?\)")
+_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
+
+
+def specialisations(task: str) -> set[str]:
+    """The tasks that specialise `task` (image-generation -> image-to-image-translation, ...)."""
+    return set(_SPECIALISES.get(task, ()))
+
+
+def compatible_tasks(general: str, specific: str) -> bool:
+    """Whether two task names agree: equal, or one specialises the other."""
+    return general == specific or specific in _SPECIALISES.get(general, ()) or general in _SPECIALISES.get(specific, ())
+
+
+def _first_paragraph(text: str, limit: int = 700) -> str:
+    """The README's title and its first prose paragraph (badges, images, HTML and code removed), at most
+    `limit` characters: what the repository says it is, before its usage, results and news sections."""
+    out: list[str] = []
+    prose = 0
+    fence = False
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line.startswith("```"):
+            fence = not fence
+            continue
+        if fence:
+            continue
+        line = _LINK.sub(r"\1", _BADGE.sub(" ", line)).strip()
+        if not line or re.fullmatch(r"[-=*_|: ]+", line):
+            if prose and out:
+                break  # the end of the first paragraph
+            continue
+        if line.startswith("#"):
+            if prose:  # the next section
+                break
+            out.append(line.lstrip("#").strip())  # a title
+            continue
+        if re.match(r"^(?:\W*)(?:news|update|updates|table of contents|contents|installation|usage|requirements)\b",
+                    line, re.I):
+            break
+        out.append(line)
+        prose += 1
+        if sum(len(x) for x in out) >= limit:
+            break
+    return " ".join(out)[:limit]
+
+
+def repository_description(files: dict[str, str], entry: str | None = None, programs: list[str] | tuple = ()) -> str:
+    """The description nearest to the entry: the README of the entry's folder or of the closest folder above it
+    (the repository's root README last), its title and first paragraph; then the entry's ArgumentParser
+    descriptions. Empty when there is none."""
+    folders: list[str] = []
+    if entry:
+        p = PurePosixPath(entry).parent
+        while str(p) not in ("", "."):
+            folders.append(str(p))
+            p = p.parent
+    folders.append("")
+    readme = ""
+    for folder in folders:
+        for name in ("README.md", "readme.md", "Readme.md", "README.rst", "README.txt", "README"):
+            path = f"{folder}/{name}" if folder else name
+            if path in files:
+                readme = _first_paragraph(files[path])
+                break
+        if readme:
+            break
+    progs = " ".join(str(p) for p in programs if p)
+    return (readme + (" " + progs if progs else "")).strip()
+
+
+def task_from_description(text: str) -> str | None:
+    """The one task the description's words name, or None (no task words, or words of several tasks that are
+    not one the specialisation of the other)."""
+    if not text:
+        return None
+    t = text.lower()
+    found: list[str] = []
+    for pat, task in _COMPILED:
+        if pat.search(t):
+            found.append(task)
+            t = pat.sub(" ", t)
+    if not found:
+        return None
+    first = found[0]
+    if all(compatible_tasks(first, other) or compatible_tasks(other, first) for other in found[1:]):
+        # the most specific of compatible names: "GAN for image-to-image translation" is the translation
+        return next((x for x in found if x not in _SPECIALISES or not any(y in _SPECIALISES[x] for y in found)), first)
+    return None
