@@ -18,8 +18,8 @@ Our readings where the paper leaves details open (each a parameter where it matt
   guaranteed >= H h), NOT the printed min(f eta, S_0 + S_a) (gfs.txt:208), which is ``eq10=printed``;
   ``held-idle`` is min(f eta, spot held + idle). Eq. 11: eta starts at 1 and is cut by eps / e when the
   eviction rate e (evictions / spot runs of the pool over the past H hours, see below) exceeds 1.5 eps,
-  raised by (1.5 - e / eps) when e < eps / 2 and a spot task waited longer than theta = 3,600 s over the past H hours,
-  and never exceeds 1 (``eta_max=1``, the default): the reading the paper's runs had, since the released
+  raised by (1.5 - e / eps) when e < eps / 2 and a spot task waited longer than theta = 3,600 s over the past
+  H hours, and never exceeds 1 (``eta_max=1``, the default): the reading the paper's runs had, since the released
   simulator's raise (Sjtucitlab/Spot policy/policy.py around lines 103-113) is negative for e < eps / 2 and
   divides by zero at e = 0 (and its feedback never runs at all: eta stays 1 there, see sqa.py).
   ``eta_max=inf`` is Eq. 11 as printed; it winds eta up while f = 0 or every GPU is taken (1e35-1e112

@@ -40,9 +40,9 @@ by the spot starts in the window. The runs an eviction ends mostly started befor
 hours, the window is H = 1 h), so over starts e was about 3x the rate over the runs in the same window
 (differential traces, seeds 0 and 2: mean 0.29-0.40 against 0.10-0.13 at updates with an eviction in the
 window). It also rose with no new eviction as the starts before an eviction left the window, and a cut, by
-holding starts back, raised it further. Measured on six differential traces
-(benchmarks/bench_gfs_differential.py, docs/gfs_differential.md): spot JCT 3.09 h against 3.16 h on average,
-evictions 7.2 % against 7.0 % of runs.
+holding starts back, raised it further. Measured on the six differential traces of
+benchmarks/bench_gfs_differential.py (seeds 0-5, five replay seeds each; docs/gfs_differential.md): spot JCT
+3.10 h against 3.17 h, evictions 7.3 % against 7.1 % of runs.
 ``eta_max=inf`` is Eq. 11 as printed (no bound): measured, eta winds up to 1e35-1e112 while f = 0 or the
 GPUs are all taken, and the windup is reported as ``sqa_eta_max`` by the GFS ledger.
 """
