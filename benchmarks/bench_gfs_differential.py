@@ -41,7 +41,11 @@ PAIRS = {"gfs": "spot_scheduler", "lyra": "lyra", "yarn-cs": "fifo_spot"}
 #: our GFS under the released simulator's two behaviours that differ most (RULES eta-dead and order): the
 #: differential check of the simulators themselves, with the rule differences taken out
 RELEASED_RULES = "gfs:adapt_eta=false,queue_order=large-first"
-VARIANTS = {RELEASED_RULES: "spot_scheduler"}
+#: our GFS with the previous default reading of Eq. 11's e (evictions / spot starts in the window, sqa.py)
+OLD_E = "gfs:e_runs=starts"
+#: our GFS with the released simulator's queue order only (RULES order)
+LARGE_FIRST = "gfs:queue_order=large-first"
+VARIANTS = {OLD_E: "spot_scheduler", LARGE_FIRST: "spot_scheduler", RELEASED_RULES: "spot_scheduler"}
 #: the released baselines with their HP-demand leak fixed by the driver (RULES["demand-leak"]): our policy -> run
 LEAK_FIXED = {"lyra": "lyra+leakfix", "yarn-cs": "fifo_spot+leakfix"}
 START = "2024-03-01 00:00:00"  # the released simulator's trace_range start (its clock's zero)
@@ -125,6 +129,14 @@ EXPLAINS = {
     ("yarn-cs", "spot_jqt"): ["demand-leak", "drain", "baseline-quota", "forecaster", "fifo-blocking", "fifo-victims"],
     ("yarn-cs", "evict"): ["demand-leak", "baseline-quota", "fifo-victims"],
     ("yarn-cs", "hp_jqt"): ["fifo-blocking", "tick"],
+    (OLD_E, "spot_jct"): ["eta-dead", "gang-count", "eq10", "order", "forecaster"],
+    (OLD_E, "spot_jqt"): ["eta-dead", "gang-count", "eq10", "order", "forecaster"],
+    (OLD_E, "evict"): ["eta-dead", "gang-count", "eq10"],
+    (OLD_E, "hp_jqt"): ["hp-preempt-window", "tick", "order"],
+    (LARGE_FIRST, "spot_jct"): ["eta-dead", "gang-count", "eq10", "forecaster"],
+    (LARGE_FIRST, "spot_jqt"): ["eta-dead", "gang-count", "eq10", "forecaster"],
+    (LARGE_FIRST, "evict"): ["eta-dead", "gang-count", "eq10"],
+    (LARGE_FIRST, "hp_jqt"): ["hp-preempt-window", "tick"],
     (RELEASED_RULES, "spot_jct"): ["gang-count", "eq10", "forecaster"],
     (RELEASED_RULES, "spot_jqt"): ["gang-count", "eq10", "forecaster"],
     (RELEASED_RULES, "evict"): ["gang-count", "eq10", "forecaster"],
@@ -231,22 +243,34 @@ def trace_digest(folder: Path) -> str:
     return h.hexdigest()
 
 
+def reusable(work: Path, policy: str, folder: Path, torch_seed: int | None = None) -> bool:
+    """Is there a record of a released run of ``policy`` in ``work`` made on this trace (same digest) with the
+    same torch seed (None: torch's own default generator state)?"""
+    record = work / f"{policy}.json"
+    if not record.is_file():
+        return False
+    info = json.loads(record.read_text())
+    return (info.get("trace_sha256") == trace_digest(folder) and info.get("torch_seed") == torch_seed
+            and Path(info["log_csv"]).is_file())
+
+
 def run_released(spot_dir: Path, python: str, folder: Path, policy: str, work: Path, timeout: float,
-                 reuse: bool = False) -> dict:
-    """``policy`` may end in ``+leakfix`` (DRIVER_CHANGES['leakfix'])."""
-    """Run one released policy in a child process (this file with ``--released-child``); with ``reuse``, take
-    the record of an earlier run in ``work`` when it was made on the same trace (same digest)."""
+                 reuse: bool = False, torch_seed: int | None = None) -> dict:
+    """Run one released policy in a child process (this file with ``--released-child``); ``policy`` may end in
+    ``+leakfix`` (DRIVER_CHANGES['leakfix']). With ``reuse``, take the record of an earlier run in ``work`` when
+    it was made on the same trace (same digest)."""
     work.mkdir(parents=True, exist_ok=True)
     ranges = json.loads((folder / "ranges.json").read_text())
     record = work / f"{policy}.json"
-    if reuse and record.is_file():
+    if reuse and reusable(work, policy, folder, torch_seed):
         info = json.loads(record.read_text())
-        if info.get("trace_sha256") == trace_digest(folder) and Path(info["log_csv"]).is_file():
-            out = released_metrics(Path(info["log_csv"]), tuple(ranges["window_s"]))
-            out.update(wall_s=info["simulate_s"], cpu_s=info["cpu_s"], process_s=float("nan"), reused=True)
-            return out
+        out = released_metrics(Path(info["log_csv"]), tuple(ranges["window_s"]))
+        out.update(wall_s=info["simulate_s"], cpu_s=info["cpu_s"], process_s=float("nan"), reused=True)
+        return out
     cmd = [python, str(Path(__file__).resolve()), "--released-child", "--spot-dir", str(spot_dir),
            "--trace", str(folder), "--policy", policy, "--work", str(work)]
+    if torch_seed is not None:
+        cmd += ["--torch-seed", str(torch_seed)]
     t0 = time.perf_counter()
     with open(work / f"{policy}.stdout", "w") as out:
         proc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=work, timeout=timeout)
@@ -260,7 +284,7 @@ def run_released(spot_dir: Path, python: str, folder: Path, policy: str, work: P
     return out
 
 
-def released_child(spot_dir: Path, trace: Path, run_name: str, work: Path) -> int:
+def released_child(spot_dir: Path, trace: Path, run_name: str, work: Path, torch_seed: int | None = None) -> int:
     """Run the released simulator's policy ``run_name`` (``+leakfix``: DRIVER_CHANGES['leakfix']) on ``trace``
     (in its own process; cwd = ``work``)."""
     policy, _, fix = run_name.partition("+")
@@ -302,6 +326,8 @@ def released_child(spot_dir: Path, trace: Path, run_name: str, work: Path) -> in
         spot_policy.Policy.__init__ = init_kept
         spot_cluster.VC.release_resource = release_and_forget
     torch.set_num_threads(1)
+    if torch_seed is not None:  # its forecaster's initialisation and batch order (None: torch's default state)
+        torch.manual_seed(torch_seed)
     ranges = json.loads((trace / "ranges.json").read_text())
     args = argparse.Namespace(
         experiment_name=f"diff_{run_name}", trace_dir=str(trace), log_dir=str(work / "log"), scheduler=policy,
@@ -323,7 +349,8 @@ def released_child(spot_dir: Path, trace: Path, run_name: str, work: Path) -> in
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     log_csv = Path(log_dir) / cl.cluster_name / f"{policy}_log.csv"
     (work / f"{run_name}.json").write_text(json.dumps({"simulate_s": wall, "cpu_s": cpu, "log_csv": str(log_csv),
-                                                       "trace_sha256": trace_digest(trace)}))
+                                                       "trace_sha256": trace_digest(trace),
+                                                       "torch_seed": torch_seed}))
     return 0
 
 
@@ -374,9 +401,77 @@ def table_lines(rows: dict, theirs: dict | None) -> list[str]:
     return lines
 
 
+def summary_lines(per_seed: dict[int, tuple[dict, dict | None]]) -> list[str]:
+    """One row per seed and GFS run against the released GFS: spot JCT, JQT, evictions, speed ratio; and the
+    mean over the seeds that have a released run (what "at least as well" is judged on)."""
+    gfs_runs = [p for p in ["gfs", *VARIANTS] if any(p in ours for ours, _ in per_seed.values())]
+    lines = ["| seed | ours | spot JCT h ours / released | spot JQT h ours / released | evictions % ours / released "
+             "| speed (wall) |", "|---|---|---|---|---|---|"]
+    sums: dict[str, list[float]] = {}
+    for seed, (ours, theirs) in sorted(per_seed.items()):
+        t = (theirs or {}).get("spot_scheduler")
+        for pol in gfs_runs:
+            o = ours.get(pol)
+            if o is None:
+                continue
+            if t is None:
+                lines.append(f"| {seed} | {pol} | {o['spot_jct'] / 3600:.2f} / - | {o['spot_jqt'] / 3600:.2f} / - | "
+                             f"{100 * o['evict']:.1f} / - | - |")
+                continue
+            d = rel_diff(o["spot_jct"], t["spot_jct"])
+            lines.append(f"| {seed} | {pol} | {o['spot_jct'] / 3600:.2f} / {t['spot_jct'] / 3600:.2f} ({100 * d:+.1f} %) | "
+                         f"{o['spot_jqt'] / 3600:.2f} / {t['spot_jqt'] / 3600:.2f} | {100 * o['evict']:.1f} / "
+                         f"{100 * t['evict']:.1f} | {t['wall_s'] / o['wall_s']:.0f}x |")
+            acc = sums.setdefault(pol, [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0])
+            for k, v in enumerate((o["spot_jct"], t["spot_jct"], o["spot_jqt"], t["spot_jqt"], o["evict"], t["evict"])):
+                acc[k] += v
+            acc[6] += 1
+    for pol, acc in sums.items():
+        n = acc[6]
+        if n > 1:
+            d = rel_diff(acc[0], acc[1])
+            lines.append(f"| mean of {n} | {pol} | {acc[0] / n / 3600:.2f} / {acc[1] / n / 3600:.2f} ({100 * d:+.1f} %) | "
+                         f"{acc[2] / n / 3600:.2f} / {acc[3] / n / 3600:.2f} | {100 * acc[4] / n:.1f} / "
+                         f"{100 * acc[5] / n:.1f} | |")
+    return lines
+
+
+def run_seed(args, seed: int, out: Path) -> tuple[dict, dict | None, list[str]]:
+    """Write one seed's trace, replay ours (and the released simulator with --spot-dir); its table lines."""
+    trace_dir = out / f"trace_seed{seed}_{args.days:g}d"
+    table = make_trace(seed, args.days, args.orgs)
+    write_released_input(table, trace_dir, args.days)
+    hp_share = table.frame.attrs.get("hp_series_mean_share", float("nan"))
+    print(f"trace: {trace_dir} (seed {seed}, {args.days:g} measured days after {WARMUP_DAYS} d warm-up, "
+          f"HP series mean share {hp_share:.3f})", flush=True)
+    ours = {}
+    for pol in [*args.policies, *(v for v in VARIANTS if "gfs" in args.policies)]:
+        ours[pol] = run_ours(trace_dir, pol, seed)
+        print(f"ours {pol:8s}: " + ", ".join(f"{k} {v:.4g}" for k, v in ours[pol].items()), flush=True)
+    theirs = None
+    if args.spot_dir is not None:
+        theirs = {}
+        work = out / f"released_seed{seed}_{args.days:g}d"
+        runs = [PAIRS[p] for p in args.policies] + [LEAK_FIXED[p] for p in args.policies if args.leakfix and p in LEAK_FIXED]
+        for rel in runs:
+            if args.reuse_only and not reusable(work, rel, trace_dir, args.torch_seed):
+                print(f"released {rel}: no earlier run on this trace in {work} (--reuse-only): left out", flush=True)
+                continue
+            theirs[rel] = run_released(args.spot_dir.resolve(), args.spot_python, trace_dir, rel, work, args.timeout,
+                                       reuse=args.reuse_released, torch_seed=args.torch_seed)
+            print(f"released {rel:14s}: " + ", ".join(f"{k} {v:.4g}" for k, v in theirs[rel].items()), flush=True)
+    theirs = theirs or None
+    lines = table_lines(ours, theirs)
+    (out / f"report_seed{seed}_{args.days:g}d.md").write_text("\n".join(lines) + "\n")
+    (out / f"results_seed{seed}_{args.days:g}d.json").write_text(json.dumps({"ours": ours, "released": theirs}, indent=1))
+    return ours, theirs, lines
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--seed", type=int, default=None, help="one seed (default 0; --seeds for several)")
+    ap.add_argument("--seeds", type=int, nargs="+", default=None,
+                    help="several seeds, one trace each; ends with a per-seed summary of the GFS runs and their mean")
     ap.add_argument("--days", type=float, default=1.0, help="measured days after the 10-day HP-only warm-up")
     ap.add_argument("--orgs", type=int, default=6)
     ap.add_argument("--spot-dir", type=Path, default=None, help="a checkout of github.com/Sjtucitlab/Spot")
@@ -386,7 +481,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--leakfix", action="store_true",
                     help="also run the released Lyra and FIFO with their HP-demand leak fixed (rows +leakfix)")
     ap.add_argument("--reuse-released", action="store_true",
-                    help="reuse released runs already in --out/released that were made on the same trace")
+                    help="reuse released runs already in --out/released_seed*_*d that were made on the same trace")
+    ap.add_argument("--reuse-only", action="store_true",
+                    help="with --spot-dir: never start the released simulator, take only runs --reuse-released finds")
+    ap.add_argument("--torch-seed", type=int, default=None,
+                    help="seed torch in the released simulator's process (its forecaster's initialisation and batch "
+                         "order); default: torch's own default state, which repeats run to run")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "gfs_differential")
     ap.add_argument("--released-child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--trace", type=Path, help=argparse.SUPPRESS)
@@ -394,7 +494,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--work", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.released_child:
-        return released_child(args.spot_dir, args.trace, args.policy, args.work)
+        return released_child(args.spot_dir, args.trace, args.policy, args.work, args.torch_seed)
     if args.spot_dir is not None and not (args.spot_dir / "simulator.py").is_file():
         print(f"error: --spot-dir {args.spot_dir}: no simulator.py there (a checkout of github.com/Sjtucitlab/Spot)",
               file=sys.stderr)
@@ -402,44 +502,34 @@ def main(argv: list[str] | None = None) -> int:
     if not args.days > 0:
         print(f"error: --days must be > 0, got {args.days}", file=sys.stderr)
         return 2
+    if args.seed is not None and args.seeds is not None:
+        print("error: give --seed or --seeds, not both", file=sys.stderr)
+        return 2
+    args.reuse_released = args.reuse_released or args.reuse_only
+    seeds = args.seeds if args.seeds is not None else [0 if args.seed is None else args.seed]
     out = args.out.resolve()
-    trace_dir = out / f"trace_seed{args.seed}_{args.days:g}d"
-    table = make_trace(args.seed, args.days, args.orgs)
-    write_released_input(table, trace_dir, args.days)
-    hp_share = table.frame.attrs.get("hp_series_mean_share", float("nan"))
-    print(f"trace: {trace_dir} (seed {args.seed}, {args.days:g} measured days after {WARMUP_DAYS} d warm-up, "
-          f"HP series mean share {hp_share:.3f})", flush=True)
-    ours = {}
-    for pol in [*args.policies, *(v for v, r in VARIANTS.items() if "gfs" in args.policies)]:
-        ours[pol] = run_ours(trace_dir, pol, args.seed)
-        print(f"ours {pol:8s}: " + ", ".join(f"{k} {v:.4g}" for k, v in ours[pol].items()), flush=True)
-    theirs = None
-    if args.spot_dir is not None:
-        theirs = {}
-        for pol in args.policies:
-            rel = PAIRS[pol]
-            theirs[rel] = run_released(args.spot_dir.resolve(), args.spot_python, trace_dir, rel, out / "released",
-                                       args.timeout, reuse=args.reuse_released)
-            print(f"released {rel:14s}: " + ", ".join(f"{k} {v:.4g}" for k, v in theirs[rel].items()), flush=True)
-        for pol in (p for p in args.policies if args.leakfix and p in LEAK_FIXED):
-            rel = LEAK_FIXED[pol]
-            theirs[rel] = run_released(args.spot_dir.resolve(), args.spot_python, trace_dir, rel, out / "released",
-                                       args.timeout, reuse=args.reuse_released)
-            print(f"released {rel:14s}: " + ", ".join(f"{k} {v:.4g}" for k, v in theirs[rel].items()), flush=True)
-    else:
+    out.mkdir(parents=True, exist_ok=True)
+    per_seed: dict[int, tuple[dict, dict | None]] = {}
+    for seed in seeds:
+        ours, theirs, lines = run_seed(args, seed, out)
+        per_seed[seed] = (ours, theirs)
+        print(f"\nseed {seed}:")
+        print("\n".join(lines))
+        if theirs is not None:
+            print("\nNamed rule differences:")
+            used = sorted({r for ln in lines for r in RULES if f" {r}" in ln or f"| {r}" in ln})
+            for r in used:
+                print(f"- {r}: {RULES[r]}")
+    if args.spot_dir is None:
         print("\nThe released simulator was not run. To add it: git clone https://github.com/Sjtucitlab/Spot "
               "/tmp/spot_gfs; python -m venv --system-site-packages /tmp/spotenv; /tmp/spotenv/bin/pip install "
               "chinesecalendar torch; then rerun with --spot-dir /tmp/spot_gfs --spot-python /tmp/spotenv/bin/python")
-    lines = table_lines(ours, theirs)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / f"report_seed{args.seed}_{args.days:g}d.md").write_text("\n".join(lines) + "\n")
-    (out / f"results_seed{args.seed}_{args.days:g}d.json").write_text(json.dumps({"ours": ours, "released": theirs}, indent=1))
-    print("\n".join(lines))
-    if theirs is not None:
-        print("\nNamed rule differences:")
-        used = sorted({r for ln in lines for r in RULES if f" {r}" in ln or f"| {r}" in ln})
-        for r in used:
-            print(f"- {r}: {RULES[r]}")
+    if "gfs" in args.policies:
+        summary = summary_lines(per_seed)
+        tag = "_".join(str(s) for s in seeds)
+        (out / f"summary_seeds{tag}_{args.days:g}d.md").write_text("\n".join(summary) + "\n")
+        print("\nGFS against the released GFS, per seed:")
+        print("\n".join(summary))
     return 0
 
 

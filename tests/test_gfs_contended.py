@@ -59,7 +59,7 @@ def test_default_gfs_serves_spot_on_a_contended_trace(seed):
     assert g["eta_min"] > 1e-3 and g["eta_min"] <= 1.0  # never above 1, never cut to nothing
     # the compounding cut (every 300 s on the same evidence) drives eta to ~0 and spot tasks wait longer
     old = s["gfs:eta_cut=each-update"]
-    assert old["eta_min"] < 1e-6 and old["spot_jct_mean"] > g["spot_jct_mean"]
+    assert old["eta_min"] < 1e-4 and old["spot_jct_mean"] > g["spot_jct_mean"]
 
 
 def test_hp_held_share_by_hand():

@@ -108,3 +108,18 @@ def test_bad_spot_dir_is_a_one_line_error(bench, tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "simulator.py" in err[0]
     assert not (tmp_path / "out").exists()
+
+
+def test_summary_over_seeds_means_the_seeds_with_a_released_run(bench):
+    def row(jct_h, jqt_h, evict, wall):
+        return {"spot_jct": jct_h * 3600.0, "spot_jqt": jqt_h * 3600.0, "evict": evict, "hp_jqt": 0.0,
+                "spot_tasks": 5, "wall_s": wall}
+
+    per_seed = {0: ({"gfs": row(3.0, 0.4, 0.05, 2.0)}, {"spot_scheduler": row(2.0, 0.2, 0.15, 600.0)}),
+                1: ({"gfs": row(5.0, 0.6, 0.10, 3.0)}, {"spot_scheduler": row(6.0, 0.8, 0.25, 600.0)}),
+                2: ({"gfs": row(9.0, 9.0, 0.50, 1.0)}, None)}  # no released run: listed, not in the mean
+    lines = bench.summary_lines(per_seed)
+    assert "| 0 | gfs | 3.00 / 2.00 (+50.0 %) | 0.40 / 0.20 | 5.0 / 15.0 | 300x |" in lines
+    assert "| 2 | gfs | 9.00 / - | 9.00 / - | 50.0 / - | - |" in lines
+    # mean of seeds 0 and 1: ours 4.0 h, released 4.0 h -> +0.0 %; evictions 7.5 % / 20.0 %
+    assert "| mean of 2 | gfs | 4.00 / 4.00 (+0.0 %) | 0.50 / 0.50 | 7.5 / 20.0 | |" in lines

@@ -153,7 +153,7 @@ def test_sqa_terms_as_printed():
     assert update_eta(0.04, e=0.4, p=0.9, max_wait=0) == pytest.approx(0.01)  # below the old floor 0.05
     # e over the past H hours and l the longest wait over the past H hours (H = 2 here).
     sqa = SpotQuotaAllocator()
-    sqa.configure(H=2)
+    sqa.configure(H=2, e_runs="starts")  # the old denominator: spot starts in the window
     st = PoolState((0, "*"), 8, ["a"])
     for t in (0.0, 1000.0, 5000.0, 7000.0):
         st.starts.append(t)
@@ -171,6 +171,36 @@ def test_sqa_terms_as_printed():
     # The old 1 h window (window_hours=1): only the start at 7,000 and the eviction at 6,000 ... at 7,500 s.
     sqa.configure(window_s=3600.0)
     assert sqa.eviction_rate(st, 7500.0) == pytest.approx(1 / 2)
+
+
+def test_eviction_rate_over_the_runs_alive_in_the_window():
+    """Eq. 11's e with e_runs="live" (the default): evictions in the past H hours / the spot runs alive in them
+    (gfs.txt:387 defines e as evictions / runs; gfs.txt:212 takes it over the past H hours)."""
+    from sim.policies.gfs.sqa import PoolState, SpotQuotaAllocator
+
+    sqa = SpotQuotaAllocator()
+    assert sqa.e_runs == "live"
+    sqa.configure(H=2)
+    key = (0, "*")
+    st = sqa.pools[key] = PoolState(key, 8, ["a"])
+    sqa.note_spot_start(key, 100.0)  # run E: 100-500, ended before the window [800, 8000]
+    sqa.note_spot_end(key, 500.0)
+    sqa.note_spot_start(key, 600.0)  # run A: evicted at 1,000
+    sqa.note_spot_start(key, 700.0)  # run B: finishes at 6,000
+    sqa.note_eviction(key, 1000.0)
+    sqa.note_spot_start(key, 5000.0)  # run C: evicted at 6,500
+    sqa.note_spot_end(key, 6000.0)
+    sqa.note_eviction(key, 6500.0)
+    sqa.note_spot_start(key, 7000.0)  # run D: still running
+    assert st.running == 1
+    # at 8,000 s: evictions 1,000 and 6,500; runs alive in [800, 8000]: A, B, C, D (not E) -> 2 / 4
+    assert sqa.eviction_rate(st, 8000.0) == pytest.approx(2 / 4)
+    # at 9,000 s ([1800, 9000]): eviction 6,500; runs B, C, D -> 1 / 3. Over starts (5,000 and 7,000) it would
+    # be 1 / 2: the run evicted is counted, the start that made it is not, and fewer starts (after a cut)
+    # raise e with no new eviction.
+    assert sqa.eviction_rate(st, 9000.0) == pytest.approx(1 / 3)
+    sqa.configure(e_runs="starts")
+    assert sqa.eviction_rate(st, 9000.0) == pytest.approx(1 / 2)
 
 
 def test_a_cluster_without_hp_demand_admits_spot_tasks():

@@ -16,7 +16,8 @@ counted). A cut is 1 - GFS / best baseline (> 0: GFS better). A seed whose basel
 eviction) gives no sample (0 / 0 is no evidence); the claims' preconditions say when a load is too light.
 
 Causes (every Table 5 claim at Medium, full mode): the claim's measure with GFS replaced by one named reading
-at a time: Eq. 11 as printed (``eta_max=inf``), the compounding cut (``eta_cut=each-update``), the released
+at a time: Eq. 11 as printed (``eta_max=inf``), the compounding cut (``eta_cut=each-update``), e over the spot
+starts in the window instead of the runs (``e_runs=starts``, the previous default), the released
 simulator's large-first queue (``queue_order=large-first``), Eq. 10 as printed (``eq10=printed``) and GFS
 without its quota (``quota=false``).
 
@@ -45,8 +46,10 @@ BASELINES = ("yarn-cs", "chronus", "lyra", "fgd")
 EVICT_BASELINES = ("yarn-cs", "lyra", "fgd")
 ABLATIONS = ("gfs-e", "gfs-d", "gfs-s", "gfs-p", "gfs-sp")
 #: one reading at a time (the causes of the Table 5 claims at Medium)
-#: (eta_max_inf: Eq. 11 as printed; queue_large_first: the released simulator's queue order)
+#: (eta_max_inf: Eq. 11 as printed; queue_large_first: the released simulator's queue order; e_runs_starts: Eq. 11's
+#: e over the spot starts in the window, the previous default, sim/policies/gfs/sqa.py)
 CAUSES = {"eta_max_inf": "gfs:eta_max=inf", "eta_cut_each_update": "gfs:eta_cut=each-update",
+          "e_runs_starts": "gfs:e_runs=starts",
           "queue_large_first": "gfs:queue_order=large-first", "eq10_printed": "gfs:eq10=printed",
           "no_quota": "gfs:quota=false"}
 HORIZONS = {1: "gfs", 2: "gfs:H=2", 4: "gfs:H=4"}

@@ -17,21 +17,25 @@ Our readings where the paper leaves details open (each a parameter where it matt
   Gaussians summed per step). Eq. 10: the default ``eq10=additive`` is Q_H = f eta + S_a (S_a the spot GPUs
   guaranteed >= H h), NOT the printed min(f eta, S_0 + S_a) (gfs.txt:208), which is ``eq10=printed``;
   ``held-idle`` is min(f eta, spot held + idle). Eq. 11: eta starts at 1 and is cut by eps / e when the
-  eviction rate e (evictions / spot starts of the pool over the past H hours) exceeds 1.5 eps, raised by
-  (1.5 - e / eps) when e < eps / 2 and a spot task waited longer than theta = 3,600 s over the past H hours,
-  and never exceeds 1 (``eta_max=1``, the default): the reading the paper's runs had, since the released
+  eviction rate e (evictions / spot runs of the pool over the past H hours, see below) exceeds 1.5 eps,
+  raised by (1.5 - e / eps) when e < eps / 2 and a spot task waited longer than theta = 3,600 s over the past
+  H hours, and never exceeds 1 (``eta_max=1``, the default): the reading the paper's runs had, since the released
   simulator's raise (Sjtucitlab/Spot policy/policy.py around lines 103-113) is negative for e < eps / 2 and
   divides by zero at e = 0 (and its feedback never runs at all: eta stays 1 there, see sqa.py).
   ``eta_max=inf`` is Eq. 11 as printed; it winds eta up while f = 0 or every GPU is taken (1e35-1e112
   measured) and then admits every spot task at once.
   ``eta_raise=binding`` (raise only while the quota holds spot back) and ``eta_min`` / ``eta_max`` (the
   first reading's clamp [0.05, 4]) are further named readings; ``window_hours`` sets e's window (default:
-  the past H hours, as printed). HP demand is sampled every 60 s per organisation from the simulation's own
-  allocation; hourly maxima feed the estimator (default ``orglinear``, models.forecast.OrgLinear trained
-  causally in the replay; ``models:/demand@champion`` the registered model; ``persistence``: the last hourly
-  maximum with the spread of h-hour changes; ``seasonal``: hour-of-day mean over the last week; GFS-e
-  ``prev-week-peak``). Until the first complete hour the forecast is the demand held now; the forecast for an
-  hour is never below what the organisations already hold in it.
+  the past H hours, as printed). e is evictions / runs (gfs.txt:387) over the window: the spot runs alive in it
+  (running, or ended in it by an eviction, a finish or a failure; ``e_runs=live``, the default). ``e_runs=starts``
+  (the old reading) divides by the spot starts in the window instead: the runs an eviction ends mostly started
+  before the window, so e was about 3x the rate over the runs (measured on the differential traces) and rose
+  with no new eviction as starts left the window or a cut held them back. HP demand is sampled every 60 s per
+  organisation from the simulation's own allocation; hourly maxima feed the estimator (default ``orglinear``,
+  models.forecast.OrgLinear trained causally in the replay; ``models:/demand@champion`` the registered model;
+  ``persistence``: the last hourly maximum with the spread of h-hour changes; ``seasonal``: hour-of-day mean
+  over the last week; GFS-e ``prev-week-peak``). Until the first complete hour the forecast is the demand held
+  now; the forecast for an hour is never below what the organisations already hold in it.
 - PTS (pts.py): queue order (GPU request, pod count, submission), ascending: small tasks first (``queue_order``:
   ``fifo``, or ``large-first``: GPUs per pod descending, then pods and submission, as the released simulator
   sorts both queues), with
@@ -118,6 +122,9 @@ class Gfs(HpSpotPolicy):
                                      "simulator) | false: exact",
                   "eta_cut": "new-evidence (default: Eq. 11's cut only at an update that saw a new eviction) | "
                              "each-update (every 300 s while e is high: one eviction cuts eta up to 12 times per hour)",
+                  "e_runs": "Eq. 11's e: evictions in the past H hours / live (default: the spot runs alive in them, "
+                            "running or ended there; gfs.txt:387's evictions / runs) | starts (old: the spot starts "
+                            "in them)",
                   "eta_min": "eta floor (as printed: 0; old 0.05)",
                   "eta_max": "eta ceiling (default 1: eta only cut below its start, the released simulator's "
                              "behaviour; inf: Eq. 11's raise as printed, which winds up; old 4)",
@@ -133,7 +140,7 @@ class Gfs(HpSpotPolicy):
                  eta_max: Annotated[float, Domain(gt=0.0, finite=False, why="inf: no ceiling")] = 1.0,
                  window_hours: float = 0.0, eq19: str = "paper", score3: str = "paper", eq10: str = "additive",
                  wait: str = "window", eta_min: float = 0.0, spread_hours: int = 168, calendar: str = "concat",
-                 scale_input: str = "cyc", eta_raise: str = "always", eta_cut: str = "new-evidence",
+                 scale_input: str = "cyc", eta_raise: str = "always", eta_cut: str = "new-evidence", e_runs: str = "live",
                  inventory_floor: bool = True,
                  queue_order: str = "gfs"):
         super().__init__(preempt=True)
@@ -151,6 +158,7 @@ class Gfs(HpSpotPolicy):
                                      ("scale_input", scale_input, ("cyc", "abs")),
                                      ("eta_raise", eta_raise, ("always", "binding")),
                                      ("eta_cut", eta_cut, ("new-evidence", "each-update")),
+                                     ("e_runs", e_runs, ("starts", "live")),
                                      ("queue_order", queue_order, ("gfs", "fifo", "large-first"))):
             if value not in allowed:
                 raise ValueError(f"{name} must be one of {', '.join(allowed)}, got {value!r}")
@@ -164,6 +172,7 @@ class Gfs(HpSpotPolicy):
         self.eq19, self.score3, self.eq10, self.wait = eq19, score3, eq10, wait
         self.spread_hours, self.calendar, self.scale_input = spread_hours, calendar, scale_input
         self.eta_raise, self.eta_cut, self.inventory_floor = eta_raise, eta_cut, inventory_floor
+        self.e_runs = e_runs
         self.order = queue_order  # PTS's queue order (HpSpotPolicy.key / _schedule_spot read it)
         # the quota rests on the demand of the past spread_hours (0: all of it) and e's window: the watchdog
         # lets GFS hold spot tasks that long with nothing but its quota timers running
@@ -185,6 +194,7 @@ class Gfs(HpSpotPolicy):
                             eta_max=self.eta_max, eta_min=self.eta_min,
                             window_s=self.window_hours * 3600.0 if self.window_hours > 0 else None,
                             eq10=self.eq10, wait_mode=self.wait, eta_raise=self.eta_raise, eta_cut=self.eta_cut,
+                            e_runs=self.e_runs,
                             inventory_floor=self.inventory_floor,
                             estimator_params={"spread_hours": self.spread_hours or None, "calendar": self.calendar,
                                               "scale_input": self.scale_input})

@@ -178,7 +178,13 @@ class HpSpotPolicy(Policy):
     def on_finish(self, job: int) -> None:
         if self.spot[job]:
             self._count_periods(job, finished=True)
+            self._note_spot_end(job)
         self._forget(job)
+
+    def _note_spot_end(self, job: int) -> None:
+        """Tell the quota allocator a spot run ended without an eviction (Eq. 11's e with e_runs="live")."""
+        if self.coordinator is not None and hasattr(self.coordinator, "note_spot_end"):
+            self.coordinator.note_spot_end((self.ctx.partition, self.pool_key(job)), self.ctx.now)
 
     def _count_periods(self, job: int, finished: bool) -> None:
         """Eq. 19's G: whole checkpoint intervals the stopping spot task ran (+ its last one if it finished)."""
@@ -279,6 +285,8 @@ class HpSpotPolicy(Policy):
     def on_failure(self, job: int) -> float | None:
         """A failed task gave its GPUs back: forget its holdings (it returns through on_requeue)."""
         if job in self.placed:
+            if self.spot[job]:
+                self._note_spot_end(job)
             self._forget(job)
         return None
 
