@@ -49,6 +49,26 @@ def test_user_share_makes_durations_recur_per_user():
     assert np.corrcoef(m0[top], m1[top])[0, 1] > 0.8
 
 
+def test_size_duration_corr_is_off_by_default_and_makes_large_jobs_run_longer():
+    from features.traces.helios_shaped import size_duration_ratio
+
+    spec = _small(jobs=6000, users=0, user_share=0.0, gpu_mix={1: 0.6, 2: 0.1, 4: 0.1, 8: 0.15, 32: 0.05})
+    assert spec.size_duration_corr == 0.0
+    a = generate(spec, seed=2).frame
+    b = generate(spec.model_copy(update={"size_duration_corr": 0.5}), seed=2).frame
+    for col in ("submit_time", "num_gpus"):  # drawn last: every other draw is kept
+        assert np.array_equal(a[col].to_numpy(), b[col].to_numpy())
+    assert not np.array_equal(a["duration"].to_numpy(), b["duration"].to_numpy())
+    assert 0.7 < size_duration_ratio(a) < 1.3 and size_duration_ratio(b) > 2.0  # Earth's series: 3.6
+    big = a["num_gpus"] >= 8
+    assert b.loc[big, "duration"].median() > 3 * a.loc[big, "duration"].median()
+    # the duration law stays the same log-normal (median and mean within sampling error)
+    assert b["duration"].median() == pytest.approx(a["duration"].median(), rel=0.15)
+    assert np.log(b["duration"]).std() == pytest.approx(np.log(a["duration"]).std(), rel=0.05)
+    with pytest.raises(ValueError):
+        HeliosShapedSpec(size_duration_corr=1.0)
+
+
 def test_vcs_draw_only_vcs_the_job_fits(shared_data):
     from features.traces.lucid_synthetic import partition_gpus
 
