@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from features.traces.helios_shaped import SERIES_BIN_S, SERIES_FILE
 from pipelines.papers.calibration import Target, fit_error, fit_table, grid_search, parse_grid, targets_met
 
 TRACES = ("venus", "saturn")
@@ -124,6 +125,39 @@ def table(trace: str, reached: dict[str, float]) -> list[dict[str, Any]]:
     return fit_table(TARGETS[trace], reached)
 
 
+#: Table 2's "Avg. Duration" (s) as printed (lucid.txt:281-282)
+TABLE2_DURATION = {"saturn": (13_006.0, "lucid.txt:281"), "venus": (5_419.0, "lucid.txt:282")}
+
+
+def duration_check(data_dir: str | None = None) -> dict[str, dict[str, float]]:
+    """Table 2's average durations against what else says how long Venus' and Saturn's GPU jobs run (s):
+    Table 4's baselines' JCT - queue (``table4``: the same trace replayed, lucid.txt:337-341), Helios' own
+    summary of the full traces (``helios_summary``: helios/cluster_summary.csv, avg_run_time_gpu, Apr-Sep 2020)
+    and, for Venus, Little's law on its real series (``little_lower_bound``: the submission series of Apr-Aug
+    2020 in helios/, the running GPU jobs counted from the starts and ends, at least 0 at the emptiest instant,
+    over the jobs started per second: a lower bound of the mean run time)."""
+    import pandas as pd
+
+    from features.paths import resolve_data_path
+
+    h = 3600.0
+    paths = {name: resolve_data_path(name, data_dir) for name in ("helios/cluster_summary.csv", SERIES_FILE)}
+    for name, path in paths.items():
+        if not path.exists():
+            raise FileNotFoundError(f"{name} not found ({path}; set --data-dir)")
+    summary = pd.read_csv(paths["helios/cluster_summary.csv"]).set_index("id")
+    series = pd.read_csv(paths[SERIES_FILE], usecols=["start_gpu_job", "end_gpu_job"])
+    running = (series["start_gpu_job"] - series["end_gpu_job"]).cumsum().to_numpy(dtype=float)
+    rate = series["start_gpu_job"].sum() / (len(series) * SERIES_BIN_S)
+    out = {}
+    for trace in TRACES:
+        run = {t.key: t.paper for t in TARGETS[trace]}["run_h"]
+        out[trace] = {"table2": TABLE2_DURATION[trace][0], "table4": run * h,
+                      "helios_summary": float(summary.loc[trace.capitalize(), "avg_run_time_gpu"])}
+    out["venus"]["little_lower_bound"] = float((running - running.min()).mean() / rate)
+    return out
+
+
 def _parse_grid(items: list[str]) -> dict[str, list[float]]:
     return parse_grid(items, FREE)
 
@@ -138,7 +172,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--grid", nargs="*", default=[], metavar="KEY=V1,V2")
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
     p.add_argument("--data-dir", default=None)
+    p.add_argument("--table2", action="store_true", help="only check Table 2's average durations against Table 4, "
+                   "Helios' summary and Venus' series (duration_check; no replay)")
     args = p.parse_args(argv)
+    if args.table2:
+        try:
+            check = duration_check(args.data_dir)
+        except FileNotFoundError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        print("Table 2's average durations (s) against the other evidence:")
+        for trace, row in check.items():
+            print(f"  {trace:7s} " + ", ".join(f"{k} {v:,.0f}" for k, v in row.items()))
+        return 0
     try:
         grid = _parse_grid(args.grid) or DEFAULT_GRID
     except ValueError as exc:
