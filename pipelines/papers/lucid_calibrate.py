@@ -56,7 +56,7 @@ def _targets(row_jct: int, row_q: int, row_tail: int, jct: tuple, queue: tuple, 
             Target("fifo_p999_h", "FIFO P99.9 queueing delay, h (shown, not fitted)", tail[0], f"lucid.txt:{row_tail}", 0.0),
             Target("tiresias_p999_h", "Tiresias P99.9 queueing delay, h (shown, not fitted)", tail[4],
                    f"lucid.txt:{row_tail}", 0.0),
-            Target("mean_gpus", "GPUs per job, mean of the mix (shown, not fitted; Helios' whole trace)", helios[1],
+            Target("mean_gpus", "mean GPUs per job of the mix (shown, not fitted)", helios[1],
                    f"helios/cluster_summary.csv: {helios[0]} avg_gpu_num", 0.0)]
 
 
@@ -172,6 +172,12 @@ def duration_check(data_dir: str | None = None) -> dict[str, dict[str, float]]:
     return out
 
 
+def _default(key: str) -> Any:
+    from features.traces.helios_shaped import HeliosShapedSpec
+
+    return HeliosShapedSpec.model_fields[key].default
+
+
 def _parse_grid(items: list[str]) -> dict[str, list[float]]:
     return parse_grid(items, FREE)
 
@@ -212,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             reached = measure(trace, base, args.seeds, cluster, data_dir=args.data_dir)
         print(f"\n{trace} (seeds {args.seeds}; preset lucid-{trace} on {cluster}: "
-              + ", ".join(f"{k} {base.get(k)}" for k in FREE) + ")")
+              + ", ".join(f"{k} {base.get(k, _default(k))}" for k in FREE) + ")")
         print(f"  {'target':52s} {'paper':>8s} {'reached':>8s}  within 2x  cite")
         for row in table(trace, reached):
             print(f"  {row['target']:52s} {row['paper']:8.2f} {row['reached']:8.2f}  "
