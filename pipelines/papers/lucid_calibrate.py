@@ -31,7 +31,6 @@ from typing import Any
 
 import numpy as np
 
-from features.traces.helios_shaped import SERIES_BIN_S, SERIES_FILE
 from pipelines.papers.calibration import Target, fit_error, fit_table, grid_search, parse_grid, targets_met
 
 TRACES = ("venus", "saturn")
@@ -153,6 +152,7 @@ def duration_check(data_dir: str | None = None) -> dict[str, dict[str, float]]:
     import pandas as pd
 
     from features.paths import resolve_data_path
+    from features.traces.helios_shaped import SERIES_BIN_S, SERIES_FILE
 
     h = 3600.0
     paths = {name: resolve_data_path(name, data_dir) for name in ("helios/cluster_summary.csv", SERIES_FILE)}
