@@ -203,7 +203,8 @@ def test_table2_durations_of_venus_and_saturn_read_exchanged_against_every_other
 
     lines = PAPER.read_text().splitlines()
     for trace, (value, cite) in cal.TABLE2_DURATION.items():
-        assert f"{value:,.0f}s" in lines[int(cite.split(":")[1]) - 1] and trace.capitalize() in lines[int(cite.split(":")[1]) - 1]
+        text = lines[int(cite.split(":")[1]) - 1]
+        assert f"{value:,.0f}s" in text and trace.capitalize() in text
     check = cal.duration_check(str(shared_data))
     venus, saturn = check["venus"], check["saturn"]
     assert venus["little_lower_bound"] > 2 * venus["table2"]  # Venus' own jobs run longer than Table 2 says

@@ -190,7 +190,8 @@ def _helios_settings_page(ctx, res: Results, records: list[dict], setting: str, 
                 f"{preset['user_share']}, size_duration_corr {preset.get('size_duration_corr', 0.0)} (the preset's "
                 f"comment has the grid and the fit's output); fixed from the paper "
                 f"and Helios: mean inter-arrival {preset['mean_interarrival']} s, median run {preset['median_duration']:g} s, "
-                f"{preset['users']} users. The run time fitted is Table 4's JCT - queue, not Table 2's average duration: "
+                f"{preset['users']} users. The run time fitted is Table 4's JCT - queue, not Table 2's average "
+                "duration: "
                 "Table 2's Venus and Saturn cells (5,419 s and 13,006 s, lucid.txt:281-282) read exchanged against "
                 "Table 4 (Venus 11,772 s, Saturn 5,760 s), Helios' summary (13,041 s and 5,253 s) and Little's law on "
                 "Venus' real series (at least 13,074 s): python -m pipelines.papers.lucid_calibrate --table2")}
