@@ -143,6 +143,10 @@ def test_presets_fit_parameters_are_recorded_and_match_the_paper_scale():
         params, cluster = cal.preset_params(trace)
         assert cluster == p["cluster"] and "name" not in params
         HeliosShapedSpec(**params)  # a valid generator spec
+        # the size mix stays within 2x of Helios' own mean GPUs per job (the shown, not fitted, row)
+        helios = {t.key: t.paper for t in cal.TARGETS[trace]}["mean_gpus"]
+        assert helios / 2 <= cal.mean_gpus(params) <= helios * 2
+    assert cal._parse_grid(["size_duration_corr=0,0.3"]) == {"size_duration_corr": [0.0, 0.3]}
         assert re.search(r"Fit \(", Path(__file__).resolve().parents[1].joinpath(
             "configs", "workloads", f"lucid-{trace}.yaml").read_text())
 
