@@ -146,9 +146,9 @@ def test_presets_fit_parameters_are_recorded_and_match_the_paper_scale():
         # the size mix stays within 2x of Helios' own mean GPUs per job (the shown, not fitted, row)
         helios = {t.key: t.paper for t in cal.TARGETS[trace]}["mean_gpus"]
         assert helios / 2 <= cal.mean_gpus(params) <= helios * 2
-    assert cal._parse_grid(["size_duration_corr=0,0.3"]) == {"size_duration_corr": [0.0, 0.3]}
         assert re.search(r"Fit \(", Path(__file__).resolve().parents[1].joinpath(
             "configs", "workloads", f"lucid-{trace}.yaml").read_text())
+    assert cal._parse_grid(["size_duration_corr=0,0.3"]) == {"size_duration_corr": [0.0, 0.3]}
 
 
 def test_ledger_spec_runs_venus_and_saturn_with_generated_models():
