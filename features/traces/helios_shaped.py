@@ -24,7 +24,15 @@ in ``shared/data``; what is there, and what this generator is seeded from, is re
   shares the test period's users;
 - **virtual clusters** (off unless ``vc_cluster`` names a partitioned cluster config, e.g. ``venus``: Helios
   Venus' 15 real VCs): each job's ``org`` is a VC drawn among those large enough for it, weighted by
-  VC GPUs^``vc_power`` (1: every VC equally loaded on average).
+  VC GPUs^``vc_power`` (1: every VC equally loaded on average);
+- **size-duration correlation** (off unless ``size_duration_corr > 0``; Lucid's Saturn-shaped setting uses
+  it): the log-duration's normal score is mixed with the GPU count's normal score (ranks, ties broken at
+  random) at correlation ``size_duration_corr``, so large jobs run longer while the duration law stays the
+  same log-normal (a user's share of the variance becomes ``user_share`` x (1 - corr^2)). Helios' own series
+  show large jobs running longer: on Earth (helios/earth_vc_1min_*.csv.gz) running GPU jobs hold 7.6 GPUs on
+  average against 2.1 for the submitted ones (helios/cluster_summary.csv), which by Little's law is
+  E[gpus x duration] / (E[gpus] E[duration]) = 3.6; independent draws give 1
+  (:func:`size_duration_ratio` measures it on a generated table).
 
 Everything is seeded (``numpy.random.default_rng(seed)``) and the table is labelled synthetic.
 """
@@ -70,6 +78,8 @@ class HeliosShapedSpec(BaseModel):
     user_seed: int = Field(0, ge=0, description="seed of the user population (shared by every job seed)")
     vc_cluster: str | None = Field(None, description="a partitioned cluster config whose VCs get the jobs")
     vc_power: float = Field(1.0, ge=0, description="VC weight ~ VC GPUs^vc_power")
+    size_duration_corr: float = Field(0.0, ge=0, lt=1, description="correlation of the log-duration's normal "
+                                      "score with the GPU count's (0: independent, the default)")
     start: str = "2020-04-01T00:00:00+00:00"
     data_dir: str | None = None
 
@@ -198,7 +208,8 @@ def generate(spec: HeliosShapedSpec, seed: int = 0) -> JobTable:
     n = spec.jobs
     submit = arrival_times(spec, n, rng)
     sigma = duration_sigma(spec.median_duration, spec.mean_duration, spec.max_duration)
-    duration = np.exp(rng.normal(np.log(spec.median_duration), sigma, size=n))
+    log_duration = rng.normal(np.log(spec.median_duration), sigma, size=n)
+    duration = np.exp(log_duration)
     duration = np.maximum(np.round(np.minimum(duration, spec.max_duration)), 1.0)
     mix = spec.mix()
     gpus = rng.choice(np.array(list(mix)), size=n, p=np.array(list(mix.values())))
@@ -209,7 +220,8 @@ def generate(spec: HeliosShapedSpec, seed: int = 0) -> JobTable:
         weights = 1.0 / np.arange(1, spec.users + 1) ** spec.user_skew
         users = rng.choice(spec.users, size=n, p=weights / weights.sum())
         z = np.sqrt(spec.user_share) * offsets[users] + np.sqrt(1.0 - spec.user_share) * rng.normal(size=n)
-        duration = np.exp(np.log(spec.median_duration) + sigma * z)
+        log_duration = np.log(spec.median_duration) + sigma * z
+        duration = np.exp(log_duration)
         duration = np.maximum(np.round(np.minimum(duration, spec.max_duration)), 1.0)
     frame = pd.DataFrame({
         "job_id": [f"hs-{i}" for i in range(n)],
@@ -224,6 +236,11 @@ def generate(spec: HeliosShapedSpec, seed: int = 0) -> JobTable:
         frame["user"] = [f"u{u}" for u in users]
     if spec.vc_cluster:  # drawn last, too
         frame["org"] = _vcs(spec, gpus, rng)
+    if spec.size_duration_corr > 0:  # drawn after everything else: a table without it is unchanged
+        z = (log_duration - np.log(spec.median_duration)) / sigma
+        z = np.sqrt(1.0 - spec.size_duration_corr ** 2) * z + spec.size_duration_corr * _size_score(gpus, rng)
+        duration = np.exp(np.log(spec.median_duration) + sigma * z)
+        frame["duration"] = np.maximum(np.round(np.minimum(duration, spec.max_duration)), 1.0)
     report = LoadReport(source=f"synthetic:helios-shaped(seed={seed}, jobs={n})", format="synthetic",
                         rows_read=n, synthetic=True)
     report.notes.append("SYNTHETIC trace: Helios-shaped (real Venus submission intensity, Helios duration "
@@ -231,6 +248,24 @@ def generate(spec: HeliosShapedSpec, seed: int = 0) -> JobTable:
     table = finalize(frame, report, path=report.source)
     table.frame.attrs["synthetic"] = True
     return table
+
+
+def _size_score(gpus: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Normal scores of the GPU counts (ranks with ties broken at random): N(0, 1) over the jobs, increasing
+    with the GPU count, independent of the durations."""
+    from scipy.stats import norm
+
+    order = np.lexsort((rng.random(len(gpus)), gpus))
+    ranks = np.empty(len(gpus))
+    ranks[order] = np.arange(1, len(gpus) + 1)
+    return norm.ppf(ranks / (len(gpus) + 1))
+
+
+def size_duration_ratio(frame: pd.DataFrame) -> float:
+    """E[gpus x duration] / (E[gpus] E[duration]): by Little's law, the running jobs' mean GPUs over the
+    submitted jobs' (1 when size and duration are independent; Helios Earth's series give 3.6)."""
+    g, d = frame["num_gpus"].to_numpy(dtype=float), frame["duration"].to_numpy(dtype=float)
+    return float((g * d).mean() / (g.mean() * d.mean()))
 
 
 def _vcs(spec: HeliosShapedSpec, gpus: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -269,4 +304,5 @@ def _check_params(params: dict) -> None:
 generate_from_preset.check_params = _check_params  # type: ignore[attr-defined]
 
 
-__all__ = ["HeliosShapedSpec", "generate", "generate_from_preset", "duration_sigma", "arrival_times"]
+__all__ = ["HeliosShapedSpec", "generate", "generate_from_preset", "duration_sigma", "arrival_times",
+           "size_duration_ratio"]

@@ -165,6 +165,8 @@ def _helios_settings_page(ctx, res: Results, records: list[dict], setting: str, 
         if _has(res, w, label):
             summaries[label] = {m: res.get(w, label, m) for m in ("wait_mean", "jct_mean", "wait_p99.9")}
     reached = cal.figures(summaries) if {"fifo", "tiresias"} <= set(summaries) else {}
+    if reached:
+        reached["mean_gpus"] = cal.mean_gpus(cal.preset_params(setting)[0])
     info = {"trace": f"Helios-shaped {setting.capitalize()} month (configs/workloads/{HELIOS[setting][1]}.yaml, "
                      f"generator helios-shaped; the paper: {paper[0]}); {int(preset['jobs']):,} jobs"
                      + ("" if not ctx.quick else " (quick mode: fewer)"),
@@ -185,9 +187,14 @@ def _helios_settings_page(ctx, res: Results, records: list[dict], setting: str, 
                 "fitted on the baselines only (never Lucid's numbers) by python -m pipelines.papers.lucid_calibrate "
                 f"--trace {setting} --fit: arrival_scale {preset['arrival_scale']}, large_scale {preset['large_scale']}, "
                 f"mean_duration {preset['mean_duration']:g} s, vc_power {preset['vc_power']}, user_share "
-                f"{preset['user_share']} (the preset's comment has the grid and the fit's output); fixed from the paper "
+                f"{preset['user_share']}, size_duration_corr {preset.get('size_duration_corr', 0.0)} (the preset's "
+                f"comment has the grid and the fit's output); fixed from the paper "
                 f"and Helios: mean inter-arrival {preset['mean_interarrival']} s, median run {preset['median_duration']:g} s, "
-                f"{preset['users']} users")}
+                f"{preset['users']} users. The run time fitted is Table 4's JCT - queue, not Table 2's average "
+                "duration: "
+                "Table 2's Venus and Saturn cells (5,419 s and 13,006 s, lucid.txt:281-282) read exchanged against "
+                "Table 4 (Venus 11,772 s, Saturn 5,760 s), Helios' summary (13,041 s and 5,253 s) and Little's law on "
+                "Venus' real series (at least 13,074 s): python -m pipelines.papers.lucid_calibrate --table2")}
     ctx.settings[setting] = info
 
 
