@@ -35,7 +35,7 @@ classification backbone while the code builds a detector or segmenter (calibrate
 misses: `--model H`, `--backbone_name tiny`, `--net vgg16` around Faster R-CNN).
 
 Calibration from first sight (`FIRST_SIGHT_COUNTS`, `calibration_cap`): how often each (field, kind) -- models and
-datasets also by the value's shape -- was right on command batches 18-23 with the code each batch first met; a group
+datasets also by the value's shape -- was right on command batches 18-25 with the code each batch first met; a group
 right less than `CALIBRATION_FLOOR` of the time is capped at `CALIBRATED_CAP` (below the threshold), so it answers
 only where another signal confirms it (the data's usual task or the repository's description agreeing with the
 objective identifiers). `python benchmarks/schedmate_first_sight.py calibrate` refits the table and prints the
@@ -63,27 +63,32 @@ KIND_CONFIDENCE: dict[str, float] = {"argument": 0.95, "launcher": 0.95, "config
                                      "none": 0.0}
 
 #: how often each (field, kind) of evidence was RIGHT at first sight: the Advisor's answers on command batches
-#: 18-23, each run with the code of the commit that added the batch's labels, before anything was tuned for it
+#: 18-25, each run with the code that first met the batch (benchmarks/schedmate_first_sight.py FIRST_SIGHT_COMMITS),
+#: before anything was tuned for it
 #: (benchmarks/realsets/first_sight_commands.json; `python benchmarks/schedmate_first_sight.py calibrate` refits
 #: and checks this table): (answered, right)
 FIRST_SIGHT_COUNTS: dict[tuple[str, str], tuple[int, int]] = {
-    ("batch_scope", "argument"): (49, 49), ("batch_scope", "code"): (1, 1), ("batch_scope", "config"): (8, 1),
-    ("batch_scope", "default"): (21, 21), ("batch_scope", "name"): (17, 4), ("batch_size", "argument"): (45, 44),
-    ("batch_size", "code"): (1, 1), ("batch_size", "config"): (6, 6), ("batch_size", "default"): (30, 30),
-    ("dataset", "argument/known"): (52, 46), ("dataset", "argument/unknown"): (12, 12),
-    ("dataset", "code/known"): (12, 11), ("dataset", "config/known"): (2, 2), ("dataset", "default/known"): (5, 3),
-    ("dataset", "name/known"): (1, 1), ("dataset", "name/unknown"): (8, 1), ("gpus", "argument"): (5, 5),
-    ("gpus", "assumed"): (77, 71), ("gpus", "code"): (1, 1), ("gpus", "default"): (3, 3),
-    ("gpus", "launcher"): (30, 30), ("iteration_unit", "argument"): (44, 44), ("iteration_unit", "code"): (1, 1),
-    ("iteration_unit", "config"): (7, 7), ("iteration_unit", "default"): (51, 47),
-    ("iterations", "argument"): (44, 41), ("iterations", "code"): (1, 0), ("iterations", "config"): (7, 7),
-    ("iterations", "default"): (51, 46), ("model", "argument/known"): (27, 25), ("model", "argument/size"): (4, 0),
-    ("model", "argument/unknown"): (20, 15), ("model", "class/known"): (4, 1), ("model", "class/unknown"): (34, 6),
-    ("model", "code/known"): (1, 0), ("model", "config/unknown"): (2, 2), ("model", "default/known"): (9, 9),
-    ("model", "default/unknown"): (3, 2), ("model", "name/known"): (3, 3), ("model", "name/unknown"): (1, 0),
-    ("nodes", "argument"): (3, 3), ("nodes", "assumed"): (140, 140), ("nodes", "config"): (3, 3),
-    ("nodes", "default"): (1, 1), ("task", "code"): (7, 6), ("task", "entry"): (1, 0), ("task", "name"): (21, 15),
-    ("task", "objective/generic"): (36, 18), ("task", "objective/specific"): (25, 25), ("task", "signal"): (27, 27),
+    ('batch_scope', 'argument'): (14, 14), ('batch_scope', 'argument/presumed'): (44, 36),
+    ('batch_scope', 'code/global'): (6, 3), ('batch_scope', 'code/per-device'): (2, 2),
+    ('batch_scope', 'config'): (25, 17), ('batch_scope', 'default/presumed'): (40, 36),
+    ('batch_scope', 'name'): (17, 4), ('batch_size', 'argument'): (50, 46), ('batch_size', 'code'): (1, 1),
+    ('batch_size', 'config'): (24, 23), ('batch_size', 'default'): (50, 46), ('dataset', 'argument/known'): (55, 49),
+    ('dataset', 'argument/unknown'): (14, 14), ('dataset', 'code/known'): (12, 11),
+    ('dataset', 'config/known'): (14, 9), ('dataset', 'default/known'): (8, 6),
+    ('dataset', 'default/unknown'): (3, 1), ('dataset', 'name/known'): (1, 1), ('dataset', 'name/unknown'): (9, 2),
+    ('gpus', 'argument'): (11, 11), ('gpus', 'assumed'): (105, 93), ('gpus', 'code'): (1, 1),
+    ('gpus', 'config'): (4, 3), ('gpus', 'default'): (6, 3), ('gpus', 'launcher'): (41, 41),
+    ('iteration_unit', 'argument'): (52, 52), ('iteration_unit', 'code'): (1, 1),
+    ('iteration_unit', 'config'): (22, 22), ('iteration_unit', 'default'): (70, 65),
+    ('iterations', 'argument'): (52, 47), ('iterations', 'code'): (1, 0), ('iterations', 'config'): (22, 22),
+    ('iterations', 'default'): (70, 60), ('model', 'argument/known'): (31, 25), ('model', 'argument/size'): (4, 0),
+    ('model', 'argument/unknown'): (29, 19), ('model', 'class/known'): (4, 1), ('model', 'class/unknown'): (49, 7),
+    ('model', 'code/known'): (1, 0), ('model', 'config/known'): (8, 2), ('model', 'config/unknown'): (12, 5),
+    ('model', 'default/known'): (9, 9), ('model', 'default/unknown'): (3, 2), ('model', 'name/known'): (3, 3),
+    ('model', 'name/unknown'): (4, 0), ('nodes', 'argument'): (5, 5), ('nodes', 'assumed'): (194, 193),
+    ('nodes', 'config'): (7, 7), ('nodes', 'default'): (1, 1), ('nodes', 'launcher'): (1, 1),
+    ('task', 'code'): (7, 6), ('task', 'entry'): (1, 0), ('task', 'name'): (37, 26),
+    ('task', 'objective/generic'): (47, 27), ('task', 'objective/specific'): (29, 29), ('task', 'signal'): (34, 31)
 }
 #: a kind of evidence right less often than this at first sight (smoothed: (right + 1.6) / (answered + 2), at least
 #: 5 answers) is capped below the threshold: its answers stand only where another signal confirms them. 0.85: the
@@ -95,6 +100,9 @@ MIN_ANSWERS: int = 5
 #: the confidence a capped kind keeps (below MIN_CONFIDENCE; a confirmation adds 0.2 and lifts it above)
 CALIBRATED_CAP: float = 0.45
 
+
+#: a rule text that states the batch's scope: the option's name (per device / per GPU / micro) or the code's division
+_STATED_SCOPE = re.compile(r"per_?(?:device|gpu)|micro|divided|documented|global|total", re.I)
 
 #: tasks whose objective identifiers (features.schedmate_text.vocab.OBJECTIVE_SIGNALS) other tasks' code shares
 _GENERIC_OBJECTIVES = {"image-classification", "image-generation"}
@@ -116,6 +124,14 @@ def calibration_group(field: str, kind: str, value: Any, rule: str = "") -> tupl
         # with an accuracy, a generator with a discriminator belong to many tasks' code (a translator, a text
         # recogniser, a segmenter; a vocoder, an image translator): two groups, not one per task (too few answers)
         return field, "objective/generic" if value in _GENERIC_OBJECTIVES else "objective/specific"
+    if field == "batch_scope" and value == "per-device" and kind in ("argument", "default") and \
+            not _STATED_SCOPE.search(rule):
+        # a bare batch option (`--batch_size`, `--bs`) read as per device because nothing divides or multiplies it: a
+        # presumption, not a statement (right 50 of 50 times at first sight on batches 18-23, 8 of 16 on 24-25)
+        return field, f"{kind}/presumed"
+    if field == "batch_scope" and kind == "code" and value in ("global", "per-device"):
+        # the code's wrapper (DataParallel: the total) and the code's multiplication (per device) are two mechanisms
+        return field, f"code/{value}"
     if field not in ("model", "dataset") or value is None:
         return field, kind
     from features.schedmate_text.vocab import canonical_dataset, family_task, known_model
@@ -482,8 +498,8 @@ def attach_evidence(md: JobMetadata, ex=None, command: str = "") -> JobMetadata:
                 conf = 0.50 if f == "model" else 0.55
             if f == "task":
                 kind = "entry"  # the entry's / config's own name names the task (cyclegan.py, classifier_train.py)
-        grp = calibration_group(f, kind, value)
-        cap = calibration_cap(*grp)
+        grp = calibration_group(f, kind, value, rule)
+        cap = calibration_cap(*grp) if f != "batch_scope" else None  # (the scope's cap: below, once its kind is known)
         if cap is not None and conf > cap:  # a kind often wrong at first sight: it stands only where confirmed
             conf = cap
             reason = reason or f"{grp[1]} evidence for the {f} was right {FIRST_SIGHT_COUNTS[grp][1]} times in " \
@@ -533,6 +549,14 @@ def attach_evidence(md: JobMetadata, ex=None, command: str = "") -> JobMetadata:
             conf = scope_of_batch * (1.0 if value == "global" or "per_gpu" in rule or
                                                       "per_device" in rule or "micro" in rule else 0.9)
             kind = out["batch_size"]["kind"]
+        if f == "batch_scope":  # the scope's own first-sight record (a presumed per-device scope is its own group)
+            grp = calibration_group(f, kind, value, rule)
+            cap = calibration_cap(*grp)
+            if cap is not None and conf > cap:
+                conf = cap
+                record = f"{grp[1]} evidence for the batch scope was right {FIRST_SIGHT_COUNTS[grp][1]} times in " \
+                         f"{FIRST_SIGHT_COUNTS[grp][0]} at first sight"
+                reason = f"{reason}; but {record}" if reason else record
         if f == "iteration_unit" and "iterations" in out:
             conf, kind = out["iterations"]["confidence"], out["iterations"]["kind"]
         lead = {"iteration_unit": "iterations", "batch_scope": "batch_size"}.get(f)

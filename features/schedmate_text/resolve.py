@@ -225,7 +225,10 @@ def resolve(ex) -> JobMetadata:
             if n and n > 0:
                 md.batch_size, md.sources["batch_size"] = n, s
                 batch_key = k
-                if k in getattr(ex, "global_batch", ()):  # the script's help: "total batch size for all GPUs"
+                gb = getattr(ex, "global_batch", ())
+                if k in gb or ("." in k and _last(k) in {x.lower() for x in gb if "." not in x}):
+                    # the script's help: "total batch size for all GPUs"; the code divides it by the process count
+                    # (`cfg.TRAIN.BATCH_SIZE / cfg.NUM_GPUS`: a yacs key by its last segment)
                     ex._global_batch = n
                     md.sources["batch_size"] = s + " (documented as the total over all GPUs, divided below)"
                 break

@@ -1,0 +1,87 @@
+"""Advisor mechanisms from the first-sight misses of batches 24-25 (issue 41), on hand-written fixtures: a batch
+option divided by the process count in a module the entry imports is the total over all GPUs; a presumed per-device
+scope is its own calibration group and the scope's first-sight cap applies; a family name keeps its generation
+digit; the first-sight script knows which code each batch met and keeps the other batches' records."""
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+from features.schedmate_text.evidence import calibration_group
+from features.schedmate_text.follow import divided_batches, imported_modules
+from features.schedmate_text.vocab import known_model
+from models.schedmate.extract import extract_metadata
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_division_with_other_divisors_between_and_a_guarded_count():
+    assert divided_batches("per = round(args.bs / args.ac / dist.get_world_size())") == {"bs"}
+    assert divided_batches("n = int(cfg.SOLVER.BATCH_SIZE / max(1, cfg.NUM_GPUS))") == {"BATCH_SIZE"}
+    assert divided_batches("b = opt.mini_batch_size // comm.my_size") == {"mini_batch_size"}
+    assert divided_batches("steps = len(ds) / args.batch_size") == set()
+    assert divided_batches("lr = args.lr * args.batch_size / 256") == set()
+
+
+def test_imported_modules_two_levels_deep():
+    files = {"tools/run.py": "from tools.train import fit\n", "tools/train.py": "import pkg.data.build as b\n",
+             "pkg/data/build.py": "x = 1\n", "pkg/other.py": ""}
+    assert imported_modules(files, "tools/run.py") == ["tools/run.py", "tools/train.py", "pkg/data/build.py"]
+    assert imported_modules(files, "tools/run.py", depth=1) == ["tools/run.py", "tools/train.py"]
+
+
+_ENTRY = ("import argparse\nfrom helpers import setup\n"
+          "p = argparse.ArgumentParser()\np.add_argument('--bs', type=int, default=64)\n"
+          "p.add_argument('--ep', type=int, default=10)\nargs = p.parse_args()\nsetup(args)\n"
+          "for epoch in range(args.ep):\n    pass\n")
+_HELPER = "import torch.distributed as dist\n\ndef setup(args):\n    args.per = round(args.bs / 2 / dist.get_world_size())\n"
+
+
+def test_batch_divided_in_an_imported_module_is_global():
+    files = {"train.py": _ENTRY, "helpers.py": _HELPER}
+    md = extract_metadata("torchrun --nproc_per_node 4 train.py --bs 256", files)
+    assert md.batch_scope == "global"
+    alone = extract_metadata("torchrun --nproc_per_node 4 train.py --bs 256",
+                             {"train.py": _ENTRY, "helpers.py": "def setup(args):\n    pass\n"}, min_confidence=0.0)
+    assert alone.batch_scope == "per-device"
+
+
+def test_yacs_key_divided_by_its_last_segment():
+    entry = ("from lib.config import get_cfg\nfrom lib.loader import build\ncfg = get_cfg()\n"
+             "cfg.merge_from_list(__import__('sys').argv[1:])\nbuild(cfg)\n")
+    loader = "def build(cfg):\n    return int(cfg.TRAIN.BATCH_SIZE / max(1, cfg.NUM_GPUS))\n"
+    config = "from yacs.config import CfgNode\n_C = CfgNode()\n_C.TRAIN = CfgNode()\n_C.TRAIN.BATCH_SIZE = 64\n" \
+             "_C.NUM_GPUS = 1\ndef get_cfg():\n    return _C.clone()\n"
+    files = {"run.py": entry, "lib/loader.py": loader, "lib/config.py": config, "lib/__init__.py": ""}
+    md = extract_metadata("python run.py TRAIN.BATCH_SIZE 16 NUM_GPUS 8", files, min_confidence=0.0)
+    assert md.batch_scope == "global"
+
+
+def test_presumed_per_device_scope_is_its_own_group():
+    assert calibration_group("batch_scope", "argument", "per-device", "argv --batch_size") == \
+        ("batch_scope", "argument/presumed")
+    assert calibration_group("batch_scope", "argument", "per-device", "argv --per_device_train_batch_size") == \
+        ("batch_scope", "argument")
+    assert calibration_group("batch_scope", "argument", "global", "argv --batch_size (global, divided by GPUs below)") \
+        == ("batch_scope", "argument")
+    assert calibration_group("batch_scope", "config", "per-device", "config a.yaml") == ("batch_scope", "config")
+
+
+def test_family_keeps_its_generation_digit():
+    assert known_model("pointnet2_cls_ssg") == "pointnet2"
+    assert known_model("pointnet_cls") == "pointnet"
+    assert known_model("resnet50") == "resnet50"
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("fs41", ROOT / "benchmarks" / "schedmate_first_sight.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_first_sight_code_commit_holds_the_labels():
+    fs = _script()
+    assert fs.FIRST_SIGHT_COMMITS[24] == fs.FIRST_SIGHT_COMMITS[25] == "cbd93ac"
+    assert fs.LABEL_COMMITS[24] == "d1acabf"
+    assert set(fs.LABEL_COMMITS) <= set(fs.FIRST_SIGHT_COMMITS)
