@@ -85,3 +85,43 @@ def test_first_sight_code_commit_holds_the_labels():
     assert fs.FIRST_SIGHT_COMMITS[24] == fs.FIRST_SIGHT_COMMITS[25] == "cbd93ac"
     assert fs.LABEL_COMMITS[24] == "d1acabf"
     assert set(fs.LABEL_COMMITS) <= set(fs.FIRST_SIGHT_COMMITS)
+
+
+def test_building_blocks_and_side_parts_are_never_the_model():
+    from features.schedmate_text.resolve import _GENERIC_CLASS, _ROLE_PATH, _class_name_words
+
+    for cls in ("AttnBlock", "ChanNorm", "MultiHeadAttn", "YOLOv8DetDataPreprocessor", "HifiVocoder"):
+        assert _GENERIC_CLASS.match(_class_name_words(cls)), cls
+    for cls in ("ResNet", "UNet", "DeepSpeech", "GIN"):
+        assert not _GENERIC_CLASS.match(_class_name_words(cls)), cls
+    assert _ROLE_PATH.search("vocoder") and _ROLE_PATH.search("model.data_preprocessor")
+    assert not _ROLE_PATH.search("model") and not _ROLE_PATH.search("model.backbone")
+    # a TTS config naming its vocoder: the vocoder is not the model trained
+    files = {"train.py": "import yaml\nimport argparse\np = argparse.ArgumentParser()\n"
+                         "p.add_argument('-m', '--model_config', type=str)\nargs = p.parse_args()\n"
+                         "cfg = yaml.load(open(args.model_config))\n",
+             "config/model.yaml": "transformer:\n  encoder_layer: 4\nvocoder:\n  model: HiFi-GAN\n"}
+    md = extract_metadata("python train.py -m config/model.yaml", files, min_confidence=0.0)
+    assert md.model != "hifi-gan"
+
+
+_DEVICES = ("import argparse\np = argparse.ArgumentParser()\np.add_argument('--data', type=str, default='ETTx1')\n"
+            "p.add_argument('--data_path', type=str, default='ETTx1.csv')\n"
+            "p.add_argument('--batch_size', type=int, default=32)\n"
+            "p.add_argument('--use_multi_gpu', action='store_true', default=False)\n"
+            "p.add_argument('--devices', type=str, default='0,1,2,3')\nargs = p.parse_args()\n"
+            "if args.use_multi_gpu:\n    model = nn.DataParallel(model, device_ids=args.devices)\n")
+
+
+def test_a_device_list_behind_a_multi_gpu_switch_left_off_counts_no_gpus():
+    md = extract_metadata("python run.py --data ETTx2", {"run.py": _DEVICES}, min_confidence=0.0)
+    assert md.gpus == 1 and md.batch_scope == "per-device"
+    md = extract_metadata("python run.py --data ETTx2 --use_multi_gpu", {"run.py": _DEVICES}, min_confidence=0.0)
+    assert md.gpus == 4
+
+
+def test_the_commands_bare_dataset_name_beats_another_keys_default_path():
+    md = extract_metadata("python run.py --data ETTx2", {"run.py": _DEVICES}, min_confidence=0.0)
+    assert md.dataset == "ettx2" and md.sources["dataset"] == "argv --data"
+    md = extract_metadata("python run.py", {"run.py": _DEVICES}, min_confidence=0.0)
+    assert md.dataset != "ettx2"
