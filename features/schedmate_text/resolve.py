@@ -159,7 +159,8 @@ def resolve(ex) -> JobMetadata:
         for k, v, p, s in ranked:
             if p < P_ARGV:
                 break
-            if isinstance(v, str) and _last(k) in _DATA_KEYS and "." not in k and \
+            if isinstance(v, str) and _last(k) in ("data", "dataset", "dataset_name", "data_name", "dset") and \
+                    "." not in k and \
                     re.fullmatch(r"[A-Za-z][\w-]{1,40}", v.strip()) and \
                     not re.fullmatch(r"(data|dataset|datasets|custom|train|none|true|false)", v.strip().lower()):
                 md.dataset, md.sources["dataset"] = norm(v.strip()), s
