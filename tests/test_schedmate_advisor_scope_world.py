@@ -125,3 +125,20 @@ def test_the_commands_bare_dataset_name_beats_another_keys_default_path():
     assert md.dataset == "ettx2" and md.sources["dataset"] == "argv --data"
     md = extract_metadata("python run.py", {"run.py": _DEVICES}, min_confidence=0.0)
     assert md.dataset != "ettx2"
+
+
+_TRAIN = ("import argparse\np = argparse.ArgumentParser()\np.add_argument('--num_steps', type=int, default=1000)\n"
+          "p.add_argument('--stage')\np.add_argument('--batch_size', type=int, default=4)\nargs = p.parse_args()\n"
+          "for step in range(args.num_steps):\n    pass\n")
+
+
+def test_a_multi_stage_script_sums_its_stages_or_abstains():
+    script = ("#!/bin/bash\npython -u train.py --stage a --num_steps 100 --batch_size 8\n"
+              "python -u train.py --stage b --num_steps 50 --batch_size 8\n")
+    md = extract_metadata("bash stages.sh", {"train.py": _TRAIN, "stages.sh": script})
+    assert md.iterations == 150 and "2 stages" in md.sources["iterations"]
+    partial = script.replace(" --num_steps 100", "")  # the first stage runs the default length: not summed
+    md = extract_metadata("bash stages.sh", {"train.py": _TRAIN, "stages.sh": partial}, min_confidence=0.5)
+    assert md.iterations is None and "stages" in md.unknown["iterations"]
+    one = "#!/bin/bash\npython -u train.py --stage a --num_steps 100\n"
+    assert extract_metadata("bash one.sh", {"train.py": _TRAIN, "one.sh": one}).iterations == 100

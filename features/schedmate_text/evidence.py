@@ -492,6 +492,8 @@ def attach_evidence(md: JobMetadata, ex=None, command: str = "") -> JobMetadata:
                                          (hit[0] if hit else "").lower()):
             conf = min(conf, 0.45)
             reason = "a model named after a sub-module"
+        if f == "iterations" and "stages)" in rule and "(the last of" in rule:
+            conf, reason = min(conf, 0.40), "the script runs several training stages; this is the last one's length"
         if f in ("model", "dataset") and kind in _VALUE_KINDS and reason is None and ex is not None:
             detector = _builds_detector(ex) if f == "model" and _BACKBONE.match(str(value)) else None
             factor, cap, why = plausibility(f, value, hit[0] if hit else "", detector)

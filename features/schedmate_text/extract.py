@@ -109,6 +109,7 @@ class _Extractor(LaunchMixin, FollowMixin):
         self.per_process_batch: set[str] = set()  # batch keys the code hands to its DataLoader undivided
         self.programs: list[str] = []  # the entry's ArgumentParser names ("DETR training and evaluation script")
         self.launches: list[tuple[str, dict]] = []  # (launcher, its options): what decides the device count
+        self.stages: list[str] = []  # a script's launch statements of one program, run one after another
         self.unexpanded: list[str] = []  # command words with a shell variable nothing sets (`$DATA_DIR`)
         self.console_function: str | None = None  # the function a console script entry point names
 

@@ -35,6 +35,12 @@ def _words(stmt: str) -> list[str]:
         return stmt.split()
 
 
+def _program_of(stmt: str) -> str | None:
+    """The Python program a launch statement runs (`python -u train.py ...` -> train.py), or None."""
+    m = re.search(r"(?:^|\s)(\S+\.py)(?:\s|$)", stmt)
+    return m.group(1) if m else None
+
+
 class LaunchMixin:
     files: dict[str, str]
     depth: int
@@ -180,6 +186,7 @@ class LaunchMixin:
         lines move where later paths are looked up (a script's own `cd` is relative to where it was run)."""
         env = dict(env)
         last_launch = None
+        launches: list[str] = []
         for stmt in _shell_statements(text):
             if stmt.startswith("#SBATCH"):
                 self._sbatch(stmt[len("#SBATCH"):].strip())
@@ -237,7 +244,12 @@ class LaunchMixin:
             if PurePosixPath(first).name in _LAUNCH_WORDS or first.endswith(".py") or \
                     (inline and first not in _NOT_LAUNCH and not _ASSIGN.match(first)):
                 last_launch = _expand(stmt, env, pos, keep_unset=inline)
+                launches.append(last_launch)
         if last_launch:
+            prog = _program_of(last_launch)
+            stages = [x for x in launches if prog and _program_of(x) == prog]
+            if len(stages) > 1 and not inline:  # one script runs the same program as several training stages
+                self.stages = stages
             self.command(last_launch, env)
 
     def _sbatch(self, spec: str) -> None:

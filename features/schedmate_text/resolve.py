@@ -218,6 +218,7 @@ def resolve(ex) -> JobMetadata:
         best = pair  # pix2pix-family epoch counters: the run is `niter` + `niter_decay` epochs
     if best:
         md.iterations, md.iteration_unit, md.sources["iterations"] = best[0], best[1], best[3]
+        _sum_stages(ex, md)
     batch_key = None
     for k, v, p, s in ranked:
         if _EVAL_PATH.search(k.lower()):
@@ -447,6 +448,25 @@ def _class_name_words(name: str) -> str:
 # config sections of a part that is never the model trained: the data preprocessor, the vocoder that turns a TTS
 # model's spectrograms into audio, the tokenizer, the EMA copy, the loss, a distillation teacher, a GAN's discriminator
 _ROLE_PATH = re.compile(r"(^|[._])(\w*preprocessor|vocoder|tokenizer|ema|loss|criterion|teacher|discriminator|net_d)([._]|$)")
+def _sum_stages(ex, md) -> None:
+    """A script that runs its training program several times in a row (pre-train, then fine-tune stages, each
+    restoring the last): the job's length is the stages' lengths together when every stage states it with the
+    option the last stage's was read from; otherwise the last stage's length is no answer (marked for the evidence
+    layer)."""
+    stages = getattr(ex, "stages", None) or []
+    src = md.sources.get("iterations", "")
+    if len(stages) < 2 or not src.startswith("argv --"):
+        return
+    key = src[len("argv --"):].split()[0]
+    opt = re.compile(r"(?:^|\s)--?" + re.escape(key).replace("_", "[-_]") + r"(?:=|\s+)(\d+)(?:\s|$)")
+    values = [opt.search(x) for x in stages]
+    if all(values):
+        md.iterations = sum(int(m.group(1)) for m in values)
+        md.sources["iterations"] = f"{src} (summed over the script's {len(stages)} stages)"
+    else:
+        md.sources["iterations"] = f"{src} (the last of the script's {len(stages)} stages)"
+
+
 # a switch that turns on the use of several GPUs (`--use_multi_gpu`, `--multi_gpu`, `--multigpu`)
 _MULTI_GPU_SWITCH = re.compile(r"^(use_)?multi_?gpus?$|^use_multiple_gpus?$")
 
