@@ -287,5 +287,9 @@ def test_a_backbone_argument_of_a_detector_is_below_the_threshold():
     factor, cap, why = plausibility("model", "vgg16", "net")
     assert why is None and cap == 1.0 and MIN_CONFIDENCE < KIND_CONFIDENCE["argument"] * factor < KIND_CONFIDENCE["argument"]
     assert plausibility("model", "vgg16", "arch") == (1.0, 1.0, None)  # `--arch` is specific, vgg16 known
+    # the classifier's code builds what --net names (`models.__dict__[args.net]()`): confirmed, --net's share kept
     md = extract_metadata("python train.py --net vgg16 --epochs 6", {"train.py": cls}, min_confidence=MIN_CONFIDENCE)
+    assert md.model == "vgg16" and MIN_CONFIDENCE < md.evidence["model"]["confidence"] < KIND_CONFIDENCE["argument"]
+    unbuilt = cls.replace("model = torchvision.models.__dict__[args.net]()", "print(args.net)")
+    md = extract_metadata("python train.py --net vgg16 --epochs 6", {"train.py": unbuilt}, min_confidence=MIN_CONFIDENCE)
     assert md.model is None and md.evidence["model"]["guess"] == "vgg16" and "at first sight" in md.unknown["model"]

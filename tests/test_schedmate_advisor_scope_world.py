@@ -142,3 +142,31 @@ def test_a_multi_stage_script_sums_its_stages_or_abstains():
     assert md.iterations is None and "stages" in md.unknown["iterations"]
     one = "#!/bin/bash\npython -u train.py --stage a --num_steps 100\n"
     assert extract_metadata("bash one.sh", {"train.py": _TRAIN, "one.sh": one}).iterations == 100
+
+
+def test_a_known_model_argument_stands_where_the_code_builds_what_the_option_names():
+    from features.schedmate_text.evidence import _selects_network
+
+    assert _selects_network("model = models.__dict__[args.arch](pretrained=False)", "arch")
+    assert _selects_network("net = timm.create_model(args.model, num_classes=10)", "model")
+    assert _selects_network("MODEL = importlib.import_module(args.model)", "model")
+    assert not _selects_network("print(args.arch)", "arch")
+    head = ("import argparse\nimport torchvision.models as models\np = argparse.ArgumentParser()\n"
+            "p.add_argument('--arch', default='resnet18')\np.add_argument('--epochs', type=int, default=90)\n"
+            "args = p.parse_args()\n")
+    built = extract_metadata("python main.py --arch resnet50", {"main.py": head + "model = models.__dict__[args.arch]()\n"},
+                             min_confidence=0.5)
+    assert built.model == "resnet50"
+    printed = extract_metadata("python main.py --arch resnet50", {"main.py": head + "print(args.arch)\n"},
+                               min_confidence=0.5)
+    assert printed.model is None and printed.evidence["model"]["guess"] == "resnet50"  # (capped: 25 of 31 at first sight)
+
+
+def test_a_presumed_per_device_scope_stands_in_single_process_code_only():
+    single = ("import argparse\np = argparse.ArgumentParser()\np.add_argument('--batch_size', type=int, default=8)\n"
+              "args = p.parse_args()\nloader = DataLoader(ds, batch_size=args.batch_size)\n")
+    md = extract_metadata("python train.py --batch_size 16", {"train.py": single}, min_confidence=0.5)
+    assert md.batch_scope == "per-device"
+    multi = single + "torch.distributed.init_process_group('nccl')\n"
+    md = extract_metadata("python train.py --batch_size 16", {"train.py": multi}, min_confidence=0.5)
+    assert md.batch_scope is None and md.evidence["batch_scope"]["guess"] == "per-device"

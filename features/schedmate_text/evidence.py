@@ -204,6 +204,23 @@ _SYNTHETIC = re.compile(r"^(?:synthetic|synth|dummy|fake|random|noise|toy)(?:[-_
                         re.I)
 
 
+def _selects_network(code: str, key: str) -> bool:
+    """The code builds the network its option names: a registry or factory called with the option itself
+    (`models.__dict__[args.arch]()`, `timm.create_model(args.model, ...)`, `getattr(models, opt.net)(...)`,
+    `importlib.import_module(args.model)`, `MODELS[cfg.model]`)."""
+    leaf = key.rsplit(".", 1)[-1].replace("-", "_")
+    if not re.fullmatch(r"\w+", leaf or ""):
+        return False
+    opt = r"(?:args|opt|opts|cfg|config|FLAGS|hparams|params|hp|conf)\." + re.escape(leaf) + r"\b"
+    return re.search(r"(?:__dict__\[\s*|getattr\(\s*[\w.]+\s*,\s*|create_model\(\s*|import_module\(\s*|"
+                     r"[A-Z_]{3,}\[\s*|(?:build|get|load)_?(?:model|network|net|arch)\(\s*(?:name\s*=\s*)?)" + opt,
+                     code) is not None
+
+
+#: any handling of several processes or devices (the scope of a batch can then differ from the option's)
+_PARALLEL = re.compile(r"DataParallel|world_size|device_count|init_process_group|Accelerator|accelerate|lightning|"
+                       r"deepspeed|horovod|xla|local_rank|LOCAL_RANK|nproc|torch\.distributed|ddp|spawn\(|num_gpus|n_gpu|"
+                       r"ngpu|gpu_ids|device_ids|multi_gpu|Trainer\(")
 #: DataParallel (not the distributed one) outside a comment
 _DATA_PARALLEL = re.compile(r"(?m)^(?!\s*#)[^\n#]*(?<!Distributed)DataParallel\(")
 #: the batch option scaled by the device count (`opt.batch_size = opt.batch_size * opt.num_gpu`)
@@ -508,6 +525,9 @@ def attach_evidence(md: JobMetadata, ex=None, command: str = "") -> JobMetadata:
                 kind = "entry"  # the entry's / config's own name names the task (cyclegan.py, classifier_train.py)
         grp = calibration_group(f, kind, value, rule)
         cap = calibration_cap(*grp) if f != "batch_scope" else None  # (the scope's cap: below, once its kind is known)
+        if cap is not None and grp == ("model", "argument/known") and reason is None and hit is not None and \
+                ex is not None and _selects_network(_reachable_code(ex), hit[0]):
+            cap = None  # confirmed: the code builds the network the option names (`models.__dict__[args.arch]()`)
         if cap is not None and conf > cap:  # a kind often wrong at first sight: it stands only where confirmed
             conf = cap
             reason = reason or f"{grp[1]} evidence for the {f} was right {FIRST_SIGHT_COUNTS[grp][1]} times in " \
@@ -561,6 +581,10 @@ def attach_evidence(md: JobMetadata, ex=None, command: str = "") -> JobMetadata:
         if f == "batch_scope":  # the scope's own first-sight record (a presumed per-device scope is its own group)
             grp = calibration_group(f, kind, value, rule)
             cap = calibration_cap(*grp)
+            if cap is not None and grp[1].endswith("/presumed") and ex is not None and \
+                    getattr(ex, "entry", None) in getattr(ex, "files", {}) and not getattr(ex, "launches", None) and \
+                    not _PARALLEL.search(_reachable_code(ex)):
+                cap = None  # confirmed: code that never spreads over processes or devices has one batch, the process's
             if cap is not None and conf > cap:
                 conf = cap
                 record = f"{grp[1]} evidence for the batch scope was right {FIRST_SIGHT_COUNTS[grp][1]} times in " \
