@@ -170,3 +170,13 @@ def test_a_presumed_per_device_scope_stands_in_single_process_code_only():
     multi = single + "torch.distributed.init_process_group('nccl')\n"
     md = extract_metadata("python train.py --batch_size 16", {"train.py": multi}, min_confidence=0.5)
     assert md.batch_scope is None and md.evidence["batch_scope"]["guess"] == "per-device"
+
+
+def test_a_cluster_submitter_decides_the_gpus_so_an_assumed_one_abstains():
+    train = "import argparse\np = argparse.ArgumentParser()\np.add_argument('--epochs', type=int, default=3)\n"
+    files = {"tools/submit.py": train + "import submitit\n", "pkg/stool.py": train, "pkg/__init__.py": "",
+             "train.py": train}
+    for cmd in ("python tools/submit.py --epochs 2", "python -m pkg.stool --epochs 2"):
+        md = extract_metadata(cmd, files, min_confidence=0.5)
+        assert md.gpus is None and "submitted to a cluster" in md.unknown["gpus"], cmd
+    assert extract_metadata("python train.py --epochs 2", files, min_confidence=0.5).gpus == 1

@@ -217,6 +217,8 @@ def _selects_network(code: str, key: str) -> bool:
                      code) is not None
 
 
+#: an entry that submits the job to a cluster (its own defaults request the GPUs)
+_SUBMITTER = re.compile(r"(?:^|[/._])(?:submit\w*|stool|slurm\w*|run_with_submitit)\.py$", re.I)
 #: any handling of several processes or devices (the scope of a batch can then differ from the option's)
 _PARALLEL = re.compile(r"DataParallel|world_size|device_count|init_process_group|Accelerator|accelerate|lightning|"
                        r"deepspeed|horovod|xla|local_rank|LOCAL_RANK|nproc|torch\.distributed|ddp|spawn\(|num_gpus|n_gpu|"
@@ -368,6 +370,10 @@ def _launcher_sets_devices(ex) -> str | None:
     if getattr(ex, "entry", None) is None or ex.entry not in ex.files:
         return "the job's entry point was not followed, so its device count was not read"
     code = _reachable_code(ex)  # the entry and the repository modules it imports
+    if _SUBMITTER.search(ex.entry) or re.search(r"(?m)^\s*(?:import submitit|from submitit\b)", code):
+        # (a cluster submitter: `python -m lingua.stool ...`, `tools/submit.py`, a submitit job: its own defaults ask
+        # for the GPUs)
+        return f"the job is submitted to a cluster by {ex.entry}, whose GPU request was not read"
     if re.search(r"DataParallel\(|device_count\(\)", code):
         return "the entry spreads over every visible GPU (DataParallel / device_count / world size)"
     return None
