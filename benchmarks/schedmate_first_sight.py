@@ -13,6 +13,7 @@ threshold) and estimates what it does on fresh material with a leave-one-batch-o
 batches but one, apply it to the one left out batch's first-sight answers, score, rotate.
 
     python benchmarks/schedmate_first_sight.py records --real /tmp/realsets        # ~1 min; needs git history
+    python benchmarks/schedmate_first_sight.py records --real /tmp/realsets --batch 24 --batch 25   # those only
     python benchmarks/schedmate_first_sight.py calibrate                            # seconds
 """
 from __future__ import annotations

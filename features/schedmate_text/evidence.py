@@ -35,11 +35,17 @@ classification backbone while the code builds a detector or segmenter (calibrate
 misses: `--model H`, `--backbone_name tiny`, `--net vgg16` around Faster R-CNN).
 
 Calibration from first sight (`FIRST_SIGHT_COUNTS`, `calibration_cap`): how often each (field, kind) -- models and
-datasets also by the value's shape -- was right on command batches 18-25 with the code each batch first met; a group
-right less than `CALIBRATION_FLOOR` of the time is capped at `CALIBRATED_CAP` (below the threshold), so it answers
-only where another signal confirms it (the data's usual task or the repository's description agreeing with the
-objective identifiers). `python benchmarks/schedmate_first_sight.py calibrate` refits the table and prints the
-leave-one-batch-out estimate of fresh first-sight performance.
+datasets also by the value's shape, a batch scope also by whether anything states it (`argument/presumed`: a bare
+`--batch_size` read as per device because nothing divides it) and by the code's mechanism (`code/global`: a
+DataParallel wrapper, `code/per-device`: a multiplication by the device count) -- was right on command batches 18-25
+with the code each batch first met; a group right less than `CALIBRATION_FLOOR` of the time is capped at
+`CALIBRATED_CAP` (below the threshold), so it answers only where another signal confirms it: the data's usual task or
+the repository's description agreeing with the objective identifiers; for a known model named by an argument, the
+code building what the option names (`models.__dict__[args.arch]()`, `_selects_network`); for a presumed per-device
+scope, code that never handles several processes or devices (`_PARALLEL`). `python benchmarks/schedmate_first_sight.py
+calibrate` refits the table and prints the leave-one-batch-out estimate of fresh first-sight performance (batches
+18-25, floor 0.85: 56.2 % answered, 5.5 % confidently wrong; the confirmations are code mechanisms the first-sight
+records cannot replay, so they are not in that estimate).
 
 `MIN_CONFIDENCE` is THE threshold: a field below it is answered None, with the reason in
 `JobMetadata.unknown[field]` and the guess kept in `JobMetadata.evidence[field]["guess"]`.
