@@ -180,3 +180,16 @@ def test_a_cluster_submitter_decides_the_gpus_so_an_assumed_one_abstains():
         md = extract_metadata(cmd, files, min_confidence=0.5)
         assert md.gpus is None and "submitted to a cluster" in md.unknown["gpus"], cmd
     assert extract_metadata("python train.py --epochs 2", files, min_confidence=0.5).gpus == 1
+
+
+def test_hydra_group_option_over_a_structured_primary_config():
+    entry = ("import hydra\nfrom hydra.core.config_store import ConfigStore\nfrom dataclasses import dataclass\n\n"
+             "@dataclass\nclass TrainCfg:\n    max_epochs: int = 1000\n    batch_size: int = 64\n\n"
+             "cs = ConfigStore.instance()\ncs.store(name='config', node=TrainCfg)\n\n"
+             "@hydra.main(config_path='.', config_name='config')\ndef main(cfg):\n    pass\n\n"
+             "if __name__ == '__main__':\n    main()\n")
+    group = "# @package _global_\ndata:\n  batch_size: 8\ntrainer:\n  max_epochs: 70\n"
+    md = extract_metadata("python train.py +configs=small", {"train.py": entry, "configs/small.yaml": group})
+    assert (md.iterations, md.batch_size) == (70, 8)
+    md = extract_metadata("python train.py", {"train.py": entry, "configs/small.yaml": group})
+    assert md.iterations != 70
