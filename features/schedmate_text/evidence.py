@@ -607,6 +607,8 @@ def attach_evidence(md: JobMetadata, ex=None, command: str = "") -> JobMetadata:
         lead = {"iteration_unit": "iterations", "batch_scope": "batch_size"}.get(f)
         where = out[lead]["evidence"] if lead in out else \
             _where(ex, f, rule, kind, command, value) if ex is not None else None
+        if f in ("iterations", "iteration_unit") and "(summed over the script's" in rule:
+            where = "the script's stages: " + rule  # not the last stage's line alone
         out[f] = {"value": value, "evidence": where, "kind": kind, "confidence": round(conf, 3), "rule": rule}
         if f == "batch_size":
             scope_of_batch = round(scope_conf, 3)  # the batch_scope's own certainty (not the GPU count's)

@@ -462,7 +462,8 @@ def _sum_stages(ex, md) -> None:
     values = [opt.search(x) for x in stages]
     if all(values):
         md.iterations = sum(int(m.group(1)) for m in values)
-        md.sources["iterations"] = f"{src} (summed over the script's {len(stages)} stages)"
+        md.sources["iterations"] = f"{src} (summed over the script's {len(stages)} stages: " + \
+            " + ".join(m.group(1) for m in values) + ")"
     else:
         md.sources["iterations"] = f"{src} (the last of the script's {len(stages)} stages)"
 
