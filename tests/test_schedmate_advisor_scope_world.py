@@ -193,3 +193,14 @@ def test_hydra_group_option_over_a_structured_primary_config():
     assert (md.iterations, md.batch_size) == (70, 8)
     md = extract_metadata("python train.py", {"train.py": entry, "configs/small.yaml": group})
     assert md.iterations != 70
+
+
+def test_omegaconf_cli_config_file_is_read():
+    entry = ("from dataclasses import dataclass\nfrom omegaconf import OmegaConf\n\n@dataclass\nclass Args:\n"
+             "    steps: int = 10\n    batch_size: int = 2\n\n"
+             "def main():\n    cli = OmegaConf.from_cli()\n    cfg = OmegaConf.merge(OmegaConf.structured(Args()), "
+             "OmegaConf.load(cli.config), cli)\n\nif __name__ == '__main__':\n    main()\n")
+    files = {"app/train.py": entry, "app/__init__.py": "", "app/configs/small.yaml": "steps: 500\nbatch_size: 32\n"}
+    md = extract_metadata("python -m app.train config=app/configs/small.yaml", files)
+    assert (md.iterations, md.batch_size) == (500, 32)
+    assert md.sources["batch_size"] == "config app/configs/small.yaml"

@@ -295,6 +295,12 @@ class _Extractor(LaunchMixin, FollowMixin):
                         self.ml_config(f, "")
                     else:
                         self.config_file(f, P_CONFIG, f"config {f}")
+        for k, v in hydra:  # OmegaConf.from_cli(): `config=apps/main/configs/debug.yaml` names the run's config file
+            if k.lstrip("+") in ("config", "cfg", "config_file", "config_path") and isinstance(v, str) and \
+                    re.search(r"\.(json|ya?ml)$", v):
+                f = self._file(v)
+                if f and f != name:
+                    self.config_file(f, P_CONFIG, f"config {f}")
         rest_pos = []
         i = 0
         while i < len(positionals):  # detectron2 / yacs opts: "SOLVER.MAX_ITER 90000" pairs
