@@ -204,3 +204,14 @@ def test_omegaconf_cli_config_file_is_read():
     md = extract_metadata("python -m app.train config=app/configs/small.yaml", files)
     assert (md.iterations, md.batch_size) == (500, 32)
     assert md.sources["batch_size"] == "config app/configs/small.yaml"
+
+
+def test_a_script_branch_chosen_by_its_positional_argument():
+    script = ("#!/bin/bash\nif [[ $1 == 'train' ]]; then\n    python train.py --num_steps 300\n"
+              "elif [[ $1 == 'eval' ]]; then\n    python evaluate.py --num_steps 7\nelse\n    echo 'unknown'\nfi\n")
+    files = {"train.py": _TRAIN, "evaluate.py": _TRAIN, "run.sh": script}
+    md = extract_metadata("bash run.sh train --work_dir x", files)
+    assert md.iterations == 300 and md.entry == "train.py"
+    assert extract_metadata("bash run.sh eval", files).iterations == 7
+    other = script.replace("[[ $1 == 'train' ]]", "[ -d data ]").replace("elif [[ $1 == 'eval' ]]", "elif true")
+    assert extract_metadata("bash run.sh train", {**files, "run.sh": other}).iterations == 7  # untestable: as before
