@@ -215,3 +215,13 @@ def test_a_script_branch_chosen_by_its_positional_argument():
     assert extract_metadata("bash run.sh eval", files).iterations == 7
     other = script.replace("[[ $1 == 'train' ]]", "[ -d data ]").replace("elif [[ $1 == 'eval' ]]", "elif true")
     assert extract_metadata("bash run.sh train", {**files, "run.sh": other}).iterations == 7  # untestable: as before
+
+
+def test_a_config_batch_scope_stands_where_its_key_says_per_device():
+    entry = ("import argparse\nimport yaml\nimport torch.distributed as dist\np = argparse.ArgumentParser()\n"
+             "p.add_argument('--config')\nargs = p.parse_args()\ncfg = yaml.safe_load(open(args.config))\n"
+             "dist.init_process_group('nccl')\n")
+    for key, scope in (("per_device_train_batch_size", "per-device"), ("batch_size", None)):
+        files = {"train.py": entry, "cfg.yaml": f"{key}: 16\nnum_train_epochs: 3\n"}
+        md = extract_metadata("torchrun --nproc_per_node 2 train.py --config cfg.yaml", files, min_confidence=0.5)
+        assert md.batch_size == 16 and md.batch_scope == scope, key

@@ -593,10 +593,15 @@ def attach_evidence(md: JobMetadata, ex=None, command: str = "") -> JobMetadata:
         if f == "batch_scope":  # the scope's own first-sight record (a presumed per-device scope is its own group)
             grp = calibration_group(f, kind, value, rule)
             cap = calibration_cap(*grp)
-            if cap is not None and grp[1].endswith("/presumed") and ex is not None and \
-                    getattr(ex, "entry", None) in getattr(ex, "files", {}) and not getattr(ex, "launches", None) and \
-                    not _PARALLEL.search(_reachable_code(ex)):
+            single = ex is not None and getattr(ex, "entry", None) in getattr(ex, "files", {}) and \
+                not getattr(ex, "launches", None) and not _PARALLEL.search(_reachable_code(ex))
+            if cap is not None and (grp[1].endswith("/presumed") or grp == ("batch_scope", "config")) and \
+                    value == "per-device" and single:
                 cap = None  # confirmed: code that never spreads over processes or devices has one batch, the process's
+            if cap is not None and grp == ("batch_scope", "config") and value == "per-device" and ex is not None:
+                bk = _setting(ex, "batch_size", rule, md.batch_size)
+                if bk is not None and re.search(r"per_?(?:device|gpu)|samples_per_gpu|imgs_per_gpu", bk[0], re.I):
+                    cap = None  # confirmed: the config's own key says per device (per_device_train_batch_size)
             if cap is not None and conf > cap:
                 conf = cap
                 record = f"{grp[1]} evidence for the batch scope was right {FIRST_SIGHT_COUNTS[grp][1]} times in " \
