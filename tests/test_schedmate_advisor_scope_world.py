@@ -225,3 +225,16 @@ def test_a_config_batch_scope_stands_where_its_key_says_per_device():
         files = {"train.py": entry, "cfg.yaml": f"{key}: 16\nnum_train_epochs: 3\n"}
         md = extract_metadata("torchrun --nproc_per_node 2 train.py --config cfg.yaml", files, min_confidence=0.5)
         assert md.batch_size == 16 and md.batch_scope == scope, key
+
+
+def test_an_unknown_model_argument_stands_where_the_code_builds_it_unless_options_size_it():
+    head = ("import argparse\np = argparse.ArgumentParser()\np.add_argument('--model', default='mlp')\n"
+            "p.add_argument('--depth', type=int, default=0)\nargs = p.parse_args()\n")
+    built = {"main.py": head + "model = MODEL_REGISTRY[args.model]()\n"}
+    md = extract_metadata("python main.py --model zorbnet", built, min_confidence=0.5)
+    assert md.model == "zorbnet"
+    md = extract_metadata("python main.py --model zorbnet --depth 28", built, min_confidence=0.5)
+    assert md.model is None  # a size the name lacks: not confirmed
+    md = extract_metadata("python main.py --model zorbnet", {"main.py": head + "run_dir = args.model\n"},
+                          min_confidence=0.5)
+    assert md.model is None and md.evidence["model"]["guess"] == "zorbnet"

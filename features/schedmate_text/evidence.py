@@ -210,6 +210,15 @@ _SYNTHETIC = re.compile(r"^(?:synthetic|synth|dummy|fake|random|noise|toy)(?:[-_
                         re.I)
 
 
+def _sized_by_options(ex) -> bool:
+    """The command sets a network size of its own (`--depth 28`, `--widen-factor 10`, `--layers 50`)."""
+    from features.schedmate_text.settings import P_OVERRIDE
+
+    return any(p >= P_OVERRIDE and re.fullmatch(r"(?:model_|arch_|net_)?(?:depth|widen_factor|width|wf|layers|"
+                                               r"num_layers|n_layers)", k.rsplit(".", 1)[-1].lower().replace("-", "_"))
+               for k, v, p, s in ex.s.ranked())
+
+
 def _selects_network(code: str, key: str) -> bool:
     """The code builds the network its option names: a registry or factory called with the option itself
     (`models.__dict__[args.arch]()`, `timm.create_model(args.model, ...)`, `getattr(models, opt.net)(...)`,
@@ -537,8 +546,10 @@ def attach_evidence(md: JobMetadata, ex=None, command: str = "") -> JobMetadata:
                 kind = "entry"  # the entry's / config's own name names the task (cyclegan.py, classifier_train.py)
         grp = calibration_group(f, kind, value, rule)
         cap = calibration_cap(*grp) if f != "batch_scope" else None  # (the scope's cap: below, once its kind is known)
-        if cap is not None and grp == ("model", "argument/known") and reason is None and hit is not None and \
-                ex is not None and _selects_network(_reachable_code(ex), hit[0]):
+        if cap is not None and grp in (("model", "argument/known"), ("model", "argument/unknown")) and reason is None \
+                and hit is not None and ex is not None and _selects_network(_reachable_code(ex), hit[0]) and \
+                not (not re.search(r"\d", str(value)) and _sized_by_options(ex)):  # (`--arch wrn --depth 28`: a size
+            # the name lacks is not confirmed)
             cap = None  # confirmed: the code builds the network the option names (`models.__dict__[args.arch]()`)
         if cap is not None and conf > cap:  # a kind often wrong at first sight: it stands only where confirmed
             conf = cap
