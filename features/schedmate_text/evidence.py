@@ -40,9 +40,10 @@ datasets also by the value's shape, a batch scope also by whether anything state
 DataParallel wrapper, `code/per-device`: a multiplication by the device count) -- was right on command batches 18-25
 with the code each batch first met; a group right less than `CALIBRATION_FLOOR` of the time is capped at
 `CALIBRATED_CAP` (below the threshold), so it answers only where another signal confirms it: the data's usual task or
-the repository's description agreeing with the objective identifiers; for a known model named by an argument, the
-code building what the option names (`models.__dict__[args.arch]()`, `_selects_network`); for a presumed per-device
-scope, code that never handles several processes or devices (`_PARALLEL`). `python benchmarks/schedmate_first_sight.py
+the repository's description agreeing with the objective identifiers; for a model named by an argument, the code
+building what the option names (`models.__dict__[args.arch]()`, `_selects_network`) unless the command sizes the
+network with options the name lacks (`--depth 28`); for a per-device scope presumed from a bare option or read from a
+config, code that never handles several processes or devices (`_PARALLEL`), or a config key that says per device. `python benchmarks/schedmate_first_sight.py
 calibrate` refits the table and prints the leave-one-batch-out estimate of fresh first-sight performance (batches
 18-25, floor 0.85: 56.2 % answered, 5.5 % confidently wrong; the confirmations are code mechanisms the first-sight
 records cannot replay, so they are not in that estimate).
