@@ -238,3 +238,16 @@ def test_an_unknown_model_argument_stands_where_the_code_builds_it_unless_option
     md = extract_metadata("python main.py --model zorbnet", {"main.py": head + "run_dir = args.model\n"},
                           min_confidence=0.5)
     assert md.model is None and md.evidence["model"]["guess"] == "zorbnet"
+
+
+def test_a_batch_option_commented_as_the_total_is_global():
+    from features.schedmate_text.follow import commented_global_batches
+
+    assert commented_global_batches("    bs: int = 768  # global batch size") == {"bs"}
+    assert commented_global_batches("p.add_argument('--batch-size', type=int)  # total batch size, all GPUs") == \
+        {"batch_size"}
+    assert commented_global_batches("    bs: int = 8  # batch size per gpu") == set()
+    entry = ("import argparse\np = argparse.ArgumentParser()\n"
+             "p.add_argument('--bs', type=int, default=64)  # global batch size\nargs = p.parse_args()\n")
+    md = extract_metadata("torchrun --nproc_per_node 4 train.py --bs 256", {"train.py": entry}, min_confidence=0.0)
+    assert md.batch_scope == "global"

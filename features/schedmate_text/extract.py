@@ -26,7 +26,7 @@ from functools import lru_cache
 from pathlib import PurePosixPath
 from typing import Any
 
-from features.schedmate_text.follow import _OBJECT_KEYS, FollowMixin, divided_batches, imported_modules, undivided_batches
+from features.schedmate_text.follow import _OBJECT_KEYS, FollowMixin, commented_global_batches, divided_batches, imported_modules, undivided_batches
 from features.schedmate_text.hydra import compose as _hydra_compose
 from features.schedmate_text.launch import LaunchMixin
 from features.schedmate_text.metadata import FIELDS, JobMetadata
@@ -275,6 +275,7 @@ class _Extractor(LaunchMixin, FollowMixin):
         if name is not None and parsed_info is not None:
             for mod in imported_modules(self.files, name):  # `batch_size // world_size` in the entry or a module
                 self.global_batch |= divided_batches(self.files[mod])  # it imports (a loader builder, an args hook)
+                self.global_batch |= commented_global_batches(self.files[mod])  # `bs: int = 768  # global batch`
             self.per_process_batch |= undivided_batches(self.files[name])
         for dest, value in zip(info.positionals, [p for p in positionals if not re.fullmatch(r"[A-Z][A-Z0-9_.]+", p)]):
             self.s.put(dest, value, P_ARGV, f"argv positional {dest}")  # `main.py -a resnet18 /data/imagenet`

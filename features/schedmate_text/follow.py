@@ -45,6 +45,19 @@ def divided_batches(text: str) -> set[str]:
     return {m.group(1) for m in _DIVISION.finditer(text)} | {m.group(1) for m in _DIVIDED.finditer(text)}
 
 
+# a batch option whose comment says it is the total (`bs: int = 768  # global batch size`,
+# `parser.add_argument('--bs', type=int)  # total batch size over all GPUs`)
+_COMMENTED_TOTAL = re.compile(r"(?m)^\s*(?:(\w*batch\w*|bs)\s*:\s*[\w\[\]., ]+=|[\w.]*add_argument\(\s*['\"]--?"
+                              r"(\w*batch[\w-]*|bs)['\"])[^#\n]*#[^\n]*\b(?:total|global)\s+batch", re.I)
+
+
+def commented_global_batches(text: str) -> set[str]:
+    """Batch options documented as the total by their comment (the help text is read by pyast)."""
+    if "#" not in text:
+        return set()
+    return {(m.group(1) or m.group(2)).replace("-", "_") for m in _COMMENTED_TOTAL.finditer(text)}
+
+
 _IMPORT = re.compile(r"^\s*(?:from\s+(\.*[\w.]*)\s+import\s+\(?([\w, ]+)|import\s+([\w.]+))", re.M)
 
 
