@@ -9,10 +9,11 @@ often each kind of evidence is right on material nobody had tuned for.
 
 `calibrate` fits the per-kind table that features/schedmate_text/evidence.py uses (FIRST_SIGHT_COUNTS: how often
 each (field, kind) was right at first sight; a kind right less often than CALIBRATION_FLOOR is capped below the
-threshold) and estimates what it does on fresh material with a leave-one-batch-out rotation: fit the table on five
-batches, apply it to the sixth batch's first-sight answers, score, rotate.
+threshold) and estimates what it does on fresh material with a leave-one-batch-out rotation: fit the table on all
+batches but one, apply it to the one left out batch's first-sight answers, score, rotate.
 
     python benchmarks/schedmate_first_sight.py records --real /tmp/realsets        # ~1 min; needs git history
+    python benchmarks/schedmate_first_sight.py records --real /tmp/realsets --batch 24 --batch 25   # those only
     python benchmarks/schedmate_first_sight.py calibrate                            # seconds
 """
 from __future__ import annotations
@@ -27,9 +28,17 @@ from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # this checkout's features/, not an installed copy's
+    sys.path.insert(0, str(ROOT))
 RECORDS = ROOT / "benchmarks" / "realsets" / "first_sight_commands.json"
-#: batch -> the commit that committed its labels (the code a new user met; the batch had not been scored before)
-FIRST_SIGHT_COMMITS = {18: "3cc7f91", 19: "0b6e330", 20: "eb17e44", 21: "b0955db", 22: "da4c893", 23: "0d6ca1d"}
+#: batch -> the commit whose code first ran on it: for batches 18-23 the commit that committed the labels (nobody had
+#: run the tools between labelling and scoring); batches 24-25 were labelled at d1acabf and scored once, by the lead, at
+#: cbd93ac (a descendant of d1acabf, so its tree holds the labels too) after other Advisor work had merged: the code
+#: a new user met on them is cbd93ac's. A batch's commit must hold its labels (checked).
+FIRST_SIGHT_COMMITS = {18: "3cc7f91", 19: "0b6e330", 20: "eb17e44", 21: "b0955db", 22: "da4c893", 23: "0d6ca1d",
+                       24: "cbd93ac", 25: "cbd93ac"}
+#: batch -> the commit that added its labels, where it differs from the code commit above
+LABEL_COMMITS = {24: "d1acabf", 25: "d1acabf"}
 
 _DUMP = r'''
 import json, sys
@@ -60,6 +69,9 @@ def records(real: str, batches: list[int]) -> list[dict]:
     out = []
     for b in batches:
         commit = FIRST_SIGHT_COMMITS[b]
+        label = LABEL_COMMITS.get(b, commit)
+        if subprocess.run(["git", "-C", str(ROOT), "merge-base", "--is-ancestor", label, commit]).returncode:
+            raise SystemExit(f"error: batch {b}: code commit {commit} does not hold its labels ({label})")
         with tempfile.TemporaryDirectory() as tmp:
             archive = subprocess.run(["git", "-C", str(ROOT), "archive", commit, "features", "models", "benchmarks"],
                                      check=True, capture_output=True).stdout
@@ -145,8 +157,10 @@ def main(argv=None) -> int:
         if not (Path(args.real) / "repos").is_dir():
             print(f"error: {args.real}: no repos/ folder", file=sys.stderr)
             return 2
-        recs = records(args.real, sorted(args.batch or FIRST_SIGHT_COMMITS))
-        RECORDS.write_text(json.dumps(recs, indent=0, default=str) + "\n")
+        todo = sorted(args.batch or FIRST_SIGHT_COMMITS)
+        kept = [x for x in json.loads(RECORDS.read_text()) if x["batch"] not in todo] if RECORDS.exists() else []
+        recs = sorted(kept + records(args.real, todo), key=lambda x: x["batch"])  # other batches' records kept
+        RECORDS.write_text("[\n" + ",\n".join(json.dumps(x, default=str) for x in recs) + "\n]\n")  # a record a line
         print(f"wrote {RECORDS} ({len(recs)} scored fields)")
         return 0
     from features.schedmate_text.evidence import CALIBRATION_FLOOR, FIRST_SIGHT_COUNTS, calibration_cap

@@ -190,6 +190,7 @@ def cmd_advise(args: argparse.Namespace) -> int:
     from features.schedmate_text.evidence import abstain
     from features.schedmate_text.metadata import BATCH_FIELDS
 
+    match_text = md.canonical_text()  # the advice matches the whole reading, as the history's texts were built
     abstain(md, args.min_confidence)  # below the threshold a field is "unknown", with the reason
     result: dict = {"metadata": {f: getattr(md, f) for f in FIELDS + BATCH_FIELDS}, "sources": md.sources,
                     "evidence": md.evidence, "unknown": md.unknown, "min_confidence": args.min_confidence,
@@ -208,7 +209,7 @@ def cmd_advise(args: argparse.Namespace) -> int:
         for r in hist:
             adv.observe(r.key, r.text, r.duration, r.finished_at, r.gpu_util)
         now = args.now if args.now is not None else math.inf
-        a = adv.advise(md.canonical_text(), now=now)
+        a = adv.advise(match_text, now=now)
         result["t_score"] = adv.t_score
         result["history"] = len(hist)
         if a is not None:

@@ -54,7 +54,10 @@ def test_advise_prints_metadata_and_advice_from_history(tmp_path, capsys):
     assert main(["advise", "--repo", str(folder / "repo"), "--command", cmd, "--history", str(hist),
                  "--t-score", "0.8", "--json"]) == 0
     res = json.loads(capsys.readouterr().out)
-    assert res["metadata"]["model"] == m.truth.model and res["metadata"]["gpus"] == m.truth.gpus
+    # (a model named by a config was right 7 times in 20 at first sight on real batches 18-25: below the threshold,
+    # so the Advisor keeps it as a guess with the reason)
+    model = res["metadata"]["model"] or (res["evidence"]["model"]["guess"] if "model" in res["unknown"] else None)
+    assert model == m.truth.model and res["metadata"]["gpus"] == m.truth.gpus
     assert res["advice"] is not None and "other" not in res["advice"]["matches"]
     assert res["advice"]["gpu_util"] == 80
     # the past as of t=150 holds only past0 and past1 (and the unrelated one)

@@ -35,11 +35,18 @@ classification backbone while the code builds a detector or segmenter (calibrate
 misses: `--model H`, `--backbone_name tiny`, `--net vgg16` around Faster R-CNN).
 
 Calibration from first sight (`FIRST_SIGHT_COUNTS`, `calibration_cap`): how often each (field, kind) -- models and
-datasets also by the value's shape -- was right on command batches 18-23 with the code each batch first met; a group
-right less than `CALIBRATION_FLOOR` of the time is capped at `CALIBRATED_CAP` (below the threshold), so it answers
-only where another signal confirms it (the data's usual task or the repository's description agreeing with the
-objective identifiers). `python benchmarks/schedmate_first_sight.py calibrate` refits the table and prints the
-leave-one-batch-out estimate of fresh first-sight performance.
+datasets also by the value's shape, a batch scope also by whether anything states it (`argument/presumed`: a bare
+`--batch_size` read as per device because nothing divides it) and by the code's mechanism (`code/global`: a
+DataParallel wrapper, `code/per-device`: a multiplication by the device count) -- was right on command batches 18-25
+with the code each batch first met; a group right less than `CALIBRATION_FLOOR` of the time is capped at
+`CALIBRATED_CAP` (below the threshold), so it answers only where another signal confirms it: the data's usual task or
+the repository's description agreeing with the objective identifiers; for a model named by an argument, the code
+building what the option names (`models.__dict__[args.arch]()`, `_selects_network`) unless the command sizes the
+network with options the name lacks (`--depth 28`); for a per-device scope presumed from a bare option or read from a
+config, code that never handles several processes or devices (`_PARALLEL`), or a config key that says per device. `python benchmarks/schedmate_first_sight.py
+calibrate` refits the table and prints the leave-one-batch-out estimate of fresh first-sight performance (batches
+18-25, floor 0.85: 56.2 % answered, 5.5 % confidently wrong; the confirmations are code mechanisms the first-sight
+records cannot replay, so they are not in that estimate).
 
 `MIN_CONFIDENCE` is THE threshold: a field below it is answered None, with the reason in
 `JobMetadata.unknown[field]` and the guess kept in `JobMetadata.evidence[field]["guess"]`.
@@ -63,27 +70,32 @@ KIND_CONFIDENCE: dict[str, float] = {"argument": 0.95, "launcher": 0.95, "config
                                      "none": 0.0}
 
 #: how often each (field, kind) of evidence was RIGHT at first sight: the Advisor's answers on command batches
-#: 18-23, each run with the code of the commit that added the batch's labels, before anything was tuned for it
+#: 18-25, each run with the code that first met the batch (benchmarks/schedmate_first_sight.py FIRST_SIGHT_COMMITS),
+#: before anything was tuned for it
 #: (benchmarks/realsets/first_sight_commands.json; `python benchmarks/schedmate_first_sight.py calibrate` refits
 #: and checks this table): (answered, right)
 FIRST_SIGHT_COUNTS: dict[tuple[str, str], tuple[int, int]] = {
-    ("batch_scope", "argument"): (49, 49), ("batch_scope", "code"): (1, 1), ("batch_scope", "config"): (8, 1),
-    ("batch_scope", "default"): (21, 21), ("batch_scope", "name"): (17, 4), ("batch_size", "argument"): (45, 44),
-    ("batch_size", "code"): (1, 1), ("batch_size", "config"): (6, 6), ("batch_size", "default"): (30, 30),
-    ("dataset", "argument/known"): (52, 46), ("dataset", "argument/unknown"): (12, 12),
-    ("dataset", "code/known"): (12, 11), ("dataset", "config/known"): (2, 2), ("dataset", "default/known"): (5, 3),
-    ("dataset", "name/known"): (1, 1), ("dataset", "name/unknown"): (8, 1), ("gpus", "argument"): (5, 5),
-    ("gpus", "assumed"): (77, 71), ("gpus", "code"): (1, 1), ("gpus", "default"): (3, 3),
-    ("gpus", "launcher"): (30, 30), ("iteration_unit", "argument"): (44, 44), ("iteration_unit", "code"): (1, 1),
-    ("iteration_unit", "config"): (7, 7), ("iteration_unit", "default"): (51, 47),
-    ("iterations", "argument"): (44, 41), ("iterations", "code"): (1, 0), ("iterations", "config"): (7, 7),
-    ("iterations", "default"): (51, 46), ("model", "argument/known"): (27, 25), ("model", "argument/size"): (4, 0),
-    ("model", "argument/unknown"): (20, 15), ("model", "class/known"): (4, 1), ("model", "class/unknown"): (34, 6),
-    ("model", "code/known"): (1, 0), ("model", "config/unknown"): (2, 2), ("model", "default/known"): (9, 9),
-    ("model", "default/unknown"): (3, 2), ("model", "name/known"): (3, 3), ("model", "name/unknown"): (1, 0),
-    ("nodes", "argument"): (3, 3), ("nodes", "assumed"): (140, 140), ("nodes", "config"): (3, 3),
-    ("nodes", "default"): (1, 1), ("task", "code"): (7, 6), ("task", "entry"): (1, 0), ("task", "name"): (21, 15),
-    ("task", "objective/generic"): (36, 18), ("task", "objective/specific"): (25, 25), ("task", "signal"): (27, 27),
+    ('batch_scope', 'argument'): (14, 14), ('batch_scope', 'argument/presumed'): (44, 36),
+    ('batch_scope', 'code/global'): (6, 3), ('batch_scope', 'code/per-device'): (2, 2),
+    ('batch_scope', 'config'): (25, 17), ('batch_scope', 'default/presumed'): (40, 36),
+    ('batch_scope', 'name'): (17, 4), ('batch_size', 'argument'): (50, 46), ('batch_size', 'code'): (1, 1),
+    ('batch_size', 'config'): (24, 23), ('batch_size', 'default'): (50, 46), ('dataset', 'argument/known'): (55, 49),
+    ('dataset', 'argument/unknown'): (14, 14), ('dataset', 'code/known'): (12, 11),
+    ('dataset', 'config/known'): (14, 9), ('dataset', 'default/known'): (8, 6),
+    ('dataset', 'default/unknown'): (3, 1), ('dataset', 'name/known'): (1, 1), ('dataset', 'name/unknown'): (9, 2),
+    ('gpus', 'argument'): (11, 11), ('gpus', 'assumed'): (105, 93), ('gpus', 'code'): (1, 1),
+    ('gpus', 'config'): (4, 3), ('gpus', 'default'): (6, 3), ('gpus', 'launcher'): (41, 41),
+    ('iteration_unit', 'argument'): (52, 52), ('iteration_unit', 'code'): (1, 1),
+    ('iteration_unit', 'config'): (22, 22), ('iteration_unit', 'default'): (70, 65),
+    ('iterations', 'argument'): (52, 47), ('iterations', 'code'): (1, 0), ('iterations', 'config'): (22, 22),
+    ('iterations', 'default'): (70, 60), ('model', 'argument/known'): (31, 25), ('model', 'argument/size'): (4, 0),
+    ('model', 'argument/unknown'): (29, 19), ('model', 'class/known'): (4, 1), ('model', 'class/unknown'): (49, 7),
+    ('model', 'code/known'): (1, 0), ('model', 'config/known'): (8, 2), ('model', 'config/unknown'): (12, 5),
+    ('model', 'default/known'): (9, 9), ('model', 'default/unknown'): (3, 2), ('model', 'name/known'): (3, 3),
+    ('model', 'name/unknown'): (4, 0), ('nodes', 'argument'): (5, 5), ('nodes', 'assumed'): (194, 193),
+    ('nodes', 'config'): (7, 7), ('nodes', 'default'): (1, 1), ('nodes', 'launcher'): (1, 1),
+    ('task', 'code'): (7, 6), ('task', 'entry'): (1, 0), ('task', 'name'): (37, 26),
+    ('task', 'objective/generic'): (47, 27), ('task', 'objective/specific'): (29, 29), ('task', 'signal'): (34, 31)
 }
 #: a kind of evidence right less often than this at first sight (smoothed: (right + 1.6) / (answered + 2), at least
 #: 5 answers) is capped below the threshold: its answers stand only where another signal confirms them. 0.85: the
@@ -95,6 +107,9 @@ MIN_ANSWERS: int = 5
 #: the confidence a capped kind keeps (below MIN_CONFIDENCE; a confirmation adds 0.2 and lifts it above)
 CALIBRATED_CAP: float = 0.45
 
+
+#: a rule text that states the batch's scope: the option's name (per device / per GPU / micro) or the code's division
+_STATED_SCOPE = re.compile(r"per_?(?:device|gpu)|micro|divided|documented|global|total", re.I)
 
 #: tasks whose objective identifiers (features.schedmate_text.vocab.OBJECTIVE_SIGNALS) other tasks' code shares
 _GENERIC_OBJECTIVES = {"image-classification", "image-generation"}
@@ -116,6 +131,14 @@ def calibration_group(field: str, kind: str, value: Any, rule: str = "") -> tupl
         # with an accuracy, a generator with a discriminator belong to many tasks' code (a translator, a text
         # recogniser, a segmenter; a vocoder, an image translator): two groups, not one per task (too few answers)
         return field, "objective/generic" if value in _GENERIC_OBJECTIVES else "objective/specific"
+    if field == "batch_scope" and value == "per-device" and kind in ("argument", "default") and \
+            not _STATED_SCOPE.search(rule):
+        # a bare batch option (`--batch_size`, `--bs`) read as per device because nothing divides or multiplies it: a
+        # presumption, not a statement (right 50 of 50 times at first sight on batches 18-23, 8 of 16 on 24-25)
+        return field, f"{kind}/presumed"
+    if field == "batch_scope" and kind == "code" and value in ("global", "per-device"):
+        # the code's wrapper (DataParallel: the total) and the code's multiplication (per device) are two mechanisms
+        return field, f"code/{value}"
     if field not in ("model", "dataset") or value is None:
         return field, kind
     from features.schedmate_text.vocab import canonical_dataset, family_task, known_model
@@ -188,11 +211,45 @@ _SYNTHETIC = re.compile(r"^(?:synthetic|synth|dummy|fake|random|noise|toy)(?:[-_
                         re.I)
 
 
+def _sized_by_options(ex) -> bool:
+    """The command sets a network size of its own (`--depth 28`, `--widen-factor 10`, `--layers 50`)."""
+    from features.schedmate_text.settings import P_OVERRIDE
+
+    return any(p >= P_OVERRIDE and re.fullmatch(r"(?:model_|arch_|net_)?(?:depth|widen_factor|width|wf|layers|"
+                                               r"num_layers|n_layers)", k.rsplit(".", 1)[-1].lower().replace("-", "_"))
+               for k, v, p, s in ex.s.ranked())
+
+
+def _selects_network(code: str, key: str) -> bool:
+    """The code builds the network its option names: a registry or factory called with the option itself
+    (`models.__dict__[args.arch]()`, `timm.create_model(args.model, ...)`, `getattr(models, opt.net)(...)`,
+    `importlib.import_module(args.model)`, `MODELS[cfg.model]`)."""
+    leaf = key.rsplit(".", 1)[-1].replace("-", "_")
+    if not re.fullmatch(r"\w+", leaf or ""):
+        return False
+    opt = r"(?:args|opt|opts|cfg|config|FLAGS|hparams|params|hp|conf)\." + re.escape(leaf) + r"\b"
+    return re.search(r"(?:__dict__\[\s*|getattr\(\s*[\w.]+\s*,\s*|create_model\(\s*|import_module\(\s*|"
+                     r"[A-Z_]{3,}\[\s*|(?:build|get|load)_?(?:model|network|net|arch)\(\s*(?:name\s*=\s*)?)" + opt,
+                     code) is not None
+
+
+#: an entry that submits the job to a cluster (its own defaults request the GPUs)
+_SUBMITTER = re.compile(r"(?:^|[/._])(?:submit\w*|stool|slurm\w*|run_with_submitit)\.py$", re.I)
+#: any handling of several processes or devices (the scope of a batch can then differ from the option's)
+_PARALLEL = re.compile(r"DataParallel|world_size|device_count|init_process_group|Accelerator|accelerate|lightning|"
+                       r"deepspeed|horovod|xla|local_rank|LOCAL_RANK|nproc|torch\.distributed|ddp|spawn\(|num_gpus|n_gpu|"
+                       r"ngpu|gpu_ids|device_ids|multi_gpu|Trainer\(")
 #: DataParallel (not the distributed one) outside a comment
 _DATA_PARALLEL = re.compile(r"(?m)^(?!\s*#)[^\n#]*(?<!Distributed)DataParallel\(")
 #: the batch option scaled by the device count (`opt.batch_size = opt.batch_size * opt.num_gpu`)
 _SCALED_BY_DEVICES = re.compile(r"(?m)^(?!\s*#)[^\n#]*batch_?size\w*\s*(?:\*=\s*[\w.()]*(?:gpu|device)|=\s*[\w.]*batch_?size\w*"
                                 r"\s*\*\s*[\w.()]*(?:gpu|device))", re.I)
+
+
+def _multi_gpu_off(ranked) -> bool:
+    from features.schedmate_text.resolve import _multi_gpu_off as off
+
+    return off(ranked)
 
 
 def _rule_of(field: str, md: JobMetadata) -> str:
@@ -329,6 +386,10 @@ def _launcher_sets_devices(ex) -> str | None:
     if getattr(ex, "entry", None) is None or ex.entry not in ex.files:
         return "the job's entry point was not followed, so its device count was not read"
     code = _reachable_code(ex)  # the entry and the repository modules it imports
+    if _SUBMITTER.search(ex.entry) or re.search(r"(?m)^\s*(?:import submitit|from submitit\b)", code):
+        # (a cluster submitter: `python -m lingua.stool ...`, `tools/submit.py`, a submitit job: its own defaults ask
+        # for the GPUs)
+        return f"the job is submitted to a cluster by {ex.entry}, whose GPU request was not read"
     if re.search(r"DataParallel\(|device_count\(\)", code):
         return "the entry spreads over every visible GPU (DataParallel / device_count / world size)"
     return None
@@ -470,6 +531,8 @@ def attach_evidence(md: JobMetadata, ex=None, command: str = "") -> JobMetadata:
                                          (hit[0] if hit else "").lower()):
             conf = min(conf, 0.45)
             reason = "a model named after a sub-module"
+        if f == "iterations" and "stages)" in rule and "(the last of" in rule:
+            conf, reason = min(conf, 0.40), "the script runs several training stages; this is the last one's length"
         if f in ("model", "dataset") and kind in _VALUE_KINDS and reason is None and ex is not None:
             detector = _builds_detector(ex) if f == "model" and _BACKBONE.match(str(value)) else None
             factor, cap, why = plausibility(f, value, hit[0] if hit else "", detector)
@@ -482,8 +545,13 @@ def attach_evidence(md: JobMetadata, ex=None, command: str = "") -> JobMetadata:
                 conf = 0.50 if f == "model" else 0.55
             if f == "task":
                 kind = "entry"  # the entry's / config's own name names the task (cyclegan.py, classifier_train.py)
-        grp = calibration_group(f, kind, value)
-        cap = calibration_cap(*grp)
+        grp = calibration_group(f, kind, value, rule)
+        cap = calibration_cap(*grp) if f != "batch_scope" else None  # (the scope's cap: below, once its kind is known)
+        if cap is not None and grp in (("model", "argument/known"), ("model", "argument/unknown")) and reason is None \
+                and hit is not None and ex is not None and _selects_network(_reachable_code(ex), hit[0]) and \
+                not (not re.search(r"\d", str(value)) and _sized_by_options(ex)):  # (`--arch wrn --depth 28`: a size
+            # the name lacks is not confirmed)
+            cap = None  # confirmed: the code builds the network the option names (`models.__dict__[args.arch]()`)
         if cap is not None and conf > cap:  # a kind often wrong at first sight: it stands only where confirmed
             conf = cap
             reason = reason or f"{grp[1]} evidence for the {f} was right {FIRST_SIGHT_COUNTS[grp][1]} times in " \
@@ -516,7 +584,8 @@ def attach_evidence(md: JobMetadata, ex=None, command: str = "") -> JobMetadata:
             if g is not None:
                 conf = min(conf, g["confidence"])  # a total divided by a guessed GPU count
         if f == "batch_scope" and value == "per-device" and ex is not None and not getattr(ex, "launches", None) and \
-                not re.search(r"per_?(?:device|gpu)|micro", rule, re.I) and _DATA_PARALLEL.search(_reachable_code(ex)):
+                not re.search(r"per_?(?:device|gpu)|micro", rule, re.I) and _DATA_PARALLEL.search(_reachable_code(ex)) \
+                and not _multi_gpu_off(ex.s.ranked()):  # (a wrapper behind a multi-GPU switch left off wraps nothing)
             # DataParallel splits the loader's batch over every visible GPU: the batch is the total, unless the code
             # multiplies it by the device count first (then the option is per device)
             if _SCALED_BY_DEVICES.search(_reachable_code(ex)):
@@ -533,11 +602,30 @@ def attach_evidence(md: JobMetadata, ex=None, command: str = "") -> JobMetadata:
             conf = scope_of_batch * (1.0 if value == "global" or "per_gpu" in rule or
                                                       "per_device" in rule or "micro" in rule else 0.9)
             kind = out["batch_size"]["kind"]
+        if f == "batch_scope":  # the scope's own first-sight record (a presumed per-device scope is its own group)
+            grp = calibration_group(f, kind, value, rule)
+            cap = calibration_cap(*grp)
+            single = ex is not None and getattr(ex, "entry", None) in getattr(ex, "files", {}) and \
+                not getattr(ex, "launches", None) and not _PARALLEL.search(_reachable_code(ex))
+            if cap is not None and (grp[1].endswith("/presumed") or grp == ("batch_scope", "config")) and \
+                    value == "per-device" and single:
+                cap = None  # confirmed: code that never spreads over processes or devices has one batch, the process's
+            if cap is not None and grp == ("batch_scope", "config") and value == "per-device" and ex is not None:
+                bk = _setting(ex, "batch_size", rule, md.batch_size)
+                if bk is not None and re.search(r"per_?(?:device|gpu)|samples_per_gpu|imgs_per_gpu", bk[0], re.I):
+                    cap = None  # confirmed: the config's own key says per device (per_device_train_batch_size)
+            if cap is not None and conf > cap:
+                conf = cap
+                record = f"{grp[1]} evidence for the batch scope was right {FIRST_SIGHT_COUNTS[grp][1]} times in " \
+                         f"{FIRST_SIGHT_COUNTS[grp][0]} at first sight"
+                reason = f"{reason}; but {record}" if reason else record
         if f == "iteration_unit" and "iterations" in out:
             conf, kind = out["iterations"]["confidence"], out["iterations"]["kind"]
         lead = {"iteration_unit": "iterations", "batch_scope": "batch_size"}.get(f)
         where = out[lead]["evidence"] if lead in out else \
             _where(ex, f, rule, kind, command, value) if ex is not None else None
+        if f in ("iterations", "iteration_unit") and "(summed over the script's" in rule:
+            where = "the script's stages: " + rule  # not the last stage's line alone
         out[f] = {"value": value, "evidence": where, "kind": kind, "confidence": round(conf, 3), "rule": rule}
         if f == "batch_size":
             scope_of_batch = round(scope_conf, 3)  # the batch_scope's own certainty (not the GPU count's)

@@ -26,7 +26,7 @@ from functools import lru_cache
 from pathlib import PurePosixPath
 from typing import Any
 
-from features.schedmate_text.follow import _OBJECT_KEYS, FollowMixin, divided_batches, undivided_batches
+from features.schedmate_text.follow import _OBJECT_KEYS, FollowMixin, commented_global_batches, divided_batches, imported_modules, undivided_batches
 from features.schedmate_text.hydra import compose as _hydra_compose
 from features.schedmate_text.launch import LaunchMixin
 from features.schedmate_text.metadata import FIELDS, JobMetadata
@@ -109,6 +109,7 @@ class _Extractor(LaunchMixin, FollowMixin):
         self.per_process_batch: set[str] = set()  # batch keys the code hands to its DataLoader undivided
         self.programs: list[str] = []  # the entry's ArgumentParser names ("DETR training and evaluation script")
         self.launches: list[tuple[str, dict]] = []  # (launcher, its options): what decides the device count
+        self.stages: list[str] = []  # a script's launch statements of one program, run one after another
         self.unexpanded: list[str] = []  # command words with a shell variable nothing sets (`$DATA_DIR`)
         self.console_function: str | None = None  # the function a console script entry point names
 
@@ -272,7 +273,9 @@ class _Extractor(LaunchMixin, FollowMixin):
             self.s.put(k, v, P_ARGV, f"argv --{k}")
         self.global_batch |= info.global_batch
         if name is not None and parsed_info is not None:
-            self.global_batch |= divided_batches(self.files[name])  # `batch_size // world_size` in the entry
+            for mod in imported_modules(self.files, name):  # `batch_size // world_size` in the entry or a module
+                self.global_batch |= divided_batches(self.files[mod])  # it imports (a loader builder, an args hook)
+                self.global_batch |= commented_global_batches(self.files[mod])  # `bs: int = 768  # global batch`
             self.per_process_batch |= undivided_batches(self.files[name])
         for dest, value in zip(info.positionals, [p for p in positionals if not re.fullmatch(r"[A-Z][A-Z0-9_.]+", p)]):
             self.s.put(dest, value, P_ARGV, f"argv positional {dest}")  # `main.py -a resnet18 /data/imagenet`
@@ -293,6 +296,12 @@ class _Extractor(LaunchMixin, FollowMixin):
                         self.ml_config(f, "")
                     else:
                         self.config_file(f, P_CONFIG, f"config {f}")
+        for k, v in hydra:  # OmegaConf.from_cli(): `config=apps/main/configs/debug.yaml` names the run's config file
+            if k.lstrip("+") in ("config", "cfg", "config_file", "config_path") and isinstance(v, str) and \
+                    re.search(r"\.(json|ya?ml)$", v):
+                f = self._file(v)
+                if f and f != name:
+                    self.config_file(f, P_CONFIG, f"config {f}")
         rest_pos = []
         i = 0
         while i < len(positionals):  # detectron2 / yacs opts: "SOLVER.MAX_ITER 90000" pairs

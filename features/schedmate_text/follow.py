@@ -26,21 +26,65 @@ _PROGRAM_DEST = re.compile(r"(script|program|command|cmd|entry)", re.I)
 _OBJECT_KEYS = ("config", "cfg", "config_name", "exp", "experiment", "exp_name", "name", "exp_file", "preset")
 
 
-_DIVIDED = re.compile(r"\b(\w*batch\w*|bs)\s*(?:=\s*\1\s*)?//=?\s*\(?\s*(?:[\w.]+\.)?(?:get_)?(?:world_size|num_gpus|"
-                      r"n_gpus|ngpus|num_devices|num_processes)\b")
+# the process count a batch is divided by (`world_size`, `dist.get_world_size()`, `cfg.NUM_GPUS`, `ext_dist.my_size`)
+_WORLD = r"(?:[\w.]+\.)?(?:get_)?(?:world_size|num_gpus|n_gpus|ngpus|num_devices|num_processes|ngpus_per_node|" \
+         r"num_gpus_per_node|gpus_per_node|my_size|nprocs)\b"
+_DIVIDED = re.compile(r"\b(\w*batch\w*|bs)\s*(?:=\s*\1\s*)?//=?\s*\(?\s*" + _WORLD, re.I)
+# `bs / world_size`, `bs / args.ac / dist.get_world_size()` (other divisors between), `BATCH_SIZE / max(1, NUM_GPUS)`
+_DIVISION = re.compile(r"\b(?:\w+\.)?(\w*batch\w*|bs)\s*(?://|/)(?:\s*[\w.]+(?:\(\))?\s*(?://|/))*\s*\(?\s*"
+                       r"(?:max\(\s*1\s*,\s*)?" + _WORLD, re.I)
 
 
 def divided_batches(text: str) -> set[str]:
     """Batch options the code divides by the number of processes (`batch_size = batch_size //
-    dist.get_world_size()`): the command's value is the total over all GPUs."""
+    dist.get_world_size()`, `round(args.bs / args.ac / dist.get_world_size())`, `int(cfg.TRAIN.BATCH_SIZE /
+    max(1, cfg.NUM_GPUS))`): the command's value is the total over all GPUs."""
     if "/" not in text:
         return set()
-    out = set()
-    for m in re.finditer(r"\b(?:\w+\.)?(\w*batch\w*|bs)\s*(?://|/)\s*\(?\s*(?:[\w.]+\.)?(?:get_)?(?:world_size|num_gpus|n_gpus|"
-                         r"ngpus|num_devices|num_processes|ngpus_per_node|num_gpus_per_node|gpus_per_node)\b", text):
-        # (`int(h.batch_size / h.num_gpus)` too: a true division made whole)
-        out.add(m.group(1))  # `args.bs // dist.get_world_size()` on the right of another name
-    return out | {m.group(1) for m in _DIVIDED.finditer(text)}
+    # (`int(h.batch_size / h.num_gpus)` too: a true division made whole)
+    return {m.group(1) for m in _DIVISION.finditer(text)} | {m.group(1) for m in _DIVIDED.finditer(text)}
+
+
+# a batch option whose comment says it is the total (`bs: int = 768  # global batch size`,
+# `parser.add_argument('--bs', type=int)  # total batch size over all GPUs`)
+_COMMENTED_TOTAL = re.compile(r"(?m)^\s*(?:(\w*batch\w*|bs)\s*:\s*[\w\[\]., ]+=|[\w.]*add_argument\(\s*['\"]--?"
+                              r"(\w*batch[\w-]*|bs)['\"])[^#\n]*#[^\n]*\b(?:total|global)\s+batch", re.I)
+
+
+def commented_global_batches(text: str) -> set[str]:
+    """Batch options documented as the total by their comment (the help text is read by pyast)."""
+    if "#" not in text:
+        return set()
+    return {(m.group(1) or m.group(2)).replace("-", "_") for m in _COMMENTED_TOTAL.finditer(text)}
+
+
+_IMPORT = re.compile(r"^\s*(?:from\s+(\.*[\w.]*)\s+import\s+\(?([\w, ]+)|import\s+([\w.]+))", re.M)
+
+
+def imported_modules(files: dict[str, str], entry: str, depth: int = 2, limit: int = 40) -> list[str]:
+    """The repository modules `entry` imports, `depth` levels deep (at most `limit` files, the entry first): where a
+    batch option's division by the process count often lives (a loader builder, an argument post-processor)."""
+    seen, frontier = [entry], [entry]
+    for _ in range(depth):
+        nxt = []
+        for f in frontier:
+            base = f.rpartition("/")[0]
+            for m in _IMPORT.finditer(files.get(f, "")):
+                mods = [m.group(3)] if m.group(3) else \
+                    [m.group(1)] + [f"{m.group(1)}.{n.split()[0]}" for n in m.group(2).split(",") if n.strip()]
+                for mod in mods:
+                    dots = len(mod) - len(mod.lstrip("."))
+                    rel = mod.lstrip(".").replace(".", "/")
+                    root = base
+                    for _ in range(max(0, dots - 1)):
+                        root = root.rpartition("/")[0]
+                    for cand in ((f"{root}/{rel}" if root else rel) if dots else rel, f"{base}/{rel}" if base else rel):
+                        g = next((c for c in (cand + ".py", cand + "/__init__.py") if c in files), None)
+                        if g and g not in seen and len(seen) < limit:
+                            seen.append(g)
+                            nxt.append(g)
+        frontier = nxt
+    return seen
 
 
 _UNDIVIDED = re.compile(r"\bbatch_size\s*=\s*(?:\w+\.)+(\w*batch\w*)\b(?!\s*(?://|/|\*))")

@@ -45,6 +45,8 @@ def compose(load: _Loader, is_global: Callable[[str], bool], has_group: Callable
         return "/".join(p for p in (base, *parts) if p)
 
     main = load(path(_strip(cname or "config") + ".yaml"))
+    if main is None and any("." not in k.lstrip("+") and has_group(path(k.lstrip("+"))) for k, _ in overrides):
+        main = {}  # the primary config is a structured one (ConfigStore, no YAML); the chosen group files still apply
     if main is None:
         return None, []
     entries = _entries(main.get("defaults"))

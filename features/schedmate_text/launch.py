@@ -35,6 +35,41 @@ def _words(stmt: str) -> list[str]:
         return stmt.split()
 
 
+_POS_TEST = re.compile(r"^(?:el)?if\s+\[\[?\s*\"?\$\{?(\d)\}?\"?\s*==?\s*[\'\"]?([\w.:-]*)[\'\"]?\s*\]\]?\s*;?\s*(?:then\b.*)?$",
+                       re.S)
+
+
+def _branch(stmt: str, head: str, branches: list[list], pos: list[str]) -> None:
+    """Follow `if` / `elif` / `else` / `fi` over a test of a positional argument against a literal (`if [[ $1 ==
+    'train' ]]`): the branch the command's arguments take is active, the others are skipped; any other test keeps
+    every branch (as before)."""
+    m = _POS_TEST.match(stmt.strip())
+    cond = None
+    if m:
+        i = int(m.group(1)) - 1
+        cond = 0 <= i < len(pos) and pos[i] == m.group(2) if i >= 0 else None
+    if head == "if":
+        branches.append([cond is not None, bool(cond), True if cond is None else bool(cond)])
+    elif head == "elif" and branches:
+        b = branches[-1]
+        if b[0] and cond is not None:
+            b[2] = not b[1] and bool(cond)
+            b[1] = b[1] or bool(cond)
+        else:
+            b[2] = True
+    elif head.startswith("else") and branches:
+        b = branches[-1]
+        b[2] = not b[1] if b[0] else True
+    elif head.startswith("fi") and branches:
+        branches.pop()
+
+
+def _program_of(stmt: str) -> str | None:
+    """The Python program a launch statement runs (`python -u train.py ...` -> train.py), or None."""
+    m = re.search(r"(?:^|\s)(\S+\.py)(?:\s|$)", stmt)
+    return m.group(1) if m else None
+
+
 class LaunchMixin:
     files: dict[str, str]
     depth: int
@@ -180,7 +215,19 @@ class LaunchMixin:
         lines move where later paths are looked up (a script's own `cd` is relative to where it was run)."""
         env = dict(env)
         last_launch = None
+        launches: list[str] = []
+        branches: list[list] = []  # [evaluable, taken, active] per open `if`: `if [[ $1 == 'train' ]]` picks a branch
         for stmt in _shell_statements(text):
+            head = stmt.split(None, 1)[0] if stmt.strip() else ""
+            if head in ("if", "elif", "else", "else;", "fi", "fi;", "then"):
+                _branch(stmt, head, branches, pos)
+                rest = re.split(r";\s*then\b", stmt, maxsplit=1)
+                if head in ("if", "elif") and len(rest) == 2 and rest[1].strip():
+                    stmt = rest[1].strip()  # `if ...; then python x.py`: the branch's first statement follows
+                else:
+                    continue
+            if not all(b[2] for b in branches):
+                continue  # a branch the script's positional arguments do not take
             if stmt.startswith("#SBATCH"):
                 self._sbatch(stmt[len("#SBATCH"):].strip())
                 continue
@@ -237,7 +284,12 @@ class LaunchMixin:
             if PurePosixPath(first).name in _LAUNCH_WORDS or first.endswith(".py") or \
                     (inline and first not in _NOT_LAUNCH and not _ASSIGN.match(first)):
                 last_launch = _expand(stmt, env, pos, keep_unset=inline)
+                launches.append(last_launch)
         if last_launch:
+            prog = _program_of(last_launch)
+            stages = [x for x in launches if prog and _program_of(x) == prog]
+            if len(stages) > 1 and not inline:  # one script runs the same program as several training stages
+                self.stages = stages
             self.command(last_launch, env)
 
     def _sbatch(self, spec: str) -> None:

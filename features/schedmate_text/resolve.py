@@ -9,7 +9,7 @@ from features.schedmate_text.metadata import JobMetadata
 from features.schedmate_text.settings import (_ACCUM_KEYS, _CPU_FLAGS, _MICRO_BATCH_KEYS, _NODE_KEYS,
                                               _TOKEN_BATCH_KEYS, _TOTAL_GPU_KEYS, P_CODE, P_LAUNCH, _BATCH_KEYS, _DATA_KEYS, _EPOCH_KEYS, _EVAL_PATH, _GLOBAL_BATCH_KEYS,
                                               _GPU_ARG_KEYS, _MODEL_KEYS, _NAMED_DATA_KEYS, _STEP_KEYS, P_CODE_KW,
-                                              P_ARGV, P_CONFIG, P_DEFAULT, _as_int, _last)
+                                              P_ARGV, P_CONFIG, P_DEFAULT, P_OVERRIDE, _as_int, _last)
 from features.schedmate_text.vocab import (DATASET_TASK, MODEL_TASK, canonical_dataset, family_task, canonical_model, known_model,
                                            task_from_names, task_from_objective,
                                            norm, task_from_signals)
@@ -26,6 +26,7 @@ def resolve(ex) -> JobMetadata:
                    not (re.search(r"\.(pth?|pt|ckpt|bin|safetensors|h5|npz|tar)$", v.strip().lower()) and
                         not known_model(v)) and  # a checkpoint file (`results/128_0.5_model.pth`) names no model
                    not v.strip().lower().startswith("build_") and
+                   not _ROLE_PATH.search(k.lower().rsplit(".", 1)[0] if "." in k else "") and
                    (_last(k) in _MODEL_KEYS or k in ("code.model", "config.filename", "hint.entry", "hint.config", "hydra.model_class",
                                                        "config_arg.model")
                     or _last(k) in _WEAK_MODEL_KEYS
@@ -153,6 +154,17 @@ def resolve(ex) -> JobMetadata:
             md.dataset, md.sources["dataset"] = canonical_dataset(next(iter(sections))), "the config's one dataset section"
     if md.dataset is None and glue_task:
         md.dataset, md.sources["dataset"] = f"glue-{glue_task[0]}", glue_task[1]
+    if md.dataset is None:  # a dataset we do not know: the command's own bare name for it (`--data ETTh2`) beats a
+        # default path of another key (`data_path='ETTh1.csv'`): the user chose it
+        for k, v, p, s in ranked:
+            if p < P_ARGV:
+                break
+            if isinstance(v, str) and _last(k) in ("data", "dataset", "dataset_name", "data_name", "dset") and \
+                    "." not in k and \
+                    re.fullmatch(r"[A-Za-z][\w-]{1,40}", v.strip()) and \
+                    not re.fullmatch(r"(data|dataset|datasets|custom|train|none|true|false)", v.strip().lower()):
+                md.dataset, md.sources["dataset"] = norm(v.strip()), s
+                break
     if md.dataset is None:  # a dataset we do not know: keep the user's name (last path segment)
         for k, v, p, s in ranked:
             if isinstance(v, list) and len(v) == 1 and isinstance(v[0], str):
@@ -206,6 +218,7 @@ def resolve(ex) -> JobMetadata:
         best = pair  # pix2pix-family epoch counters: the run is `niter` + `niter_decay` epochs
     if best:
         md.iterations, md.iteration_unit, md.sources["iterations"] = best[0], best[1], best[3]
+        _sum_stages(ex, md)
     batch_key = None
     for k, v, p, s in ranked:
         if _EVAL_PATH.search(k.lower()):
@@ -225,7 +238,10 @@ def resolve(ex) -> JobMetadata:
             if n and n > 0:
                 md.batch_size, md.sources["batch_size"] = n, s
                 batch_key = k
-                if k in getattr(ex, "global_batch", ()):  # the script's help: "total batch size for all GPUs"
+                gb = getattr(ex, "global_batch", ())
+                if k in gb or ("." in k and _last(k) in {x.lower() for x in gb if "." not in x}):
+                    # the script's help: "total batch size for all GPUs"; the code divides it by the process count
+                    # (`cfg.TRAIN.BATCH_SIZE / cfg.NUM_GPUS`: a yacs key by its last segment)
                     ex._global_batch = n
                     md.sources["batch_size"] = s + " (documented as the total over all GPUs, divided below)"
                 break
@@ -241,6 +257,8 @@ def resolve(ex) -> JobMetadata:
                 # a config's DISTRIBUTED.NUM_PROC_PER_NODE too (a per-node count cannot mean anything else)
                 n = _as_int(v) if _last(k) in _GPU_ARG_KEYS else None
                 n = n or _device_count(v)
+                if n and n > 1 and p < P_OVERRIDE and _multi_gpu_off(ranked):
+                    continue  # a defaulted device list used only behind a multi-GPU switch the command leaves off
                 if n and n > 0:
                     code_dev = (n, s)
                     break
@@ -416,11 +434,51 @@ _GENERIC_CLASS = re.compile(r"^(segmentation|detection|classification|keypoint|p
                             r"^(generator|discriminator|encoder|decoder|model|net|network|module|critic|actor)$|"
                             r"^.*(moving-?average|ema|scaler|optimizer|scheduler|logger|writer|meter|sampler|loader|"
                             r"dataset|trainer|loss|criterion|checkpointer|helper|path|config|args|parser|timer|registry|"
-                            r"q-?network|value-?network|policy|policy-?network|actor-?critic|critic|replay-?(buffer|memory))$")
+                            r"q-?network|value-?network|policy|policy-?network|actor-?critic|critic|replay-?(buffer|memory)|"
+                            # a building block or a side part (AttnBlock, ChanNorm, MultiHeadAttn, a data preprocessor,
+                            # a vocoder): what a network is made of or fed by, never the network trained
+                            r"block|layer|norm|attn|attention|embedding|preprocessor|vocoder|residual|upsample|"
+                            r"downsample)$")
 
 
 def _class_name_words(name: str) -> str:
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "-", str(name)).lower()
+
+
+# config sections of a part that is never the model trained: the data preprocessor, the vocoder that turns a TTS
+# model's spectrograms into audio, the tokenizer, the EMA copy, the loss, a distillation teacher, a GAN's discriminator
+_ROLE_PATH = re.compile(r"(^|[._])(\w*preprocessor|vocoder|tokenizer|ema|loss|criterion|teacher|discriminator|net_d)([._]|$)")
+def _sum_stages(ex, md) -> None:
+    """A script that runs its training program several times in a row (pre-train, then fine-tune stages, each
+    restoring the last): the job's length is the stages' lengths together when every stage states it with the
+    option the last stage's was read from; otherwise the last stage's length is no answer (marked for the evidence
+    layer)."""
+    stages = getattr(ex, "stages", None) or []
+    src = md.sources.get("iterations", "")
+    if len(stages) < 2 or not src.startswith("argv --"):
+        return
+    key = src[len("argv --"):].split()[0]
+    opt = re.compile(r"(?:^|\s)--?" + re.escape(key).replace("_", "[-_]") + r"(?:=|\s+)(\d+)(?:\s|$)")
+    values = [opt.search(x) for x in stages]
+    if all(values):
+        md.iterations = sum(int(m.group(1)) for m in values)
+        md.sources["iterations"] = f"{src} (summed over the script's {len(stages)} stages: " + \
+            " + ".join(m.group(1) for m in values) + ")"
+    else:
+        md.sources["iterations"] = f"{src} (the last of the script's {len(stages)} stages)"
+
+
+# a switch that turns on the use of several GPUs (`--use_multi_gpu`, `--multi_gpu`, `--multigpu`)
+_MULTI_GPU_SWITCH = re.compile(r"^(use_)?multi_?gpus?$|^use_multiple_gpus?$")
+
+
+def _multi_gpu_off(ranked) -> bool:
+    """The job's settings hold a multi-GPU switch that is off: its own flag, not the command's, decides whether a
+    device list is used (`--devices 0,1,2,3` is read only `if args.use_multi_gpu`)."""
+    for k, v, p, s in ranked:
+        if "." not in k and _MULTI_GPU_SWITCH.match(_last(k)):
+            return v in (False, 0) or (isinstance(v, str) and v.strip().lower() in ("false", "0", "no", ""))
+    return False
 
 
 # sections that configure a part of the network (MODEL.SEM_SEG_HEAD.NAME: MaskFormerHead), not the network

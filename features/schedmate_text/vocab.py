@@ -340,7 +340,13 @@ def known_model(name: str | None, strip: bool = True) -> str | None:
     for pat, key in MODEL_RULES:
         m = re.search(pat, n)
         if m:
-            return m.expand(key) if "\\" in key else key
+            if "\\" in key:
+                return m.expand(key)
+            # a family written with its generation digit (`pointnet2_cls_ssg`): the digit is part of the name
+            v = re.match(r"(\d)(?=$|-)", n[m.end():])
+            if v and m.group(0) == key and key[-1].isalpha():
+                return key + v.group(1)
+            return key
     n = _FILE_SUFFIX.sub("", n)
     if _FAMILIES.match(n):
         return re.sub(r"^meta-(?=llama)", "", n)
