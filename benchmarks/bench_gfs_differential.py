@@ -45,7 +45,16 @@ RELEASED_RULES = "gfs:adapt_eta=false,queue_order=large-first"
 OLD_E = "gfs:e_runs=starts"
 #: our GFS with the released simulator's queue order only (RULES order)
 LARGE_FIRST = "gfs:queue_order=large-first"
-VARIANTS = {OLD_E: "spot_scheduler", LARGE_FIRST: "spot_scheduler", RELEASED_RULES: "spot_scheduler"}
+#: our GFS with the released simulator's quota count only (RULES gang-count, its spot half): a running spot gang
+#: uses up one pod's GPUs of the quota
+GANG_AS_POD = "gfs:quota_count=gang-as-pod"
+#: RELEASED_RULES plus the released quota count
+RELEASED_QUOTA = RELEASED_RULES + ",quota_count=gang-as-pod"
+#: RELEASED_QUOTA plus the rest of the released quota arithmetic: HP demand one pod per HP gang (RULES gang-count,
+#: its forecaster half) and Q = f eta (RULES eq10)
+RELEASED_ARITH = RELEASED_QUOTA + ",hp_count=gang-as-pod,eq10=released"
+VARIANTS = {OLD_E: "spot_scheduler", LARGE_FIRST: "spot_scheduler", RELEASED_RULES: "spot_scheduler",
+            GANG_AS_POD: "spot_scheduler", RELEASED_QUOTA: "spot_scheduler", RELEASED_ARITH: "spot_scheduler"}
 #: the released baselines with their HP-demand leak fixed by the driver (RULES["demand-leak"]): our policy -> run
 LEAK_FIXED = {"lyra": "lyra+leakfix", "yarn-cs": "fifo_spot+leakfix"}
 START = "2024-03-01 00:00:00"  # the released simulator's trace_range start (its clock's zero)
@@ -88,7 +97,7 @@ RULES = {
                       "spot tasks whenever GPUs are free.",
     "gang-count": "released GFS counts a spot gang's GPUs in use as gpu_request (one pod), not gpu_request x "
                   "worker_num, so gangs overshoot its quota, and its forecaster's HP demand counts one pod of an HP "
-                  "gang; ours counts every pod.",
+                  "gang; ours counts every pod (the released counts: gfs:quota_count=gang-as-pod, hp_count=gang-as-pod).",
     "order": "released GFS and Lyra sort both queues large-first (GPUs per pod descending); ours: PTS small-first "
              "(GPU request, pods, submission), Lyra FIFO.",
     "forecaster": "released forecaster: OrgLinear trained daily on 24 h inputs (--seq_len 24, --learning_rate 1e-3: "
@@ -96,7 +105,8 @@ RULES = {
                   "with a 4 h horizon, quota from the 0.9 quantile of the summed Gaussians of the next hour; ours: "
                   "OrgLinear on hourly maxima trained in the replay (1 h horizon, H = 1).",
     "eq10": "released quota = floor(free) x eta with no S_a term (spot held >= H h); ours (eq10=additive): "
-            "f eta + S_a, so spot tasks past their guarantee do not use up the quota.",
+            "f eta + S_a, so spot tasks past their guarantee do not use up the quota (the released form: "
+            "gfs:eq10=released).",
     "hp-preempt-window": "released GFS and Lyra let HP tasks evict spot tasks only inside log_range; HP tasks "
                          "queue before it. Ours always (no spot runs in the warm-up, so only the tail differs).",
     "fifo-blocking": "released FIFO breaks its spot pass at the first task that does not fit (head-of-line "
@@ -141,6 +151,18 @@ EXPLAINS = {
     (RELEASED_RULES, "spot_jqt"): ["gang-count", "eq10", "forecaster"],
     (RELEASED_RULES, "evict"): ["gang-count", "eq10", "forecaster"],
     (RELEASED_RULES, "hp_jqt"): ["hp-preempt-window", "tick"],
+    (GANG_AS_POD, "spot_jct"): ["eta-dead", "gang-count", "eq10", "order", "forecaster"],
+    (GANG_AS_POD, "spot_jqt"): ["eta-dead", "gang-count", "eq10", "order", "forecaster"],
+    (GANG_AS_POD, "evict"): ["eta-dead", "gang-count", "eq10"],
+    (GANG_AS_POD, "hp_jqt"): ["hp-preempt-window", "tick", "order"],
+    (RELEASED_QUOTA, "spot_jct"): ["gang-count", "eq10", "forecaster"],
+    (RELEASED_QUOTA, "spot_jqt"): ["gang-count", "eq10", "forecaster"],
+    (RELEASED_QUOTA, "evict"): ["gang-count", "eq10", "forecaster"],
+    (RELEASED_QUOTA, "hp_jqt"): ["hp-preempt-window", "tick"],
+    (RELEASED_ARITH, "spot_jct"): ["forecaster", "tick"],
+    (RELEASED_ARITH, "spot_jqt"): ["forecaster", "tick"],
+    (RELEASED_ARITH, "evict"): ["forecaster", "tick"],
+    (RELEASED_ARITH, "hp_jqt"): ["hp-preempt-window", "tick"],
 }
 for (_p, _k), _rules in list(EXPLAINS.items()):  # the +leakfix rows: the same rules less the leak and the drain
     if _p in LEAK_FIXED:

@@ -350,3 +350,39 @@ def test_gfs_replay_is_the_same_with_the_restacked_history(monkeypatch):
     timing = [k for k in fast.policy_stats if "second" in k]
     assert repr({k: v for k, v in fast.policy_stats.items() if k not in timing}) == \
         repr({k: v for k, v in slow.policy_stats.items() if k not in timing})
+
+
+def test_released_quota_arithmetic_is_a_named_variant():
+    """``quota_count=gang-as-pod``, ``hp_count=gang-as-pod`` and ``eq10=released``: GFS's released simulator's
+    quota arithmetic (Sjtucitlab/Spot policy/spot.py:105-107, 158; policy/policy.py:118, 130-134)."""
+    from sim.policies.gfs import Gfs
+
+    def w(hp_pods: int = 1):
+        # Two 8-GPU nodes. HP org a holds 8 GPUs for 10 h; at 2 h a spot gang of 2 pods x 2 GPUs, then a 2-GPU
+        # spot task. eta fixed at 0.5: f = 16 - floor(8 + 1.28 x 0.5) = 8, quota 4.
+        return workload([(0, 36000, 8), (7200, 7200, 4), (7300, 3600, 2)], nodes=2, gpus=8, org=["a", "b", "b"],
+                        job_class=["hp", "spot", "spot"], checkpoint_interval=[None, 3600.0, 3600.0],
+                        num_pods=[hp_pods, 2, 1], gpus_per_pod=[8 // hp_pods, 2, 2])
+
+    base = "gfs:eta0=0.5,adapt_eta=false"
+    # Every pod counts (default): the gang holds 4 of the 4 GPUs of quota, the 2-GPU task waits until the gang
+    # has had its H = 1 guaranteed hour (S_a = 4: quota 8 at the update at 10,800 s).
+    r = simulate(w(), base, check_invariants=True)
+    at = [row for row in r.policy_stats["sqa_quota_log"] if row[1] == 7200.0][0]
+    assert at[2:4] == (4.0, 8.0)  # quota, f
+    assert r.first_start[1:] == [7200.0, 10800.0]
+    # The gang counted as one pod (2 GPUs): 2 + 2 <= 4, the task starts when it arrives.
+    assert simulate(w(), base + ",quota_count=gang-as-pod", check_invariants=True).first_start[2] == 7300.0
+    # Q = f eta (no S_a): the task waits for the gang to end (14,400 s); with the gang as one pod, at once.
+    assert simulate(w(), base + ",eq10=released", check_invariants=True).first_start[2] == 14400.0
+    assert simulate(w(), base + ",eq10=released,quota_count=gang-as-pod").first_start[2] == 7300.0
+    # An HP gang of 2 pods x 4 GPUs counted as one pod in the HP demand: f = 16 - floor(4.64) = 12, quota 6.
+    r = simulate(w(2), base + ",hp_count=gang-as-pod", check_invariants=True)
+    at = [row for row in r.policy_stats["sqa_quota_log"] if row[1] == 7200.0][0]
+    assert at[2:4] == (6.0, 12.0) and r.first_start[2] == 7300.0
+    assert simulate(w(2), base, check_invariants=True).first_start[2] == 10800.0
+    assert all(sum(simulate(w(), base + s).evictions) == 0 for s in ("", ",quota_count=gang-as-pod"))
+    assert Gfs().quota_count == "pods" and Gfs().hp_count == "pods" and Gfs().eq10 == "additive"  # defaults
+    for bad in ({"quota_count": "gang"}, {"hp_count": "jobs"}, {"eq10": "release"}):
+        with pytest.raises(ValueError):
+            Gfs(**bad)

@@ -16,7 +16,10 @@ Our readings where the paper leaves details open (each a parameter where it matt
   300 s from the 0.9 quantile of the HP demand forecast for the next H hours (Eq. 9, the organisations'
   Gaussians summed per step). Eq. 10: the default ``eq10=additive`` is Q_H = f eta + S_a (S_a the spot GPUs
   guaranteed >= H h), NOT the printed min(f eta, S_0 + S_a) (gfs.txt:208), which is ``eq10=printed``;
-  ``held-idle`` is min(f eta, spot held + idle). Eq. 11: eta starts at 1 and is cut by eps / e when the
+  ``held-idle`` is min(f eta, spot held + idle); ``released`` is the released simulator's f eta. The spot GPUs
+  held are checked against the quota with every pod counted (``quota_count=pods``); ``quota_count=gang-as-pod``
+  counts one pod per running spot task, and ``hp_count=gang-as-pod`` one pod per HP task in the sampled HP demand,
+  as the released simulator does (the parameter docs cite its lines; docs/gfs_differential.md measures them). Eq. 11: eta starts at 1 and is cut by eps / e when the
   eviction rate e (evictions / spot runs of the pool over the past H hours, see below) exceeds 1.5 eps,
   raised by (1.5 - e / eps) when e < eps / 2 and a spot task waited longer than theta = 3,600 s over the past
   H hours, and never exceeds 1 (``eta_max=1``, the default): the reading the paper's runs had, since the released
@@ -113,7 +116,18 @@ class Gfs(HpSpotPolicy):
                   "eq19": "paper (victim count term (F+|T|)/(G+F+|T|), waste per victim GPU-hour) | gpus (old)",
                   "score3": "paper (max(0, 1 - 0.01 m^e_bar), HP to the most-evicted node, breaker at 0) | inverse (old)",
                   "eq10": "additive (default, our reading: Q = f eta + S_a, S_a spot GPUs guaranteed >= H h) | printed "
-                                  "(min(f eta, S_0 + S_a), S_0 idle GPUs: gfs.txt:208) | held-idle (min(f eta, spot held + idle))",
+                                  "(min(f eta, S_0 + S_a), S_0 idle GPUs: gfs.txt:208) | held-idle (min(f eta, spot held + idle)) "
+                                  "| released (Q = f eta with f from the floored quantile: GFS's released simulator, "
+                                  "Sjtucitlab/Spot policy/policy.py:99-100, 118)",
+                  "quota_count": "spot GPUs held, as checked against the quota: pods (default: every pod's GPUs) | "
+                                 "gang-as-pod (one pod's GPUs per spot task, as GFS's released simulator: "
+                                 "Sjtucitlab/Spot policy/spot.py:158 adds gpu_request on a start, :49 and :169 take "
+                                 "it off at the end and on an eviction, while :105-107 checks held + the new task's "
+                                 "gpu_request x worker_num <= quota; a running gang uses up one pod's share)",
+                  "hp_count": "HP GPUs per organisation sampled for the demand forecast: pods (default) | "
+                              "gang-as-pod (one pod's GPUs per HP task, as GFS's released simulator: "
+                              "Sjtucitlab/Spot policy/policy.py:130-134 and policy/spot.py:53 keep guar_request_dict "
+                              "per pod, and policy/recorder/recorder.py:58-59 feeds it to the forecaster)",
                   "wait": "window (Eq. 11's l: longest spot wait over the past H hours) | current (old)",
                   "queue_order": "gfs (GPU request, pods, submission: small first) | fifo (submission) | large-first "
                                  "(GPUs per pod descending, pods, submission: GFS's released simulator)",
@@ -142,7 +156,7 @@ class Gfs(HpSpotPolicy):
                  wait: str = "window", eta_min: float = 0.0, spread_hours: int = 168, calendar: str = "concat",
                  scale_input: str = "cyc", eta_raise: str = "always", eta_cut: str = "new-evidence", e_runs: str = "live",
                  inventory_floor: bool = True,
-                 queue_order: str = "gfs"):
+                 queue_order: str = "gfs", quota_count: str = "pods", hp_count: str = "pods"):
         super().__init__(preempt=True)
         if H < 1:
             raise ValueError("H must be >= 1 hour")
@@ -153,13 +167,15 @@ class Gfs(HpSpotPolicy):
         if preemption not in ("gfs", "random"):
             raise ValueError("preemption must be gfs or random")
         for name, value, allowed in (("eq19", eq19, ("paper", "gpus")), ("score3", score3, ("paper", "inverse")),
-                                     ("eq10", eq10, ("additive", "printed", "held-idle")), ("wait", wait, ("window", "current")),
+                                     ("eq10", eq10, ("additive", "printed", "held-idle", "released")), ("wait", wait, ("window", "current")),
                                      ("calendar", calendar, ("concat", "sum")),
                                      ("scale_input", scale_input, ("cyc", "abs")),
                                      ("eta_raise", eta_raise, ("always", "binding")),
                                      ("eta_cut", eta_cut, ("new-evidence", "each-update")),
                                      ("e_runs", e_runs, ("starts", "live")),
-                                     ("queue_order", queue_order, ("gfs", "fifo", "large-first"))):
+                                     ("queue_order", queue_order, ("gfs", "fifo", "large-first")),
+                                     ("quota_count", quota_count, ("pods", "gang-as-pod")),
+                                     ("hp_count", hp_count, ("pods", "gang-as-pod"))):
             if value not in allowed:
                 raise ValueError(f"{name} must be one of {', '.join(allowed)}, got {value!r}")
         if window_hours < 0 or spread_hours < 0 or eta_min < 0 or eta_max <= 0:
@@ -174,6 +190,7 @@ class Gfs(HpSpotPolicy):
         self.eta_raise, self.eta_cut, self.inventory_floor = eta_raise, eta_cut, inventory_floor
         self.e_runs = e_runs
         self.order = queue_order  # PTS's queue order (HpSpotPolicy.key / _schedule_spot read it)
+        self.quota_count, self.hp_count = quota_count, hp_count  # (HpSpotPolicy._hp_counted reads hp_count)
         # the quota rests on the demand of the past spread_hours (0: all of it) and e's window: the watchdog
         # lets GFS hold spot tasks that long with nothing but its quota timers running
         self.memory_s = math.inf if spread_hours == 0 else 3600.0 * max(spread_hours, window_hours, H)
@@ -214,7 +231,8 @@ class Gfs(HpSpotPolicy):
     def quota_room(self, pool: str) -> float:
         if not self.use_quota or self.coordinator is None:
             return math.inf
-        return self.coordinator.quota_of((self.ctx.partition, pool)) - self.spot_held[pool]
+        held = self.spot_pod_held[pool] if self.quota_count == "gang-as-pod" else self.spot_held[pool]
+        return self.coordinator.quota_of((self.ctx.partition, pool)) - held
 
     def victim_order(self):
         if self.preemption == "random":

@@ -107,6 +107,9 @@ class HpSpotPolicy(Policy):
         self.queues: dict[str, tuple[SortedQueue, SpotQueue]] = {}
         self.hp_org: dict[str, dict[str, float]] = {}
         self.spot_held: dict[str, float] = {}
+        # spot GPUs held counted one pod per task (GPUs / pods): what GFS's released simulator checks its quota
+        # against (the gfs policy's ``quota_count=gang-as-pod``; see sim/policies/gfs/__init__.py)
+        self.spot_pod_held: dict[str, float] = {}
         self.started_at: dict[int, float] = {}
         self.run_since: dict[int, float] = {}
         self.placed: dict[int, Placement_t] = {}
@@ -148,6 +151,7 @@ class HpSpotPolicy(Policy):
             q = self.queues[pool] = (SortedQueue(), SpotQueue())
             self.hp_org.setdefault(pool, {})
             self.spot_held.setdefault(pool, 0.0)
+            self.spot_pod_held.setdefault(pool, 0.0)
             self.on_new_pool(pool)
         return q
 
@@ -207,9 +211,10 @@ class HpSpotPolicy(Policy):
         g = self.ctx.jobs.gpu_demand[job]
         if self.spot[job]:
             self.spot_held[pool] -= g
+            self.spot_pod_held[pool] -= g / self.pods_of[job]
         else:
             d = self.hp_org[pool]
-            d[self.org[job]] -= g
+            d[self.org[job]] -= self._hp_counted(job, g)
         self.started_at.pop(job, None)
         self.run_since.pop(job, None)
         self._touch(self.placed.get(job, ()))
@@ -308,6 +313,13 @@ class HpSpotPolicy(Policy):
         return False
 
     # -- reading the state (quota allocator and victims) -----------------------------------------------------
+    #: how an HP task's GPUs count in the per-organisation HP demand the quota allocator samples: "pods" (all
+    #: of them) or "gang-as-pod" (one pod's; the gfs policy's ``hp_count``)
+    hp_count = "pods"
+
+    def _hp_counted(self, job: int, g: float) -> float:
+        return g / self.pods_of[job] if self.hp_count == "gang-as-pod" else g
+
     def hp_by_org(self, key) -> dict[str, float]:
         return dict(self.hp_org.get(key[1], {}))
 
@@ -361,12 +373,13 @@ class HpSpotPolicy(Policy):
         g = ctx.jobs.gpu_demand[job]
         if self.spot[job]:
             self.spot_held[pool] += g
+            self.spot_pod_held[pool] += g / self.pods_of[job]
             if self.coordinator is not None and hasattr(self.coordinator, "note_spot_start"):
                 since = self.waiting_since.get(job)
                 self.coordinator.note_spot_start((ctx.partition, pool), now, 0.0 if since is None else now - since)
         else:
             d = self.hp_org[pool]
-            d[self.org[job]] = d.get(self.org[job], 0.0) + g
+            d[self.org[job]] = d.get(self.org[job], 0.0) + self._hp_counted(job, g)
         self.started_at[job] = now
         if self.spot[job]:
             self._unindex(job)

@@ -15,8 +15,9 @@ tasks is always Q_H - (spot GPUs held):
   reading every measured figure of this project was made with.
 - ``printed``: Q_H = min(f eta, S_0 + S_a) literally (:func:`quota_printed`).
 - ``held-idle`` (the first reading): Q_H = min(f eta, spot GPUs held + idle GPUs) (:func:`quota`).
-GFS's released simulator (Sjtucitlab/Spot, policy/policy.py, update_spot_quota) caps the spot GPUs held at
-f eta alone, which is ``additive`` with S_a = 0.
+- ``released``: Q_H = f eta (:func:`quota_released`). GFS's released simulator (Sjtucitlab/Spot,
+  policy/policy.py:118, update_spot_quota) caps the spot GPUs held at f eta alone, which is ``additive`` with
+  S_a = 0; it counts a running spot gang as one pod's GPUs against it (the policy's ``quota_count=gang-as-pod``).
 
 Eq. 11 (gfs.txt:214; eps = 1 - p, e the eviction rate over the past H hours, l the longest spot wait over the
 past H hours): e > 1.5 eps -> eta * eps / e; e < 0.5 eps and l > theta (3,600 s) -> eta * (1.5 - e /
@@ -104,6 +105,13 @@ def quota_additive(f: float, eta: float, matured: float) -> float:
     no longer need the promise, so their GPUs do not use up the inventory f. The room for new spot tasks is
     Q_H - S_0 (S_0: the spot GPUs held now)."""
     return max(0.0, f * eta + matured)
+
+
+def quota_released(f: float, eta: float) -> float:
+    """Eq. 10 as GFS's released simulator computes it (``eq10=released``): Q = f eta, nothing added for the
+    spot GPUs past their guarantee (Sjtucitlab/Spot policy/policy.py:118, new_spot_quota[h] = min(free[:h]) x
+    eta, with free = C - floor(quantile) at :99-100, our ``inventory_floor``); ``additive`` with S_a = 0."""
+    return max(0.0, f * eta)
 
 
 def update_eta(eta: float, e: float, p: float, max_wait: float, theta: float = HOUR,
@@ -338,6 +346,8 @@ class SpotQuotaAllocator(Coordinator):
                 st.new_evictions = 0
             if self.eq10 == "additive":
                 st.quota = quota_additive(st.f, st.eta, prov.spot_matured_gpus(key, now, self.H * HOUR))
+            elif self.eq10 == "released":
+                st.quota = quota_released(st.f, st.eta)
             elif self.eq10 == "printed":
                 st.quota = quota_printed(st.f, st.eta, prov.idle_gpus(key), prov.spot_matured_gpus(key, now, self.H * HOUR))
             else:
