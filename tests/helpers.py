@@ -60,3 +60,14 @@ def assert_one_line_error(rc: int, err: str, *words: str) -> None:
     assert rc == 2 and len(lines) == 1, err
     for w in words:
         assert w in lines[0], lines[0]
+
+
+def first_sight_script():
+    """benchmarks/schedmate_first_sight.py as a module (benchmarks/ is not a package)."""
+    import importlib.util
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "schedmate_first_sight.py"
+    spec = importlib.util.spec_from_file_location("schedmate_first_sight", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod

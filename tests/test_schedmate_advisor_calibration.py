@@ -3,7 +3,6 @@ the one the committed first-sight records give, a kind often wrong at first sigh
 unless another signal confirms it, and the leave-one-batch-out estimate fits on the other batches only."""
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -12,15 +11,12 @@ import pytest
 from features.schedmate_text.evidence import (CALIBRATED_CAP, FIRST_SIGHT_COUNTS, MIN_CONFIDENCE, calibration_cap,
                                               calibration_group)
 from models.schedmate.extract import extract_metadata
+from tests.helpers import first_sight_script
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _script():
-    spec = importlib.util.spec_from_file_location("schedmate_first_sight", ROOT / "benchmarks" / "schedmate_first_sight.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+_script = first_sight_script
 
 
 def test_table_is_the_one_the_committed_first_sight_records_give():

@@ -4,13 +4,13 @@ scope is its own calibration group and the scope's first-sight cap applies; a fa
 digit; the first-sight script knows which code each batch met and keeps the other batches' records."""
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 from features.schedmate_text.evidence import calibration_group
 from features.schedmate_text.follow import divided_batches, imported_modules
 from features.schedmate_text.vocab import known_model
 from models.schedmate.extract import extract_metadata
+from tests.helpers import first_sight_script
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -73,11 +73,7 @@ def test_family_keeps_its_generation_digit():
     assert known_model("resnet50") == "resnet50"
 
 
-def _script():
-    spec = importlib.util.spec_from_file_location("fs41", ROOT / "benchmarks" / "schedmate_first_sight.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+_script = first_sight_script
 
 
 def test_first_sight_code_commit_holds_the_labels():

@@ -56,6 +56,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from features.schedmate_text.follow import imported_modules
 from features.schedmate_text.metadata import JobMetadata
 
 __all__ = ["MIN_CONFIDENCE", "KIND_CONFIDENCE", "EVIDENCE_FIELDS", "KEY_SPECIFICITY", "attach_evidence", "abstain",
@@ -331,9 +332,6 @@ def _where(ex, field: str, rule: str, kind: str, command: str, value: Any = None
     return f"{f}:{line}" if line else f
 
 
-_IMPORT = re.compile(r"^\s*(?:from\s+(\.*[\w.]*)\s+import\s+\(?([\w, ]+)|import\s+([\w.]+))", re.M)
-
-
 def _reachable_code(ex, depth: int = 2, limit: int = 40) -> str:
     """The entry's source and that of the repository modules it imports, `depth` levels deep (the device
     handling often lives in a helper module: `models/utils.py` wrapping the network in DataParallel)."""
@@ -341,29 +339,8 @@ def _reachable_code(ex, depth: int = 2, limit: int = 40) -> str:
     if entry is None or entry not in ex.files:
         return "\n".join(getattr(ex, "code_texts", []))
     cache = ex._repo.__dict__.setdefault("reachable", {})
-    if entry in cache:
-        return cache[entry]
-    seen, frontier = [entry], [entry]
-    for _ in range(depth):
-        nxt = []
-        for f in frontier:
-            base = f.rpartition("/")[0]
-            for m in _IMPORT.finditer(ex.files[f]):
-                mods = [m.group(3)] if m.group(3) else \
-                    [m.group(1)] + [f"{m.group(1)}.{n.split()[0]}" for n in m.group(2).split(",") if n.strip()]
-                for mod in mods:
-                    dots = len(mod) - len(mod.lstrip("."))
-                    rel = mod.lstrip(".").replace(".", "/")
-                    root = base
-                    for _ in range(max(0, dots - 1)):
-                        root = root.rpartition("/")[0]
-                    for cand in ((f"{root}/{rel}" if root else rel) if dots else rel, f"{base}/{rel}" if base else rel):
-                        g = next((c for c in (cand + ".py", cand + "/__init__.py") if c in ex.files), None)
-                        if g and g not in seen and len(seen) < limit:
-                            seen.append(g)
-                            nxt.append(g)
-        frontier = nxt
-    cache[entry] = "\n".join(ex.files[f] for f in seen)
+    if entry not in cache:
+        cache[entry] = "\n".join(ex.files[f] for f in imported_modules(ex.files, entry, depth, limit))
     return cache[entry]
 
 
