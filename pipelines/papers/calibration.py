@@ -48,6 +48,33 @@ def fit_table(targets: Iterable[Target], reached: dict[str, float]) -> list[dict
              "within_2x": within_factor(reached[t.key], t.paper)} for t in targets if t.key in reached]
 
 
+class TraceFits:
+    """A calibrator's targets per trace, with the three questions its CLI and ledger ask of a fit."""
+
+    def __init__(self, targets: dict[str, list[Target]]) -> None:
+        self.targets = targets
+
+    def error(self, trace: str, reached: dict[str, float]) -> float:
+        """The fit's error on one trace (fit_error)."""
+        return fit_error(self.targets[trace], reached)
+
+    def met(self, trace: str, reached: dict[str, float]) -> int:
+        """How many of the trace's fitted targets are reached within a factor of 2."""
+        return targets_met(self.targets[trace], reached)
+
+    def table(self, trace: str, reached: dict[str, float]) -> list[dict[str, Any]]:
+        """The fit of one trace as ledger rows (ctx.settings[...]['calibration'])."""
+        return fit_table(self.targets[trace], reached)
+
+
+def print_fit(rows: list[dict[str, Any]], width: int = 52, pw: int = 8, paper_digits: int = 2) -> None:
+    """A fit's rows (fit_table) as the calibrators' CLI prints them: target, paper, reached, within 2x, cite."""
+    print(f"  {'target':{width}s} {'paper':>{pw}s} {'reached':>{pw}s}  within 2x  cite")
+    for row in rows:
+        print(f"  {row['target']:{width}s} {row['paper']:{pw}.{paper_digits}f} {row['reached']:{pw}.2f}  "
+              f"{'yes' if row['within_2x'] else 'NO ':9s}  {row['cite']}")
+
+
 def parse_grid(items: list[str], free: Iterable[str]) -> dict[str, list[float]]:
     """``KEY=V1,V2`` items of ``--grid`` -> {KEY: [V1, V2]}; KEY must be one of the generator's ``free``
     parameters (ValueError naming them otherwise)."""

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from pipelines.papers.calibration import Target, fit_error, fit_table, grid_search, parse_grid, targets_met
+from pipelines.papers.calibration import Target, TraceFits, grid_search, parse_grid, print_fit
 
 TRACES = ("earth", "saturn", "uranus")
 COSTS = "lazer:uniform"  # the seven models drawn uniformly per job (lazer.txt:78), load / save from their sizes
@@ -102,19 +102,9 @@ def measure(trace: str, params: dict[str, Any], seeds: list[int], cluster: str =
     return {k: float(np.mean([r[k] for r in rows])) for k in rows[0]}
 
 
-def error(trace: str, reached: dict[str, float]) -> float:
-    """The fit's error on one trace (calibration.fit_error)."""
-    return fit_error(TARGETS[trace], reached)
-
-
-def met(trace: str, reached: dict[str, float]) -> int:
-    """How many of the trace's fitted targets are reached within a factor of 2."""
-    return targets_met(TARGETS[trace], reached)
-
-
-def table(trace: str, reached: dict[str, float]) -> list[dict[str, Any]]:
-    """The fit of one trace as ledger rows (ctx.settings[...]['calibration'])."""
-    return fit_table(TARGETS[trace], reached)
+#: error / met / table of a fit on one trace (calibration.TraceFits)
+_FITS = TraceFits(TARGETS)
+error, met, table = _FITS.error, _FITS.met, _FITS.table
 
 
 def _parse_grid(items: list[str]) -> dict[str, list[float]]:
@@ -146,10 +136,7 @@ def main(argv: list[str] | None = None) -> int:
             reached = measure(trace, base, args.seeds, data_dir=args.data_dir)
         print(f"\n{trace} (seeds {args.seeds}; preset lazer-{trace}: arrival_scale {base['arrival_scale']}, "
               f"burst_size {base.get('burst_size', 1.0)}, jobs {base.get('jobs')})")
-        print(f"  {'target':44s} {'paper':>10s} {'reached':>10s}  within 2x  cite")
-        for row in table(trace, reached):
-            print(f"  {row['target']:44s} {row['paper']:10.1f} {row['reached']:10.2f}  "
-                  f"{'yes' if row['within_2x'] else 'NO ':9s}  {row['cite']}")
+        print_fit(table(trace, reached), width=44, pw=10, paper_digits=1)
     return 0
 
 

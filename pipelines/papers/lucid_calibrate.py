@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from pipelines.papers.calibration import Target, fit_error, fit_table, grid_search, parse_grid, targets_met
+from pipelines.papers.calibration import Target, TraceFits, grid_search, parse_grid, print_fit
 
 TRACES = ("venus", "saturn")
 TIRESIAS = "tiresias-rounds:rule=quota,interval=60,ckpt_cost=62"
@@ -123,19 +123,9 @@ def measure(trace: str, params: dict[str, Any], seeds: list[int], cluster: str, 
     return {**{k: float(np.mean([r[k] for r in rows])) for k in rows[0]}, "mean_gpus": mean_gpus(params)}
 
 
-def error(trace: str, reached: dict[str, float]) -> float:
-    """The fit's error on one trace (calibration.fit_error)."""
-    return fit_error(TARGETS[trace], reached)
-
-
-def met(trace: str, reached: dict[str, float]) -> int:
-    """How many of the trace's fitted targets are reached within a factor of 2."""
-    return targets_met(TARGETS[trace], reached)
-
-
-def table(trace: str, reached: dict[str, float]) -> list[dict[str, Any]]:
-    """The fit of one trace as ledger rows (ctx.settings[...]['calibration'])."""
-    return fit_table(TARGETS[trace], reached)
+#: error / met / table of a fit on one trace (calibration.TraceFits)
+_FITS = TraceFits(TARGETS)
+error, met, table = _FITS.error, _FITS.met, _FITS.table
 
 
 #: Table 2's "Avg. Duration" (s) as printed (lucid.txt:281-282)
@@ -219,10 +209,7 @@ def main(argv: list[str] | None = None) -> int:
             reached = measure(trace, base, args.seeds, cluster, data_dir=args.data_dir)
         print(f"\n{trace} (seeds {args.seeds}; preset lucid-{trace} on {cluster}: "
               + ", ".join(f"{k} {base.get(k, _default(k))}" for k in FREE) + ")")
-        print(f"  {'target':52s} {'paper':>8s} {'reached':>8s}  within 2x  cite")
-        for row in table(trace, reached):
-            print(f"  {row['target']:52s} {row['paper']:8.2f} {row['reached']:8.2f}  "
-                  f"{'yes' if row['within_2x'] else 'NO ':9s}  {row['cite']}")
+        print_fit(table(trace, reached), width=52, paper_digits=2)
     return 0
 
 
