@@ -105,3 +105,24 @@ def test_model_families_are_known_with_a_size_and_not_without():
     # a bare family names no model the Advisor can compare (a config's `type: ResNet`, `--network mlp`)
     assert known_model("resnet") is None and known_model("convnext") is None and known_model("llama3") is None
     assert known_model("default") is None and known_model("mlp") is None
+
+
+def test_an_absolute_entry_path_ends_the_readme_search_at_the_root():
+    # a launcher script's `$CURDIR/main.py` with CURDIR unknown leaves an absolute entry `/main.py`: the walk up its
+    # folders must stop at "/" (its own parent) instead of looping and growing without end
+    import threading
+
+    from features.schedmate_text.describe import repository_description
+    files = {"README.md": "# Tool\n\nAn object detector.\n", "run.sh": "python $CURDIR/main.py --epochs 3\n",
+             "main.py": "import argparse\np = argparse.ArgumentParser()\np.add_argument('--epochs', type=int)\n"}
+    out: list = []
+    worker = threading.Thread(target=lambda: out.append(repository_description(files, entry="/opt/job/main.py")),
+                              daemon=True)
+    worker.start()
+    worker.join(5)
+    assert out == ["Tool An object detector."]
+    done: list = []
+    worker = threading.Thread(target=lambda: done.append(extract_metadata("./run.sh", files)), daemon=True)
+    worker.start()
+    worker.join(20)
+    assert done and done[0].iterations == 3

@@ -110,7 +110,7 @@ def repository_description(files: dict[str, str], entry: str | None = None, prog
     folders: list[str] = []
     if entry:
         p = PurePosixPath(entry).parent
-        while str(p) not in ("", "."):
+        while str(p) not in ("", ".") and p != p.parent:  # an absolute entry ends at "/", its own parent
             folders.append(str(p))
             p = p.parent
     folders.append("")
