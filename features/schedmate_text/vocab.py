@@ -11,6 +11,8 @@ MODEL_RULES: tuple[tuple[str, str], ...] = (
     (r"stable-?diffusion|(^|-)sd-?(v)?1-?5($|-)", "stable-diffusion-1.5"),
     (r"(^|-)(segformer|mit)-?(b[013456])($|-)", "segformer-\\3"),  # the MiT size names the SegFormer size
     (r"segformer|mit-b2|mixvisiontransformer", "segformer-b2"),
+    # DETR variants written run together (`dabdetr`, `ConditionalDETR`): the method's prefix and `-detr`
+    (r"^(conditional|dab|dn|deformable|anchor|group|h|lw|rt)-?detr(?=$|-)", "\\1-detr"),
     (r"faster-?rcnn", "faster-rcnn-r50"),
     (r"mask-?rcnn", "mask-rcnn-r50"),
     (r"mask-?2-?former|maskformer-?2", "mask2former"),

@@ -1,0 +1,386 @@
+"""A repository's identity: the method it implements, as its name says (issue 41, item 3).
+
+Most research repositories implement one method and are named after it (a `RAFT` folder with `class RAFT`, an
+`Informer2020` folder whose README's title is "Informer", `SASRec.pytorch`), and the model a job of theirs
+trains is that method. The identity is read from the repository's own names -- the folder as cloned (for a
+`<owner>+<name>` folder, the name part), the `[project] name` / `setup(name=...)`, the README's H1 title's leading
+name -- each normalised (`pytorch` / `torch` / `official` / `tensorflow` parts, a trailing year and punctuation
+removed: `Informer2020` -> `informer`, `dreamerv3-torch` -> `dreamerv3`, `PyTorch-YOLOv3` -> `yolov3`).
+
+It is evidence for the model only where something independent CORROBORATES it: a class the repository defines whose
+compact name is the identity's (`class RAFT`, `class SparseInst`), or the README's title naming the same thing as the
+folder; and never in a toolbox or framework that builds many architectures, detected from its structure (a registry
+of models: decorators or dictionaries registering many classes; many model configs naming different families; an
+entry that builds whatever a hub id names, `from_pretrained(args...)` / `create_model(args...)`): there the
+command's argument or config decides. `repository_identity` returns the corroborated identity or None, with the
+reason, and is cached per repository.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import PurePosixPath
+
+__all__ = ["normalise_identity", "identity_names", "repository_identity", "compact", "GENERIC_NAMES"]
+
+#: names that say what KIND of code a repository holds, not which method: never a model's identity
+GENERIC_NAMES = frozenset({
+    "gan", "gans", "vae", "vaes", "cifar", "cifar10", "cifar100", "imagenet", "mnist", "classification",
+    "detection", "segmentation", "models", "model", "examples", "example", "tutorial", "tutorials", "benchmark",
+    "benchmarks", "toolbox", "toolkit", "baselines", "baseline", "zoo", "transformers", "diffusion", "lightning",
+    "template", "handbook", "recipes", "library", "lib", "framework", "networks", "network", "nets", "net", "image",
+    "vision", "nlp", "rl", "cv", "deep", "learning", "deeplearning", "ml", "ai", "research", "code", "src", "train",
+    "training", "main", "project", "repo", "implementation", "experiments", "demo", "core", "utils", "tools",
+    "generative", "models", "neural", "text", "speech", "audio", "video", "graph", "gnn", "llm", "llms", "lm",
+    "classification", "recognition", "reinforcement", "pretraining", "finetuning", "distributed", "trainer",
+    "generative-models", "image-models", "vision-models", "pytorch", "torch", "tensorflow", "jax", "keras",
+    "official", "cnn", "cnns", "rnn", "lstm", "transformer", "resnet", "vit", "unet", "detr", "yolo",
+})
+
+# parts of a repository's name that name the framework or the release, not the method
+_FRAMEWORK = re.compile(r"(?:^|[-_. ])(?:py)?torch(?:vision)?(?=$|[-_. ])|(?:^|[-_. ])(?:tensorflow|tf\d?|keras|jax|"
+                        r"flax|mxnet|paddle|official|implementation|impl|code|release|repo|reimplementation)"
+                        r"(?=$|[-_. ])", re.I)
+_YEAR = re.compile(r"[-_. ]?(?:19|20)\d\d$")
+
+
+def compact(name: str | None) -> str:
+    """Lower case letters and digits only: `Conditional-DETR` -> `conditionaldetr`."""
+    return re.sub(r"[^a-z0-9]+", "", str(name or "").lower())
+
+
+def normalise_identity(name: str | None) -> str | None:
+    """A repository name as a model name: framework / release words, a trailing year and punctuation removed,
+    lower case, words joined by '-' (`SASRec.pytorch` -> `sasrec`, `Informer2020` -> `informer`); None when
+    nothing specific is left (`pytorch-cifar` -> None: a generic word)."""
+    if not name:
+        return None
+    s = str(name).strip().rsplit("/", 1)[-1]
+    if "+" in s:  # an `<owner>+<name>` folder
+        s = s.split("+", 1)[1]
+    s = s.replace("PyTorch", "-pytorch-").replace("Pytorch", "-pytorch-")  # PyTorch-YOLOv3, Pytorch_UNet
+    for _ in range(3):
+        s2 = _FRAMEWORK.sub(" ", s).strip(" -_.")
+        if s2 == s:
+            break
+        s = s2
+    s = _YEAR.sub("", s)
+    words = re.sub(r"[^a-z0-9]+", "-", s.lower()).strip("-")
+    if not words or len(compact(words)) < 3 or words in GENERIC_NAMES or compact(words) in GENERIC_NAMES:
+        return None
+    return words
+
+
+_H1 = re.compile(r"^\s*#\s+(.+?)\s*$|^\s*<h1[^>]*>(.+?)</h1>", re.M | re.I)
+_TITLE_NAME = re.compile(r"^\W*([A-Za-z][\w.+-]*?(?:[ -]?v\d+)?)\s*(?::|\s[-–—|]\s|\(|$)")
+
+
+def _readme_title(files: dict[str, str]) -> str | None:
+    """The README's first H1 title's leading name (`# RAFT: Recurrent All-Pairs ...` -> `RAFT`)."""
+    for name in ("README.md", "readme.md", "Readme.md", "README.rst", "README"):
+        text = files.get(name)
+        if not text:
+            continue
+        if name.endswith(".rst"):
+            m = re.search(r"^(\S[^\n]*)\n[=#*]{3,}\s*$", text, re.M)
+            title = m.group(1) if m else None
+        else:
+            m = _H1.search(text[:5000])
+            title = (m.group(1) or m.group(2)) if m else None
+        if not title:
+            return None
+        title = re.sub(r"!\[[^\]]*\]\([^)]*\)|<[^>]+>|\[([^\]]*)\]\([^)]*\)", r"\1", title).strip(" *_`")
+        t = _TITLE_NAME.match(title)
+        return t.group(1) if t else None
+    return None
+
+
+def _package_name(files: dict[str, str]) -> str | None:
+    """`[project] name` of pyproject.toml, `setup(name=...)` of setup.py, `name =` of setup.cfg."""
+    text = files.get("pyproject.toml")
+    if text:
+        m = re.search(r"^\[(?:project|tool\.poetry)\][^\[]*?^name\s*=\s*[\"']([^\"']+)", text, re.M | re.S)
+        if m:
+            return m.group(1)
+    text = files.get("setup.py")
+    if text:
+        m = re.search(r"\bsetup\s*\([^)]*?\bname\s*=\s*[\"']([^\"']+)[\"']", text, re.S)
+        if m:
+            return m.group(1)
+    text = files.get("setup.cfg")
+    if text:
+        m = re.search(r"^\[metadata\][^\[]*?^name\s*=\s*(\S+)", text, re.M | re.S)
+        if m:
+            return m.group(1)
+    return None
+
+
+def identity_names(files: dict[str, str], repo_name: str | None = None) -> dict[str, str]:
+    """{source: normalised name} of the repository's own names: `folder`, `package`, `title`."""
+    out: dict[str, str] = {}
+    for source, raw in (("folder", repo_name), ("package", _package_name(files)), ("title", _readme_title(files))):
+        n = normalise_identity(raw)
+        if n:
+            out[source] = n
+    return out
+
+
+_CLASS = re.compile(r"^class\s+(\w+)\s*[(:]", re.M)
+# a registry of models: decorators or calls that register a class under a name
+_REGISTRY = re.compile(r"@\w*(?:\.|_)register(?:_module|_model|_arch|_architecture)?\b|\bregister_model\s*\(|"
+                       r"@\w*REGISTRY\w*\.register|\bMODEL_REGISTRY\b|\bMODELS\.register")
+# an entry that builds whatever a hub id / registry name the user passes names
+_BUILDS_NAMED = re.compile(r"\.from_pretrained\(\s*(?:model_args|args|opt|cfg|config|script_args|training_args|"
+                           r"model_config)\.|\bcreate_model\(\s*(?:args|opt|cfg|config)\.")
+
+
+def _defined_classes(files: dict[str, str]) -> dict[str, str]:
+    """{compact class name: file} of the classes the repository's Python files define (the first file of each)."""
+    out: dict[str, str] = {}
+    for path, text in files.items():
+        if not path.endswith(".py") or re.search(r"(^|/)(tests?|docs?|third_party|external)/", path):
+            continue
+        for m in _CLASS.finditer(text):
+            out.setdefault(compact(m.group(1)), f"{path}:{text.count(chr(10), 0, m.start()) + 1}")
+    return out
+
+
+def toolbox_reason(files: dict[str, str]) -> str | None:
+    """Why the repository is a toolbox / framework that builds many architectures (None when it is not): a model
+    registry (>= 5 registrations), many model configs naming >= 4 different known families, an entry point that
+    builds what a hub id or registry name names."""
+    from features.schedmate_text.vocab import known_model
+
+    regs = sum(len(_REGISTRY.findall(t)) for p, t in files.items() if p.endswith(".py"))
+    if regs >= 5:
+        return f"a model registry ({regs} registrations)"
+    fams: set[str] = set()
+    for p in files:
+        if re.search(r"(^|/)(configs?|recipes|experiments?)/", p) and p.endswith((".yaml", ".yml", ".py", ".json")):
+            k = known_model(PurePosixPath(p).stem)
+            if k:
+                fams.add(re.split(r"[-\d]", k, maxsplit=1)[0] or k)
+    if len(fams) >= 4:
+        return f"model configs of {len(fams)} families ({', '.join(sorted(fams)[:4])}, ...)"
+    named = sum(bool(_BUILDS_NAMED.search(t)) for p, t in files.items() if p.endswith(".py"))
+    if named:
+        return "its code builds the model a hub id / registry name passed to it names"
+    return None
+
+
+def repository_identity(files: dict[str, str], repo_name: str | None = None) -> tuple[str, str] | None:
+    """(identity, corroboration) of a one-method repository, or None: the normalised name the folder / package /
+    README title gives, corroborated by a class the repository defines with that compact name or by a second of
+    those names agreeing (the README's title and the folder), in a repository that is not a toolbox."""
+    names = identity_names(files, repo_name)
+    if not names:
+        return None
+    if toolbox_reason(files):
+        return None
+    classes = _defined_classes(files)
+    for source in ("folder", "package", "title"):
+        n = names.get(source)
+        if not n:
+            continue
+        where = classes.get(compact(n))
+        if where:
+            return n, f"the repository's {source} name, and class {n} defined at {where}"
+        others = [s for s, m in names.items() if s != source and compact(m) == compact(n)]
+        if others:
+            return n, f"the repository's {source} name and its {others[0]} name"
+    return None
+
+
+# -- the identity as evidence for the model (called by extract_metadata after the evidence is attached) -------------
+
+#: confidence of a model answered by the repository's identity alone (the class it names is defined and built by the
+#: entry's code; nothing else names the model): in-sample, measured on all 458 commands of benchmarks/realsets
+#: (`python benchmarks/bench_schedmate_text.py --real DIR --commands-only`): see IDENTITY_RECORD
+IDENTITY_CONFIDENCE = 0.60
+#: a model answer whose value starts with the corroborated identity (`--model informer` in Informer2020, a config's
+#: `dit-xl-2` in DiT): two independent kinds agree, the answer stands at least at this confidence
+AGREEMENT_CONFIDENCE = 0.75
+
+_SIZE_WORD = re.compile(r"^(?:tiny|small|base|mid|medium|large|huge|giant|xl|xxl|[smlbxh]|ti|d\d{1,3}|[a-z]?\d{1,3})$")
+_SIZE_KEY = re.compile(r"^(?:model_|arch_|net_)?(?:depth|size|variant|scale|width|widen_factor|wf|layers|num_layers|"
+                       r"n_layers|backbone_name|model_size)$")
+# an __init__ that takes the network it trains: a training method around an encoder (MoCo(base_encoder), SimCLR(encoder))
+_WRAPS_ENCODER = re.compile(r"def\s+__init__\s*\(\s*self\s*,\s*(?:base_)?encoder\b")
+
+
+def _class_name(files: dict[str, str], where: str) -> tuple[str, str] | None:
+    """(class name as written, its source text) at `path:line`."""
+    path, _, line = where.rpartition(":")
+    text = files.get(path)
+    if text is None:
+        return None
+    ln = text.splitlines()[int(line) - 1]
+    m = re.match(r"class\s+(\w+)", ln)
+    if not m:
+        return None
+    start = sum(len(x) + 1 for x in text.splitlines()[: int(line) - 1])
+    nxt = re.search(r"^\S", text[start + len(ln) + 1:], re.M)
+    body = text[start: start + len(ln) + 1 + (nxt.start() if nxt else len(text))]
+    return m.group(1), body
+
+
+def corroborated_identity(ex, repo_name: str | None) -> tuple[str, str, str] | None:
+    """(identity, class name, file:line) where the repository's name names a class it defines, the code the entry
+    runs builds (`Name(` in the entry or the modules it imports), that is not a training method around an encoder
+    it is given; None otherwise (also in a toolbox). Cached per repository and entry."""
+    cache = ex._repo.__dict__.setdefault("identity", {})
+    key = (repo_name, ex.entry)
+    if key in cache:
+        return cache[key]
+    out = None
+    names = identity_names(ex.files, repo_name)
+    repo = ex._repo.__dict__
+    if names and "toolbox" not in repo:
+        repo["toolbox"] = toolbox_reason(ex.files)  # (read once per repository)
+    if names and repo["toolbox"] is None:
+        classes = repo.get("classes")
+        if classes is None:
+            classes = repo["classes"] = _defined_classes(ex.files)
+        from features.schedmate_text.evidence import _reachable_code
+
+        code = None
+        for source in ("folder", "package", "title"):
+            n = names.get(source)
+            where = classes.get(compact(n)) if n else None
+            if not where:
+                continue
+            got = _class_name(ex.files, where)
+            if got is None or _WRAPS_ENCODER.search(got[1]):
+                continue
+            code = _reachable_code(ex) if code is None else code
+            if re.search(rf"\b{re.escape(got[0])}\s*\(", code):
+                out = (n, got[0], where)
+                break
+    cache[key] = out
+    return out
+
+
+def _sized_command(ex) -> str | None:
+    """The command states a network size the identity's name lacks (`--depth=16`, `--backbone_name tiny`)."""
+    from features.schedmate_text.settings import P_OVERRIDE
+
+    for k, v, p, s in ex.s.ranked():
+        if p < P_OVERRIDE:
+            continue
+        leaf = k.rsplit(".", 1)[-1].lower().replace("-", "_")
+        if _SIZE_KEY.match(leaf) and v is not None and str(v).strip():
+            return f"--{leaf} {v}"
+    return None
+
+
+def _refined(name: str, files: dict[str, str], guess: str | None) -> str:
+    """The identity with the size a config named after the model states (`cifar10_uvit_small` -> `uvit-small`), or
+    with the version the README's first paragraph gives it (`deepspeech` -> `deepspeech2`)."""
+    from features.schedmate_text.vocab import norm
+
+    c = compact(name)
+    if guess:
+        toks = norm(guess).split("-")
+        for i in range(len(toks)):
+            for j in range(i + 1, min(len(toks), i + 4) + 1):
+                if "".join(toks[i:j]) == c and j < len(toks) and _SIZE_WORD.match(toks[j]):
+                    return "-".join(toks[i:j + 1])
+    from features.schedmate_text.describe import _first_paragraph
+
+    readme = next((files[n] for n in ("README.md", "readme.md", "Readme.md", "README.rst", "README") if n in files), "")
+    versions = {compact(w) for w in re.findall(r"[A-Za-z][\w.-]*", _first_paragraph(readme))
+                if re.fullmatch(re.escape(c) + r"(?:v?\d{1,2})", compact(w))}
+    if len(versions) == 1:
+        return versions.pop()
+    return name
+
+
+def apply_identity(md, ex, repo_name: str | None) -> None:
+    """The corroborated repository identity as model evidence (in place, before the abstention): where the model's
+    answer starts with it, the two agree and the answer stands at AGREEMENT_CONFIDENCE; where nothing answers the
+    model, or only a weak guess does (a class's words, a config's or entry's name, a value judged a sub-module,
+    backbone or size code, an unknown name), the identity answers at IDENTITY_CONFIDENCE -- unless the command
+    states a size the identity lacks. A confident answer that names another known model is left alone."""
+    if ex is None or not repo_name and not ex.files:
+        return
+    got = corroborated_identity(ex, repo_name)
+    if got is None:
+        return
+    name, cls, where = got
+    from features.schedmate_text.evidence import MIN_CONFIDENCE
+    from features.schedmate_text.vocab import known_model
+
+    ev = md.evidence.get("model")
+    guess = None if ev is None else ev.get("value")
+    c = compact(name)
+    if guess and compact(guess).startswith(c):
+        sized = _sized_command(ex)
+        if sized is not None and ev["kind"] in ("class", "name") and not re.search(r"\d", str(guess)):
+            # a class's words agree with the name, but the command sizes the network (`--layers 40`): the size is
+            # part of the model and neither states it
+            ev["note"] = (ev.get("note") or "") + f"; the repository is {name}, but the command sizes it ({sized})"
+            return
+        if compact(guess) == c:  # the identity's own spelling (`sasrec`, not the class's words `sas-rec`)
+            value = _refined(name, ex.files, None)
+            value = known_model(value) or value
+            md.model = ev["value"] = value
+        ev["confidence"] = max(ev["confidence"], AGREEMENT_CONFIDENCE)
+        ev["rule"] = f"{ev['rule']} (the repository's identity agrees: {name}, class {cls} at {where})"
+        ev.pop("note", None)
+        _identity_task(md, ex, name)
+        return
+    weak = ev is None or (ev["confidence"] < MIN_CONFIDENCE and (
+        ev["kind"] in ("class", "name") or not known_model(str(guess)) or
+        re.search(r"sub-module|backbone|size or variant", ev.get("note") or "")))
+    if not weak:
+        return
+    sized = _sized_command(ex)
+    if sized is not None:
+        if ev is not None:
+            ev["note"] = (ev.get("note") or "") + f"; the repository is {name}, but the command sizes it ({sized})"
+        return
+    value = _refined(name, ex.files, guess)
+    value = known_model(value) or value
+    md.model = value
+    md.sources["model"] = f"repository identity {name}"
+    new = {"value": value, "evidence": where, "kind": "identity", "confidence": IDENTITY_CONFIDENCE,
+           "rule": f"repository identity {name} (its name, and class {cls} at {where} that the entry's code builds)"}
+    if guess:
+        new["rule"] += f" over a weak guess {guess}"
+    md.evidence["model"] = new
+    md.unknown.pop("model", None)
+    _identity_task(md, ex, name)
+
+
+#: a task answered for a one-method repository whose model the identity names: the identified model's family task, or
+#: the task the repository's description names (the description is about that one method); in-sample basis in
+#: IDENTITY_RECORD
+IDENTITY_TASK_CONFIDENCE = 0.60
+
+
+def _identity_task(md, ex, name: str) -> None:
+    """Where the model is the repository's corroborated identity and the task is unanswered or below the threshold:
+    the identified model's family task (vocab.family_task: `deepspeech2` recognises speech), else the one task the
+    repository's description names (describe.task_from_description), at IDENTITY_TASK_CONFIDENCE. A confident task
+    is left as it is."""
+    from features.schedmate_text.evidence import MIN_CONFIDENCE
+    from features.schedmate_text.vocab import family_task
+
+    tev = md.evidence.get("task")
+    if tev is not None and tev["confidence"] >= MIN_CONFIDENCE:
+        return
+    task, why = family_task(md.model), f"model family of {md.model} (the repository's identity)"
+    if task is None:
+        from features.schedmate_text.describe import repository_description, task_from_description
+
+        cache = ex._repo.__dict__.setdefault("description_task", {})
+        key = (ex.entry, tuple(getattr(ex, "programs", [])))
+        if key not in cache:
+            cache[key] = task_from_description(repository_description(ex.files, ex.entry, getattr(ex, "programs", [])))
+        task, why = cache[key], f"repository description of {name}, the method the repository implements"
+    if task is None:
+        return
+    md.task = task
+    md.sources["task"] = why
+    md.evidence["task"] = {"value": task, "evidence": why, "kind": "identity", "confidence": IDENTITY_TASK_CONFIDENCE,
+                           "rule": why}
+    md.unknown.pop("task", None)
