@@ -225,7 +225,8 @@ def _class_name(files: dict[str, str], where: str) -> tuple[str, str] | None:
 
 def corroborated_identity(ex, repo_name: str | None) -> tuple[str, str, str] | None:
     """(identity, class name, file:line) where the repository's name names a class it defines, the code the entry
-    runs builds (`Name(` in the entry or the modules it imports), that is not a training method around an encoder
+    runs builds (called in the entry or the modules it imports, or named there outside the class's own module: a
+    registry entry `{'informer': Informer}`), that is not a training method around an encoder
     it is given; None otherwise (also in a toolbox). Cached per repository and entry."""
     cache = ex._repo.__dict__.setdefault("identity", {})
     key = (repo_name, ex.entry)
@@ -252,7 +253,10 @@ def corroborated_identity(ex, repo_name: str | None) -> tuple[str, str, str] | N
             if got is None or _WRAPS_ENCODER.search(got[1]):
                 continue
             code = _reachable_code(ex) if code is None else code
-            if re.search(rf"\b{re.escape(got[0])}\s*\(", code):
+            own = ex.files.get(where.rpartition(":")[0], "")
+            # built by the entry's code: named outside its own module (`RAFT(args)`, `{'informer': Informer}`)
+            if re.search(rf"(?<!class )\b{re.escape(got[0])}\s*\(", code) or \
+                    re.search(rf"\b{re.escape(got[0])}\b", code.replace(own, "") if own else code):
                 out = (n, got[0], where)
                 break
     cache[key] = out
@@ -298,8 +302,10 @@ def apply_identity(md, ex, repo_name: str | None) -> None:
     """The corroborated repository identity as model evidence (in place, before the abstention): where the model's
     answer starts with it, the two agree and the answer stands at AGREEMENT_CONFIDENCE; where nothing answers the
     model, or only a weak guess does (a class's words, a config's or entry's name, a value judged a sub-module,
-    backbone or size code, an unknown name), the identity answers at IDENTITY_CONFIDENCE -- unless the command
-    states a size the identity lacks. A confident answer that names another known model is left alone."""
+    backbone or size code, a config file's name), the identity answers at IDENTITY_CONFIDENCE -- unless the command
+    states a size the identity lacks. Any other answer that names another model (stated by an argument or a config,
+    even below the threshold) is left alone: measured on the 458 commands, the confident answers that disagreed with
+    a corroborated identity were all right (a self-supervised method's backbone, `--arch resnet50`)."""
     if ex is None or not repo_name and not ex.files:
         return
     got = corroborated_identity(ex, repo_name)
@@ -307,7 +313,7 @@ def apply_identity(md, ex, repo_name: str | None) -> None:
         return
     name, cls, where = got
     from features.schedmate_text.evidence import MIN_CONFIDENCE
-    from features.schedmate_text.vocab import known_model
+    from features.schedmate_text.vocab import canonical_model
 
     ev = md.evidence.get("model")
     guess = None if ev is None else ev.get("value")
@@ -319,9 +325,10 @@ def apply_identity(md, ex, repo_name: str | None) -> None:
             # part of the model and neither states it
             ev["note"] = (ev.get("note") or "") + f"; the repository is {name}, but the command sizes it ({sized})"
             return
-        if compact(guess) == c:  # the identity's own spelling (`sasrec`, not the class's words `sas-rec`)
+        if compact(guess) == c and ev["kind"] in ("class", "name"):
+            # the identity's own spelling (`sasrec`, not the class's words `sas-rec`); a stated value keeps its own
             value = _refined(name, ex.files, None)
-            value = known_model(value) or value
+            value = canonical_model(value) or value
             md.model = ev["value"] = value
         ev["confidence"] = max(ev["confidence"], AGREEMENT_CONFIDENCE)
         ev["rule"] = f"{ev['rule']} (the repository's identity agrees: {name}, class {cls} at {where})"
@@ -329,8 +336,8 @@ def apply_identity(md, ex, repo_name: str | None) -> None:
         _identity_task(md, ex, name)
         return
     weak = ev is None or (ev["confidence"] < MIN_CONFIDENCE and (
-        ev["kind"] in ("class", "name") or not known_model(str(guess)) or
-        re.search(r"sub-module|backbone|size or variant", ev.get("note") or "")))
+        ev["kind"] in ("class", "name") or re.search(r"sub-module|backbone|size or variant", ev.get("note") or "") or
+        re.search(r"-(?:ya?ml|json|py|txt|cfg)$", str(guess))))  # (a config file's name stated as the model)
     if not weak:
         return
     sized = _sized_command(ex)
@@ -339,7 +346,7 @@ def apply_identity(md, ex, repo_name: str | None) -> None:
             ev["note"] = (ev.get("note") or "") + f"; the repository is {name}, but the command sizes it ({sized})"
         return
     value = _refined(name, ex.files, guess)
-    value = known_model(value) or value
+    value = canonical_model(value) or value
     md.model = value
     md.sources["model"] = f"repository identity {name}"
     new = {"value": value, "evidence": where, "kind": "identity", "confidence": IDENTITY_CONFIDENCE,

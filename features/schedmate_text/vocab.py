@@ -11,8 +11,6 @@ MODEL_RULES: tuple[tuple[str, str], ...] = (
     (r"stable-?diffusion|(^|-)sd-?(v)?1-?5($|-)", "stable-diffusion-1.5"),
     (r"(^|-)(segformer|mit)-?(b[013456])($|-)", "segformer-\\3"),  # the MiT size names the SegFormer size
     (r"segformer|mit-b2|mixvisiontransformer", "segformer-b2"),
-    # DETR variants written run together (`dabdetr`, `ConditionalDETR`): the method's prefix and `-detr`
-    (r"^(conditional|dab|dn|deformable|anchor|group|h|lw|rt)-?detr(?=$|-)", "\\1-detr"),
     (r"faster-?rcnn", "faster-rcnn-r50"),
     (r"mask-?rcnn", "mask-rcnn-r50"),
     (r"mask-?2-?former|maskformer-?2", "mask2former"),
@@ -359,7 +357,16 @@ def canonical_model(name: str | None) -> str | None:
     """Canonical model id of a written name, or the normalised name when unknown (None for empty)."""
     if name is None or not str(name).strip():
         return None
-    return known_model(name) or norm(_strip_org(name)) or None
+    known = known_model(name)
+    if known:
+        return known
+    n = norm(_strip_org(name))
+    # one spelling of a family's variants written run together (`dabdetr`, `ConditionalDETR` -> `dab-detr`,
+    # `conditional-detr`, as FAMILY_TASK and the labels write them); the name stays unknown to known_model
+    return _RUN_TOGETHER.sub(r"\1-\2", n) or None
+
+
+_RUN_TOGETHER = re.compile(r"^(conditional|dab|dn|deformable|anchor|group|lw|rt)(detr)(?=$|-)")
 
 
 #: model families written with a version suffix (mobilenet-v2, efficientnet-v2, resnet-v1): not gym ids
