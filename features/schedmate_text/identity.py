@@ -309,14 +309,15 @@ def apply_identity(md, ex, repo_name: str | None) -> None:
     if ex is None or not repo_name and not ex.files:
         return
     got = corroborated_identity(ex, repo_name)
+    ev = md.evidence.get("model")
+    guess = None if ev is None else ev.get("value")
     if got is None:
+        _name_agreement(ev, guess, ex, repo_name)
         return
     name, cls, where = got
     from features.schedmate_text.evidence import MIN_CONFIDENCE
     from features.schedmate_text.vocab import canonical_model
 
-    ev = md.evidence.get("model")
-    guess = None if ev is None else ev.get("value")
     c = compact(name)
     if guess and compact(guess).startswith(c):
         sized = _sized_command(ex)
@@ -356,6 +357,30 @@ def apply_identity(md, ex, repo_name: str | None) -> None:
     md.evidence["model"] = new
     md.unknown.pop("model", None)
     _identity_task(md, ex, name)
+
+
+#: a model value STATED by the command or a config (argument, launcher, config, code, default) that starts with the
+#: repository's own name (`--model yolov3-spp` in a `yolov3` repository, `--model_name electra_small` in `electra`),
+#: the name uncorroborated by a class: two independent sources agree; in-sample basis in IDENTITY_RECORD
+NAME_AGREEMENT_CONFIDENCE = 0.75
+_STATED_KINDS = ("argument", "launcher", "config", "code", "default")
+
+
+def _name_agreement(ev, guess, ex, repo_name: str | None) -> None:
+    """A stated model value that starts with one of the repository's own names (folder, package, README title; a
+    toolbox's included: the value is the command's, the name only agrees with it) stands at
+    NAME_AGREEMENT_CONFIDENCE."""
+    if not guess or ev is None or ev["kind"] not in _STATED_KINDS or ev["confidence"] >= NAME_AGREEMENT_CONFIDENCE:
+        return
+    cache = ex._repo.__dict__.setdefault("identity_names", {})
+    if repo_name not in cache:
+        cache[repo_name] = identity_names(ex.files, repo_name)
+    for source, n in cache[repo_name].items():
+        if compact(guess).startswith(compact(n)):
+            ev["confidence"] = NAME_AGREEMENT_CONFIDENCE
+            ev["rule"] = f"{ev['rule']} (the repository's {source} name agrees: {n})"
+            ev.pop("note", None)
+            return
 
 
 #: a task answered for a one-method repository whose model the identity names: the identified model's family task, or
