@@ -312,7 +312,9 @@ def apply_identity(md, ex, repo_name: str | None) -> None:
     ev = md.evidence.get("model")
     guess = None if ev is None else ev.get("value")
     if got is None:
-        _name_agreement(ev, guess, ex, repo_name)
+        agreed = _name_agreement(ev, guess, ex, repo_name)
+        if agreed:
+            _identity_task(md, ex, agreed)
         return
     name, cls, where = got
     from features.schedmate_text.evidence import MIN_CONFIDENCE
@@ -366,12 +368,12 @@ NAME_AGREEMENT_CONFIDENCE = 0.75
 _STATED_KINDS = ("argument", "launcher", "config", "code", "default")
 
 
-def _name_agreement(ev, guess, ex, repo_name: str | None) -> None:
+def _name_agreement(ev, guess, ex, repo_name: str | None) -> str | None:
     """A stated model value that starts with one of the repository's own names (folder, package, README title; a
     toolbox's included: the value is the command's, the name only agrees with it) stands at
-    NAME_AGREEMENT_CONFIDENCE."""
+    NAME_AGREEMENT_CONFIDENCE. Returns the name that agreed (None when none)."""
     if not guess or ev is None or ev["kind"] not in _STATED_KINDS or ev["confidence"] >= NAME_AGREEMENT_CONFIDENCE:
-        return
+        return None
     cache = ex._repo.__dict__.setdefault("identity_names", {})
     if repo_name not in cache:
         cache[repo_name] = identity_names(ex.files, repo_name)
@@ -380,7 +382,8 @@ def _name_agreement(ev, guess, ex, repo_name: str | None) -> None:
             ev["confidence"] = NAME_AGREEMENT_CONFIDENCE
             ev["rule"] = f"{ev['rule']} (the repository's {source} name agrees: {n})"
             ev.pop("note", None)
-            return
+            return n
+    return None
 
 
 #: a task answered for a one-method repository whose model the identity names: the identified model's family task, or
