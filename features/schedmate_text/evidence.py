@@ -629,3 +629,45 @@ def abstain(md: JobMetadata, min_confidence: float = MIN_CONFIDENCE) -> JobMetad
         if f == "gpus":
             md.global_batch = None
     return md
+
+
+#: where a weak task answer's own source is (the rule text's start) -> the signal it already is (not independent)
+_TASK_SOURCE_SIGNAL = (("dataset ", "data"), ("classification identifiers on", "data"), ("model family of", "model"),
+                       ("model ", "model"), ("repository description", "description"))
+
+
+def corroborate_task(md: JobMetadata, ex=None) -> JobMetadata:
+    """Two independent kinds of evidence that name one task lift a weak task answer (in place; returns md): the
+    repository's description (describe.task_from_description), the data's usual task (vocab.DATASET_TASK of the
+    dataset read) and the model's family task (vocab.family_task / MODEL_TASK of the model read), each counted only
+    where it is not the answer's own source; an answer below the threshold that one of them confirms gains 0.2 (at
+    most 0.75, as "(the data agrees)" does). A task answered as the vision default is never lifted (no evidence of
+    its own). In-sample basis: IDENTITY_RECORD in features/schedmate_text/identity.py."""
+    ev = md.evidence.get("task")
+    if ev is None or ev["confidence"] >= MIN_CONFIDENCE or ev["confidence"] < 0.3 or ex is None:
+        return md
+    rule = ev.get("rule") or ""
+    if rule.startswith("vision model default") or "description says" in rule or "unknown" in rule:
+        return md
+    own = next((sig for head, sig in _TASK_SOURCE_SIGNAL if rule.startswith(head)), None)
+    from features.schedmate_text.vocab import DATASET_TASK, MODEL_TASK, family_task
+
+    signals: dict[str, str | None] = {}
+    model = md.evidence.get("model", {}).get("value")
+    if model:
+        from features.schedmate_text.resolve import _LM_FAMILY
+
+        signals["model"] = family_task(str(model)) or MODEL_TASK.get(str(model)) or (
+            "language-modeling" if _LM_FAMILY.match(str(model)) else None)  # (a decoder LM's family: gpt, llama, qwen)
+    data = md.evidence.get("dataset", {}).get("value")
+    if data:
+        signals["data"] = DATASET_TASK.get(str(data))
+    cache = ex._repo.__dict__.get("description_task", {})
+    signals["description"] = cache.get((ex.entry, tuple(getattr(ex, "programs", []))))
+    agree = [s for s, t in signals.items() if s != own and t == ev["value"]]
+    if agree:
+        ev["confidence"] = round(max(ev["confidence"], min(ev["confidence"] + 0.2, 0.75)), 3)
+        ev["rule"] = rule + f" (the {agree[0]} agrees)"
+        ev.pop("note", None)
+        md.unknown.pop("task", None)
+    return md

@@ -841,6 +841,9 @@ def extract_metadata(command: str, files: dict[str, str], min_confidence: float 
     from features.schedmate_text.identity import apply_identity
 
     apply_identity(md, ex, repo_name)
+    from features.schedmate_text.evidence import corroborate_task
+
+    corroborate_task(md, ex)
     return md if min_confidence is None else abstain(md, min_confidence)
 
 
