@@ -94,3 +94,29 @@ def test_run_together_detr_variants_have_one_spelling():
     assert canonical_model("dabdetr") == "dab-detr"
     assert canonical_model("ConditionalDETR") == "conditional-detr"
     assert known_model("dabdetr") is None  # the spelling only: the calibration's value groups are unchanged
+
+
+def test_a_weak_task_is_lifted_only_by_an_independent_signal():
+    from types import SimpleNamespace
+
+    from features.schedmate_text.evidence import corroborate_task
+    from features.schedmate_text.metadata import JobMetadata
+
+    def md_with(task_rule: str, model: str | None, dataset: str | None) -> JobMetadata:
+        md = JobMetadata(task="language-modeling", model=model, dataset=dataset)
+        md.evidence = {"task": {"value": "language-modeling", "kind": "name", "confidence": 0.40, "rule": task_rule}}
+        if model:
+            md.evidence["model"] = {"value": model, "kind": "config", "confidence": 0.45, "rule": "config x"}
+        if dataset:
+            md.evidence["dataset"] = {"value": dataset, "kind": "argument", "confidence": 0.95, "rule": "argv x"}
+        return md
+
+    ex = SimpleNamespace(entry="train.py", programs=[], _repo=SimpleNamespace())
+    lifted = corroborate_task(md_with("dataset alpaca", "qwen3-4b", "alpaca"), ex)
+    assert lifted.evidence["task"]["confidence"] == 0.6 and "(the model agrees)" in lifted.evidence["task"]["rule"]
+    # the model family is the answer's own source: not a second signal
+    alone = corroborate_task(md_with("model family of qwen3-4b", "qwen3-4b", None), ex)
+    assert alone.evidence["task"]["confidence"] == 0.40
+    # an unrelated model confirms nothing
+    other = corroborate_task(md_with("dataset alpaca", "resnet50", "alpaca"), ex)
+    assert other.evidence["task"]["confidence"] == 0.40

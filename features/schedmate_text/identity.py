@@ -192,6 +192,20 @@ def repository_identity(files: dict[str, str], repo_name: str | None = None) -> 
 
 # -- the identity as evidence for the model (called by extract_metadata after the evidence is attached) -------------
 
+#: the measured basis of the confidences below, IN-SAMPLE (the mechanisms were written while looking at these
+#: commands; batches 1-26 of benchmarks/realsets, 458 commands, 204 repositories; fresh batches will say more):
+#: {group: (answers at or above MIN_CONFIDENCE, right)}, from `python benchmarks/bench_schedmate_text.py --real DIR
+#: --commands-only` with the answers grouped by their rule. Also measured: the confident model answers that
+#: DISAGREED with a class-corroborated identity were 5, all right (a self-supervised method's backbone), so a
+#: disagreement does not lower an answer.
+IDENTITY_RECORD: dict[str, tuple[int, int]] = {
+    "model: the identity alone (IDENTITY_CONFIDENCE)": (16, 16),
+    "model: an answer that agrees with a class-corroborated identity (AGREEMENT_CONFIDENCE)": (28, 28),
+    "model: a stated value that starts with the repository's name (NAME_AGREEMENT_CONFIDENCE)": (40, 40),
+    "task: the identified model's family / the description (IDENTITY_TASK_CONFIDENCE)": (20, 20),
+    "task: a weak answer the model's family confirms (evidence.corroborate_task)": (9, 9),
+}
+
 #: confidence of a model answered by the repository's identity alone (the class it names is defined and built by the
 #: entry's code; nothing else names the model): in-sample, measured on all 458 commands of benchmarks/realsets
 #: (`python benchmarks/bench_schedmate_text.py --real DIR --commands-only`): see IDENTITY_RECORD
