@@ -237,6 +237,22 @@ def _class_name(files: dict[str, str], where: str) -> tuple[str, str] | None:
     return m.group(1), body
 
 
+_VERSION_SUFFIX = re.compile(r"(?<=[a-z]{3})v?\d{1,2}$")
+
+
+def _class_for(classes: dict[str, str], name: str) -> str | None:
+    """Where a class named like the identity is defined: its compact name equal to the identity's, also with a role
+    suffix (`DLRM_Net` for `dlrm`) or without the identity's version (`Dreamer` for `dreamerv3`)."""
+    c = compact(name)
+    for cand in dict.fromkeys((c, _VERSION_SUFFIX.sub("", c))):
+        if cand in classes:
+            return classes[cand]
+        for suffix in ("net", "network", "model"):
+            if cand + suffix in classes:
+                return classes[cand + suffix]
+    return None
+
+
 def corroborated_identity(ex, repo_name: str | None) -> tuple[str, str, str] | None:
     """(identity, class name, file:line) where the repository's name names a class it defines, the code the entry
     runs builds (called in the entry or the modules it imports, or named there outside the class's own module: a
@@ -260,7 +276,7 @@ def corroborated_identity(ex, repo_name: str | None) -> tuple[str, str, str] | N
         code = None
         for source in ("folder", "package", "title"):
             n = names.get(source)
-            where = classes.get(compact(n)) if n else None
+            where = _class_for(classes, n) if n else None
             if not where:
                 continue
             got = _class_name(ex.files, where)
@@ -377,6 +393,7 @@ def apply_identity(md, ex, repo_name: str | None) -> None:
 
 #: a model value STATED by the command or a config (argument, launcher, config, code, default) that starts with the
 #: repository's own name (`--model yolov3-spp` in a `yolov3` repository, `--model_name electra_small` in `electra`),
+#: or is one of the methods a name lists (`--algo ppo` in `a2c-ppo-acktr-gail`),
 #: the name uncorroborated by a class: two independent sources agree; in-sample basis in IDENTITY_RECORD
 NAME_AGREEMENT_CONFIDENCE = 0.75
 _STATED_KINDS = ("argument", "launcher", "config", "code", "default")
@@ -391,12 +408,16 @@ def _name_agreement(ev, guess, ex, repo_name: str | None) -> str | None:
     cache = ex._repo.__dict__.setdefault("identity_names", {})
     if repo_name not in cache:
         cache[repo_name] = identity_names(ex.files, repo_name)
+    g = compact(guess)
     for source, n in cache[repo_name].items():
-        if compact(guess).startswith(compact(n)):
+        # the whole name (`yolov3-spp` in `yolov3`), or one of the methods a name lists (`ppo` in `a2c-ppo-acktr`)
+        parts = [n] + [t for t in n.split("-") if len(t) >= 3 and t not in GENERIC_NAMES] if "-" in n else [n]
+        hit = next((p for p in parts if (g.startswith(compact(p)) if p == n else g == compact(p))), None)
+        if hit is not None:
             ev["confidence"] = NAME_AGREEMENT_CONFIDENCE
             ev["rule"] = f"{ev['rule']} (the repository's {source} name agrees: {n})"
             ev.pop("note", None)
-            return n
+            return hit
     return None
 
 
