@@ -120,3 +120,29 @@ def test_a_weak_task_is_lifted_only_by_an_independent_signal():
     # an unrelated model confirms nothing
     other = corroborate_task(md_with("dataset alpaca", "resnet50", "alpaca"), ex)
     assert other.evidence["task"]["confidence"] == 0.40
+
+
+def test_a_class_with_a_role_suffix_or_without_the_version_corroborates():
+    files = _repo(**{"core/flowy.py": _NET.replace("class Flowy(", "class Flowy_Net(")})
+    files["train.py"] = files["train.py"].replace("Flowy", "Flowy_Net")
+    assert _advise(files).model == "flowy"
+    assert _advise(_repo(), name="me+flowyv2-torch").model == "flowyv2"  # class Flowy, the repository flowyv2
+
+
+def test_a_stated_method_among_those_a_name_lists_agrees():
+    files = _repo(**{"README.md": "Some words.\n"})
+    md = extract_metadata("python train.py --model gail", files, repo_name="me+pytorch-ppo-gail")
+    assert md.model == "gail" and md.evidence["model"]["confidence"] >= 0.75
+    md = extract_metadata("python train.py --model trpo", files, repo_name="me+pytorch-ppo-gail")
+    assert md.evidence["model"]["confidence"] < 0.75  # not one the name lists
+
+
+def test_a_bare_architecture_name_never_answers_alone():
+    files = {"unet/model.py": "class UNet:\n    pass\n",
+             "train.py": "from unet.model import UNet\nNETS = {'u': UNet}\nnet = NETS['u']()\n"}
+    md = _advise(files, command="python train.py", name="me+Pytorch-UNet")
+    assert md.model is None and md.evidence.get("model") is None
+    method = {k: v.replace("UNet", "Flowy").replace("unet", "flowy") for k, v in files.items()}
+    method = {k.replace("unet", "flowy"): v for k, v in method.items()}
+    # the same shape with a method's name answers (the architecture word alone is what abstains)
+    assert _advise(method, command="python train.py", name="me+Pytorch-Flowy").model == "flowy"

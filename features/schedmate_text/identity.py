@@ -20,7 +20,8 @@ from __future__ import annotations
 import re
 from pathlib import PurePosixPath
 
-__all__ = ["normalise_identity", "identity_names", "repository_identity", "compact", "GENERIC_NAMES"]
+__all__ = ["normalise_identity", "identity_names", "repository_identity", "compact", "GENERIC_NAMES", "ARCHITECTURE_WORDS",
+           "apply_identity", "corroborated_identity", "toolbox_reason"]
 
 #: names that say what KIND of code a repository holds, not which method: never a model's identity
 GENERIC_NAMES = frozenset({
@@ -33,8 +34,12 @@ GENERIC_NAMES = frozenset({
     "generative", "models", "neural", "text", "speech", "audio", "video", "graph", "gnn", "llm", "llms", "lm",
     "classification", "recognition", "reinforcement", "pretraining", "finetuning", "distributed", "trainer",
     "generative-models", "image-models", "vision-models", "pytorch", "torch", "tensorflow", "jax", "keras",
-    "official", "cnn", "cnns", "rnn", "lstm", "transformer", "resnet", "vit", "unet", "detr", "yolo",
+    "official", "cnns", "rnn",
 })
+#: architecture names a repository may be named after while its runs name a size or a variant (`resnet` runs a
+#: resnet50): they corroborate an answer that starts with them, but never answer the model alone
+ARCHITECTURE_WORDS = frozenset({"cnn", "lstm", "transformer", "resnet", "vit", "unet", "detr", "yolo", "gcn", "gin",
+                                "vgg", "mlp", "bert", "gpt"})
 
 # parts of a repository's name that name the framework or the release, not the method
 _FRAMEWORK = re.compile(r"(?:^|[-_. ])(?:py)?torch(?:vision)?(?=$|[-_. ])|(?:^|[-_. ])(?:tensorflow|tf\d?|keras|jax|"
@@ -222,19 +227,19 @@ _WRAPS_ENCODER = re.compile(r"def\s+__init__\s*\(\s*self\s*,\s*(?:base_)?encoder
 
 
 def _class_name(files: dict[str, str], where: str) -> tuple[str, str] | None:
-    """(class name as written, its source text) at `path:line`."""
+    """(class name as written, its source text up to the next top-level line) at `path:line`."""
     path, _, line = where.rpartition(":")
     text = files.get(path)
-    if text is None:
+    lines = text.split("\n") if text is not None else []
+    i = int(line) - 1 if line.isdigit() else -1
+    if not 0 <= i < len(lines):
         return None
-    ln = text.splitlines()[int(line) - 1]
-    m = re.match(r"class\s+(\w+)", ln)
+    m = re.match(r"class\s+(\w+)", lines[i])
     if not m:
         return None
-    start = sum(len(x) + 1 for x in text.splitlines()[: int(line) - 1])
-    nxt = re.search(r"^\S", text[start + len(ln) + 1:], re.M)
-    body = text[start: start + len(ln) + 1 + (nxt.start() if nxt else len(text))]
-    return m.group(1), body
+    end = next((j for j in range(i + 1, len(lines)) if lines[j][:1].strip() and not lines[j].startswith("#")),
+               len(lines))
+    return m.group(1), "\n".join(lines[i:end])
 
 
 _VERSION_SUFFIX = re.compile(r"(?<=[a-z]{3})v?\d{1,2}$")
@@ -373,6 +378,8 @@ def apply_identity(md, ex, repo_name: str | None) -> None:
         re.search(r"-(?:ya?ml|json|py|txt|cfg)$", str(guess))))  # (a config file's name stated as the model)
     if not weak:
         return
+    if name in ARCHITECTURE_WORDS:
+        return  # (a bare architecture name: the run's size or variant is not said)
     sized = _sized_command(ex)
     if sized is not None:
         if ev is not None:
