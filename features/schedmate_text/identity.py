@@ -200,14 +200,16 @@ def repository_identity(files: dict[str, str], repo_name: str | None = None) -> 
 #: the measured basis of the confidences below, IN-SAMPLE (the mechanisms were written while looking at these
 #: commands; batches 1-26 of benchmarks/realsets, 458 commands, 204 repositories; fresh batches will say more):
 #: {group: (answers at or above MIN_CONFIDENCE, right)}, from `python benchmarks/bench_schedmate_text.py --real DIR
-#: --commands-only` with the answers grouped by their rule. Also measured: the confident model answers that
+#: --commands-only`, the answers grouped by their rule (at or above the threshold; an agreement group counts every
+#: answer whose rule says so, some of which stood before the agreement). Also measured: the confident model answers that
 #: DISAGREED with a class-corroborated identity were 5, all right (a self-supervised method's backbone), so a
 #: disagreement does not lower an answer.
 IDENTITY_RECORD: dict[str, tuple[int, int]] = {
-    "model: the identity alone (IDENTITY_CONFIDENCE)": (16, 16),
-    "model: an answer that agrees with a class-corroborated identity (AGREEMENT_CONFIDENCE)": (28, 28),
-    "model: a stated value that starts with the repository's name (NAME_AGREEMENT_CONFIDENCE)": (40, 40),
-    "task: the identified model's family / the description (IDENTITY_TASK_CONFIDENCE)": (20, 20),
+    "model: the identity alone (IDENTITY_CONFIDENCE)": (19, 19),
+    "model: an answer that agrees with a class-corroborated identity (AGREEMENT_CONFIDENCE)": (33, 33),
+    "model: a stated value that starts with the repository's name or is a method it lists (NAME_AGREEMENT_CONFIDENCE)":
+        (48, 48),
+    "task: the identified model's family / the description (IDENTITY_TASK_CONFIDENCE)": (24, 24),
     "task: a weak answer the model's family confirms (evidence.corroborate_task)": (9, 9),
 }
 
