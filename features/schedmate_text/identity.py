@@ -131,8 +131,8 @@ def identity_names(files: dict[str, str], repo_name: str | None = None) -> dict[
 
 _CLASS = re.compile(r"^class\s+(\w+)\s*[(:]", re.M)
 # a registry of models: decorators or calls that register a class under a name
-_REGISTRY = re.compile(r"@\w*(?:\.|_)register(?:_module|_model|_arch|_architecture)?\b|\bregister_model\s*\(|"
-                       r"@\w*REGISTRY\w*\.register|\bMODEL_REGISTRY\b|\bMODELS\.register")
+_REGISTRY = re.compile(r"^[ \t]*@[\w.]*?[._]register(?:_module|_model|_arch|_architecture)?\b|\bregister_model\s*\(|"
+                       r"^[ \t]*@\w*REGISTRY\w*\.register|\bMODEL_REGISTRY\b|\bMODELS\.register", re.M)
 # an entry that builds whatever a hub id / registry name the user passes names
 _BUILDS_NAMED = re.compile(r"\.from_pretrained\(\s*(?:model_args|args|opt|cfg|config|script_args|training_args|"
                            r"model_config)\.|\bcreate_model\(\s*(?:args|opt|cfg|config)\.")
@@ -155,9 +155,14 @@ def toolbox_reason(files: dict[str, str]) -> str | None:
     builds what a hub id or registry name names."""
     from features.schedmate_text.vocab import known_model
 
-    regs = sum(len(_REGISTRY.findall(t)) for p, t in files.items() if p.endswith(".py"))
+    regs = 0
+    for p, t in files.items():  # (line by line, only lines that can register: a regex over megabytes is slow)
+        if p.endswith(".py") and ("register" in t or "REGISTRY" in t):
+            regs += sum(bool(_REGISTRY.search(ln)) for ln in t.split("\n") if "register" in ln or "REGISTRY" in ln)
+            if regs >= 5:
+                break
     if regs >= 5:
-        return f"a model registry ({regs} registrations)"
+        return f"a model registry (at least {regs} registrations)"
     fams: set[str] = set()
     for p in files:
         if re.search(r"(^|/)(configs?|recipes|experiments?)/", p) and p.endswith((".yaml", ".yml", ".py", ".json")):
@@ -166,7 +171,8 @@ def toolbox_reason(files: dict[str, str]) -> str | None:
                 fams.add(re.split(r"[-\d]", k, maxsplit=1)[0] or k)
     if len(fams) >= 4:
         return f"model configs of {len(fams)} families ({', '.join(sorted(fams)[:4])}, ...)"
-    named = sum(bool(_BUILDS_NAMED.search(t)) for p, t in files.items() if p.endswith(".py"))
+    named = sum(bool(_BUILDS_NAMED.search(t)) for p, t in files.items()
+                if p.endswith(".py") and ("from_pretrained(" in t or "create_model(" in t))
     if named:
         return "its code builds the model a hub id / registry name passed to it names"
     return None
