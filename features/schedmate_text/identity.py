@@ -416,8 +416,10 @@ _STATED_KINDS = ("argument", "launcher", "config", "code", "default")
 
 def _name_agreement(ev, guess, ex, repo_name: str | None) -> str | None:
     """A stated model value that starts with one of the repository's own names (folder, package, README title; a
-    toolbox's included: the value is the command's, the name only agrees with it) stands at
-    NAME_AGREEMENT_CONFIDENCE. Returns the name that agreed (None when none)."""
+    toolbox's included: the value is the command's, the name only agrees with it), or is one of the methods a name
+    lists, stands at NAME_AGREEMENT_CONFIDENCE. Returns the name that agreed (None when none)."""
+    from features.schedmate_text.evidence import _BACKBONE
+
     if not guess or ev is None or ev["kind"] not in _STATED_KINDS or ev["confidence"] >= NAME_AGREEMENT_CONFIDENCE:
         return None
     cache = ex._repo.__dict__.setdefault("identity_names", {})
@@ -426,7 +428,9 @@ def _name_agreement(ev, guess, ex, repo_name: str | None) -> str | None:
     g = compact(guess)
     for source, n in cache[repo_name].items():
         # the whole name (`yolov3-spp` in `yolov3`), or one of the methods a name lists (`ppo` in `a2c-ppo-acktr`)
-        parts = [n] + [t for t in n.split("-") if len(t) >= 3 and t not in GENERIC_NAMES] if "-" in n else [n]
+        # (a listed backbone, `ssd-mobilenet`'s `mobilenet`, is a part of the method, not one of several methods)
+        parts = [n] + [t for t in n.split("-") if len(t) >= 3 and t not in GENERIC_NAMES and t not in ARCHITECTURE_WORDS
+                       and not _BACKBONE.match(t)] if "-" in n else [n]
         hit = next((p for p in parts if (g.startswith(compact(p)) if p == n else g == compact(p))), None)
         if hit is not None:
             ev["confidence"] = NAME_AGREEMENT_CONFIDENCE
