@@ -255,12 +255,12 @@ _VERSION_SUFFIX = re.compile(r"(?<=[a-z]{3})v?\d{1,2}$")
 
 def _class_for(classes: dict[str, str], name: str) -> str | None:
     """Where a class named like the identity is defined: its compact name equal to the identity's, also with a role
-    suffix (`DLRM_Net` for `dlrm`) or without the identity's version (`Dreamer` for `dreamerv3`)."""
+    suffix (`DLRM_Net` for `dlrm`, an RL method's `DrQV2Agent`) or without the identity's version (`Dreamer` for `dreamerv3`)."""
     c = compact(name)
     for cand in dict.fromkeys((c, _VERSION_SUFFIX.sub("", c))):
         if cand in classes:
             return classes[cand]
-        for suffix in ("net", "network", "model"):
+        for suffix in ("net", "network", "model", "agent"):
             if cand + suffix in classes:
                 return classes[cand + suffix]
     return None
@@ -295,7 +295,8 @@ def corroborated_identity(ex, repo_name: str | None) -> tuple[str, str, str] | N
             got = _class_name(ex.files, where)
             if got is None or _WRAPS_ENCODER.search(got[1]):
                 continue
-            code = _reachable_code(ex) if code is None else code
+            if code is None:  # the entry's code and the configs the job loads (`_target_: drqv2.DrQV2Agent`)
+                code = _reachable_code(ex) + "\n" + "\n".join(ex.files.get(f, "") for f in sorted(ex.loaded))
             own = ex.files.get(where.rpartition(":")[0], "")
             # built by the entry's code: named outside its own module (`RAFT(args)`, `{'informer': Informer}`)
             if re.search(rf"(?<!class )\b{re.escape(got[0])}\s*\(", code) or \
@@ -382,7 +383,9 @@ def apply_identity(md, ex, repo_name: str | None) -> None:
         _identity_task(md, ex, name)
         return
     weak = ev is None or (ev["confidence"] < MIN_CONFIDENCE and (
-        ev["kind"] in ("class", "name") or re.search(r"sub-module|backbone|size or variant", ev.get("note") or "") or
+        # (a class the CODE builds, named by its words, is weak; a config's own model target says what it builds)
+        (ev["kind"] == "class" and not re.search(r"model target|_target_", ev.get("rule") or "")) or
+        ev["kind"] == "name" or re.search(r"sub-module|backbone|size or variant", ev.get("note") or "") or
         re.search(r"-(?:ya?ml|json|py|txt|cfg)$", str(guess))))  # (a config file's name stated as the model)
     if not weak:
         return
