@@ -23,7 +23,7 @@ Confidence comes from the KIND of evidence behind a value, never from the exampl
 | assumed    | nothing read: GPUs / nodes defaulted to 1                                   | 0.20-0.80  |
 | identity   | the model as the repository's own name where a class of that name is built  | 0.60       |
 |            | by the entry's code (not in toolboxes); its family's / description's task   |            |
-|            | (features.schedmate_text.identity; in-sample: 19 of 19 and 24 of 24 right)  |            |
+|            | (features.schedmate_text.identity; in-sample: 21 of 21 and 25 of 25 right)  |            |
 
 Modifiers, each a general mechanism: a value that is an unexpanded shell variable (`$DATA_DIR`) is no value
 (confidence 0); GPUs defaulted to 1 while the job's launcher or code sets the device count where we did not
@@ -53,7 +53,7 @@ records cannot replay, so they are not in that estimate).
 
 Corroboration (features.schedmate_text.identity, `corroborate_task` here): a model answer that starts with the
 repository's corroborated identity, or a STATED model value (argument / config / code / default) that starts with the
-repository's own name, stands at 0.75 (in-sample: 33 of 33 and 48 of 48 right on the 458 commands); a task answer
+repository's own name, stands at 0.75 (in-sample: 35 of 35 and 45 of 45 right on the 458 commands); a task answer
 below the threshold that an independent signal names too (the description, the data's usual task, the model's family)
 gains 0.2 (9 of 9). Disagreement lowers nothing: the confident answers that disagreed with an identity were all right.
 

@@ -209,13 +209,14 @@ def repository_identity(files: dict[str, str], repo_name: str | None = None) -> 
 #: --commands-only`, the answers grouped by their rule (at or above the threshold; an agreement group counts every
 #: answer whose rule says so, some of which stood before the agreement). Also measured: the confident model answers that
 #: DISAGREED with a class-corroborated identity were 5, all right (a self-supervised method's backbone), so a
-#: disagreement does not lower an answer.
+#: disagreement does not lower an answer. A near miss kept out: filling over a config's own model target would have
+#: answered LDM's autoencoder run `latent-diffusion` (label autoencoder-kl), so a config's target is never replaced.
 IDENTITY_RECORD: dict[str, tuple[int, int]] = {
-    "model: the identity alone (IDENTITY_CONFIDENCE)": (19, 19),
-    "model: an answer that agrees with a class-corroborated identity (AGREEMENT_CONFIDENCE)": (33, 33),
+    "model: the identity alone (IDENTITY_CONFIDENCE)": (21, 21),
+    "model: an answer that agrees with a class-corroborated identity (AGREEMENT_CONFIDENCE)": (35, 35),
     "model: a stated value that starts with the repository's name or is a method it lists (NAME_AGREEMENT_CONFIDENCE)":
-        (48, 48),
-    "task: the identified model's family / the description (IDENTITY_TASK_CONFIDENCE)": (24, 24),
+        (45, 45),
+    "task: the identified model's family / the description (IDENTITY_TASK_CONFIDENCE)": (25, 25),
     "task: a weak answer the model's family confirms (evidence.corroborate_task)": (9, 9),
 }
 
