@@ -324,9 +324,9 @@ def real_commands(folder: Path, min_confidence: float | None = None, only: set[s
             continue
         if item["repo"] not in cache:
             cache[item["repo"]] = read_repository(str(repo))
-        md = extract_metadata(item["command"], cache[item["repo"]])  # first sight: files parsed (cached)
+        md = extract_metadata(item["command"], cache[item["repo"]], repo_name=repo.name)  # first sight (cached)
         t0 = time.perf_counter()
-        md = extract_metadata(item["command"], cache[item["repo"]])  # warm process: what a scheduler pays
+        md = extract_metadata(item["command"], cache[item["repo"]], repo_name=repo.name)  # warm process: what a scheduler pays
         ms = (time.perf_counter() - t0) * 1000
         raw = {f: getattr(md, f) for f in COMMAND_FIELDS}
         abstain(md, thr)

@@ -186,7 +186,10 @@ def cmd_advise(args: argparse.Namespace) -> int:
             print(f"note: the LLM endpoint {args.llm_endpoint} did not answer ({md.sources['llm']}); fell back to "
                   "the static extraction", file=sys.stderr)
     else:
-        md = extract_metadata(args.command, files)
+        import os
+
+        # the folder's name as cloned is the repository's identity (evidence for the model where its code agrees)
+        md = extract_metadata(args.command, files, repo_name=os.path.basename(os.path.abspath(args.repo)))
     from features.schedmate_text.evidence import abstain
     from features.schedmate_text.metadata import BATCH_FIELDS
 

@@ -821,13 +821,16 @@ def _resolved(key: str) -> dict:
     return out if isinstance(out, dict) else cfg
 
 
-def extract_metadata(command: str, files: dict[str, str], min_confidence: float | None = None) -> JobMetadata:
+def extract_metadata(command: str, files: dict[str, str], min_confidence: float | None = None,
+                     repo_name: str | None = None) -> JobMetadata:
     """Model, task, iterations (+ unit), dataset, per-device batch size, total GPUs and nodes of a job,
     from its launch command and its repository files ({relative path: text}). Fields that no rule
     finds are None (GPUs and nodes default to 1). Every answered field carries its evidence (file:line or
     the command's argument), its kind and a confidence in `md.evidence`; with `min_confidence` (the
     Advisor's threshold is features.schedmate_text.evidence.MIN_CONFIDENCE) a field below it is answered
-    None and `md.unknown[field]` says why. Without it every guess is kept (the rules' raw answer)."""
+    None and `md.unknown[field]` says why. Without it every guess is kept (the rules' raw answer). `repo_name`: the
+    repository's name as cloned (a folder name; `owner+name` reads as name), whose identity, where its code
+    corroborates it, is evidence for the model (features.schedmate_text.identity)."""
     if not isinstance(command, str) or not command.strip():
         raise ValueError("the command is empty")
     from features.schedmate_text.evidence import abstain, attach_evidence
@@ -835,6 +838,12 @@ def extract_metadata(command: str, files: dict[str, str], min_confidence: float 
     ex = _Extractor(files)  # never written to: the normalised, indexed copy is cached per repository
     ex.command(command)
     md = attach_evidence(ex.resolve(), ex, command)
+    from features.schedmate_text.identity import apply_identity
+
+    apply_identity(md, ex, repo_name)
+    from features.schedmate_text.evidence import corroborate_task
+
+    corroborate_task(md, ex)
     return md if min_confidence is None else abstain(md, min_confidence)
 
 

@@ -357,7 +357,16 @@ def canonical_model(name: str | None) -> str | None:
     """Canonical model id of a written name, or the normalised name when unknown (None for empty)."""
     if name is None or not str(name).strip():
         return None
-    return known_model(name) or norm(_strip_org(name)) or None
+    known = known_model(name)
+    if known:
+        return known
+    n = norm(_strip_org(name))
+    # one spelling of a family's variants written run together (`dabdetr`, `ConditionalDETR` -> `dab-detr`,
+    # `conditional-detr`, as FAMILY_TASK and the labels write them); the name stays unknown to known_model
+    return _RUN_TOGETHER.sub(r"\1-\2", n) or None
+
+
+_RUN_TOGETHER = re.compile(r"^(conditional|dab|dn|deformable|anchor|group|lw|rt)(detr)(?=$|-)")
 
 
 #: model families written with a version suffix (mobilenet-v2, efficientnet-v2, resnet-v1): not gym ids

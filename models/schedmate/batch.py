@@ -79,7 +79,10 @@ class Readers:
 
         # every field with its evidence (file:line or the argument) and confidence; below the Advisor's
         # threshold a field is None and `unknown` says why
-        md = extract_metadata(command, cache[repo], min_confidence=MIN_CONFIDENCE)
+        import os
+
+        md = extract_metadata(command, cache[repo], min_confidence=MIN_CONFIDENCE,
+                              repo_name=os.path.basename(os.path.abspath(repo)))  # the folder names the repository
         return {k: v for k, v in md.to_dict().items()}
 
     def run(self, tool: str, lines: Sequence[str]) -> dict[str, Any]:
