@@ -96,6 +96,53 @@ def undivided_batches(text: str) -> set[str]:
     return {m.group(1) for m in _UNDIVIDED.finditer(text)} if "batch_size" in text else set()
 
 
+# how the code spreads a batch over devices (issue 41, item 3: the batch's scope from the mechanism, not the name)
+_CODE_LINE = r"(?m)^(?!\s*#)[^\n#]*"  # (a line that is not a comment, up to a trailing comment)
+#: a sampler that gives each process its own shard: one DataLoader per process
+_SAMPLER = re.compile(_CODE_LINE + r"DistributedSampler\(")
+#: anything that starts or joins a process group (several processes, each with its own loader)
+_PROCESS_GROUP = re.compile(_CODE_LINE + r"(?:DistributedDataParallel\(|init_process_group\(|\bspawn\()")
+#: a DataLoader (or sampler) handed a batch option as it is: `batch_size=args.batch_size`, `batch_size=bs`
+_LOADER_BATCH = re.compile(r"\bbatch_size\s*=\s*(?:[\w]+\.)*(\w*batch\w*|bs)\b(?!\s*(?:[-+*/%\[(]))", re.I)
+
+
+def sampler_per_process(code: str, key: str) -> bool:
+    """Each process draws its own batch of `key`: the code shards the data with a DistributedSampler and hands the
+    option undivided to its DataLoader (`DataLoader(ds, batch_size=args.batch_size, sampler=DistributedSampler(ds))`),
+    and nothing divides it by the process count: the option is the per-device batch."""
+    leaf = key.rsplit(".", 1)[-1].replace("-", "_").lower()
+    if not leaf or not _SAMPLER.search(code):
+        return False
+    if leaf in {k.lower() for k in divided_batches(code)}:
+        return False
+    return any(m.group(1).lower() == leaf for m in _LOADER_BATCH.finditer(code))
+
+
+#: detectron2's solver / LazyConfig batch keys: the total over all workers (the library divides it by the world size)
+_DETECTRON2_TOTAL = {"ims_per_batch", "total_batch_size"}
+_IMPORTS_DETECTRON2 = re.compile(r"(?m)^\s*(?:from|import)\s+detectron2\b")
+
+
+def total_by_code(code: str, key: str) -> str | None:
+    """Why the code makes `key` the total over all processes, or None: it divides the option by the process count
+    itself (`batch_size // world_size`), or it hands it to detectron2, whose SOLVER.IMS_PER_BATCH /
+    `dataloader.train.total_batch_size` is the batch of all workers together."""
+    leaf = key.rsplit(".", 1)[-1].replace("-", "_").lower()
+    if not leaf:
+        return None
+    if leaf in {k.lower() for k in divided_batches(code)}:
+        return f"the code divides {leaf} by the process count"
+    if leaf in _DETECTRON2_TOTAL and _IMPORTS_DETECTRON2.search(code):
+        return f"detectron2's {leaf} is the total over all workers (the library divides it by the world size)"
+    return None
+
+
+def single_process(code: str) -> bool:
+    """The code never starts or joins a process group (no DistributedDataParallel, init_process_group, spawn): one
+    process drives every device it uses."""
+    return _PROCESS_GROUP.search(code) is None
+
+
 class FollowMixin:
     files: dict[str, str]
     depth: int

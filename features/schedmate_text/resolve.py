@@ -246,6 +246,7 @@ def resolve(ex) -> JobMetadata:
                     md.sources["batch_size"] = s + " (documented as the total over all GPUs, divided below)"
                 break
     _batch_model(ex, md, ranked, batch_key)
+    ex._batch_key = batch_key  # (the option the batch was read from: its scope's mechanism is looked up by it)
     # GPUs and nodes
     nodes = ex.nodes[0] if ex.nodes else None
     code_nodes = _code_int(ex, {"num_nodes"})

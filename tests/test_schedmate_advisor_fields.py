@@ -1,0 +1,84 @@
+"""Advisor fields from the code's mechanisms (issue 41, item 3), on hand-written fixtures: the batch's scope from how
+the code spreads it (DataParallel in one process, a DistributedSampler with an undivided loader, a division by the
+process count or detectron2's total), and the other fields of engineer B's round."""
+from __future__ import annotations
+
+from features.schedmate_text.evidence import calibration_group
+from features.schedmate_text.follow import sampler_per_process, single_process, total_by_code
+from models.schedmate.extract import extract_metadata
+
+_ARGS = ("import argparse\nimport torch\n"
+         "p = argparse.ArgumentParser()\np.add_argument('--batch-size', type=int, default=128)\n"
+         "p.add_argument('--epochs', type=int, default=30)\nargs = p.parse_args()\n")
+_LOADER = "loader = torch.utils.data.DataLoader(ds, batch_size=args.batch_size, shuffle=True)\n"
+
+
+def test_sampler_with_an_undivided_loader_is_per_process():
+    code = ("sampler = torch.utils.data.distributed.DistributedSampler(ds)\n"
+            "loader = DataLoader(ds, batch_size=args.batch_size, sampler=sampler)\n")
+    assert sampler_per_process(code, "batch_size")
+    assert sampler_per_process(code, "batch-size")
+    assert not sampler_per_process(code.replace("DistributedSampler", "RandomSampler"), "batch_size")
+    divided = code + "per = args.batch_size // dist.get_world_size()\n"
+    assert not sampler_per_process(divided, "batch_size")  # the code divides it: a total
+    assert not sampler_per_process(code.replace("batch_size=args.batch_size", "batch_size=args.batch_size // 2"),
+                                   "batch_size")
+    # a commented-out sampler does not count
+    assert not sampler_per_process("# DistributedSampler(ds)\n" + code.split("\n", 1)[1], "batch_size")
+
+
+def test_single_process_and_code_totals():
+    assert single_process("model = torch.nn.DataParallel(model)\n")
+    assert not single_process("torch.distributed.init_process_group('nccl')\nmodel = nn.DataParallel(model)\n")
+    assert not single_process("mp.spawn(main, nprocs=4)\n")
+    assert total_by_code("bs = cfg.SOLVER.IMS_PER_BATCH // comm.get_world_size()\n", "SOLVER.IMS_PER_BATCH")
+    d2 = "from detectron2.engine import DefaultTrainer\n"
+    assert total_by_code(d2, "SOLVER.IMS_PER_BATCH") and total_by_code(d2, "dataloader.train.total_batch_size")
+    assert total_by_code("import torch\n", "SOLVER.IMS_PER_BATCH") is None  # not detectron2: not known
+    assert total_by_code(d2, "batch_size") is None
+
+
+def test_data_parallel_in_one_process_is_the_total():
+    files = {"train.py": _ARGS + "model = torch.nn.DataParallel(net).cuda()\n" + _LOADER}
+    md = extract_metadata("python train.py --batch-size 256", files)
+    ev = md.evidence["batch_scope"]
+    assert md.batch_scope == "global" and ev["kind"] == "mechanism" and ev["confidence"] >= 0.5
+    assert calibration_group("batch_scope", ev["kind"], "global") == ("batch_scope", "mechanism/global")
+    # a process group beside the wrapper: not the single-process mechanism (its first-sight group keeps its cap)
+    files = {"train.py": _ARGS + "torch.distributed.init_process_group('nccl')\n"
+                                 "model = torch.nn.DataParallel(net).cuda()\n" + _LOADER}
+    md = extract_metadata("python train.py --batch-size 256", files)
+    assert md.evidence["batch_scope"]["kind"] != "mechanism"
+
+
+def test_data_parallel_over_one_visible_device_is_per_device():
+    files = {"train.py": _ARGS + "model = torch.nn.DataParallel(net).cuda()\n" + _LOADER}
+    md = extract_metadata("CUDA_VISIBLE_DEVICES=0 python train.py --batch-size 256", files, min_confidence=0.5)
+    assert md.gpus == 1 and md.batch_scope == "per-device" and md.batch_size == 256
+
+
+def test_distributed_sampler_states_a_per_device_batch():
+    code = (_ARGS + "torch.distributed.init_process_group('nccl')\n"
+            "sampler = torch.utils.data.distributed.DistributedSampler(ds)\n"
+            "loader = torch.utils.data.DataLoader(ds, batch_size=args.batch_size, sampler=sampler)\n"
+            "model = torch.nn.parallel.DistributedDataParallel(net)\n")
+    md = extract_metadata("torchrun --nproc_per_node 4 train.py --batch-size 64", {"train.py": code}, min_confidence=0.5)
+    ev = md.evidence["batch_scope"]
+    assert md.batch_scope == "per-device" and ev["kind"] == "mechanism" and md.batch_size == 64 and md.gpus == 4
+    # the same option divided by the world size before the loader: the total, never per device by this mechanism
+    md = extract_metadata("torchrun --nproc_per_node 4 train.py --batch-size 64",
+                          {"train.py": code + "args.batch_size = args.batch_size // dist.get_world_size()\n"})
+    assert md.batch_scope == "global"
+
+
+def test_detectron2_ims_per_batch_is_the_total():
+    files = {"train_net.py": "from detectron2.engine import DefaultTrainer, launch\nfrom detectron2.config import "
+                             "get_cfg\nimport argparse\np = argparse.ArgumentParser()\n"
+                             "p.add_argument('--config-file')\np.add_argument('--num-gpus', type=int, default=1)\n"
+                             "args = p.parse_args()\n",
+             "configs/base.yaml": "SOLVER:\n  IMS_PER_BATCH: 16\n  MAX_ITER: 90000\nDATASETS:\n  TRAIN: "
+                                  "(\"coco_2017_train\",)\n"}
+    md = extract_metadata("python train_net.py --num-gpus 8 --config-file configs/base.yaml", files,
+                          min_confidence=0.5)
+    assert md.batch_scope == "global" and md.evidence["batch_scope"]["kind"] == "mechanism"
+    assert md.batch_size == 2 and md.gpus == 8
