@@ -82,3 +82,37 @@ def test_detectron2_ims_per_batch_is_the_total():
                           min_confidence=0.5)
     assert md.batch_scope == "global" and md.evidence["batch_scope"]["kind"] == "mechanism"
     assert md.batch_size == 2 and md.gpus == 8
+
+
+_VIDEO = ("import argparse\nfrom data_config import return_dataset\np = argparse.ArgumentParser()\n"
+          "p.add_argument('dataset', type=str)\np.add_argument('--epochs', type=int, default=50)\n"
+          "p.add_argument('--batch-size', type=int, default=8)\np.add_argument('--n_classes', type=int, default=None)\n"
+          "args = p.parse_args()\nnum_class, train_list = return_dataset(args.dataset)\n")
+_DATA_CONFIG = ("def return_clips(): \n    return 'clips/v1/categories.txt', 'clips/train.txt'\n\n"
+                "def return_kinetics():\n    categories = 600\n    return categories, 'kinetics/labels/train.txt'\n\n"
+                "def return_something():\n    categories = 'something/v1/category.txt'\n"
+                "    return categories, 'something/v1/20bn-something-something-v1/train.txt'\n\n"
+                "def return_somethingv2():\n    return 'something/v2/category.txt', 'something/v2/train.txt'\n\n"
+                "def return_dataset(name):\n    return {'kinetics': return_kinetics, 'something': return_something,\n"
+                "            'somethingv2': return_somethingv2}[name]()\n")
+
+
+def test_a_dataset_family_resolved_from_the_code_that_handles_its_name():
+    files = {"main.py": _VIDEO, "data_config.py": _DATA_CONFIG}
+    md = extract_metadata("python main.py kinetics --epochs 50", files, min_confidence=0.5)
+    assert md.dataset == "kinetics-600"  # the family's block counts 600 classes
+    md = extract_metadata("python main.py something --epochs 50", files, min_confidence=0.5)
+    assert md.dataset == "something-something-v1"  # its block's paths name the version
+    # the job's own class count names the variant first
+    md = extract_metadata("python main.py kinetics --n_classes 700", files, min_confidence=0.5)
+    assert md.dataset == "kinetics-700"
+
+
+def test_an_unresolved_dataset_family_is_unknown_not_the_parent():
+    files = {"main.py": _VIDEO.replace("from data_config import return_dataset\n", "").replace(
+        "num_class, train_list = return_dataset(args.dataset)\n", "")}
+    md = extract_metadata("python main.py kinetics --epochs 50", files, min_confidence=0.5)
+    assert md.dataset is None and md.evidence["dataset"]["guess"] == "kinetics"
+    assert "family" in md.unknown["dataset"]
+    md = extract_metadata("python main.py kinetics400 --epochs 50", files, min_confidence=0.5)
+    assert md.dataset == "kinetics-400"  # the name says the variant

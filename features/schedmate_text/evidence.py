@@ -519,6 +519,9 @@ def attach_evidence(md: JobMetadata, ex=None, command: str = "") -> JobMetadata:
                                          (hit[0] if hit else "").lower()):
             conf = min(conf, 0.45)
             reason = "a model named after a sub-module"
+        if f == "dataset" and "(a family of variants;" in rule:  # (resolve.FAMILY_UNRESOLVED: `kinetics`, no count)
+            conf, reason = min(conf, 0.40), f"{value} is a family of datasets (versions, class sets); which one " \
+                                            f"the job uses is not said"
         if f == "iterations" and "stages)" in rule and "(the last of" in rule:
             conf, reason = min(conf, 0.40), "the script runs several training stages; this is the last one's length"
         if f in ("model", "dataset") and kind in _VALUE_KINDS and reason is None and ex is not None:

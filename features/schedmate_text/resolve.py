@@ -10,7 +10,7 @@ from features.schedmate_text.settings import (_ACCUM_KEYS, _CPU_FLAGS, _MICRO_BA
                                               _TOKEN_BATCH_KEYS, _TOTAL_GPU_KEYS, P_CODE, P_LAUNCH, _BATCH_KEYS, _DATA_KEYS, _EPOCH_KEYS, _EVAL_PATH, _GLOBAL_BATCH_KEYS,
                                               _GPU_ARG_KEYS, _MODEL_KEYS, _NAMED_DATA_KEYS, _STEP_KEYS, P_CODE_KW,
                                               P_ARGV, P_CONFIG, P_DEFAULT, P_OVERRIDE, _as_int, _last)
-from features.schedmate_text.vocab import (DATASET_TASK, MODEL_TASK, canonical_dataset, family_task, canonical_model, known_model,
+from features.schedmate_text.vocab import (DATASET_FAMILIES, DATASET_TASK, MODEL_TASK, canonical_dataset, family_task, canonical_model, known_model,
                                            task_from_names, task_from_objective,
                                            norm, task_from_signals)
 
@@ -173,6 +173,8 @@ def resolve(ex) -> JobMetadata:
                 if _name_of_path(v):
                     md.dataset, md.sources["dataset"] = _name_of_path(v), s
                     break
+    if md.dataset in DATASET_FAMILIES:  # `kinetics`, `something`: which variant (classes, version)?
+        _resolve_family(ex, md, ranked, ds_raw)
     # iterations: steps win over epochs when both set at the same priority (HF: max_steps > 0 overrides)
     best = None
     for k, v, p, s in ranked:
@@ -396,6 +398,52 @@ def resolve(ex) -> JobMetadata:
     if md.task is None:
         md.sources.pop("task", None)
     return md
+
+#: settings that count the classes of the data (the variant of a family: Kinetics-400 / 600 / 700)
+_CLASS_COUNT_KEYS = {"num_classes", "n_classes", "num_class", "n_class", "nb_classes", "number_classes", "classes"}
+#: family-variant marker in a dataset's rule text (features.schedmate_text.evidence lowers such an answer)
+FAMILY_UNRESOLVED = " (a family of variants; which one the job uses is not said)"
+
+
+def _resolve_family(ex, md: JobMetadata, ranked, raw: str | None) -> None:
+    """A dataset family's variant (`kinetics` -> kinetics-400): from a class-count setting of the job whose value is
+    one variant's (`MODEL.NUM_CLASSES: 400`, `--n_classes 700`), else from the code that handles the family's name (a
+    `return_kinetics()` / `if dataset == 'something':` block naming a variant's path or class count); left a family,
+    the rule text says so and the answer is lowered below the threshold."""
+    family = md.dataset
+    variants = DATASET_FAMILIES.get(family, {})
+    for k, v, p, s in ranked:
+        if p >= P_DEFAULT and _last(k).lower() in _CLASS_COUNT_KEYS and not _EVAL_PATH.search(k.lower()):
+            n = _as_int(v)
+            if n in variants:
+                md.dataset = variants[n]
+                md.sources["dataset"] = md.sources.get("dataset", "") + f" + {s} {_last(k)}={n} (the variant's classes)"
+                return
+            break  # (the job's own class count names no variant: the code's table is not asked)
+    leaf = (raw or family).strip().lower().rsplit("/", 1)[-1]
+    name = "|".join(re.escape(x) for x in {leaf, family.replace("-", "_")} if re.fullmatch(r"[\w-]+", x)) or "$^"
+    name = f"(?:{name})"
+    code = "\n".join(getattr(ex, "code_texts", []))
+    head = re.compile(rf"(?im)^[^\n#]*(?:def\s+\w*?_{name}\s*\(|==\s*['\"]{name}['\"]\s*:)")
+    found = set()
+    for m in head.finditer(code):
+        block = code[m.end():].split("\n")[1:13]
+        block = block[:next((i for i, line in enumerate(block) if re.match(r"\s*(def |elif |else)", line) and
+                             i > 0), len(block))]
+        text = "\n".join(block)
+        for q in re.findall(r"['\"]([^'\"\n]{3,80})['\"]", text):
+            c = canonical_dataset(q)
+            if c and c.startswith(family + "-"):
+                found.add(c)
+        for n in re.findall(r"\b(\d{3})\b", text):
+            if int(n) in variants:
+                found.add(variants[int(n)])
+    if len(found) == 1:
+        md.dataset = found.pop()
+        md.sources["dataset"] = md.sources.get("dataset", "") + f" + the code's {family} block (its variant)"
+        return
+    md.sources["dataset"] = md.sources.get("dataset", "") + FAMILY_UNRESOLVED
+
 
 # keys whose value names a model only when it is a name we know (a weights file, a checkpoint folder
 # such as BERT's uncased_L-12_H-768_A-12, a model config file)
