@@ -116,3 +116,16 @@ def test_an_unresolved_dataset_family_is_unknown_not_the_parent():
     assert "family" in md.unknown["dataset"]
     md = extract_metadata("python main.py kinetics400 --epochs 50", files, min_confidence=0.5)
     assert md.dataset == "kinetics-400"  # the name says the variant
+
+
+def test_iterations_from_the_setting_the_epoch_loop_is_bounded_by():
+    train = ("import yaml, argparse\np = argparse.ArgumentParser()\np.add_argument('--config_path')\n"
+             "args = p.parse_args()\nconfig = yaml.safe_load(open(args.config_path))\n"
+             "epochs = config.get('epochs_1st', 200)\nbatch_size = config.get('batch_size', 10)\n"
+             "for epoch in range(0, epochs):\n    pass\n")
+    cfg = ("epochs_1st: 120\nepochs_2nd: 60\nbatch_size: 16\n"
+           "adv_params:\n  iter: 10\n  min_len: 400\n")
+    md = extract_metadata("python train_first.py --config_path configs/config.yml",
+                          {"train_first.py": train, "configs/config.yml": cfg}, min_confidence=0.5)
+    assert (md.iterations, md.iteration_unit) == (120, "epochs")  # not the discriminator's `iter: 10`
+    assert "epochs_1st" in md.sources["iterations"]

@@ -215,6 +215,10 @@ def resolve(ex) -> JobMetadata:
                       _last(k) in _EPOCH_KEYS and _as_int(v) and _uses(code, _last(k))), None)
         if key and other and not _uses(code, _last(key)):
             best = other
+    loop = _loop_bound(ex, ranked)
+    if loop is not None and (best is None or _last(next((k for k, v, p, s in ranked if s == best[3] and
+                                                         _as_int(v) == best[0]), "")) != _last(loop[5])):
+        best = loop[:5]  # the setting the training code's epoch loop is bounded by, not another key's count
     pair = _decay_pair(ranked)
     if pair is not None and (best is None or pair[2] >= best[2]):
         best = pair  # pix2pix-family epoch counters: the run is `niter` + `niter_decay` epochs
@@ -597,6 +601,23 @@ _TRANSLATION_KEYS = re.compile(r"^(lambda_cyc|lambda_cycle|lambda_rec|num_domain
 def _translation_setup(ranked) -> bool:
     """The options say image-to-image translation: at least two domain / cycle / direction / label-map settings."""
     return len({_last(k) for k, v, p, s in ranked if p >= P_DEFAULT and _TRANSLATION_KEYS.match(_last(k).lower())}) >= 2
+
+
+def _loop_bound(ex, ranked):
+    """The setting the entry's epoch loop is bounded by (`epochs = config.get('epochs_1st', 200)` ... `for epoch in
+    range(start_epoch, epochs)`): (n, "epochs", priority, source, True, key) from the job's value of that setting."""
+    from features.schedmate_text.pyast import analyse_source
+
+    text = getattr(ex, "files", {}).get(getattr(ex, "entry", None) or "")
+    info = analyse_source(text) if text else None
+    key = getattr(info, "loop_key", None)
+    if not key:
+        return None
+    for k, v, p, s in ranked:
+        n = _as_int(v)
+        if _last(k) == key.lower() and p >= P_DEFAULT and n and n > 0 and not _EVAL_PATH.search(k.lower()):
+            return n, "epochs", p, s + f" (the entry's epoch loop is bounded by {key})", True, k
+    return None
 
 
 def _decay_pair(ranked):
