@@ -129,3 +129,17 @@ def test_iterations_from_the_setting_the_epoch_loop_is_bounded_by():
                           {"train_first.py": train, "configs/config.yml": cfg}, min_confidence=0.5)
     assert (md.iterations, md.iteration_unit) == (120, "epochs")  # not the discriminator's `iter: 10`
     assert "epochs_1st" in md.sources["iterations"]
+
+
+def test_gpus_from_a_config_device_tuple_and_nodes_from_the_option_a_submitter_names():
+    train = ("import argparse\np = argparse.ArgumentParser()\np.add_argument('--cfg')\nargs = p.parse_args()\n"
+             "config = load(args.cfg)\ngpus = list(config.GPUS)\nmodel = nn.DataParallel(model, device_ids=gpus)\n")
+    cfg = "GPUS: (0,1,2,3)\nTRAIN:\n  BATCH_SIZE_PER_GPU: 3\n  END_EPOCH: 484\n"
+    md = extract_metadata("python tools/train.py --cfg exp/a.yaml", {"tools/train.py": train, "exp/a.yaml": cfg})
+    assert md.gpus == 4
+    submit = ("import argparse\nimport submitit\np = argparse.ArgumentParser()\n"
+              "p.add_argument('--num_shards', type=int, default=1)\np.add_argument('--cfg')\nargs = p.parse_args()\n"
+              "nodes = args.num_shards\nexecutor.update_parameters(nodes=nodes, gpus_per_node=8)\n")
+    md = extract_metadata("python tools/submit.py --cfg c.yaml --num_shards 4",
+                          {"tools/submit.py": submit, "c.yaml": "NUM_GPUS: 8\nNUM_SHARDS: 1\n"})
+    assert md.nodes == 4 and md.gpus == 32

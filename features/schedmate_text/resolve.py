@@ -768,7 +768,8 @@ def _device_count(v) -> int | None:
         return None
     if isinstance(v, int):
         return v if v > 0 else None
-    items = v if isinstance(v, (list, tuple)) else re.split(r"[\s,]+", str(v).strip()) if isinstance(v, str) else []
+    items = v if isinstance(v, (list, tuple)) else re.split(r"[\s,]+", str(v).strip().strip("()[]").strip()) \
+        if isinstance(v, str) else []  # (`GPUS: (0,1,2,3)`: a YAML string of a tuple)
     items = [str(x).strip() for x in items if str(x).strip()]
     if len(items) == 1 and re.fullmatch(r"\d+", items[0]):
         return int(items[0]) or None
@@ -791,10 +792,21 @@ def _argv_nodes(ranked, ex=None) -> tuple[int, str] | None:
             return None
     if found:
         return found
+    text = getattr(ex, "files", {}).get(getattr(ex, "entry", None) or "", "") if ex is not None else ""
+    m = _NODES_FROM_OPTION.search(text)
+    if m:  # `nodes = args.num_shards` / `update_parameters(nodes=args.num_shards)`: the option the job's nodes are
+        hit = _first_int(ranked, {m.group(1).lower()})
+        if hit:
+            return hit[0], hit[1] + f" (the entry asks for {m.group(1)} nodes)"
     keys = {_last(k) for k, v, p, s in ranked if p >= P_CONFIG}
     if keys & {"multiprocessing_distributed", "dist_url"}:
         return _first_int(ranked, {"world_size"}, P_CONFIG)
     return None
+
+
+#: the entry names its node count after an option (a submitit / cluster request: `nodes = args.num_shards`)
+_NODES_FROM_OPTION = re.compile(r"(?m)^(?!\s*#)[^\n#]*\b(?:nodes|num_nodes|nnodes)\s*=\s*(?:args|opt|opts|cfg|config|"
+                                r"self\.args|FLAGS)\.(\w+)\b(?!\s*[*/+-])")
 
 
 def _cpu_device(ranked) -> str | None:
