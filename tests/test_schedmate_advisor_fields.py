@@ -143,3 +143,20 @@ def test_gpus_from_a_config_device_tuple_and_nodes_from_the_option_a_submitter_n
     md = extract_metadata("python tools/submit.py --cfg c.yaml --num_shards 4",
                           {"tools/submit.py": submit, "c.yaml": "NUM_GPUS: 8\nNUM_SHARDS: 1\n"})
     assert md.nodes == 4 and md.gpus == 32
+
+
+def test_one_loader_per_launched_process_and_an_option_named_the_global_batch():
+    code = (_ARGS + "torch.distributed.init_process_group('nccl')\n" + _LOADER +
+            "model = torch.nn.parallel.DistributedDataParallel(net)\n")
+    md = extract_metadata("torchrun --nproc_per_node 8 train.py --batch-size 32", {"train.py": code},
+                          min_confidence=0.5)
+    assert md.batch_scope == "per-device" and md.evidence["batch_scope"]["kind"] == "mechanism"
+    assert "launcher" in md.evidence["batch_scope"]["note"]
+    # the same code logging the option as the global batch (a model-parallel loader): never per device by mechanism
+    logged = code + "log(key=constants.GLOBAL_BATCH_SIZE, value=args.batch_size)\n"
+    md = extract_metadata("torchrun --nproc_per_node 8 train.py --batch-size 32", {"train.py": logged})
+    assert md.evidence["batch_scope"]["kind"] != "mechanism"
+    # a BatchSampler over a distributed sampler takes the option positionally
+    detr = ("sampler = torch.utils.data.DistributedSampler(ds)\n"
+            "batch_sampler = torch.utils.data.BatchSampler(sampler, args.batch_size, drop_last=True)\n")
+    assert sampler_per_process(detr, "batch_size")

@@ -111,11 +111,18 @@ CALIBRATED_CAP: float = 0.45
 #: no first-sight record yet, so the basis is in-sample, over all 458 labelled commands of benchmarks/realsets):
 #: `data-parallel`: DataParallel in a single process (no process group anywhere the entry imports) -> the total, or
 #: per device where the command makes one device visible: right 32 of 32 (in-sample);
-#: `sampler`: a DistributedSampler and the option handed undivided to the DataLoader -> per device: 14 of 14;
+#: `sampler`: a DistributedSampler (any `Distributed*Sampler`, or a BatchSampler over one) and the option handed
+#: undivided to the DataLoader -> per device: 19 of 19;
+#: `process-loader`: a launcher that starts one process per device (torchrun, deepspeed, accelerate, mpirun, srun), a
+#: process group in the code and the option handed undivided to the DataLoader -> per device: 11 of 11 (12 before the
+#: guard against an option the code names the global batch, `GLOBAL_BATCH_SIZE, value=args.mini_batch_size`, was
+#: added for DLRM's model-parallel loader);
 #: `divided`: the code divides the option by the process count, or hands it to detectron2 as IMS_PER_BATCH /
-#: total_batch_size -> the total: 12 of 12. (Counted over the 227 commands whose scope is labelled, on the rules that
-#: were written looking at them: an upper bound, so the confidences stay well below it.)
-MECHANISM_CONFIDENCE: dict[str, float] = {"data-parallel": 0.60, "sampler": 0.70, "divided": 0.70}
+#: total_batch_size, or names the option the global batch -> the total: 12 of 12.
+#: (Counted over the 227 commands whose scope is labelled, on the rules that were written looking at them: an upper
+#: bound, so the confidences stay well below it.)
+MECHANISM_CONFIDENCE: dict[str, float] = {"data-parallel": 0.60, "sampler": 0.70, "process-loader": 0.60,
+                                           "divided": 0.70}
 
 
 #: a rule text that states the batch's scope: the option's name (per device / per GPU / micro) or the code's division
@@ -620,12 +627,19 @@ def attach_evidence(md: JobMetadata, ex=None, command: str = "") -> JobMetadata:
                 if why is not None:  # the mechanism states it: the code (or detectron2) divides the option
                     kind, conf, cap, reason = "mechanism", min(conf, MECHANISM_CONFIDENCE["divided"]), None, why
             if cap is not None and value == "per-device" and bk:
-                if sampler_per_process(_reachable_code(ex), bk):
+                code = _reachable_code(ex)
+                several = any(h in ("torchrun", "deepspeed", "accelerate", "mpirun", "mpiexec", "srun") for h, o in
+                              getattr(ex, "launches", []))  # (a launcher that starts one process per device)
+                if sampler_per_process(code, bk):
                     # the mechanism states it: a DistributedSampler shards the data and each process's DataLoader gets
-                    # the option undivided (in-sample: follow.sampler_per_process)
+                    # the option undivided
                     kind, conf, cap = "mechanism", min(conf, MECHANISM_CONFIDENCE["sampler"]), None
                     reason = "each process draws its own batch (a DistributedSampler; the DataLoader gets the option " \
                              "undivided)"
+                elif several and sampler_per_process(code, bk, processes=True):
+                    kind, conf, cap = "mechanism", min(conf, MECHANISM_CONFIDENCE["process-loader"]), None
+                    reason = "each process the launcher starts joins a process group and builds its own DataLoader " \
+                             "with the option undivided"
             if cap is not None and conf > cap:
                 conf = cap
                 record = f"{grp[1]} evidence for the batch scope was right {FIRST_SIGHT_COUNTS[grp][1]} times in " \
