@@ -160,3 +160,19 @@ def test_one_loader_per_launched_process_and_an_option_named_the_global_batch():
     detr = ("sampler = torch.utils.data.DistributedSampler(ds)\n"
             "batch_sampler = torch.utils.data.BatchSampler(sampler, args.batch_size, drop_last=True)\n")
     assert sampler_per_process(detr, "batch_size")
+
+
+def test_an_epoch_loop_bounded_by_a_sum_of_settings_and_its_config_default():
+    train = ("import argparse\nfrom config import config, update_config\np = argparse.ArgumentParser()\n"
+             "p.add_argument('--cfg')\nargs = p.parse_args()\nupdate_config(config, args)\n\ndef main():\n"
+             "    end_epoch = config.TRAIN.END_EPOCH + config.TRAIN.EXTRA_EPOCH\n"
+             "    for epoch in range(config.TRAIN.BEGIN_EPOCH, end_epoch):\n        pass\n\nmain()\n")
+    defaults = "from yacs.config import CfgNode as CN\n_C = CN()\n_C.TRAIN = CN()\n_C.TRAIN.END_EPOCH = 100\n" \
+               "_C.TRAIN.EXTRA_EPOCH = 0\n"
+    files = {"tools/train.py": train, "lib/config/default.py": defaults,
+             "exp/a.yaml": "TRAIN:\n  BEGIN_EPOCH: 0\n  END_EPOCH: 484\n  BATCH_SIZE_PER_GPU: 3\n"}
+    md = extract_metadata("python tools/train.py --cfg exp/a.yaml", files, min_confidence=0.5)
+    assert (md.iterations, md.iteration_unit) == (484, "epochs")
+    files["exp/a.yaml"] += "  EXTRA_EPOCH: 16\n"
+    md = extract_metadata("python tools/train.py --cfg exp/a.yaml", files, min_confidence=0.5)
+    assert md.iterations == 500

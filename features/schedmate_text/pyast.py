@@ -371,6 +371,9 @@ def _setting_key(node: ast.AST | None) -> str | None:
         return node.slice.value
     if isinstance(node, ast.Attribute) and isinstance(node.value, (ast.Name, ast.Attribute)):
         return node.attr
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):  # END_EPOCH + EXTRA_EPOCH: the run is their sum
+        a, b = _setting_key(node.left), _setting_key(node.right)
+        return f"{a}+{b}" if a and b else None
     return None
 
 

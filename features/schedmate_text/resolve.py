@@ -613,11 +613,25 @@ def _loop_bound(ex, ranked):
     key = getattr(info, "loop_key", None)
     if not key:
         return None
-    for k, v, p, s in ranked:
-        n = _as_int(v)
-        if _last(k) == key.lower() and p >= P_DEFAULT and n and n > 0 and not _EVAL_PATH.search(k.lower()):
-            return n, "epochs", p, s + f" (the entry's epoch loop is bounded by {key})", True, k
-    return None
+    found = []
+    for part in key.split("+"):  # (`END_EPOCH + EXTRA_EPOCH`: every part must be the job's setting)
+        hit = next(((n, p, s, k) for k, v, p, s in ranked for n in [_as_int(v)] if _last(k) == part.lower() and
+                    p >= P_DEFAULT and n is not None and n >= 0 and not _EVAL_PATH.search(k.lower())), None)
+        if hit is None and len(key.split("+")) > 1:  # a part the job leaves at its config default (yacs:
+            # `_C.TRAIN.EXTRA_EPOCH = 0` in the defaults module): one literal default in the repository's code
+            vals = {int(m.group(1)) for f, t in getattr(ex, "files", {}).items() if f.endswith(".py") and part in t
+                    for m in re.finditer(rf"(?m)^\s*[\w.]*\.{re.escape(part)}\s*=\s*(\d+)\s*(?:#.*)?$", t)}
+            if len(vals) == 1:
+                hit = (vals.pop(), P_DEFAULT, f"config default {part}", part)
+        if hit is None:
+            return None
+        found.append(hit)
+    n = sum(h[0] for h in found)
+    if n <= 0:
+        return None
+    top = max(found, key=lambda h: h[1])
+    return n, "epochs", top[1], top[2] + f" (the entry's epoch loop is bounded by {key.replace('+', ' + ')})", True, \
+        found[0][3] if len(found) == 1 else key
 
 
 def _decay_pair(ranked):
