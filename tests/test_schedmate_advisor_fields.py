@@ -176,3 +176,13 @@ def test_an_epoch_loop_bounded_by_a_sum_of_settings_and_its_config_default():
     files["exp/a.yaml"] += "  EXTRA_EPOCH: 16\n"
     md = extract_metadata("python tools/train.py --cfg exp/a.yaml", files, min_confidence=0.5)
     assert md.iterations == 500
+
+
+def test_a_step_cap_the_command_sets_is_not_replaced_by_the_defaulted_epoch_loop():
+    train = ("import argparse\np = argparse.ArgumentParser()\np.add_argument('--num_train_epochs', type=int, default=3)\n"
+             "p.add_argument('--max_train_steps', type=int, default=None)\nargs = p.parse_args()\n"
+             "for epoch in range(args.num_train_epochs):\n    if step >= args.max_train_steps:\n        break\n")
+    md = extract_metadata("python train.py --max_train_steps 1000", {"train.py": train})
+    assert (md.iterations, md.iteration_unit) == (1000, "steps")
+    md = extract_metadata("python train.py", {"train.py": train})
+    assert (md.iterations, md.iteration_unit) == (3, "epochs")

@@ -216,8 +216,10 @@ def resolve(ex) -> JobMetadata:
         if key and other and not _uses(code, _last(key)):
             best = other
     loop = _loop_bound(ex, ranked)
-    if loop is not None and (best is None or _last(next((k for k, v, p, s in ranked if s == best[3] and
-                                                         _as_int(v) == best[0]), "")) != _last(loop[5])):
+    if loop is not None and (best is None or loop[2] >= best[2] and _last(next(
+            (k for k, v, p, s in ranked if s == best[3] and _as_int(v) == best[0]), "")) != _last(loop[5])):
+        # (not over a count the job sets with more authority: `--max_train_steps 1000` on the command line beside an
+        # epoch loop over a defaulted `num_train_epochs` stops the loop early)
         best = loop[:5]  # the setting the training code's epoch loop is bounded by, not another key's count
     pair = _decay_pair(ranked)
     if pair is not None and (best is None or pair[2] >= best[2]):
