@@ -186,3 +186,18 @@ def test_a_step_cap_the_command_sets_is_not_replaced_by_the_defaulted_epoch_loop
     assert (md.iterations, md.iteration_unit) == (1000, "steps")
     md = extract_metadata("python train.py", {"train.py": train})
     assert (md.iterations, md.iteration_unit) == (3, "epochs")
+
+
+def test_an_entry_that_dispatches_over_several_datasets_names_none():
+    train = ("import argparse, json, torchvision\np = argparse.ArgumentParser()\np.add_argument('--config')\n"
+             "args = p.parse_args()\ncfg = json.load(open(args.config))['dataset']\n"
+             "if cfg['type'] == 'cifar10':\n    ds = torchvision.datasets.CIFAR10('data', train=True)\n"
+             "elif cfg['type'] == 'mnist':\n    ds = torchvision.datasets.MNIST('data', train=True)\n"
+             "elif cfg['type'] == 'huggingface':\n    ds = load_dataset(cfg['location'])\n")
+    files = {"train.py": train, "configs/flowers.json": '{"dataset": {"type": "huggingface", "location": '
+                                                        '"someone/oxford-flowers"}}'}
+    md = extract_metadata("python train.py --config configs/flowers.json", files)
+    assert md.dataset not in ("mnist", "cifar10")
+    one = {"train.py": train.split("elif cfg['type'] == 'mnist'")[0]}
+    md = extract_metadata("python train.py", one)
+    assert md.dataset == "cifar10"  # one dataset called: it is the job's

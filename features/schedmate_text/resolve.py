@@ -119,7 +119,13 @@ def resolve(ex) -> JobMetadata:
     # dataset
     ds_raw = None
     glue_task = None
+    # the entry calls several datasets' constructors (`if cfg.type == 'mnist': ... elif ...`): a dispatcher over
+    # datasets names none of them (as for an imported module's, extract._code_signals)
+    dispatch = len({canonical_dataset(v) for k, v, p, s in ranked if k == "code.dataset" and isinstance(v, str)}
+                   - {None}) >= 2
     for k, v, p, s in ranked:
+        if dispatch and k == "code.dataset":
+            continue
         if isinstance(v, list) and len(v) == 1 and isinstance(v[0], str):
             v = v[0]  # DATASET_NAMES: [imagenet1k_folder] -- one dataset, in a list
         elif isinstance(v, list) and len(v) == 1 and isinstance(v[0], dict):
