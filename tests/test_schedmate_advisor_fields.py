@@ -201,3 +201,20 @@ def test_an_entry_that_dispatches_over_several_datasets_names_none():
     one = {"train.py": train.split("elif cfg['type'] == 'mnist'")[0]}
     md = extract_metadata("python train.py", one)
     assert md.dataset == "cifar10"  # one dataset called: it is the job's
+
+
+def test_a_child_config_pointing_its_base_at_other_data():
+    base = ("data_root = 'data/coco/'\ntrain_ann_file = 'annotations/instances_train2017.json'\n"
+            "train_dataloader = dict(batch_size=16, dataset=dict(type='CocoDataset', data_root=data_root, "
+            "ann_file=train_ann_file))\nmodel = dict(type='YOLODetector')\nmax_epochs = 300\n")
+    child = ("_base_ = 'det_coco.py'\ndata_root = './data/cat/'\nclass_name = ('cat', )\nmax_epochs = 40\n"
+             "train_dataloader = dict(batch_size=12, dataset=dict(data_root=data_root, "
+             "ann_file='annotations/trainval.json'))\n")
+    files = {"tools/train.py": "import argparse\np = argparse.ArgumentParser()\np.add_argument('config')\n"
+                               "args = p.parse_args()\nfrom mmengine.config import Config\ncfg = Config.fromfile("
+                               "args.config)\n",
+             "configs/det_coco.py": base, "configs/det_cat.py": child}
+    md = extract_metadata("python tools/train.py configs/det_cat.py", files)
+    assert md.dataset == "cat" and md.iterations == 40
+    md = extract_metadata("python tools/train.py configs/det_coco.py", files)
+    assert md.dataset == "coco"

@@ -153,6 +153,16 @@ def resolve(ex) -> JobMetadata:
         if named[1] > known_prio:  # the user's own dataset, named above a default we happen to know
             if _name_of_path(named[0]):
                 md.dataset, md.sources["dataset"] = _name_of_path(named[0]), named[2]
+    if md.dataset is not None and md.sources.get("dataset", "").startswith("config "):
+        # a child config overriding its base's data folder (`_base_` = a COCO config; `data_root = './data/cat/'`): the
+        # child's folder names the data, not the base's annotations it inherits
+        known_prio = next((p for k, v, p, s in ranked if s == md.sources.get("dataset")), 0)
+        child = next(((v, s) for k, v, p, s in ranked if p > known_prio and s.startswith("config ") and
+                      _last(k) in _DATA_FOLDER_KEYS and isinstance(v, str) and not _EVAL_PATH.search(k.lower()) and
+                      canonical_dataset(v) is None), None)
+        name = _name_of_path(child[0]) if child else None
+        if name and name not in ("data", "dataset", "datasets", "images", "train", "root"):
+            md.dataset, md.sources["dataset"], ds_raw = name, child[1] + " (overrides its base config's data)", child[0]
     if md.dataset is None:  # `datasets: {coco_caption: {...}}`: the one section under datasets names the data
         sections = {k.split(".")[1] for k, v, p, s in ranked if p >= P_CONFIG - 5 and k.lower().startswith(("datasets.", "dataset."))
                     and k.count(".") >= 2}
@@ -411,6 +421,8 @@ def resolve(ex) -> JobMetadata:
         md.sources.pop("task", None)
     return md
 
+#: a config's data folder (a child config pointing its base's dataset at other data)
+_DATA_FOLDER_KEYS = {"data_root", "root", "data_dir", "data_path", "dataset_root", "root_dir", "img_dir"}
 #: settings that count the classes of the data (the variant of a family: Kinetics-400 / 600 / 700)
 _CLASS_COUNT_KEYS = {"num_classes", "n_classes", "num_class", "n_class", "nb_classes", "number_classes", "classes"}
 #: family-variant marker in a dataset's rule text (features.schedmate_text.evidence lowers such an answer)
