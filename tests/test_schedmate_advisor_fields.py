@@ -218,3 +218,14 @@ def test_a_child_config_pointing_its_base_at_other_data():
     assert md.dataset == "cat" and md.iterations == 40
     md = extract_metadata("python tools/train.py configs/det_coco.py", files)
     assert md.dataset == "coco"
+
+
+def test_data_parallel_over_listed_devices_gives_each_its_share_and_a_named_global_batch_is_divided():
+    code = (_ARGS + "p.add_argument('--gpu_ids', type=str, default='0')\n"
+            "model = torch.nn.DataParallel(net, device_ids=[int(x) for x in args.gpu_ids.split(',')])\n" + _LOADER)
+    md = extract_metadata("python train.py --batch-size 8 --gpu_ids 0,1,2,3,4,5,6,7", {"train.py": code})
+    assert (md.gpus, md.batch_scope, md.batch_size, md.global_batch) == (8, "global", 1, 8)
+    logged = (_ARGS + "torch.distributed.init_process_group('nccl')\n" + _LOADER +
+              "mlperf_log(key=constants.GLOBAL_BATCH_SIZE, value=args.batch_size)\n")
+    md = extract_metadata("torchrun --nproc_per_node 8 train.py --batch-size 2048", {"train.py": logged})
+    assert (md.batch_scope, md.batch_size, md.gpus) == ("global", 256, 8)

@@ -605,6 +605,12 @@ def attach_evidence(md: JobMetadata, ex=None, command: str = "") -> JobMetadata:
                 elif single_process(_reachable_code(ex)):  # (no process group: the one process's loader is the total)
                     kind, conf = "mechanism", MECHANISM_CONFIDENCE["data-parallel"]
                     reason += " in a single process (nothing starts or joins a process group)"
+                    if g is not None and g["kind"] in ("launcher", "argument") and isinstance(g["value"], int) and \
+                            g["value"] > 1 and md.batch_size and "batch_size" in out:
+                        # the command lists the devices it splits over (`--gpu_ids 0,...,7`): each gets its share
+                        md.batch_size = max(1, md.batch_size // g["value"])
+                        out["batch_size"].update(value=md.batch_size, note=f"the total {md.global_batch} split by "
+                                                 f"DataParallel over the {g['value']} devices the command lists")
         elif f == "batch_scope" and "batch_size" in out:  # (a total's scope is known even when the GPUs are not)
             conf = scope_of_batch * (1.0 if value == "global" or "per_gpu" in rule or
                                                       "per_device" in rule or "micro" in rule else 0.9)
