@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+from functools import lru_cache
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -107,6 +108,7 @@ _LOADER_BATCH = re.compile(r"(?:\bbatch_size\s*=\s*|(?:BatchSampler|Distributed\
                            r"(?:[\w]+\.)*(\w*batch\w*|bs)\b(?!\s*(?:[-+*/%\[(]))", re.I)
 
 
+@lru_cache(maxsize=1024)  # (a repository's code text is one string: its hash is cached)
 def sampler_per_process(code: str, key: str, processes: bool = False) -> bool:
     """Each process draws its own batch of `key`: the code shards the data with a DistributedSampler (or, with
     `processes`, runs as several processes that each build their own loader: a launcher or a process group) and hands
@@ -131,12 +133,14 @@ _NAMED_TOTAL = re.compile(r"(?i)(?:global|total)_?batch_?size\w*['\"]?\s*[,:=]\s
                           r"(\w*batch\w*|bs)\b(?!\s*[-+*/%(\[])")
 
 
+@lru_cache(maxsize=1024)  # (a repository's code text is one string: its hash is cached)
 def named_total(code: str, key: str) -> bool:
     """The code calls the option itself the global (total) batch."""
     leaf = key.rsplit(".", 1)[-1].replace("-", "_").lower()
     return any(m.group(1).lower() == leaf for m in _NAMED_TOTAL.finditer(code)) if leaf else False
 
 
+@lru_cache(maxsize=1024)  # (a repository's code text is one string: its hash is cached)
 def total_by_code(code: str, key: str) -> str | None:
     """Why the code makes `key` the total over all processes, or None: it divides the option by the process count
     itself (`batch_size // world_size`), or it hands it to detectron2, whose SOLVER.IMS_PER_BATCH /
@@ -153,6 +157,7 @@ def total_by_code(code: str, key: str) -> str | None:
     return None
 
 
+@lru_cache(maxsize=1024)  # (a repository's code text is one string: its hash is cached)
 def single_process(code: str) -> bool:
     """The code never starts or joins a process group (no DistributedDataParallel, init_process_group, spawn): one
     process drives every device it uses."""
