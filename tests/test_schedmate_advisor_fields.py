@@ -229,3 +229,11 @@ def test_data_parallel_over_listed_devices_gives_each_its_share_and_a_named_glob
               "mlperf_log(key=constants.GLOBAL_BATCH_SIZE, value=args.batch_size)\n")
     md = extract_metadata("torchrun --nproc_per_node 8 train.py --batch-size 2048", {"train.py": logged})
     assert (md.batch_scope, md.batch_size, md.gpus) == ("global", 256, 8)
+
+
+def test_gpus_and_nodes_from_a_deepspeed_hostfile():
+    files = {"train.py": _ARGS + "import deepspeed\n", "hostfile": "# hosts\nworker-1 slots=8\nworker-2 slots=8\n"}
+    md = extract_metadata("deepspeed --hostfile=hostfile train.py --batch-size 4", files)
+    assert (md.nodes, md.gpus) == (2, 16)
+    md = extract_metadata("deepspeed --hostfile=hostfile --include worker-1:0,1 train.py", files)
+    assert md.gpus == 2
