@@ -21,6 +21,8 @@ Confidence comes from the KIND of evidence behind a value, never from the exampl
 | name       | a name-based guess: a model named after a config / entry file or a          | 0.30-0.45  |
 |            | sub-module, a dataset guessed from a path, the task from the dataset name   |            |
 | assumed    | nothing read: GPUs / nodes defaulted to 1                                   | 0.20-0.80  |
+| mechanism  | a batch's scope from how the code spreads it (DataParallel in one process,  | 0.60-0.70  |
+|            | a sampler / one loader per process, a division): MECHANISM_CONFIDENCE       |            |
 
 Modifiers, each a general mechanism: a value that is an unexpanded shell variable (`$DATA_DIR`) is no value
 (confidence 0); GPUs defaulted to 1 while the job's launcher or code sets the device count where we did not
