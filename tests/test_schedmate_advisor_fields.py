@@ -237,3 +237,9 @@ def test_gpus_and_nodes_from_a_deepspeed_hostfile():
     assert (md.nodes, md.gpus) == (2, 16)
     md = extract_metadata("deepspeed --hostfile=hostfile --include worker-1:0,1 train.py", files)
     assert md.gpus == 2
+
+
+def test_a_gpus_option_with_an_id_list_counts_the_ids():
+    t = _ARGS + "p.add_argument('--gpus', type=str, default='0')\n"
+    for cmd, n in (("python t.py --gpus 0,1", 2), ("python t.py --gpus 0,1,2,3", 4), ("python t.py --gpus 4", 4)):
+        assert extract_metadata(cmd, {"t.py": t}).gpus == n  # (`0,1` is two ids, not the number 1 nor 01)

@@ -283,7 +283,8 @@ def resolve(ex) -> JobMetadata:
             if (_last(k) in _GPU_ARG_KEYS or _last(k) in _DEVICE_LIST_KEYS) and p >= P_DEFAULT and \
                     ("." not in k or (_last(k).endswith("per_node") and "distributed" in k.lower())):
                 # a config's DISTRIBUTED.NUM_PROC_PER_NODE too (a per-node count cannot mean anything else)
-                n = _as_int(v) if _last(k) in _GPU_ARG_KEYS else None
+                listed = isinstance(v, (list, tuple)) or (isinstance(v, str) and re.search(r"[,\s]", v.strip()))
+                n = _as_int(v) if _last(k) in _GPU_ARG_KEYS and not listed else None  # (`--gpus 0,1`: two ids, not 1)
                 n = n or _device_count(v)
                 if n and n > 1 and p < P_OVERRIDE and _multi_gpu_off(ranked):
                     continue  # a defaulted device list used only behind a multi-GPU switch the command leaves off
