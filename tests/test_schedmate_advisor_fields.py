@@ -243,3 +243,13 @@ def test_a_gpus_option_with_an_id_list_counts_the_ids():
     t = _ARGS + "p.add_argument('--gpus', type=str, default='0')\n"
     for cmd, n in (("python t.py --gpus 0,1", 2), ("python t.py --gpus 0,1,2,3", 4), ("python t.py --gpus 4", 4)):
         assert extract_metadata(cmd, {"t.py": t}).gpus == n  # (`0,1` is two ids, not the number 1 nor 01)
+
+
+def test_accelerate_split_batches_makes_the_option_the_total():
+    code = (_ARGS + "from accelerate import Accelerator\n"
+            "accelerator = Accelerator(project_dir='x', split_batches=True)\n" + _LOADER)
+    md = extract_metadata("accelerate launch --num_processes 4 train.py --batch-size 32", {"train.py": code})
+    assert (md.batch_scope, md.batch_size, md.gpus) == ("global", 8, 4)
+    plain = code.replace("split_batches=True", "split_batches=False")
+    md = extract_metadata("accelerate launch --num_processes 4 train.py --batch-size 32", {"train.py": plain})
+    assert (md.batch_scope, md.batch_size) == ("per-device", 32)

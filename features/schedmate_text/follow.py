@@ -117,7 +117,7 @@ def sampler_per_process(code: str, key: str, processes: bool = False) -> bool:
     leaf = key.rsplit(".", 1)[-1].replace("-", "_").lower()
     if not leaf or not (_SAMPLER.search(code) if not processes else _PROCESS_GROUP.search(code)):
         return False
-    if leaf in {k.lower() for k in divided_batches(code)} or named_total(code, leaf):
+    if leaf in {k.lower() for k in divided_batches(code)} or named_total(code, leaf) or splits_batches(code):
         return False
     return any(m.group(1).lower() == leaf for m in _LOADER_BATCH.finditer(code))
 
@@ -140,6 +140,15 @@ def named_total(code: str, key: str) -> bool:
     return any(m.group(1).lower() == leaf for m in _NAMED_TOTAL.finditer(code)) if leaf else False
 
 
+#: accelerate's `Accelerator(split_batches=True)`: each loader batch is split over the processes (the option is the total)
+_SPLIT_BATCHES = re.compile(_CODE_LINE + r"Accelerator\([^)]*\bsplit_batches\s*=\s*True")
+
+
+def splits_batches(code: str) -> bool:
+    """The code builds its Accelerator with `split_batches=True`: the loader's batch is the total over all processes."""
+    return "split_batches" in code and _SPLIT_BATCHES.search(code) is not None
+
+
 @lru_cache(maxsize=1024)  # (a repository's code text is one string: its hash is cached)
 def total_by_code(code: str, key: str) -> str | None:
     """Why the code makes `key` the total over all processes, or None: it divides the option by the process count
@@ -152,6 +161,8 @@ def total_by_code(code: str, key: str) -> str | None:
         return f"the code divides {leaf} by the process count"
     if named_total(code, leaf):
         return f"the code names {leaf} the global batch"
+    if splits_batches(code):
+        return "accelerate splits each loader batch over the processes (Accelerator(split_batches=True))"
     if leaf in _DETECTRON2_TOTAL and _IMPORTS_DETECTRON2.search(code):
         return f"detectron2's {leaf} is the total over all workers (the library divides it by the world size)"
     return None

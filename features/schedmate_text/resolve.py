@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import PurePosixPath
 
-from features.schedmate_text.follow import named_total
+from features.schedmate_text.follow import named_total, splits_batches
 from features.schedmate_text.metadata import JobMetadata
 from features.schedmate_text.settings import (_ACCUM_KEYS, _CPU_FLAGS, _MICRO_BATCH_KEYS, _NODE_KEYS,
                                               _TOKEN_BATCH_KEYS, _TOTAL_GPU_KEYS, P_CODE, P_LAUNCH, _BATCH_KEYS, _DATA_KEYS, _EPOCH_KEYS, _EVAL_PATH, _GLOBAL_BATCH_KEYS,
@@ -264,8 +264,10 @@ def resolve(ex) -> JobMetadata:
                 md.batch_size, md.sources["batch_size"] = n, s
                 batch_key = k
                 gb = getattr(ex, "global_batch", ())
-                if named_total("\n".join(getattr(ex, "code_texts", [])), k):
-                    gb = {*gb, k}  # (the code names the option the global batch: `GLOBAL_BATCH_SIZE, value=args.bs`)
+                loop_code = "\n".join(getattr(ex, "code_texts", []))
+                if named_total(loop_code, k) or splits_batches(loop_code):
+                    gb = {*gb, k}  # (the code names the option the global batch: `GLOBAL_BATCH_SIZE, value=args.bs`;
+                    # accelerate splits each loader batch over the processes: `Accelerator(split_batches=True)`)
                 if k in gb or ("." in k and _last(k) in {x.lower() for x in gb if "." not in x}):
                     # the script's help: "total batch size for all GPUs"; the code divides it by the process count
                     # (`cfg.TRAIN.BATCH_SIZE / cfg.NUM_GPUS`: a yacs key by its last segment)
