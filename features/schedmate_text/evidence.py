@@ -24,6 +24,8 @@ Confidence comes from the KIND of evidence behind a value, never from the exampl
 | identity   | the model as the repository's own name where a class of that name is built  | 0.60       |
 |            | by the entry's code (not in toolboxes); its family's / description's task   |            |
 |            | (features.schedmate_text.identity; in-sample: 21 of 21 and 25 of 25 right)  |            |
+| mechanism  | a batch's scope from how the code spreads it (DataParallel in one process,  | 0.60-0.70  |
+|            | a sampler / one loader per process, a division): MECHANISM_CONFIDENCE       |            |
 
 Modifiers, each a general mechanism: a value that is an unexpanded shell variable (`$DATA_DIR`) is no value
 (confidence 0); GPUs defaulted to 1 while the job's launcher or code sets the device count where we did not
@@ -65,7 +67,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from features.schedmate_text.follow import imported_modules
+from features.schedmate_text.follow import imported_modules, sampler_per_process, single_process, total_by_code
 from features.schedmate_text.metadata import JobMetadata
 
 __all__ = ["MIN_CONFIDENCE", "KIND_CONFIDENCE", "EVIDENCE_FIELDS", "KEY_SPECIFICITY", "attach_evidence", "abstain",
@@ -116,6 +118,23 @@ CALIBRATION_FLOOR: float = 0.85
 MIN_ANSWERS: int = 5
 #: the confidence a capped kind keeps (below MIN_CONFIDENCE; a confirmation adds 0.2 and lifts it above)
 CALIBRATED_CAP: float = 0.45
+#: batch scopes read from the code's MECHANISM (kind `mechanism`, groups `mechanism/global` and `mechanism/per-device`;
+#: no first-sight record yet, so the basis is in-sample, over all 458 labelled commands of benchmarks/realsets):
+#: `data-parallel`: DataParallel in a single process (no process group anywhere the entry imports) -> the total, or
+#: per device where the command makes one device visible: right 32 of 32 (in-sample);
+#: `sampler`: a DistributedSampler (any `Distributed*Sampler`, or a BatchSampler over one) and the option handed
+#: undivided to the DataLoader -> per device: 19 of 19;
+#: `process-loader`: a launcher that starts one process per device (torchrun, deepspeed, accelerate, mpirun, srun), a
+#: process group in the code and the option handed undivided to the DataLoader -> per device: 11 of 11 (12 before the
+#: guard against an option the code names the global batch, `GLOBAL_BATCH_SIZE, value=args.mini_batch_size`, was
+#: added for DLRM's model-parallel loader);
+#: `divided`: the code divides the option by the process count, or hands it to detectron2 as IMS_PER_BATCH /
+#: total_batch_size, names the option the global batch, or builds accelerate's Accelerator(split_batches=True) -> the
+#: total: 13 of 13.
+#: (Counted over the 227 commands whose scope is labelled, on the rules that were written looking at them: an upper
+#: bound, so the confidences stay well below it.)
+MECHANISM_CONFIDENCE: dict[str, float] = {"data-parallel": 0.60, "sampler": 0.70, "process-loader": 0.60,
+                                           "divided": 0.70}
 
 
 #: a rule text that states the batch's scope: the option's name (per device / per GPU / micro) or the code's division
@@ -146,6 +165,8 @@ def calibration_group(field: str, kind: str, value: Any, rule: str = "") -> tupl
         # a bare batch option (`--batch_size`, `--bs`) read as per device because nothing divides or multiplies it: a
         # presumption, not a statement (right 50 of 50 times at first sight on batches 18-23, 8 of 16 on 24-25)
         return field, f"{kind}/presumed"
+    if field == "batch_scope" and kind == "mechanism":  # (no first-sight record: MECHANISM_CONFIDENCE's in-sample basis)
+        return field, f"mechanism/{value}"
     if field == "batch_scope" and kind == "code" and value in ("global", "per-device"):
         # the code's wrapper (DataParallel: the total) and the code's multiplication (per device) are two mechanisms
         return field, f"code/{value}"
@@ -517,6 +538,9 @@ def attach_evidence(md: JobMetadata, ex=None, command: str = "") -> JobMetadata:
                                          (hit[0] if hit else "").lower()):
             conf = min(conf, 0.45)
             reason = "a model named after a sub-module"
+        if f == "dataset" and "(a family of variants;" in rule:  # (resolve.FAMILY_UNRESOLVED: `kinetics`, no count)
+            conf, reason = min(conf, 0.40), f"{value} is a family of datasets (versions, class sets); which one " \
+                                            f"the job uses is not said"
         if f == "iterations" and "stages)" in rule and "(the last of" in rule:
             conf, reason = min(conf, 0.40), "the script runs several training stages; this is the last one's length"
         if f in ("model", "dataset") and kind in _VALUE_KINDS and reason is None and ex is not None:
@@ -584,6 +608,21 @@ def attach_evidence(md: JobMetadata, ex=None, command: str = "") -> JobMetadata:
                     md.global_batch = md.batch_size
                 kind, conf = "code", 0.60
                 reason = "the code wraps the model in DataParallel, which splits this batch over the visible GPUs"
+                g = out.get("gpus")
+                if g is not None and g["value"] == 1 and g["kind"] in ("launcher", "argument"):
+                    # (the command makes one device visible: DataParallel splits nothing, the batch is that device's)
+                    value = md.batch_scope = "per-device"  # (its total is the same batch: md.global_batch)
+                    kind, conf = "mechanism", MECHANISM_CONFIDENCE["data-parallel"]
+                    reason = f"DataParallel over the one device the command makes visible ({g['evidence']})"
+                elif single_process(_reachable_code(ex)):  # (no process group: the one process's loader is the total)
+                    kind, conf = "mechanism", MECHANISM_CONFIDENCE["data-parallel"]
+                    reason += " in a single process (nothing starts or joins a process group)"
+                    if g is not None and g["kind"] in ("launcher", "argument") and isinstance(g["value"], int) and \
+                            g["value"] > 1 and md.batch_size and "batch_size" in out:
+                        # the command lists the devices it splits over (`--gpu_ids 0,...,7`): each gets its share
+                        md.batch_size = max(1, md.batch_size // g["value"])
+                        out["batch_size"].update(value=md.batch_size, note=f"the total {md.global_batch} split by "
+                                                 f"DataParallel over the {g['value']} devices the command lists")
         elif f == "batch_scope" and "batch_size" in out:  # (a total's scope is known even when the GPUs are not)
             conf = scope_of_batch * (1.0 if value == "global" or "per_gpu" in rule or
                                                       "per_device" in rule or "micro" in rule else 0.9)
@@ -600,6 +639,25 @@ def attach_evidence(md: JobMetadata, ex=None, command: str = "") -> JobMetadata:
                 bk = _setting(ex, "batch_size", rule, md.batch_size)
                 if bk is not None and re.search(r"per_?(?:device|gpu)|samples_per_gpu|imgs_per_gpu", bk[0], re.I):
                     cap = None  # confirmed: the config's own key says per device (per_device_train_batch_size)
+            bk = getattr(ex, "_batch_key", None) if ex is not None else None
+            if cap is not None and value == "global" and bk:
+                why = total_by_code(_reachable_code(ex), bk)
+                if why is not None:  # the mechanism states it: the code (or detectron2) divides the option
+                    kind, conf, cap, reason = "mechanism", min(conf, MECHANISM_CONFIDENCE["divided"]), None, why
+            if cap is not None and value == "per-device" and bk:
+                code = _reachable_code(ex)
+                several = any(h in ("torchrun", "deepspeed", "accelerate", "mpirun", "mpiexec", "srun") for h, o in
+                              getattr(ex, "launches", []))  # (a launcher that starts one process per device)
+                if sampler_per_process(code, bk):
+                    # the mechanism states it: a DistributedSampler shards the data and each process's DataLoader gets
+                    # the option undivided
+                    kind, conf, cap = "mechanism", min(conf, MECHANISM_CONFIDENCE["sampler"]), None
+                    reason = "each process draws its own batch (a DistributedSampler; the DataLoader gets the option " \
+                             "undivided)"
+                elif several and sampler_per_process(code, bk, processes=True):
+                    kind, conf, cap = "mechanism", min(conf, MECHANISM_CONFIDENCE["process-loader"]), None
+                    reason = "each process the launcher starts joins a process group and builds its own DataLoader " \
+                             "with the option undivided"
             if cap is not None and conf > cap:
                 conf = cap
                 record = f"{grp[1]} evidence for the batch scope was right {FIRST_SIGHT_COUNTS[grp][1]} times in " \

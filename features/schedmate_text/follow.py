@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+from functools import lru_cache
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -94,6 +95,84 @@ def undivided_batches(text: str) -> set[str]:
     """Config batch keys the code passes straight to its data loader (`batch_size=config.train_batch_size`):
     one process's batch, whatever the key's name suggests."""
     return {m.group(1) for m in _UNDIVIDED.finditer(text)} if "batch_size" in text else set()
+
+
+# how the code spreads a batch over devices (issue 41, item 3: the batch's scope from the mechanism, not the name)
+_CODE_LINE = r"(?m)^(?!\s*#)[^\n#]*"  # (a line that is not a comment, up to a trailing comment)
+#: a sampler that gives each process its own shard: one DataLoader per process
+_SAMPLER = re.compile(_CODE_LINE + r"Distributed\w*Sampler\(")
+#: anything that starts or joins a process group (several processes, each with its own loader)
+_PROCESS_GROUP = re.compile(_CODE_LINE + r"(?:DistributedDataParallel\(|init_process_group\(|\bspawn\()")
+#: a DataLoader (or sampler) handed a batch option as it is: `batch_size=args.batch_size`, `batch_size=bs`
+_LOADER_BATCH = re.compile(r"(?:\bbatch_size\s*=\s*|(?:BatchSampler|Distributed\w*Sampler)\(\s*[\w.]+\s*,\s*)"
+                           r"(?:[\w]+\.)*(\w*batch\w*|bs)\b(?!\s*(?:[-+*/%\[(]))", re.I)
+
+
+@lru_cache(maxsize=1024)  # (a repository's code text is one string: its hash is cached)
+def sampler_per_process(code: str, key: str, processes: bool = False) -> bool:
+    """Each process draws its own batch of `key`: the code shards the data with a DistributedSampler (or, with
+    `processes`, runs as several processes that each build their own loader: a launcher or a process group) and hands
+    the option undivided to its DataLoader (`DataLoader(ds, batch_size=args.batch_size, sampler=...)`), and nothing
+    divides it by the process count: the option is the per-device batch."""
+    leaf = key.rsplit(".", 1)[-1].replace("-", "_").lower()
+    if not leaf or not (_SAMPLER.search(code) if not processes else _PROCESS_GROUP.search(code)):
+        return False
+    if leaf in {k.lower() for k in divided_batches(code)} or named_total(code, leaf) or splits_batches(code):
+        return False
+    return any(m.group(1).lower() == leaf for m in _LOADER_BATCH.finditer(code))
+
+
+#: detectron2's solver / LazyConfig batch keys: the total over all workers (the library divides it by the world size)
+_DETECTRON2_TOTAL = {"ims_per_batch", "total_batch_size"}
+_IMPORTS_DETECTRON2 = re.compile(r"(?m)^\s*(?:from|import)\s+detectron2\b")
+
+
+#: the code names the option itself the global / total batch (`total_batch_size = args.bs`,
+#: `log(key=GLOBAL_BATCH_SIZE, value=args.mini_batch_size)`), not a product of it
+_NAMED_TOTAL = re.compile(r"(?i)(?:global|total)_?batch_?size\w*['\"]?\s*[,:=]\s*(?:value\s*=\s*)?(?:\w+\.)+"
+                          r"(\w*batch\w*|bs)\b(?!\s*[-+*/%(\[])")
+
+
+@lru_cache(maxsize=1024)  # (a repository's code text is one string: its hash is cached)
+def named_total(code: str, key: str) -> bool:
+    """The code calls the option itself the global (total) batch."""
+    leaf = key.rsplit(".", 1)[-1].replace("-", "_").lower()
+    return any(m.group(1).lower() == leaf for m in _NAMED_TOTAL.finditer(code)) if leaf else False
+
+
+#: accelerate's `Accelerator(split_batches=True)`: each loader batch is split over the processes (the option is the total)
+_SPLIT_BATCHES = re.compile(_CODE_LINE + r"Accelerator\([^)]*\bsplit_batches\s*=\s*True")
+
+
+def splits_batches(code: str) -> bool:
+    """The code builds its Accelerator with `split_batches=True`: the loader's batch is the total over all processes."""
+    return "split_batches" in code and _SPLIT_BATCHES.search(code) is not None
+
+
+@lru_cache(maxsize=1024)  # (a repository's code text is one string: its hash is cached)
+def total_by_code(code: str, key: str) -> str | None:
+    """Why the code makes `key` the total over all processes, or None: it divides the option by the process count
+    itself (`batch_size // world_size`), or it hands it to detectron2, whose SOLVER.IMS_PER_BATCH /
+    `dataloader.train.total_batch_size` is the batch of all workers together."""
+    leaf = key.rsplit(".", 1)[-1].replace("-", "_").lower()
+    if not leaf:
+        return None
+    if leaf in {k.lower() for k in divided_batches(code)}:
+        return f"the code divides {leaf} by the process count"
+    if named_total(code, leaf):
+        return f"the code names {leaf} the global batch"
+    if splits_batches(code):
+        return "accelerate splits each loader batch over the processes (Accelerator(split_batches=True))"
+    if leaf in _DETECTRON2_TOTAL and _IMPORTS_DETECTRON2.search(code):
+        return f"detectron2's {leaf} is the total over all workers (the library divides it by the world size)"
+    return None
+
+
+@lru_cache(maxsize=1024)  # (a repository's code text is one string: its hash is cached)
+def single_process(code: str) -> bool:
+    """The code never starts or joins a process group (no DistributedDataParallel, init_process_group, spawn): one
+    process drives every device it uses."""
+    return _PROCESS_GROUP.search(code) is None
 
 
 class FollowMixin:

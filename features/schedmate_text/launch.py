@@ -354,6 +354,11 @@ class LaunchMixin:
             inc = opts.get("include")
             if isinstance(inc, str) and ":" in inc:
                 self._set_gpn(len(inc.split(":")[1].split(",")), P_LAUNCH, "deepspeed --include")
+            hosts = self._hostfile(opts.get("hostfile") or opts.get("H"))
+            if hosts is not None and not inc:  # `worker-1 slots=8` a line: the nodes and each one's GPUs
+                self._set_nodes(_as_int(opts.get("num_nodes")) or len(hosts), P_LAUNCH - 5, "deepspeed --hostfile hosts")
+                if len(set(hosts)) == 1 and not _as_int(opts.get("num_gpus")):
+                    self._set_gpn(hosts[0], P_LAUNCH - 5, "deepspeed --hostfile slots")
         elif head == "accelerate":
             if script == "launch" or (args and script is None):
                 opts, script, args = self._split_launcher(rest[1:] if rest and rest[0] == "launch" else rest)
@@ -400,6 +405,17 @@ class LaunchMixin:
                 self.entry_script(script, args)
 
     _PROGRAMS = ("python", "python3", "torchrun", "deepspeed", "accelerate", "bash", "sh")
+
+    def _hostfile(self, name: Any) -> list[int] | None:
+        """A deepspeed / MPI hostfile in the repository (`worker-1 slots=8` a line): each host's slots, or None."""
+        if not isinstance(name, str) or not name.strip():
+            return None
+        f = self._file(name.strip())
+        if f is None:
+            return None
+        slots = [int(m.group(1)) for line in self.files[f].splitlines() if not line.strip().startswith("#")
+                 for m in [re.match(r"\s*\S+\s+slots\s*=\s*(\d+)\s*$", line)] if m]
+        return slots or None
 
     def _accelerate_config(self, opts: dict[str, Any]) -> None:
         """`accelerate launch --config_file F`: the launcher's YAML gives the processes (all GPUs of all

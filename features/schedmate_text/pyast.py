@@ -38,6 +38,7 @@ class _PyInfo:
     model_classes: list[str] = field(default_factory=list)  # network classes the reachable code instantiates
     derived: set[str] = field(default_factory=set)         # constants computed from other names (batch = g // n)
     loop_epochs: int | None = None                         # `for epoch in range(start, start + 200)`
+    loop_key: str | None = None                            # `for epoch in range(args.epochs_1st)`: the setting it bounds
     loader_batch: int | None = None                        # `DataLoader(trainset, batch_size=128)`
 
 
@@ -327,12 +328,21 @@ def _loop_and_loader(reach: list[ast.AST], consts: dict, info: _PyInfo) -> None:
     """A script with no option for them: the epoch loop's bound (`for epoch in range(start, start+200)`,
     `range(200)`) and the training DataLoader's literal `batch_size=` (the first loader not over a
     test / validation set)."""
-    loops, loaders = [], []
+    loops, loaders, keys = [], [], []
+    reach = list(reach)
+    assigned: dict[str, ast.AST] = {}  # `epochs = config.get('epochs_1st', 200)`: a local name's setting
+    for top in reach:
+        for node in ast.walk(top):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                assigned.setdefault(node.targets[0].id, node.value)
     for top in reach:
         for node in ast.walk(top):
             if isinstance(node, ast.For) and isinstance(node.target, ast.Name) and "epoch" in node.target.id.lower() \
                     and isinstance(node.iter, ast.Call) and _call_name(node.iter) == "range" and node.iter.args:
                 end = node.iter.args[1] if len(node.iter.args) > 1 else node.iter.args[0]
+                key = _setting_key(assigned.get(end.id) if isinstance(end, ast.Name) else end)
+                if key:
+                    keys.append((node.lineno, key))
                 v = _lit(end, consts)
                 if v is None and isinstance(end, ast.BinOp) and isinstance(end.op, ast.Add) and \
                         len(node.iter.args) > 1 and ast.dump(end.left) == ast.dump(node.iter.args[0]):
@@ -348,6 +358,23 @@ def _loop_and_loader(reach: list[ast.AST], consts: dict, info: _PyInfo) -> None:
                     loaders.append((node.lineno, v))
     info.loop_epochs = min(loops)[1] if loops else None
     info.loader_batch = min(loaders)[1] if loaders else None
+    info.loop_key = min(keys)[1] if keys else None
+
+
+def _setting_key(node: ast.AST | None) -> str | None:
+    """The setting an expression reads: `config.get('epochs_1st', 200)`, `config['epochs']`, `args.n_epochs`,
+    `cfg.train.max_epoch` (its last segment), or None."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get" and node.args \
+            and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+        return node.args[0].value
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
+        return node.slice.value
+    if isinstance(node, ast.Attribute) and isinstance(node.value, (ast.Name, ast.Attribute)):
+        return node.attr
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):  # END_EPOCH + EXTRA_EPOCH: the run is their sum
+        a, b = _setting_key(node.left), _setting_key(node.right)
+        return f"{a}+{b}" if a and b else None
+    return None
 
 
 def _model_classes(tree: ast.Module, reach: list[ast.AST], funcs: dict[str, ast.AST]) -> list[str]:

@@ -5,12 +5,13 @@ from __future__ import annotations
 import re
 from pathlib import PurePosixPath
 
+from features.schedmate_text.follow import named_total, splits_batches
 from features.schedmate_text.metadata import JobMetadata
 from features.schedmate_text.settings import (_ACCUM_KEYS, _CPU_FLAGS, _MICRO_BATCH_KEYS, _NODE_KEYS,
                                               _TOKEN_BATCH_KEYS, _TOTAL_GPU_KEYS, P_CODE, P_LAUNCH, _BATCH_KEYS, _DATA_KEYS, _EPOCH_KEYS, _EVAL_PATH, _GLOBAL_BATCH_KEYS,
                                               _GPU_ARG_KEYS, _MODEL_KEYS, _NAMED_DATA_KEYS, _STEP_KEYS, P_CODE_KW,
                                               P_ARGV, P_CONFIG, P_DEFAULT, P_OVERRIDE, _as_int, _last)
-from features.schedmate_text.vocab import (DATASET_TASK, MODEL_TASK, canonical_dataset, family_task, canonical_model, known_model,
+from features.schedmate_text.vocab import (DATASET_FAMILIES, DATASET_TASK, MODEL_TASK, canonical_dataset, family_task, canonical_model, known_model,
                                            task_from_names, task_from_objective,
                                            norm, task_from_signals)
 
@@ -119,7 +120,13 @@ def resolve(ex) -> JobMetadata:
     # dataset
     ds_raw = None
     glue_task = None
+    # the entry calls several datasets' constructors (`if cfg.type == 'mnist': ... elif ...`): a dispatcher over
+    # datasets names none of them (as for an imported module's, extract._code_signals)
+    dispatch = len({canonical_dataset(v) for k, v, p, s in ranked if k == "code.dataset" and isinstance(v, str)}
+                   - {None}) >= 2
     for k, v, p, s in ranked:
+        if dispatch and k == "code.dataset":
+            continue
         if isinstance(v, list) and len(v) == 1 and isinstance(v[0], str):
             v = v[0]  # DATASET_NAMES: [imagenet1k_folder] -- one dataset, in a list
         elif isinstance(v, list) and len(v) == 1 and isinstance(v[0], dict):
@@ -147,6 +154,16 @@ def resolve(ex) -> JobMetadata:
         if named[1] > known_prio:  # the user's own dataset, named above a default we happen to know
             if _name_of_path(named[0]):
                 md.dataset, md.sources["dataset"] = _name_of_path(named[0]), named[2]
+    if md.dataset is not None and md.sources.get("dataset", "").startswith("config "):
+        # a child config overriding its base's data folder (`_base_` = a COCO config; `data_root = './data/cat/'`): the
+        # child's folder names the data, not the base's annotations it inherits
+        known_prio = next((p for k, v, p, s in ranked if s == md.sources.get("dataset")), 0)
+        child = next(((v, s) for k, v, p, s in ranked if p > known_prio and s.startswith("config ") and
+                      _last(k) in _DATA_FOLDER_KEYS and isinstance(v, str) and not _EVAL_PATH.search(k.lower()) and
+                      canonical_dataset(v) is None), None)
+        name = _name_of_path(child[0]) if child else None
+        if name and name not in ("data", "dataset", "datasets", "images", "train", "root"):
+            md.dataset, md.sources["dataset"], ds_raw = name, child[1] + " (overrides its base config's data)", child[0]
     if md.dataset is None:  # `datasets: {coco_caption: {...}}`: the one section under datasets names the data
         sections = {k.split(".")[1] for k, v, p, s in ranked if p >= P_CONFIG - 5 and k.lower().startswith(("datasets.", "dataset."))
                     and k.count(".") >= 2}
@@ -173,6 +190,8 @@ def resolve(ex) -> JobMetadata:
                 if _name_of_path(v):
                     md.dataset, md.sources["dataset"] = _name_of_path(v), s
                     break
+    if md.dataset in DATASET_FAMILIES:  # `kinetics`, `something`: which variant (classes, version)?
+        _resolve_family(ex, md, ranked, ds_raw)
     # iterations: steps win over epochs when both set at the same priority (HF: max_steps > 0 overrides)
     best = None
     for k, v, p, s in ranked:
@@ -213,6 +232,12 @@ def resolve(ex) -> JobMetadata:
                       _last(k) in _EPOCH_KEYS and _as_int(v) and _uses(code, _last(k))), None)
         if key and other and not _uses(code, _last(key)):
             best = other
+    loop = _loop_bound(ex, ranked)
+    if loop is not None and (best is None or loop[2] >= best[2] and _last(next(
+            (k for k, v, p, s in ranked if s == best[3] and _as_int(v) == best[0]), "")) != _last(loop[5])):
+        # (not over a count the job sets with more authority: `--max_train_steps 1000` on the command line beside an
+        # epoch loop over a defaulted `num_train_epochs` stops the loop early)
+        best = loop[:5]  # the setting the training code's epoch loop is bounded by, not another key's count
     pair = _decay_pair(ranked)
     if pair is not None and (best is None or pair[2] >= best[2]):
         best = pair  # pix2pix-family epoch counters: the run is `niter` + `niter_decay` epochs
@@ -239,6 +264,10 @@ def resolve(ex) -> JobMetadata:
                 md.batch_size, md.sources["batch_size"] = n, s
                 batch_key = k
                 gb = getattr(ex, "global_batch", ())
+                loop_code = "\n".join(getattr(ex, "code_texts", []))
+                if named_total(loop_code, k) or splits_batches(loop_code):
+                    gb = {*gb, k}  # (the code names the option the global batch: `GLOBAL_BATCH_SIZE, value=args.bs`;
+                    # accelerate splits each loader batch over the processes: `Accelerator(split_batches=True)`)
                 if k in gb or ("." in k and _last(k) in {x.lower() for x in gb if "." not in x}):
                     # the script's help: "total batch size for all GPUs"; the code divides it by the process count
                     # (`cfg.TRAIN.BATCH_SIZE / cfg.NUM_GPUS`: a yacs key by its last segment)
@@ -246,6 +275,7 @@ def resolve(ex) -> JobMetadata:
                     md.sources["batch_size"] = s + " (documented as the total over all GPUs, divided below)"
                 break
     _batch_model(ex, md, ranked, batch_key)
+    ex._batch_key = batch_key  # (the option the batch was read from: its scope's mechanism is looked up by it)
     # GPUs and nodes
     nodes = ex.nodes[0] if ex.nodes else None
     code_nodes = _code_int(ex, {"num_nodes"})
@@ -255,7 +285,8 @@ def resolve(ex) -> JobMetadata:
             if (_last(k) in _GPU_ARG_KEYS or _last(k) in _DEVICE_LIST_KEYS) and p >= P_DEFAULT and \
                     ("." not in k or (_last(k).endswith("per_node") and "distributed" in k.lower())):
                 # a config's DISTRIBUTED.NUM_PROC_PER_NODE too (a per-node count cannot mean anything else)
-                n = _as_int(v) if _last(k) in _GPU_ARG_KEYS else None
+                listed = isinstance(v, (list, tuple)) or (isinstance(v, str) and re.search(r"[,\s]", v.strip()))
+                n = _as_int(v) if _last(k) in _GPU_ARG_KEYS and not listed else None  # (`--gpus 0,1`: two ids, not 1)
                 n = n or _device_count(v)
                 if n and n > 1 and p < P_OVERRIDE and _multi_gpu_off(ranked):
                     continue  # a defaulted device list used only behind a multi-GPU switch the command leaves off
@@ -395,6 +426,54 @@ def resolve(ex) -> JobMetadata:
     if md.task is None:
         md.sources.pop("task", None)
     return md
+
+#: a config's data folder (a child config pointing its base's dataset at other data)
+_DATA_FOLDER_KEYS = {"data_root", "root", "data_dir", "data_path", "dataset_root", "root_dir", "img_dir"}
+#: settings that count the classes of the data (the variant of a family: Kinetics-400 / 600 / 700)
+_CLASS_COUNT_KEYS = {"num_classes", "n_classes", "num_class", "n_class", "nb_classes", "number_classes", "classes"}
+#: family-variant marker in a dataset's rule text (features.schedmate_text.evidence lowers such an answer)
+FAMILY_UNRESOLVED = " (a family of variants; which one the job uses is not said)"
+
+
+def _resolve_family(ex, md: JobMetadata, ranked, raw: str | None) -> None:
+    """A dataset family's variant (`kinetics` -> kinetics-400): from a class-count setting of the job whose value is
+    one variant's (`MODEL.NUM_CLASSES: 400`, `--n_classes 700`), else from the code that handles the family's name (a
+    `return_kinetics()` / `if dataset == 'something':` block naming a variant's path or class count); left a family,
+    the rule text says so and the answer is lowered below the threshold."""
+    family = md.dataset
+    variants = DATASET_FAMILIES.get(family, {})
+    for k, v, p, s in ranked:
+        if p >= P_DEFAULT and _last(k).lower() in _CLASS_COUNT_KEYS and not _EVAL_PATH.search(k.lower()):
+            n = _as_int(v)
+            if n in variants:
+                md.dataset = variants[n]
+                md.sources["dataset"] = md.sources.get("dataset", "") + f" + {s} {_last(k)}={n} (the variant's classes)"
+                return
+            break  # (the job's own class count names no variant: the code's table is not asked)
+    leaf = (raw or family).strip().lower().rsplit("/", 1)[-1]
+    name = "|".join(re.escape(x) for x in {leaf, family.replace("-", "_")} if re.fullmatch(r"[\w-]+", x)) or "$^"
+    name = f"(?:{name})"
+    code = "\n".join(getattr(ex, "code_texts", []))
+    head = re.compile(rf"(?im)^[^\n#]*(?:def\s+\w*?_{name}\s*\(|==\s*['\"]{name}['\"]\s*:)")
+    found = set()
+    for m in head.finditer(code):
+        block = code[m.end():].split("\n")[1:13]
+        block = block[:next((i for i, line in enumerate(block) if re.match(r"\s*(def |elif |else)", line) and
+                             i > 0), len(block))]
+        text = "\n".join(block)
+        for q in re.findall(r"['\"]([^'\"\n]{3,80})['\"]", text):
+            c = canonical_dataset(q)
+            if c and c.startswith(family + "-"):
+                found.add(c)
+        for n in re.findall(r"\b(\d{3})\b", text):
+            if int(n) in variants:
+                found.add(variants[int(n)])
+    if len(found) == 1:
+        md.dataset = found.pop()
+        md.sources["dataset"] = md.sources.get("dataset", "") + f" + the code's {family} block (its variant)"
+        return
+    md.sources["dataset"] = md.sources.get("dataset", "") + FAMILY_UNRESOLVED
+
 
 # keys whose value names a model only when it is a name we know (a weights file, a checkpoint folder
 # such as BERT's uncased_L-12_H-768_A-12, a model config file)
@@ -550,6 +629,37 @@ def _translation_setup(ranked) -> bool:
     return len({_last(k) for k, v, p, s in ranked if p >= P_DEFAULT and _TRANSLATION_KEYS.match(_last(k).lower())}) >= 2
 
 
+def _loop_bound(ex, ranked):
+    """The setting the entry's epoch loop is bounded by (`epochs = config.get('epochs_1st', 200)` ... `for epoch in
+    range(start_epoch, epochs)`): (n, "epochs", priority, source, True, key) from the job's value of that setting."""
+    from features.schedmate_text.pyast import analyse_source
+
+    text = getattr(ex, "files", {}).get(getattr(ex, "entry", None) or "")
+    info = analyse_source(text) if text else None
+    key = getattr(info, "loop_key", None)
+    if not key:
+        return None
+    found = []
+    for part in key.split("+"):  # (`END_EPOCH + EXTRA_EPOCH`: every part must be the job's setting)
+        hit = next(((n, p, s, k) for k, v, p, s in ranked for n in [_as_int(v)] if _last(k) == part.lower() and
+                    p >= P_DEFAULT and n is not None and n >= 0 and not _EVAL_PATH.search(k.lower())), None)
+        if hit is None and len(key.split("+")) > 1:  # a part the job leaves at its config default (yacs:
+            # `_C.TRAIN.EXTRA_EPOCH = 0` in the defaults module): one literal default in the repository's code
+            vals = {int(m.group(1)) for f, t in getattr(ex, "files", {}).items() if f.endswith(".py") and part in t
+                    for m in re.finditer(rf"(?m)^\s*[\w.]*\.{re.escape(part)}\s*=\s*(\d+)\s*(?:#.*)?$", t)}
+            if len(vals) == 1:
+                hit = (vals.pop(), P_DEFAULT, f"config default {part}", part)
+        if hit is None:
+            return None
+        found.append(hit)
+    n = sum(h[0] for h in found)
+    if n <= 0:
+        return None
+    top = max(found, key=lambda h: h[1])
+    return n, "epochs", top[1], top[2] + f" (the entry's epoch loop is bounded by {key.replace('+', ' + ')})", True, \
+        found[0][3] if len(found) == 1 else key
+
+
 def _decay_pair(ranked):
     """`niter` + `niter_decay` (`n_epochs` + `n_epochs_decay`): the pix2pix / CycleGAN family's epoch counters, whose
     sum is the run's length in epochs."""
@@ -698,7 +808,8 @@ def _device_count(v) -> int | None:
         return None
     if isinstance(v, int):
         return v if v > 0 else None
-    items = v if isinstance(v, (list, tuple)) else re.split(r"[\s,]+", str(v).strip()) if isinstance(v, str) else []
+    items = v if isinstance(v, (list, tuple)) else re.split(r"[\s,]+", str(v).strip().strip("()[]").strip()) \
+        if isinstance(v, str) else []  # (`GPUS: (0,1,2,3)`: a YAML string of a tuple)
     items = [str(x).strip() for x in items if str(x).strip()]
     if len(items) == 1 and re.fullmatch(r"\d+", items[0]):
         return int(items[0]) or None
@@ -721,10 +832,21 @@ def _argv_nodes(ranked, ex=None) -> tuple[int, str] | None:
             return None
     if found:
         return found
+    text = getattr(ex, "files", {}).get(getattr(ex, "entry", None) or "", "") if ex is not None else ""
+    m = _NODES_FROM_OPTION.search(text)
+    if m:  # `nodes = args.num_shards` / `update_parameters(nodes=args.num_shards)`: the option the job's nodes are
+        hit = _first_int(ranked, {m.group(1).lower()})
+        if hit:
+            return hit[0], hit[1] + f" (the entry asks for {m.group(1)} nodes)"
     keys = {_last(k) for k, v, p, s in ranked if p >= P_CONFIG}
     if keys & {"multiprocessing_distributed", "dist_url"}:
         return _first_int(ranked, {"world_size"}, P_CONFIG)
     return None
+
+
+#: the entry names its node count after an option (a submitit / cluster request: `nodes = args.num_shards`)
+_NODES_FROM_OPTION = re.compile(r"(?m)^(?!\s*#)[^\n#]*\b(?:nodes|num_nodes|nnodes)\s*=\s*(?:args|opt|opts|cfg|config|"
+                                r"self\.args|FLAGS)\.(\w+)\b(?!\s*[*/+-])")
 
 
 def _cpu_device(ranked) -> str | None:

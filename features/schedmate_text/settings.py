@@ -19,7 +19,7 @@ _STEP_KEYS = {"max_update", "max_updates", "max_steps", "total_steps", "train_it
               "num_iterations", "max_iter", "train_steps", "max_train_steps", "steps", "num_train_steps",
               "num_timesteps", "n_timesteps", "max_step", "max_iterations", "iter", "n_iter", "niter", "num_iter", "total_iter", "total_iters", "total_iterations", "total_training_steps",
               "n_iters", "training_steps", "train_iterations", "num_training_steps", "num_env_steps", "max_timesteps",
-              "total_env_steps", "num_timesteps_total", "total_itrs", "max_itrs", "num_itrs"}
+              "total_env_steps", "num_timesteps_total", "total_itrs", "max_itrs", "num_itrs", "num_iters", "total_step"}
 _BATCH_KEYS = {"batch_size", "per_device_train_batch_size", "train_micro_batch_size_per_gpu", "micro_batch_size",
                "b", "bs", "mini_batch_size", "train_batch_size_per_gpu", "samples_per_gpu", "per_gpu_train_batch_size",
                "batch_size_per_gpu", "device_train_microbatch_size", "batch_size_train", "train_batch_size_per_device",

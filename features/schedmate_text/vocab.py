@@ -158,7 +158,8 @@ DATASET_RULES: tuple[tuple[str, str], ...] = (
     (r"(^|-)(mjsynth|synth-?90k)($|-)", "mjsynth"),
     (r"(^|-)wmt-?(15|1[7-9]|2\d)($|-)", "wmt\\2"),
     (r"(^|-)(facades|horse-?2-?zebra|edges-?2-?shoes|grumpify-?cat)($|-)", "\\2"),
-    (r"(^|-)kinetics-?(400|600|700)?($|-)", "kinetics"),
+    (r"(^|-)(?:kinetics-?|k-?)(400|600|700)($|-)", "kinetics-\\2"),  # (the variant kept where the name says it)
+    (r"(^|-)kinetics($|-)", "kinetics"),  # (a family: resolve.py resolves the variant or lowers the answer)
     (r"(^|-)ucf-?101", "ucf101"),
     (r"(^|-)hmdb-?51", "hmdb51"),
     (r"imagenet-?2[12]k|(^|-)2[12]k$|(^|-)in-?2[12]k($|-)", "imagenet-22k"),
@@ -171,6 +172,11 @@ DATASET_RULES: tuple[tuple[str, str], ...] = (
     (r"(^|-)cc-?3m($|-)", "cc3m"),
     (r"(^|-)(glue-)?(mrpc|cola|qnli|rte|qqp|sts-?b)($|-)", "glue-\\3"),
     (r"(^|-)(sthv2|ssv2|something-?something-?v2|sth-?sth-?v2)($|-)", "something-something-v2"),
+    (r"(^|-)(sthv1|ssv1|something-?something-?v1|sth-?sth-?v1)($|-)", "something-something-v1"),
+    (r"^(something|something-?something|sth-?sth|sthsth)$", "something-something"),  # (a family of v1 / v2)
+    (r"(^|-)chembl", "chembl"),  # (ChEMBL's filtered / supervised subsets: one database)
+    (r"(^|-)zinc-?(12|15|20)($|-)", "zinc\\2"),
+    (r"(^|-)zinc($|-)", "zinc"),  # (a family: ZINC12 / 15 / 20 and their subsets)
     (r"(^|-)flickr-?30k", "flickr30k"),
     (r"(^|-)sa-?1b($|-)", "sa-1b"),
     (r"(^|-)df2k($|-)", "df2k"),
@@ -243,7 +249,9 @@ DATASET_TASK = {
     "modelnet40": "point-cloud-classification", "laion-aesthetics": "image-generation",
     "slimpajama": "language-modeling", "redpajama": "language-modeling", "dolma": "language-modeling",
     "refinedweb": "language-modeling", "sharegpt": "language-modeling", "fineweb-edu": "language-modeling",
-    "celeba-hq": "image-generation", "ffhq": "image-generation", "afhq": "image-generation", "kinetics": "video-classification", "ucf101": "video-classification",
+    "celeba-hq": "image-generation", "ffhq": "image-generation", "afhq": "image-generation", "kinetics": "video-classification", "kinetics-400": "video-classification",
+    "kinetics-600": "video-classification", "kinetics-700": "video-classification", "something-something-v1":
+    "video-classification", "something-something": "video-classification", "ucf101": "video-classification",
     "hmdb51": "video-classification", "something-something-v2": "video-classification", "fineweb": "language-modeling", "laion-400m": "image-text-pretraining", "laion-2b": "image-text-pretraining",
     "imagenet-22k": "image-classification", "mnist": "image-classification", "enwik8": "language-modeling",
     "pile": "language-modeling", "c4": "language-modeling", "cc12m": "image-text-pretraining",
@@ -372,6 +380,15 @@ _RUN_TOGETHER = re.compile(r"^(conditional|dab|dn|deformable|anchor|group|lw|rt)
 #: model families written with a version suffix (mobilenet-v2, efficientnet-v2, resnet-v1): not gym ids
 _VERSIONED_MODELS = re.compile(r"(mobilenet|efficientnet|shufflenet|inception|resnet|resnext|convnext|swin|beit|"
                                r"deit|yolo|squeezenet|mnasnet|regnet|densenet|vgg|xception|nasnet)-v\d+$")
+
+
+#: dataset families whose variants are different datasets (classes, videos, versions): the family name alone does not
+#: say which one a job trains on -> the variant's class count where one tells them apart (resolve.py reads it)
+DATASET_FAMILIES: dict[str, dict[int, str]] = {
+    "kinetics": {400: "kinetics-400", 600: "kinetics-600", 700: "kinetics-700"},
+    "something-something": {},  # (v1 and v2 both have 174 classes)
+    "zinc": {},
+}
 
 
 def canonical_dataset(value: str | None) -> str | None:
