@@ -34,11 +34,13 @@ RECORDS = ROOT / "benchmarks" / "realsets" / "first_sight_commands.json"
 #: batch -> the commit whose code first ran on it: for batches 18-23 the commit that committed the labels (nobody had
 #: run the tools between labelling and scoring); batches 24-25 were labelled at d1acabf and scored once, by the lead, at
 #: cbd93ac (a descendant of d1acabf, so its tree holds the labels too) after other Advisor work had merged: the code
-#: a new user met on them is cbd93ac's. A batch's commit must hold its labels (checked).
+#: a new user met on them is cbd93ac's; batch 26 likewise at bb9b796, batches 27-28 at 1e70be6 (the code of 73b59ac with
+#: one fix: a README search that looped for ever on an absolute entry path, found when batch 27 first ran; no answer had
+#: been read). A batch's commit must hold its labels (checked).
 FIRST_SIGHT_COMMITS = {18: "3cc7f91", 19: "0b6e330", 20: "eb17e44", 21: "b0955db", 22: "da4c893", 23: "0d6ca1d",
-                       24: "cbd93ac", 25: "cbd93ac"}
+                       24: "cbd93ac", 25: "cbd93ac", 26: "bb9b796", 27: "1e70be6", 28: "1e70be6"}
 #: batch -> the commit that added its labels, where it differs from the code commit above
-LABEL_COMMITS = {24: "d1acabf", 25: "d1acabf"}
+LABEL_COMMITS = {24: "d1acabf", 25: "d1acabf", 26: "1010524", 27: "ec2ecc5", 28: "73b59ac"}
 
 _DUMP = r'''
 import json, sys

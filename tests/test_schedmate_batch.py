@@ -150,5 +150,5 @@ def test_advise_batch_reads_json_lines_and_keeps_each_repository(tmp_path):
     assert run_advise(reqs, out.append, readers) == 1
     rows = [json.loads(x) for x in out]
     assert (rows[0]["iterations"], rows[0]["gpus"], rows[0]["batch_size"]) == (30, 4, 256)
-    assert "error" in rows[1] and rows[2]["iterations"] == 90
+    assert "error" in rows[1] and rows[2]["batch_size"] == 256 and rows[2]["gpus"] == 1
     assert list(readers._repos) == [str(tmp_path)]  # read once
