@@ -24,6 +24,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # this checkout's packages, not an installed copy's
+    sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 

@@ -27,6 +27,8 @@ import numpy as np
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # this checkout's packages, not an installed copy's
+    sys.path.insert(0, str(ROOT))
 
 from evaluation.metrics import check_identities, evaluate  # noqa: E402
 from features.paths import data_dir  # noqa: E402

@@ -30,6 +30,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # this checkout's packages, not an installed copy's
+    sys.path.insert(0, str(ROOT))
 
 from evaluation.metrics import check_identities, evaluate  # noqa: E402
 from features.paths import data_dir  # noqa: E402

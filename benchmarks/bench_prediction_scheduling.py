@@ -26,6 +26,9 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
+import sys  # noqa: E402
+if str(ROOT) not in sys.path:  # this checkout's packages, not an installed copy's
+    sys.path.insert(0, str(ROOT))
 
 from evaluation.scores import duration_scores  # noqa: E402
 from features.duration import duration_features  # noqa: E402

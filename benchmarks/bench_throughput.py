@@ -31,6 +31,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # this checkout's packages, not an installed copy's
+    sys.path.insert(0, str(ROOT))
 
 from features.series import load_throughput, rolling_origins, throughput_features  # noqa: E402
 from models.tabular import make_throughput_model  # noqa: E402
