@@ -472,6 +472,17 @@ def _identity_task(md, ex, name: str) -> None:
         task, why = cache[key], f"repository description of {name}, the method the repository implements"
     if task is None:
         return
+    from features.schedmate_text.resolve import description_veto
+
+    texts = ex._repo.__dict__.setdefault("description_text", {})
+    key = (ex.entry, tuple(getattr(ex, "programs", [])))
+    if key not in texts:
+        from features.schedmate_text.describe import repository_description
+
+        texts[key] = repository_description(ex.files, ex.entry, getattr(ex, "programs", []))
+    other = description_veto(texts[key], task, why)
+    if other:  # the description names a task the identity's task does not cover ("video object segmentation")
+        return
     md.task = task
     md.sources["task"] = why
     md.evidence["task"] = {"value": task, "evidence": why, "kind": "identity", "confidence": IDENTITY_TASK_CONFIDENCE,

@@ -716,14 +716,37 @@ def _check_description(ex, md: JobMetadata) -> None:
     """The repository's own description (features.schedmate_text.describe) against the task inferred: it answers
     when nothing else did, replaces a weak inference it contradicts, marks a strong one it contradicts as disputed
     (the evidence then abstains) and one it agrees with as confirmed."""
-    from features.schedmate_text.describe import (compatible_tasks, repository_description, specialisations as _specialisations,
-                                                  task_from_description)
+    from features.schedmate_text.describe import repository_description, task_from_description
 
     cache = ex._repo.__dict__.setdefault("description_task", {})
+    texts = ex._repo.__dict__.setdefault("description_text", {})
     key = (ex.entry, tuple(getattr(ex, "programs", [])))
+    if key not in texts:
+        texts[key] = repository_description(ex.files, ex.entry, getattr(ex, "programs", []))
     if key not in cache:
-        cache[key] = task_from_description(repository_description(ex.files, ex.entry, getattr(ex, "programs", [])))
-    desc = cache[key]
+        cache[key] = task_from_description(texts[key])
+    _description_task(md, cache[key])
+    other = description_veto(texts[key], md.task, md.sources.get("task", ""))
+    if other:
+        md.sources["task"] += f" (the repository description says {other})"
+
+
+def description_veto(text: str, task: str | None, src: str) -> str | None:
+    """An open-set veto: the task phrase of the repository's description (even one outside the vocabulary: "video
+    object segmentation", "multi-object tracking") that the answered task's name does not cover while no phrase of
+    the description agrees with it (features.schedmate_text.describe.disagreeing_task_phrase); None where the task
+    stands. The evidence then holds the task below the threshold."""
+    from features.schedmate_text.describe import disagreeing_task_phrase
+
+    if task is None or "(the repository description says" in src:
+        return None
+    return disagreeing_task_phrase(text, task)
+
+
+def _description_task(md: JobMetadata, desc: str | None) -> None:
+    """The one vocabulary task the description names (or None) against the task inferred."""
+    from features.schedmate_text.describe import compatible_tasks, specialisations as _specialisations
+
     if desc is None:
         return
     src = md.sources.get("task", "")

@@ -1,0 +1,52 @@
+"""Tasks and models on new domains (issue 41, item 3): the repository's description as an open-set veto on a task
+answered from generic code signals; fixtures are small hand-written repositories."""
+from __future__ import annotations
+
+from features.schedmate_text.describe import disagreeing_task_phrase, task_phrases
+from features.schedmate_text.evidence import MIN_CONFIDENCE
+from models.schedmate.extract import extract_metadata
+
+# a one-method repository: its name is a class the entry builds (the identity mechanism answers its model and
+# the task its description names)
+_NET = "import torch.nn as nn\n\n\nclass MemSeg(nn.Module):\n    def __init__(self, args):\n        super().__init__()\n"
+_TRAIN = ("import argparse\nfrom model.network import MemSeg\n\np = argparse.ArgumentParser()\n"
+          "p.add_argument('--iterations', type=int, default=1000)\nargs = p.parse_args()\nnet = MemSeg(args)\n")
+
+
+def _advise(readme: str, name: str = "someone+MemSeg"):
+    files = {"model/network.py": _NET, "train.py": _TRAIN, "README.md": readme}
+    return extract_metadata("python train.py --iterations 500", files, min_confidence=MIN_CONFIDENCE, repo_name=name)
+
+
+def test_phrases_are_read_open_ended_up_to_a_function_word():
+    ph = task_phrases("Memory networks for long-term video object segmentation and multi-object tracking.")
+    assert (("long", "term", "video", "object"), "segmentation", "long-term video object segmentation") in ph
+    assert any(noun == "tracking" and "object" in qual for qual, noun, _ in ph)  # (a task outside the vocabulary)
+
+
+def test_a_phrase_on_another_modality_or_of_another_task_disagrees():
+    assert disagreeing_task_phrase("Long-term video object segmentation", "semantic-segmentation")
+    assert disagreeing_task_phrase("E(3) diffusion for molecule generation in 3D", "image-generation")
+    assert disagreeing_task_phrase("A strong multi-object tracker", "object-detection")
+    assert disagreeing_task_phrase("Representation learning for human pose estimation", "object-detection")
+    assert disagreeing_task_phrase("High-fidelity audio compression with a GAN", "image-generation")
+
+
+def test_agreeing_generic_or_bare_phrases_do_not_veto():
+    assert disagreeing_task_phrase("Semantic segmentation on ADE20K (scene parsing)", "semantic-segmentation") is None
+    assert disagreeing_task_phrase("Objects as points: object detection, 3D detection, pose estimation",
+                                   "object-detection") is None  # one phrase agrees
+    assert disagreeing_task_phrase("Photorealistic text-to-image synthesis", "image-generation") is None
+    assert disagreeing_task_phrase("Natural TTS generation", "speech-synthesis") is None
+    assert disagreeing_task_phrase("Action recognition toolbox", "video-classification") is None
+    assert disagreeing_task_phrase("Fast, accurate detection", "object-detection") is None  # no specific qualifier
+    assert disagreeing_task_phrase("Linear classification on ImageNet", "image-classification") is None
+    assert disagreeing_task_phrase("Advanced video generation", "video-autoencoding") is None
+
+
+def test_the_advisor_abstains_where_the_description_names_a_finer_task():
+    plain = _advise("# MemSeg\n\nSemantic segmentation of street scenes.\n")
+    assert plain.model == "memseg" and plain.task == "semantic-segmentation"  # the identity's task stands
+    md = _advise("# MemSeg\n\nSpace-time memory for efficient video object segmentation.\n")
+    assert md.model == "memseg"
+    assert md.task is None  # "segmentation" alone would say semantic segmentation; the phrase says video objects
