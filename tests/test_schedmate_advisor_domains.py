@@ -50,3 +50,47 @@ def test_the_advisor_abstains_where_the_description_names_a_finer_task():
     md = _advise("# MemSeg\n\nSpace-time memory for efficient video object segmentation.\n")
     assert md.model == "memseg"
     assert md.task is None  # "segmentation" alone would say semantic segmentation; the phrase says video objects
+
+
+# -- toolboxes: a repository that runs one of many methods is never named as the model -------------------------------
+_NS_NET = "import torch.nn as nn\n\n\nclass Radiant(nn.Module):\n    pass\n"
+_NS_TRAIN = ("import argparse\nfrom radiant.core import Radiant\n\np = argparse.ArgumentParser()\n"
+             "p.add_argument('method')\np.add_argument('--max_iters', type=int, default=3000)\nargs = p.parse_args()\n"
+             "net = Radiant()\n")
+
+
+def _toolbox(**extra: str) -> dict[str, str]:
+    files = {"radiant/core.py": _NS_NET, "train.py": _NS_TRAIN, "README.md": "# Radiant\n\nA modular framework.\n"}
+    files.update(extra)
+    return files
+
+
+def _run(files):
+    return extract_metadata("python train.py fieldy --max_iters 10", files, min_confidence=MIN_CONFIDENCE,
+                            repo_name="lab+radiant")
+
+
+def test_a_table_of_named_presets_makes_a_toolbox():
+    from features.schedmate_text.identity import toolbox_reason
+
+    assert _run(_toolbox()).model == "radiant"  # a one-method repository: its name is the model
+    table = "from radiant.cfg import Cfg\n\nmethods = {}\n" + "".join(
+        f'methods["{m}"] = Cfg(name="{m}", steps={i})\n' for i, m in enumerate(("fieldy", "fieldy-big", "grid", "plain", "sparse")))
+    files = _toolbox(**{"radiant/methods.py": table})
+    assert "named presets" in (toolbox_reason(files) or "")
+    assert _run(files).model != "radiant"
+    few = _toolbox(**{"radiant/methods.py": table.split('methods["plain"]')[0]})  # three presets: not a toolbox
+    assert toolbox_reason(few) is None
+
+
+def test_many_models_on_one_base_class_make_a_toolbox():
+    from features.schedmate_text.identity import toolbox_reason
+
+    base = "import torch.nn as nn\n\n\nclass BaseVoiceModel(nn.Module):\n    pass\n"
+    mods = {f"radiant/models/{m}.py": f"from radiant.models.base import BaseVoiceModel\n\n\nclass {m.title()}(BaseVoiceModel):\n    pass\n"
+            for m in ("alpha", "beta", "gamma", "delta", "epsilon")}
+    files = _toolbox(**{"radiant/models/base.py": base}, **mods)
+    assert "base class BaseVoiceModel" in (toolbox_reason(files) or "")
+    assert _run(files).model != "radiant"
+    del files["radiant/models/epsilon.py"]
+    assert toolbox_reason(files) is None  # four: a method with variants, not a toolbox
