@@ -94,3 +94,20 @@ def test_many_models_on_one_base_class_make_a_toolbox():
     assert _run(files).model != "radiant"
     del files["radiant/models/epsilon.py"]
     assert toolbox_reason(files) is None  # four: a method with variants, not a toolbox
+
+
+# -- name collisions: a short name the vocabulary expands to an image architecture, read where the data are audio ----
+def _voice_repo(audio: bool) -> dict[str, str]:
+    keys = ("p.add_argument('--sample_rate', type=int, default=22050)\np.add_argument('--n_mels', type=int, default=80)\n"
+            if audio else "p.add_argument('--image_size', type=int, default=224)\n")
+    train = ("import argparse\n\np = argparse.ArgumentParser()\np.add_argument('--model', default='vits')\n" + keys +
+             "p.add_argument('--epochs', type=int, default=100)\nargs = p.parse_args()\n")
+    return {"train.py": train}
+
+
+def test_a_vision_expansion_is_not_taken_on_audio_data():
+    md = extract_metadata("python train.py --model vits", _voice_repo(audio=True), repo_name="lab+voices")
+    assert md.model == "vits"  # the speech synthesiser, as written
+    assert "image architecture" in md.sources["model"]
+    md = extract_metadata("python train.py --model vits", _voice_repo(audio=False), repo_name="lab+voices")
+    assert md.model == "vit-small"  # on images the vocabulary's expansion stands

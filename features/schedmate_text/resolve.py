@@ -61,8 +61,10 @@ def resolve(ex) -> JobMetadata:
         if finer is not None:  # model_type LLAMA3 beside the model's own llama3_1_8b: the specific one
             k, v, p, src = finer
         md.model, md.sources["model"] = canonical_model(v), src
+        _domain_check_model(md, v, ranked)
     elif first_known is not None and (not mm or first_known[2] > P_CONFIG - 30 + 1):
         md.model, md.sources["model"] = first_known[4], first_known[3]
+        _domain_check_model(md, first_known[1], ranked)
     if md.model is None and mm:
         md.model, md.sources["model"] = mm
     if md.model is None and first_known is not None:
@@ -689,6 +691,27 @@ def _loader_batches(ex) -> set[str]:
 def _uses(code: str, key: str) -> bool:
     """The code reads a setting by this name (`cfg.training.n_iters`, `config["n_iters"]`, `args.n_iters`)."""
     return re.search(rf"\.{re.escape(key)}\b|[\"']{re.escape(key)}[\"']", code) is not None
+
+
+#: image architectures whose short names other domains' models share (`vits`: ViT-S and the VITS speech synthesiser)
+_IMAGE_FAMILY = re.compile(r"^(?:vit|deit|swin|beit|resnet|resnext|convnext|efficientnet|mobilenet|regnet|vgg|densenet|"
+                           r"dla)(?:$|-|\d)")
+
+
+def _domain_check_model(md: JobMetadata, written, ranked) -> None:
+    """A name read from text that the vocabulary expands to an image architecture (`vits` -> vit-small) is checked
+    against the data the code reads: on audio or text data the expansion is a name collision, and the name stays as
+    written (the VITS speech synthesiser is not a ViT-S)."""
+    from features.schedmate_text.vocab import _strip_org
+
+    raw = norm(_strip_org(str(written))) if written is not None else None
+    if not md.model or not raw or raw == md.model or not _IMAGE_FAMILY.match(md.model) or raw.startswith(md.model):
+        return
+    domain = "audio" if _audio_data(ranked) else "text" if _text_data(ranked) else None
+    if domain:
+        md.sources["model"] = md.sources.get("model", "") + f" (as written: {md.model} is an image architecture, " \
+                                                            f"the data are {domain})"
+        md.model = raw
 
 
 def _audio_data(ranked) -> bool:
