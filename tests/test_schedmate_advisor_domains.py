@@ -111,3 +111,26 @@ def test_a_vision_expansion_is_not_taken_on_audio_data():
     assert "image architecture" in md.sources["model"]
     md = extract_metadata("python train.py --model vits", _voice_repo(audio=False), repo_name="lab+voices")
     assert md.model == "vit-small"  # on images the vocabulary's expansion stands
+
+
+# -- detectors trained with instance masks: object detection or instance segmentation, not told apart ----------------
+_DET_TRAIN = ("import argparse\nimport yaml\n\np = argparse.ArgumentParser()\np.add_argument('--config-file')\n"
+              "args = p.parse_args()\ncfg = yaml.safe_load(open(args.config_file))\n"
+              "def losses(pred, gt_boxes, anchors):\n    return box_loss(pred, gt_boxes) + focal_loss(pred, anchors)\n")
+
+
+def _detector(mask_on: bool):
+    cfg = "MODEL:\n  META_ARCHITECTURE: OneStage\n" + ("  MASK_ON: True\n" if mask_on else "") + \
+          "DATASETS:\n  TRAIN: (coco_2017_train,)\nSOLVER:\n  MAX_ITER: 90000\n  IMS_PER_BATCH: 16\n"
+    files = {"tools/train_net.py": _DET_TRAIN, "configs/one_stage/R_50_1x.yaml": cfg}
+    return extract_metadata("python tools/train_net.py --config-file configs/one_stage/R_50_1x.yaml", files,
+                            min_confidence=MIN_CONFIDENCE, repo_name="lab+detbox")
+
+
+def test_masks_switched_on_leave_the_task_unknown():
+    from features.schedmate_text.resolve import P_CONFIG, _instance_masks
+
+    assert _instance_masks(None, [("MODEL.MASK_ON", True, P_CONFIG, "configs/x.yaml")]) is not None
+    assert _instance_masks(None, [("MODEL.MASK_ON", False, P_CONFIG, "configs/x.yaml")]) is None
+    assert _detector(False).task == "object-detection"  # boxes and anchors, no masks
+    assert _detector(True).task is None

@@ -425,6 +425,13 @@ def resolve(ex) -> JobMetadata:
         if not known_model(md.model):
             md.task, md.sources["task"] = None, "unknown"
     _check_description(ex, md)
+    masks = _instance_masks(ex, ranked) if md.task == "object-detection" and "object-detection" not in (
+        MODEL_TASK.get(md.model or ""), family_task(md.model)) else None
+    if masks:
+        # a detector trained with instance masks: object detection and instance segmentation share every code signal
+        # (boxes, anchors, COCO); not told apart -> unknown. (A model the vocabulary files as a detector, Mask R-CNN,
+        # keeps its convention: its documented jobs are labelled object detection as often as not.)
+        md.task, md.sources["task"] = None, f"unknown (a detector trained with instance masks: {masks})"
     if md.task is None:
         md.sources.pop("task", None)
     return md
@@ -712,6 +719,24 @@ def _domain_check_model(md: JobMetadata, written, ranked) -> None:
         md.sources["model"] = md.sources.get("model", "") + f" (as written: {md.model} is an image architecture, " \
                                                             f"the data are {domain})"
         md.model = raw
+
+
+_MASK_KEYS = re.compile(r"^(?:mask_on|with_mask|masks|use_mask|with_seg)$", re.I)
+_MASK_PATH = re.compile(r"instance[-_ ]?seg|ins[-_]seg|(?:^|[/_-])(?:mask[-_]?rcnn|cond[-_]?inst|solo|blend[-_]?mask)",
+                        re.I)
+
+
+def _instance_masks(ex, ranked) -> str | None:
+    """Where the job's settings switch instance masks on (`MODEL.MASK_ON: True`, `with_mask=True`, `--masks`) or
+    its config file names an instance-segmentation setup; None otherwise."""
+    for k, v, p, s in ranked:
+        if p >= P_CONFIG - 30 and _MASK_KEYS.match(_last(k)) and v is True or str(v).lower() == "true" and \
+                p >= P_CONFIG - 30 and _MASK_KEYS.match(_last(k)):
+            return f"{k} = {v} ({s})"
+    for f in sorted(getattr(ex, "loaded", ()) or ()):
+        if _MASK_PATH.search(f):
+            return f"config {f}"
+    return None
 
 
 def _audio_data(ranked) -> bool:
