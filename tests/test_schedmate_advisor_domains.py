@@ -134,3 +134,10 @@ def test_masks_switched_on_leave_the_task_unknown():
     assert _instance_masks(None, [("MODEL.MASK_ON", False, P_CONFIG, "configs/x.yaml")]) is None
     assert _detector(False).task == "object-detection"  # boxes and anchors, no masks
     assert _detector(True).task is None
+
+
+def test_a_container_method_is_never_the_model():
+    train = ("import argparse\n\np = argparse.ArgumentParser()\np.add_argument('--epochs', type=int, default=5)\n"
+             "args = p.parse_args()\nmodels = [load_saved()]\nmodel = models.pop()\n")
+    md = extract_metadata("python train.py", {"train.py": train}, repo_name="lab+stuff")
+    assert md.model != "pop"

@@ -16,6 +16,13 @@ from features.schedmate_text.vocab import (DATASET_FAMILIES, DATASET_TASK, MODEL
                                            norm, task_from_signals)
 
 
+#: methods of containers and modules a "model constructor" call may be (`model = models.pop()`, `net = net.cuda()`):
+#: they name no architecture
+_CONTAINER_METHODS = frozenset({"pop", "popleft", "popitem", "get", "copy", "deepcopy", "setdefault", "cuda", "cpu", "to",
+                                "eval", "train", "half", "float", "double", "bfloat16", "module", "unwrap_model",
+                                "prepare", "compile", "load", "load_state_dict", "state_dict"})
+
+
 def resolve(ex) -> JobMetadata:
     md = JobMetadata(entry=ex.entry)
     ranked = ex.s.ranked()
@@ -27,6 +34,7 @@ def resolve(ex) -> JobMetadata:
                    not (re.search(r"\.(pth?|pt|ckpt|bin|safetensors|h5|npz|tar)$", v.strip().lower()) and
                         not known_model(v)) and  # a checkpoint file (`results/128_0.5_model.pth`) names no model
                    not v.strip().lower().startswith("build_") and
+                   not (k == "code.model" and v.strip() in _CONTAINER_METHODS) and  # `model = models.pop()`
                    not _ROLE_PATH.search(k.lower().rsplit(".", 1)[0] if "." in k else "") and
                    (_last(k) in _MODEL_KEYS or k in ("code.model", "config.filename", "hint.entry", "hint.config", "hydra.model_class",
                                                        "config_arg.model")
