@@ -141,3 +141,13 @@ def test_a_container_method_is_never_the_model():
              "args = p.parse_args()\nmodels = [load_saved()]\nmodel = models.pop()\n")
     md = extract_metadata("python train.py", {"train.py": train}, repo_name="lab+stuff")
     assert md.model != "pop"
+
+
+def test_a_command_that_selects_another_mode_leaves_the_task_unknown():
+    from features.schedmate_text.resolve import P_ARGV, P_DEFAULT, _task_mode
+
+    assert _task_mode([("data_type", "structure", P_ARGV, "argv")], "object-detection") == "--data_type structure"
+    assert _task_mode([("data_type", "detection", P_ARGV, "argv")], "object-detection") is None
+    assert _task_mode([("task", "ctdet", P_ARGV, "argv")], "object-detection") is None  # an abbreviation agrees
+    assert _task_mode([("task", "translation", P_ARGV, "argv")], "translation") is None
+    assert _task_mode([("data_type", "structure", P_DEFAULT, "default")], "object-detection") is None  # not stated

@@ -433,6 +433,11 @@ def resolve(ex) -> JobMetadata:
         if not known_model(md.model):
             md.task, md.sources["task"] = None, "unknown"
     _check_description(ex, md)
+    mode = _task_mode(ranked, md.task) if md.task is not None else None
+    if mode:
+        # the command picks the job's task by a mode option whose value shares no word with the task answered
+        # (`--data_type structure` in a repository whose code detects boxes): another task of the same code
+        md.task, md.sources["task"] = None, f"unknown (the command selects the task {mode})"
     masks = _instance_masks(ex, ranked) if md.task == "object-detection" and "object-detection" not in (
         MODEL_TASK.get(md.model or ""), family_task(md.model)) else None
     if masks:
@@ -727,6 +732,27 @@ def _domain_check_model(md: JobMetadata, written, ranked) -> None:
         md.sources["model"] = md.sources.get("model", "") + f" (as written: {md.model} is an image architecture, " \
                                                             f"the data are {domain})"
         md.model = raw
+
+
+_TASK_MODE_KEYS = frozenset({"task", "task_name", "task_type", "data_type", "problem", "problem_type"})
+
+
+def _task_mode(ranked, task: str) -> str | None:
+    """`--<mode key> value` stated by the command (not a default) whose value's words share none with the task's name
+    (its nouns in any form: detector / detection; an abbreviation holding a word's first three letters: `ctdet`);
+    None when it agrees or names a dataset or a model."""
+    from features.schedmate_text.describe import _TASK_NOUNS
+
+    words = {_TASK_NOUNS.get(w, w) for w in task.split("-")}
+    for k, v, p, s in ranked:
+        if p < P_OVERRIDE or _last(k).lower() not in _TASK_MODE_KEYS or not isinstance(v, str) or not v.strip():
+            continue
+        vals = {_TASK_NOUNS.get(w, w) for w in re.split(r"[^a-z0-9]+", v.lower()) if w}
+        stems = {w[:3] for w in words if len(w) >= 4}  # abbreviations: `ctdet` (detection), `semseg`
+        if vals & words or any(st in x for st in stems for x in vals) or canonical_dataset(v) or known_model(v) or vals <= {"train", "training", "finetune", "pretrain"}:
+            return None
+        return f"--{_last(k)} {v}"
+    return None
 
 
 _MASK_KEYS = re.compile(r"^(?:mask_on|with_mask|masks|use_mask|with_seg)$", re.I)
