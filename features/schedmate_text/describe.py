@@ -14,7 +14,8 @@ from __future__ import annotations
 import re
 from pathlib import PurePosixPath
 
-__all__ = ["DESCRIPTION_TASKS", "repository_description", "task_from_description", "compatible_tasks", "specialisations"]
+__all__ = ["DESCRIPTION_TASKS", "repository_description", "task_from_description", "compatible_tasks", "specialisations",
+           "task_phrases", "disagreeing_task_phrase"]
 
 # (pattern over the lower-cased description, task); a more specific phrase is listed before the generic one it
 # contains, and a match is removed from the text before the later patterns are tried ("image-to-image
@@ -149,3 +150,113 @@ def task_from_description(text: str) -> str | None:
         # the most specific of compatible names: "GAN for image-to-image translation" is the translation
         return next((x for x in found if x not in _SPECIALISES or not any(y in _SPECIALISES[x] for y in found)), first)
     return None
+
+
+# ---- an open set of task phrases (issue 41, item 3): "<qualifiers> <task noun>" in the description -------------
+#: nouns that end a task's name in prose; forms of one noun map to one canonical word
+_TASK_NOUNS = {
+    "segmentation": "segmentation", "segmenter": "segmentation", "detection": "detection", "detector": "detection",
+    "tracking": "tracking", "tracker": "tracking", "recognition": "recognition", "recognizer": "recognition",
+    "generation": "generation", "synthesis": "generation", "classification": "classification",
+    "classifier": "classification", "estimation": "estimation", "retrieval": "retrieval",
+    "localization": "localization", "localisation": "localization", "compression": "compression",
+    "forecasting": "forecasting", "translation": "translation", "translator": "translation", "captioning": "captioning",
+    "answering": "answering", "denoising": "denoising", "restoration": "restoration", "inpainting": "inpainting",
+    "completion": "completion", "reconstruction": "reconstruction", "parsing": "parsing", "registration": "registration",
+    "summarization": "summarization", "summarisation": "summarization", "super-resolution": "super-resolution",
+}
+#: words that qualify HOW a method does its task, not WHICH task it is (and function words that end a phrase)
+_GENERIC_QUALIFIERS = frozenset({
+    "efficient", "fast", "faster", "accurate", "simple", "strong", "robust", "real", "time", "realtime", "scalable",
+    "state", "art", "end", "deep", "neural", "long", "term", "high", "quality", "improved", "better", "unified",
+    "general", "universal", "open", "source", "large", "scale", "lightweight", "precise", "generic", "modern",
+    "powerful", "flexible", "easy", "official", "pytorch", "tensorflow", "joint", "based", "learned", "learning",
+    "towards", "toward", "dense", "single", "stage", "two", "one", "shot", "free", "semi", "weakly", "supervised",
+    "self", "unsupervised", "fully", "conditional", "controllable", "multi", "modal", "task", "level", "grained",
+    "fine", "coarse", "novel", "new", "better", "effective", "practical", "benchmark", "fidelity", "resolution",
+    "advanced", "realistic", "photorealistic", "diverse", "stable", "reliable", "versatile", "comprehensive"})
+_STOP = frozenset({"for", "of", "the", "a", "an", "and", "or", "with", "by", "on", "in", "to", "via", "using", "is",
+                   "are", "from", "our", "this", "that", "as", "at", "every", "each", "all", "its", "their", "we",
+                   "model", "models", "method", "methods", "framework", "toolbox", "library", "code", "codes",
+                   "training", "testing", "evaluation", "script", "scripts", "implementation", "project", "repository",
+                   "repo", "paper", "task", "tasks", "including", "include", "includes", "per", "like", "such",
+                   "other", "various", "both", "either", "not", "no"})
+#: qualifiers that name the data's modality: a phrase whose noun is the task's but whose modality is another names
+#: another task ("video object segmentation" is not semantic segmentation, "molecule generation" not image generation)
+_MODALITY = {
+    "video": "video", "videos": "video", "audio": "audio", "speech": "audio", "tts": "audio", "voice": "audio",
+    "sound": "audio", "music": "audio", "speaker": "audio", "molecule": "molecule", "molecules": "molecule",
+    "molecular": "molecule", "protein": "molecule", "proteins": "molecule", "drug": "molecule", "atomistic": "molecule",
+    "chemical": "molecule", "3d": "3d", "lidar": "3d", "point": "3d", "cloud": "3d", "text": "text", "language": "text",
+    "sentence": "text", "word": "text", "image": "image", "images": "image", "photo": "image", "visual": "image",
+    "pixel": "image", "graph": "graph", "node": "graph"}
+#: the modality a task's name implies (its words through _MODALITY and these); vision tasks without one are on images
+_TASK_MODALITY_WORDS = {"translation": "text", "question": "text", "summarization": "text", "semantic": "image",
+                        "object": "image", "panoptic": "image", "instance": "image", "pose": "image", "depth": "image",
+                        "optical": "image", "super": "image", "view": "image"}
+_PHRASE = re.compile(r"((?:[a-z0-9][a-z0-9'-]*\s+){0,3})(" + "|".join(sorted(map(re.escape, _TASK_NOUNS), key=len, reverse=True))
+                     + r")(?![a-z])")
+
+
+def task_phrases(text: str) -> list[tuple[tuple[str, ...], str, str]]:
+    """The task phrases a description names, open-ended: each `(qualifier words, canonical task noun, phrase)` for a
+    task noun (segmentation, tracking, estimation, ...) and the up to three words before it that belong to it (a
+    phrase stops at a function word): "Video Object Segmentation" -> ((video, object), segmentation, ...)."""
+    out = []
+    for m in _PHRASE.finditer((text or "").lower()):
+        words = re.split(r"\s+", m.group(1).strip()) if m.group(1).strip() else []
+        kept: list[str] = []
+        for w in reversed(words):  # from the noun backwards to the first function word
+            if w in _STOP:
+                break
+            kept[:0] = [w]
+        qual = tuple(p for w in kept for p in re.split(r"[-']", w) if p and p not in _STOP)
+        out.append((qual, _TASK_NOUNS[m.group(2)], " ".join(kept + [m.group(2)])))
+    return out
+
+
+def _task_words(task: str) -> set[str]:
+    words = set()
+    for t in {task} | specialisations(task):
+        for w in t.split("-"):
+            words.add(_TASK_NOUNS.get(w, w))
+    return words
+
+
+def _task_modalities(task: str) -> set[str]:
+    parts = task.split("-")
+    mods = {_MODALITY.get(w) or _TASK_MODALITY_WORDS.get(w) for w in parts} - {None}
+    return mods
+
+
+def disagreeing_task_phrase(text: str, task: str | None) -> str | None:
+    """A task phrase of the description that names a task other than `task`, where no phrase of the description
+    agrees with `task`; None otherwise. A phrase with the task's own noun disagrees only through its data's modality
+    ("video object segmentation" against semantic-segmentation, "molecule generation" against image-generation); a
+    phrase with another noun disagrees when a qualifier names something specific ("multi-object tracking", "human
+    pose estimation", "audio compression" against a task on images) and its words name no task compatible with
+    `task` ("action recognition" is video classification). A phrase agrees when its words name a compatible task or
+    its noun is the task's with a qualifier from the task's name; a bare noun ("detection") is neither. The open set
+    of phrases sees tasks outside the vocabulary."""
+    if not text or not task:
+        return None
+    words, mods = _task_words(task), _task_modalities(task)
+    agree, other = False, None
+    for qual, noun, phrase in task_phrases(text):
+        qmods = {_MODALITY[q] for q in qual if q in _MODALITY}
+        if mods and qmods and not qmods & mods:  # data of another kind only ("text-to-image" is on images too)
+            other = other or phrase
+            continue
+        named = task_from_description(" ".join(qual + (noun,))) if qual else None  # (a bare noun is neither)
+        if named is not None and compatible_tasks(named, task):
+            agree = True
+            continue
+        if noun in words:
+            if set(qual) & (words - {noun}):
+                agree = True
+            continue
+        specific = {q for q in qual if q not in _GENERIC_QUALIFIERS and not q.isdigit()
+                    and (q not in _MODALITY or _MODALITY[q] not in mods)}
+        if specific and other is None:
+            other = phrase
+    return None if agree else other

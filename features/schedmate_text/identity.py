@@ -149,10 +149,49 @@ def _defined_classes(files: dict[str, str]) -> dict[str, str]:
     return out
 
 
+# a named preset assigned into a table: `method_configs["nerfacto"] = TrainerConfig(` (a recipe / method registry)
+_PRESET = re.compile(r"^(\w+)\[\s*[\"']([\w.+-]+)[\"']\s*\]\s*=\s*[A-Za-z_][\w.]*\(", re.M)
+_SUBCLASS = re.compile(r"^class\s+(\w+)\s*\(\s*([\w.]+)", re.M)
+_SKIP = re.compile(r"(^|/)(tests?|docs?|examples?|third_party|external)/")
+
+
+def _presets(files: dict[str, str]) -> str | None:
+    """A table of >= 5 named presets, each a configuration call (`methods["a"] = Config(...)`, ...): the repository
+    runs whichever method the command names."""
+    for p, t in files.items():
+        if not p.endswith(".py") or _SKIP.search(p) or "]" not in t:
+            continue
+        tables: dict[str, set[str]] = {}
+        for m in _PRESET.finditer(t):
+            tables.setdefault(m.group(1), set()).add(m.group(2))
+        for var, keys in tables.items():
+            if len(keys) >= 5:
+                return f"a table of {len(keys)} named presets ({var} in {p})"
+    return None
+
+
+def _model_family(files: dict[str, str]) -> str | None:
+    """>= 5 modules that each define a model subclassing one base class the repository defines (`class Vits(BaseTTS)`
+    in vits.py, `class GlowTTS(BaseTTS)` in glow_tts.py, ...): a family of architectures behind one interface."""
+    defined: set[str] = set()
+    subs: dict[str, set[str]] = {}
+    for p, t in files.items():
+        if not p.endswith(".py") or _SKIP.search(p) or "class " not in t:
+            continue
+        for m in _SUBCLASS.finditer(t):
+            defined.add(m.group(1))
+            subs.setdefault(m.group(2).rsplit(".", 1)[-1], set()).add(p)
+    for base, paths in subs.items():
+        if base in defined and len(paths) >= 5 and re.search(r"model|base|method|arch|net", base, re.I):
+            return f"{len(paths)} modules define models on the base class {base}"
+    return None
+
+
 def toolbox_reason(files: dict[str, str]) -> str | None:
     """Why the repository is a toolbox / framework that builds many architectures (None when it is not): a model
-    registry (>= 5 registrations), many model configs naming >= 4 different known families, an entry point that
-    builds what a hub id or registry name names."""
+    registry (>= 5 registrations), many model configs naming >= 4 different known families, a table of >= 5 named
+    presets, >= 5 modules whose models share one base class of the repository, an entry point that builds what a hub
+    id or registry name names."""
     from features.schedmate_text.vocab import known_model
 
     regs = 0
@@ -171,6 +210,12 @@ def toolbox_reason(files: dict[str, str]) -> str | None:
                 fams.add(re.split(r"[-\d]", k, maxsplit=1)[0] or k)
     if len(fams) >= 4:
         return f"model configs of {len(fams)} families ({', '.join(sorted(fams)[:4])}, ...)"
+    presets = _presets(files)
+    if presets:
+        return presets
+    family = _model_family(files)
+    if family:
+        return family
     named = sum(bool(_BUILDS_NAMED.search(t)) for p, t in files.items()
                 if p.endswith(".py") and ("from_pretrained(" in t or "create_model(" in t))
     if named:
@@ -471,6 +516,17 @@ def _identity_task(md, ex, name: str) -> None:
             cache[key] = task_from_description(repository_description(ex.files, ex.entry, getattr(ex, "programs", [])))
         task, why = cache[key], f"repository description of {name}, the method the repository implements"
     if task is None:
+        return
+    from features.schedmate_text.resolve import description_veto
+
+    texts = ex._repo.__dict__.setdefault("description_text", {})
+    key = (ex.entry, tuple(getattr(ex, "programs", [])))
+    if key not in texts:
+        from features.schedmate_text.describe import repository_description
+
+        texts[key] = repository_description(ex.files, ex.entry, getattr(ex, "programs", []))
+    other = description_veto(texts[key], task, why)
+    if other:  # the description names a task the identity's task does not cover ("video object segmentation")
         return
     md.task = task
     md.sources["task"] = why

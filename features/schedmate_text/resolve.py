@@ -16,6 +16,13 @@ from features.schedmate_text.vocab import (DATASET_FAMILIES, DATASET_TASK, MODEL
                                            norm, task_from_signals)
 
 
+#: methods of containers and modules a "model constructor" call may be (`model = models.pop()`, `net = net.cuda()`):
+#: they name no architecture
+_CONTAINER_METHODS = frozenset({"pop", "popleft", "popitem", "get", "copy", "deepcopy", "setdefault", "cuda", "cpu", "to",
+                                "eval", "train", "half", "float", "double", "bfloat16", "module", "unwrap_model",
+                                "prepare", "compile", "load", "load_state_dict", "state_dict"})
+
+
 def resolve(ex) -> JobMetadata:
     md = JobMetadata(entry=ex.entry)
     ranked = ex.s.ranked()
@@ -27,6 +34,7 @@ def resolve(ex) -> JobMetadata:
                    not (re.search(r"\.(pth?|pt|ckpt|bin|safetensors|h5|npz|tar)$", v.strip().lower()) and
                         not known_model(v)) and  # a checkpoint file (`results/128_0.5_model.pth`) names no model
                    not v.strip().lower().startswith("build_") and
+                   not (k == "code.model" and v.strip() in _CONTAINER_METHODS) and  # `model = models.pop()`
                    not _ROLE_PATH.search(k.lower().rsplit(".", 1)[0] if "." in k else "") and
                    (_last(k) in _MODEL_KEYS or k in ("code.model", "config.filename", "hint.entry", "hint.config", "hydra.model_class",
                                                        "config_arg.model")
@@ -61,8 +69,10 @@ def resolve(ex) -> JobMetadata:
         if finer is not None:  # model_type LLAMA3 beside the model's own llama3_1_8b: the specific one
             k, v, p, src = finer
         md.model, md.sources["model"] = canonical_model(v), src
+        _domain_check_model(md, v, ranked)
     elif first_known is not None and (not mm or first_known[2] > P_CONFIG - 30 + 1):
         md.model, md.sources["model"] = first_known[4], first_known[3]
+        _domain_check_model(md, first_known[1], ranked)
     if md.model is None and mm:
         md.model, md.sources["model"] = mm
     if md.model is None and first_known is not None:
@@ -423,6 +433,18 @@ def resolve(ex) -> JobMetadata:
         if not known_model(md.model):
             md.task, md.sources["task"] = None, "unknown"
     _check_description(ex, md)
+    mode = _task_mode(ranked, md.task) if md.task is not None else None
+    if mode:
+        # the command picks the job's task by a mode option whose value shares no word with the task answered
+        # (`--data_type structure` in a repository whose code detects boxes): another task of the same code
+        md.task, md.sources["task"] = None, f"unknown (the command selects the task {mode})"
+    masks = _instance_masks(ex, ranked) if md.task == "object-detection" and "object-detection" not in (
+        MODEL_TASK.get(md.model or ""), family_task(md.model)) else None
+    if masks:
+        # a detector trained with instance masks: object detection and instance segmentation share every code signal
+        # (boxes, anchors, COCO); not told apart -> unknown. (A model the vocabulary files as a detector, Mask R-CNN,
+        # keeps its convention: its documented jobs are labelled object detection as often as not.)
+        md.task, md.sources["task"] = None, f"unknown (a detector trained with instance masks: {masks})"
     if md.task is None:
         md.sources.pop("task", None)
     return md
@@ -691,6 +713,66 @@ def _uses(code: str, key: str) -> bool:
     return re.search(rf"\.{re.escape(key)}\b|[\"']{re.escape(key)}[\"']", code) is not None
 
 
+#: image architectures whose short names other domains' models share (`vits`: ViT-S and the VITS speech synthesiser)
+_IMAGE_FAMILY = re.compile(r"^(?:vit|deit|swin|beit|resnet|resnext|convnext|efficientnet|mobilenet|regnet|vgg|densenet|"
+                           r"dla)(?:$|-|\d)")
+
+
+def _domain_check_model(md: JobMetadata, written, ranked) -> None:
+    """A name read from text that the vocabulary expands to an image architecture (`vits` -> vit-small) is checked
+    against the data the code reads: on audio or text data the expansion is a name collision, and the name stays as
+    written (the VITS speech synthesiser is not a ViT-S)."""
+    from features.schedmate_text.vocab import _strip_org
+
+    raw = norm(_strip_org(str(written))) if written is not None else None
+    if not md.model or not raw or raw == md.model or not _IMAGE_FAMILY.match(md.model) or raw.startswith(md.model):
+        return
+    domain = "audio" if _audio_data(ranked) else "text" if _text_data(ranked) else None
+    if domain:
+        md.sources["model"] = md.sources.get("model", "") + f" (as written: {md.model} is an image architecture, " \
+                                                            f"the data are {domain})"
+        md.model = raw
+
+
+_TASK_MODE_KEYS = frozenset({"task", "task_name", "task_type", "data_type", "problem", "problem_type"})
+
+
+def _task_mode(ranked, task: str) -> str | None:
+    """`--<mode key> value` stated by the command (not a default) whose value's words share none with the task's name
+    (its nouns in any form: detector / detection; an abbreviation holding a word's first three letters: `ctdet`);
+    None when it agrees or names a dataset or a model."""
+    from features.schedmate_text.describe import _TASK_NOUNS
+
+    words = {_TASK_NOUNS.get(w, w) for w in task.split("-")}
+    for k, v, p, s in ranked:
+        if p < P_OVERRIDE or _last(k).lower() not in _TASK_MODE_KEYS or not isinstance(v, str) or not v.strip():
+            continue
+        vals = {_TASK_NOUNS.get(w, w) for w in re.split(r"[^a-z0-9]+", v.lower()) if w}
+        stems = {w[:3] for w in words if len(w) >= 4}  # abbreviations: `ctdet` (detection), `semseg`
+        if vals & words or any(st in x for st in stems for x in vals) or canonical_dataset(v) or known_model(v) or vals <= {"train", "training", "finetune", "pretrain"}:
+            return None
+        return f"--{_last(k)} {v}"
+    return None
+
+
+_MASK_KEYS = re.compile(r"^(?:mask_on|with_mask|masks|use_mask|with_seg)$", re.I)
+_MASK_PATH = re.compile(r"instance[-_ ]?seg|ins[-_]seg|(?:^|[/_-])(?:mask[-_]?rcnn|cond[-_]?inst|solo|blend[-_]?mask)",
+                        re.I)
+
+
+def _instance_masks(ex, ranked) -> str | None:
+    """Where the job's settings switch instance masks on (`MODEL.MASK_ON: True`, `with_mask=True`, `--masks`) or
+    its config file names an instance-segmentation setup; None otherwise."""
+    for k, v, p, s in ranked:
+        if p >= P_CONFIG - 30 and _MASK_KEYS.match(_last(k)) and v is True or str(v).lower() == "true" and \
+                p >= P_CONFIG - 30 and _MASK_KEYS.match(_last(k)):
+            return f"{k} = {v} ({s})"
+    for f in sorted(getattr(ex, "loaded", ()) or ()):
+        if _MASK_PATH.search(f):
+            return f"config {f}"
+    return None
+
+
 def _audio_data(ranked) -> bool:
     """The data configuration says audio: at least two of its keys are spectrogram / sampling settings."""
     return len({_last(k) for k, v, p, s in ranked if p >= P_CODE and _AUDIO_KEYS.match(_last(k))}) >= 2
@@ -716,14 +798,37 @@ def _check_description(ex, md: JobMetadata) -> None:
     """The repository's own description (features.schedmate_text.describe) against the task inferred: it answers
     when nothing else did, replaces a weak inference it contradicts, marks a strong one it contradicts as disputed
     (the evidence then abstains) and one it agrees with as confirmed."""
-    from features.schedmate_text.describe import (compatible_tasks, repository_description, specialisations as _specialisations,
-                                                  task_from_description)
+    from features.schedmate_text.describe import repository_description, task_from_description
 
     cache = ex._repo.__dict__.setdefault("description_task", {})
+    texts = ex._repo.__dict__.setdefault("description_text", {})
     key = (ex.entry, tuple(getattr(ex, "programs", [])))
+    if key not in texts:
+        texts[key] = repository_description(ex.files, ex.entry, getattr(ex, "programs", []))
     if key not in cache:
-        cache[key] = task_from_description(repository_description(ex.files, ex.entry, getattr(ex, "programs", [])))
-    desc = cache[key]
+        cache[key] = task_from_description(texts[key])
+    _description_task(md, cache[key])
+    other = description_veto(texts[key], md.task, md.sources.get("task", ""))
+    if other:
+        md.sources["task"] += f" (the repository description says {other})"
+
+
+def description_veto(text: str, task: str | None, src: str) -> str | None:
+    """An open-set veto: the task phrase of the repository's description (even one outside the vocabulary: "video
+    object segmentation", "multi-object tracking") that the answered task's name does not cover while no phrase of
+    the description agrees with it (features.schedmate_text.describe.disagreeing_task_phrase); None where the task
+    stands. The evidence then holds the task below the threshold."""
+    from features.schedmate_text.describe import disagreeing_task_phrase
+
+    if task is None or "(the repository description says" in src:
+        return None
+    return disagreeing_task_phrase(text, task)
+
+
+def _description_task(md: JobMetadata, desc: str | None) -> None:
+    """The one vocabulary task the description names (or None) against the task inferred."""
+    from features.schedmate_text.describe import compatible_tasks, specialisations as _specialisations
+
     if desc is None:
         return
     src = md.sources.get("task", "")
