@@ -597,7 +597,8 @@ def attach_evidence(md: JobMetadata, ex=None, command: str = "") -> JobMetadata:
             if g is not None:
                 conf = min(conf, g["confidence"])  # a total divided by a guessed GPU count
         if f == "batch_scope" and value == "per-device" and ex is not None and not getattr(ex, "launches", None) and \
-                not re.search(r"per_?(?:device|gpu)|micro", rule, re.I) and _DATA_PARALLEL.search(_reachable_code(ex)) \
+                not re.search(r"per_?(?:device|gpu)|micro", rule + " " + str(getattr(ex, "_batch_key", "") or ""), re.I) \
+                and _DATA_PARALLEL.search(_reachable_code(ex)) \
                 and not _multi_gpu_off(ex.s.ranked()):  # (a wrapper behind a multi-GPU switch left off wraps nothing)
             # DataParallel splits the loader's batch over every visible GPU: the batch is the total, unless the code
             # multiplies it by the device count first (then the option is per device)

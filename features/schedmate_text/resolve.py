@@ -527,6 +527,11 @@ def _class_name_words(name: str) -> str:
 # config sections of a part that is never the model trained: the data preprocessor, the vocoder that turns a TTS
 # model's spectrograms into audio, the tokenizer, the EMA copy, the loss, a distillation teacher, a GAN's discriminator
 _ROLE_PATH = re.compile(r"(^|[._])(\w*preprocessor|vocoder|tokenizer|ema|loss|criterion|teacher|discriminator|net_d)([._]|$)")
+#: an option by which one run starts from another's weights (a chain of stages, not a sweep of runs)
+_CONTINUES = re.compile(r"--?[\w-]*(restore|resume|ckpt|checkpoint|pretrain|init[-_]from|load|weights|finetune_from)[\w-]*[= ]",
+                        re.I)
+
+
 def _sum_stages(ex, md) -> None:
     """A script that runs its training program several times in a row (pre-train, then fine-tune stages, each
     restoring the last): the job's length is the stages' lengths together when every stage states it with the
@@ -539,7 +544,11 @@ def _sum_stages(ex, md) -> None:
     key = src[len("argv --"):].split()[0]
     opt = re.compile(r"(?:^|\s)--?" + re.escape(key).replace("_", "[-_]") + r"(?:=|\s+)(\d+)(?:\s|$)")
     values = [opt.search(x) for x in stages]
-    if all(values):
+    if all(values) and not any(_CONTINUES.search(x) for x in stages[1:]) and \
+            len({m.group(1) for m in values}) == 1:
+        # no run restores another's weights: independent runs of one sweep (horizons, seeds), each this long
+        md.sources["iterations"] = f"{src} (each of the script's {len(stages)} independent runs: none restores another)"
+    elif all(values):
         md.iterations = sum(int(m.group(1)) for m in values)
         md.sources["iterations"] = f"{src} (summed over the script's {len(stages)} stages: " + \
             " + ".join(m.group(1) for m in values) + ")"
@@ -811,6 +820,8 @@ def _device_count(v) -> int | None:
     items = v if isinstance(v, (list, tuple)) else re.split(r"[\s,]+", str(v).strip().strip("()[]").strip()) \
         if isinstance(v, str) else []  # (`GPUS: (0,1,2,3)`: a YAML string of a tuple)
     items = [str(x).strip() for x in items if str(x).strip()]
+    if len(items) == 1 and (r := re.fullmatch(r"(\d+)-(\d+)", items[0])) and int(r.group(1)) < int(r.group(2)):
+        return int(r.group(2)) - int(r.group(1)) + 1  # a range of device ids (`--gpus 0-7`: eight devices)
     if len(items) == 1 and re.fullmatch(r"\d+", items[0]):
         return int(items[0]) or None
     if items and all(re.fullmatch(r"(cuda:|gpu:)?\d+", x, re.I) for x in items):

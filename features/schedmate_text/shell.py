@@ -7,9 +7,18 @@ import shlex
 
 
 
+_BARE_LAUNCHER_THEN_SCRIPT = re.compile(
+    r"(?m)^(\s*(?:python3?\s+-m\s+torch\.distributed\.(?:launch|run)|torchrun|accelerate\s+launch|deepspeed)"
+    r"(?:\s+--?[\w.-]+(?:[= ](?!\S*\.py\b)[^\s-]\S*)?)*)[ \t]*\n(?=\s*\S+\.py\b)")
+
+
 def _join_continuations(text: str) -> str:
     """Lines ending in a backslash joined with the next, except a comment line: the shell does not continue
-    a comment (`# python train.py \\` above the live command is not part of it)."""
+    a comment (`# python train.py \\` above the live command is not part of it). A launcher line that names
+    no script, followed by a line that starts with one, is one command whose backslash a document dropped
+    (`torch.distributed.launch --nproc_per_node=8` / `train.py ...`): a launcher alone cannot run."""
+    if "\n" in text:
+        text = _BARE_LAUNCHER_THEN_SCRIPT.sub(r"\1 ", text)
     if "\\" not in text:
         return text
     out, buf = [], ""
