@@ -56,6 +56,11 @@ def _expand(s: str, env: dict[str, str], pos: list[str], keep_unset: bool = Fals
     # ${ARGS[@]} / ${ARGS[*]}: a bash array's words (stored as its words joined by spaces)
     s = re.sub(r'"?\$\{([A-Za-z_][A-Za-z0-9_]*)\[[@*]\]\}"?', lambda m: env.get(m.group(1), ""), s)
     s = re.sub(r'"?\$\{@:(\d+)\}"?', lambda m: shlex.join(pos[int(m.group(1)) - 1:]), s)
+    for _ in range(3):  # a default that is itself a variable's (`${GPUS_PER_NODE:-${MAX_GPUS:-8}}`): inner first
+        inner = re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*|\d+)(?::?-([^{}$]*))?\}(?=[^{]*\})", repl, s) if "${" in s else s
+        if inner == s:
+            break
+        s = inner
     return re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*|\d+|@)(?::?-([^}]*))?\}|\$\{(\d+)\}|\$([A-Za-z_][A-Za-z0-9_]*|\d|@)",
                   repl, s)
 
