@@ -173,6 +173,11 @@ def calibration_group(field: str, kind: str, value: Any, rule: str = "") -> tupl
     if field == "batch_scope" and kind == "code" and value in ("global", "per-device"):
         # the code's wrapper (DataParallel: the total) and the code's multiplication (per device) are two mechanisms
         return field, f"code/{value}"
+    if field == "iterations" and kind == "default":
+        # an argparse option's default (the script's own documented setting) and a library dataclass field's default
+        # (a trainer's, which the entry's own settings often replace) are not equally reliable
+        # (the other defaults keep the group's old name: capped by the committed record before and after a refit)
+        return field, "default/argparse" if rule.startswith("argparse default") else "default"
     if field not in ("model", "dataset") or value is None:
         return field, kind
     from features.schedmate_text.vocab import canonical_dataset, family_task, known_model
