@@ -137,3 +137,12 @@ def test_dataset_aliases_by_the_datasets_own_names():
     assert canonical_dataset("dataset/illness/national_illness.csv") == "ili"
     assert canonical_dataset("qm9_second_half") == "qm9"
     assert canonical_dataset("mili") is None
+
+
+def test_a_use_gpu_switch_left_off_runs_on_the_cpu():
+    train = ("import argparse, torch\np = argparse.ArgumentParser()\n"
+             "p.add_argument('--use-gpu', action='store_true', default=False)\n"
+             "p.add_argument('--nepochs', type=int, default=1)\nargs = p.parse_args()\n"
+             "device = torch.device('cuda' if args.use_gpu else 'cpu')\n")
+    assert _read(extract_metadata("python train.py --nepochs 2", {"train.py": train}), "gpus") == 0
+    assert _read(extract_metadata("python train.py --use-gpu", {"train.py": train}), "gpus") == 1

@@ -867,7 +867,7 @@ def _cpu_device(ranked) -> str | None:
         lk = _last(k)
         if lk in _CPU_FLAGS and v is True and p >= P_DEFAULT and "." not in k:  # not profiler.cpu: True
             return s
-        if lk in ("cuda", "use_cuda") and v is False and p >= P_DEFAULT and "." not in k:
+        if lk in ("cuda", "use_cuda", "use_gpu") and v is False and p >= P_DEFAULT and "." not in k:
             return s + " (a --cuda flag left off: the script runs on the CPU unless asked)"
     for k, v, p, s in ranked:
         if _last(k) in ("device", "accelerator") and p >= P_CODE and k.count(".") <= 1 and isinstance(v, str):
