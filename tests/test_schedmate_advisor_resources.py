@@ -146,3 +146,12 @@ def test_a_use_gpu_switch_left_off_runs_on_the_cpu():
              "device = torch.device('cuda' if args.use_gpu else 'cpu')\n")
     assert _read(extract_metadata("python train.py --nepochs 2", {"train.py": train}), "gpus") == 0
     assert _read(extract_metadata("python train.py --use-gpu", {"train.py": train}), "gpus") == 1
+
+
+def test_a_quality_level_alone_is_not_a_dataset_name():
+    train = ("import argparse\np = argparse.ArgumentParser()\np.add_argument('--env', default='hopper')\n"
+             "p.add_argument('--dataset', default='medium')\nargs = p.parse_args()\n"
+             "path = f'data/{args.env}-{args.dataset}-v2.pkl'\n")
+    assert _read(extract_metadata("python experiment.py --env hopper --dataset medium", {"experiment.py": train}),
+                 "dataset") != "medium"
+    assert _read(extract_metadata("python experiment.py --dataset ETTh2", {"experiment.py": train}), "dataset") == "etth2"

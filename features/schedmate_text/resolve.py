@@ -179,7 +179,9 @@ def resolve(ex) -> JobMetadata:
             if isinstance(v, str) and _last(k) in ("data", "dataset", "dataset_name", "data_name", "dset") and \
                     "." not in k and \
                     re.fullmatch(r"[A-Za-z][\w-]{1,40}", v.strip()) and \
-                    not re.fullmatch(r"(data|dataset|datasets|custom|train|none|true|false)", v.strip().lower()):
+                    not re.fullmatch(r"(data|dataset|datasets|custom|train|none|true|false|default|all)", v.strip().lower()) \
+                    and not _PART_WORD.fullmatch(v.strip().lower()):
+                # (a size or quality level alone -- `--env hopper --dataset medium` -- names a part of a dataset)
                 md.dataset, md.sources["dataset"] = norm(v.strip()), s
                 break
     if md.dataset is None:  # a dataset we do not know: keep the user's name (last path segment)
@@ -482,6 +484,10 @@ _WEAK_MODEL_KEYS = ("weights", "cfg", "init_checkpoint", "bert_config_file", "mo
 _FILE_EXT = re.compile(r"\.(jsonl?|csv|tsv|txt|parquet|arrow|tar|tar\.gz|tgz|zip|npz|h5|hdf5|pkl|tfrecords?)$", re.I)
 
 
+#: a size or quality level alone (a part of a dataset: D4RL's `medium`, a `small` subset), no dataset's name
+_PART_WORD = re.compile(r"tiny|mini|small|medium|large|expert|random|replay|mixed|full|sample")
+
+
 def _name_of_path(v: str) -> str | None:
     """The name a data path gives: its last segment without a data-file extension (None for a bare
     variable name a documented command leaves for the user to set, `DATA_PATH`)."""
@@ -490,8 +496,8 @@ def _name_of_path(v: str) -> str | None:
         # (`DATA_PATH` is a variable the doc leaves to the user; `STL10`, `MNIST` are dataset names)
         return None  # (`<path_to_IN1K_dataset>`, `your_path_to_data`: the user's path names nothing)
     segs = [x for x in re.split(r"[/\\]", v.strip()) if x]
-    if not segs:
-        return None
+    if not segs or len(segs) == 1 and _PART_WORD.fullmatch(segs[0].lower()):
+        return None  # (`--dataset medium` beside `--env hopper`: a size or quality level names a part, not the data)
     seg = segs[-1]
     if len(segs) > 1 and re.fullmatch(r"(train|training|dev|val|test|all)(_data)?", _FILE_EXT.sub("", seg).lower()):
         seg = segs[-2]  # AdvertiseGen/train.json: the folder names the data, the file a split
