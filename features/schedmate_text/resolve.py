@@ -485,7 +485,7 @@ _FILE_EXT = re.compile(r"\.(jsonl?|csv|tsv|txt|parquet|arrow|tar|tar\.gz|tgz|zip
 
 
 #: a size or quality level alone (a part of a dataset: D4RL's `medium`, a `small` subset), no dataset's name
-_PART_WORD = re.compile(r"tiny|mini|small|medium|large|expert|random|replay|mixed|full|sample")
+_PART_WORD = re.compile(r"tiny|mini|small|medium|large|expert|replay|mixed|full|sample")  # (`random`: generated data)
 
 
 def _name_of_path(v: str) -> str | None:
