@@ -155,3 +155,16 @@ def test_a_quality_level_alone_is_not_a_dataset_name():
     assert _read(extract_metadata("python experiment.py --env hopper --dataset medium", {"experiment.py": train}),
                  "dataset") != "medium"
     assert _read(extract_metadata("python experiment.py --dataset ETTh2", {"experiment.py": train}), "dataset") == "etth2"
+
+
+def test_a_step_count_that_sizes_the_data_is_not_the_run_length():
+    train = ("import argparse\np = argparse.ArgumentParser()\np.add_argument('--epochs', type=int, default=5)\n"
+             "p.add_argument('--num_steps', type=int, default=500000)\nargs = p.parse_args()\n"
+             "obss, actions = create_dataset(args.num_buffers, args.num_steps, args.game)\n"
+             "for epoch in range(args.epochs):\n    pass\n")
+    md = extract_metadata("python run.py --epochs 5 --num_steps 500000", {"run.py": train})
+    assert (_read(md, "iterations"), _read(md, "iteration_unit")) == (5, "epochs")
+    trains = train.replace("create_dataset(args.num_buffers, args.num_steps, args.game)", "load(args.game)") \
+        .replace("for epoch in range(args.epochs):", "for step in range(args.num_steps):")
+    md = extract_metadata("python run.py --epochs 5 --num_steps 500000", {"run.py": trains})
+    assert _read(md, "iteration_unit") == "steps"  # the loop's own steps are the run's

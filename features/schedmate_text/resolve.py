@@ -212,6 +212,8 @@ def resolve(ex) -> JobMetadata:
                         (lk == "iterations" and "." not in k) else None)  # (a script's own --iterations)
         if unit is None:
             continue
+        if unit == "steps" and _sizes_data(ex, lk):
+            continue  # (`create_dataset(args.num_buffers, args.num_steps, ...)`: how much data is loaded, not the run)
         whole = lk.startswith(("total_", "max_", "num_train", "train_"))  # the run's length, not a rollout's
         if best is None or (p == best[2] and unit == "steps" and best[1] == "epochs") or \
                 (p == best[2] and unit == best[1] and whole and not best[4]):
@@ -642,6 +644,17 @@ _TRANSLATION_KEYS = re.compile(r"^(lambda_cyc|lambda_cycle|lambda_rec|num_domain
 def _translation_setup(ranked) -> bool:
     """The options say image-to-image translation: at least two domain / cycle / direction / label-map settings."""
     return len({_last(k) for k, v, p, s in ranked if p >= P_DEFAULT and _TRANSLATION_KEYS.match(_last(k).lower())}) >= 2
+
+
+def _sizes_data(ex, key: str) -> bool:
+    """The entry hands this step option to a function that builds or loads the data (`create_dataset(...,
+    args.num_steps, ...)`, `load_replay_buffer(args.num_steps)`) and to nothing else: a data size, not the run's length."""
+    text = getattr(ex, "files", {}).get(getattr(ex, "entry", None) or "") or ""
+    uses = [m for m in re.finditer(rf"\b(?:args|opt|config|cfg|FLAGS)\.{re.escape(key)}\b", text)]
+    if not uses:
+        return False
+    data_call = re.compile(r"\b\w*(?:create|make|build|load|get)_?\w*(?:data|dataset|buffer|replay)\w*\s*\([^()]*$", re.I)
+    return all(data_call.search(text[max(0, m.start() - 200):m.start()].split("\n")[-1]) for m in uses)
 
 
 def _loop_bound(ex, ranked):
