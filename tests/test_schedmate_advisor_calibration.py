@@ -35,7 +35,9 @@ def test_groups_split_models_and_datasets_by_the_value_shape():
     assert calibration_group("task", "signal", "object-detection", objective) == ("task", "objective/specific")
     assert calibration_group("task", "signal", "image-classification", objective) == ("task", "objective/generic")
     assert calibration_group("task", "signal", "cyclegan", "entry name cyclegan.py") == ("task", "entry")
-    assert calibration_group("iterations", "default", 90) == ("iterations", "default")
+    assert calibration_group("iterations", "default", 90, "argparse default epochs") == ("iterations", "default/argparse")
+    assert calibration_group("iterations", "default", 90, "dataclass field default max_epochs") == \
+        ("iterations", "default")
 
 
 def test_cap_from_counts_and_floor():

@@ -173,6 +173,11 @@ def calibration_group(field: str, kind: str, value: Any, rule: str = "") -> tupl
     if field == "batch_scope" and kind == "code" and value in ("global", "per-device"):
         # the code's wrapper (DataParallel: the total) and the code's multiplication (per device) are two mechanisms
         return field, f"code/{value}"
+    if field == "iterations" and kind == "default":
+        # an argparse option's default (the script's own documented setting) and a library dataclass field's default
+        # (a trainer's, which the entry's own settings often replace) are not equally reliable
+        # (the other defaults keep the group's old name: capped by the committed record before and after a refit)
+        return field, "default/argparse" if rule.startswith("argparse default") else "default"
     if field not in ("model", "dataset") or value is None:
         return field, kind
     from features.schedmate_text.vocab import canonical_dataset, family_task, known_model
@@ -597,7 +602,8 @@ def attach_evidence(md: JobMetadata, ex=None, command: str = "") -> JobMetadata:
             if g is not None:
                 conf = min(conf, g["confidence"])  # a total divided by a guessed GPU count
         if f == "batch_scope" and value == "per-device" and ex is not None and not getattr(ex, "launches", None) and \
-                not re.search(r"per_?(?:device|gpu)|micro", rule, re.I) and _DATA_PARALLEL.search(_reachable_code(ex)) \
+                not re.search(r"per_?(?:device|gpu)|micro", rule + " " + str(getattr(ex, "_batch_key", "") or ""), re.I) \
+                and _DATA_PARALLEL.search(_reachable_code(ex)) \
                 and not _multi_gpu_off(ex.s.ranked()):  # (a wrapper behind a multi-GPU switch left off wraps nothing)
             # DataParallel splits the loader's batch over every visible GPU: the batch is the total, unless the code
             # multiplies it by the device count first (then the option is per device)

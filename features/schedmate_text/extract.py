@@ -306,8 +306,10 @@ class _Extractor(LaunchMixin, FollowMixin):
         i = 0
         while i < len(positionals):  # detectron2 / yacs opts: "SOLVER.MAX_ITER 90000" pairs
             p = positionals[i]
-            if (re.fullmatch(r"[A-Z][A-Z0-9_]*(\.[A-Z0-9_]+)+", p) or re.fullmatch(r"[A-Z][A-Z0-9]*_[A-Z0-9_]+", p)) \
-                    and i + 1 < len(positionals):  # NUM_GPUS 2 too: a top-level yacs key
+            if (re.fullmatch(r"[A-Z][A-Z0-9_]*(\.[A-Z0-9_]+)+", p) or re.fullmatch(r"[A-Z][A-Z0-9]*_[A-Z0-9_]+", p) or
+                    re.fullmatch(r"[A-Z][A-Z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+", p) and  # TRAIN.num_epoch 10: a yacs
+                    not re.search(r"\.(ya?ml|json|py|md|txt|sh|cfg|ini|toml)$", p, re.I)) \
+                    and i + 1 < len(positionals):  # NUM_GPUS 2 too: a top-level yacs key (section upper, leaf any)
                 self.s.put(p, _yaml_value(positionals[i + 1]), P_OVERRIDE, f"opts {p}")
                 i += 2
                 continue
@@ -668,7 +670,9 @@ class _Extractor(LaunchMixin, FollowMixin):
             try:
                 data = json.loads(text)
             except json.JSONDecodeError:
-                return
+                data = _json_with_comments(text)
+                if data is None:
+                    return
             self.s.put_tree(data, prio, source)
         elif name.endswith((".yaml", ".yml")):
             data = self._yaml(name)
@@ -890,3 +894,15 @@ def read_repository(folder: str, max_bytes: int = 1_000_000, max_files: int = 20
         except (UnicodeDecodeError, OSError):
             continue
     return out
+
+
+_JSON_COMMENT = re.compile(r'("(?:\\.|[^"\\])*")|//[^\n]*|/\*.*?\*/', re.S)
+
+
+def _json_with_comments(text: str):
+    """A JSON options file with `//` and `/* */` comments (the JSONC many training repositories use, read by
+    their own loaders after dropping comments): the data, or None when it still is not JSON."""
+    try:
+        return json.loads(_JSON_COMMENT.sub(lambda m: m.group(1) or "", text))
+    except json.JSONDecodeError:
+        return None

@@ -39,7 +39,22 @@ _POS_TEST = re.compile(r"^(?:el)?if\s+\[\[?\s*\"?\$\{?(\d)\}?\"?\s*==?\s*[\'\"]?
                        re.S)
 
 
-def _branch(stmt: str, head: str, branches: list[list], pos: list[str]) -> None:
+_INT_TEST = re.compile(r"^(?:el)?if\s+\[\[?\s*(\S+)\s+-(lt|le|gt|ge|eq|ne)\s+(\S+)\s*\]\]?\s*;?\s*(?:then\b.*)?$", re.S)
+_INT_OPS = {"lt": int.__lt__, "le": int.__le__, "gt": int.__gt__, "ge": int.__ge__, "eq": int.__eq__, "ne": int.__ne__}
+
+
+def _int_test(stmt: str, env: dict[str, str] | None, pos: list[str]) -> bool | None:
+    """`if [ $GPUS -lt ${MAX_GPUS:-8} ]`: the comparison when both sides expand to integers, else None."""
+    m = _INT_TEST.match(stmt.strip()) if env is not None else None
+    if not m:
+        return None
+    a, b = (_unquote(_expand(x, env, pos)).strip() for x in (m.group(1), m.group(3)))
+    if not (re.fullmatch(r"-?\d+", a) and re.fullmatch(r"-?\d+", b)):
+        return None
+    return _INT_OPS[m.group(2)](int(a), int(b))
+
+
+def _branch(stmt: str, head: str, branches: list[list], pos: list[str], env: dict[str, str] | None = None) -> None:
     """Follow `if` / `elif` / `else` / `fi` over a test of a positional argument against a literal (`if [[ $1 ==
     'train' ]]`): the branch the command's arguments take is active, the others are skipped; any other test keeps
     every branch (as before)."""
@@ -48,6 +63,8 @@ def _branch(stmt: str, head: str, branches: list[list], pos: list[str]) -> None:
     if m:
         i = int(m.group(1)) - 1
         cond = 0 <= i < len(pos) and pos[i] == m.group(2) if i >= 0 else None
+    else:  # (an integer comparison of expanded variables: the script's own device arithmetic)
+        cond = _int_test(stmt, env, pos)
     if head == "if":
         branches.append([cond is not None, bool(cond), True if cond is None else bool(cond)])
     elif head == "elif" and branches:
@@ -220,7 +237,7 @@ class LaunchMixin:
         for stmt in _shell_statements(text):
             head = stmt.split(None, 1)[0] if stmt.strip() else ""
             if head in ("if", "elif", "else", "else;", "fi", "fi;", "then"):
-                _branch(stmt, head, branches, pos)
+                _branch(stmt, head, branches, pos, env)
                 rest = re.split(r";\s*then\b", stmt, maxsplit=1)
                 if head in ("if", "elif") and len(rest) == 2 and rest[1].strip():
                     stmt = rest[1].strip()  # `if ...; then python x.py`: the branch's first statement follows

@@ -237,7 +237,7 @@ def _analyse_python(tree: ast.Module, whole: bool = False) -> _PyInfo:
     info.model_classes = _model_classes(tree, reach, funcs)
     _loop_and_loader(reach, consts, info)
     if any(isinstance(n, (ast.Import, ast.ImportFrom)) and re.search(r"\b(fire|jsonargparse|tyro|typer)\b", ast.unparse(n))
-           for n in ast.walk(tree)):  # often imported inside the `__main__` block
+           or _cli_of_function(n, funcs) for n in ast.walk(tree)):  # often imported inside the `__main__` block
         _fire_defaults(tree, funcs, consts, info)
     if not any(k.lower() in ("model_name", "model", "arch", "model_type", "model_id") for k in consts):
         for v in consts.values():
@@ -415,12 +415,19 @@ def _model_classes(tree: ast.Module, reach: list[ast.AST], funcs: dict[str, ast.
             not re.fullmatch(r"(Base|My|Simple)?(Model|Net|Network|Module|Wrapper)\d*", n)]
 
 
+def _cli_of_function(node: ast.AST, funcs: dict[str, ast.AST]) -> bool:
+    """A project's own wrapper of a signature CLI (`logging.run_cli(main)`, `auto_cli(train)`): a call whose name
+    ends in `cli` handed a function of this module, whose keyword defaults are then the job's options."""
+    return isinstance(node, ast.Call) and bool(node.args) and isinstance(node.args[0], ast.Name) and \
+        node.args[0].id in funcs and re.search(r"(^|_)cli$", _call_name(node).split(".")[-1], re.I) is not None
+
+
 def _fire_defaults(tree: ast.Module, funcs: dict[str, ast.AST], consts: dict, info: _PyInfo) -> None:
     """`fire.Fire(train)`: the keyword defaults of `train` are the job's options (`--num_epochs=2`)."""
     for node in ast.walk(tree):
         # fire.Fire(main), jsonargparse's CLI(main), tyro.cli(main), typer.run(main): the signature is the CLI
-        if not (isinstance(node, ast.Call) and _call_name(node).split(".")[-1] in ("Fire", "CLI", "cli", "run")
-                and node.args):
+        if not (isinstance(node, ast.Call) and (_call_name(node).split(".")[-1] in ("Fire", "CLI", "cli", "run")
+                                                or _cli_of_function(node, funcs)) and node.args):
             continue
         target = node.args[0]
         fn = funcs.get(target.id) if isinstance(target, ast.Name) else None

@@ -189,7 +189,9 @@ def resolve(ex) -> JobMetadata:
             if isinstance(v, str) and _last(k) in ("data", "dataset", "dataset_name", "data_name", "dset") and \
                     "." not in k and \
                     re.fullmatch(r"[A-Za-z][\w-]{1,40}", v.strip()) and \
-                    not re.fullmatch(r"(data|dataset|datasets|custom|train|none|true|false)", v.strip().lower()):
+                    not re.fullmatch(r"(data|dataset|datasets|custom|train|none|true|false|default|all)", v.strip().lower()) \
+                    and not _PART_WORD.fullmatch(v.strip().lower()):
+                # (a size or quality level alone -- `--env hopper --dataset medium` -- names a part of a dataset)
                 md.dataset, md.sources["dataset"] = norm(v.strip()), s
                 break
     if md.dataset is None:  # a dataset we do not know: keep the user's name (last path segment)
@@ -220,6 +222,8 @@ def resolve(ex) -> JobMetadata:
                         (lk == "iterations" and "." not in k) else None)  # (a script's own --iterations)
         if unit is None:
             continue
+        if unit == "steps" and _sizes_data(ex, lk):
+            continue  # (`create_dataset(args.num_buffers, args.num_steps, ...)`: how much data is loaded, not the run)
         whole = lk.startswith(("total_", "max_", "num_train", "train_"))  # the run's length, not a rollout's
         if best is None or (p == best[2] and unit == "steps" and best[1] == "epochs") or \
                 (p == best[2] and unit == best[1] and whole and not best[4]):
@@ -504,6 +508,10 @@ _WEAK_MODEL_KEYS = ("weights", "cfg", "init_checkpoint", "bert_config_file", "mo
 _FILE_EXT = re.compile(r"\.(jsonl?|csv|tsv|txt|parquet|arrow|tar|tar\.gz|tgz|zip|npz|h5|hdf5|pkl|tfrecords?)$", re.I)
 
 
+#: a size or quality level alone (a part of a dataset: D4RL's `medium`, a `small` subset), no dataset's name
+_PART_WORD = re.compile(r"tiny|mini|small|medium|large|expert|replay|mixed|full|sample")  # (`random`: generated data)
+
+
 def _name_of_path(v: str) -> str | None:
     """The name a data path gives: its last segment without a data-file extension (None for a bare
     variable name a documented command leaves for the user to set, `DATA_PATH`)."""
@@ -512,8 +520,8 @@ def _name_of_path(v: str) -> str | None:
         # (`DATA_PATH` is a variable the doc leaves to the user; `STL10`, `MNIST` are dataset names)
         return None  # (`<path_to_IN1K_dataset>`, `your_path_to_data`: the user's path names nothing)
     segs = [x for x in re.split(r"[/\\]", v.strip()) if x]
-    if not segs:
-        return None
+    if not segs or len(segs) == 1 and _PART_WORD.fullmatch(segs[0].lower()):
+        return None  # (`--dataset medium` beside `--env hopper`: a size or quality level names a part, not the data)
     seg = segs[-1]
     if len(segs) > 1 and re.fullmatch(r"(train|training|dev|val|test|all)(_data)?", _FILE_EXT.sub("", seg).lower()):
         seg = segs[-2]  # AdvertiseGen/train.json: the folder names the data, the file a split
@@ -549,6 +557,11 @@ def _class_name_words(name: str) -> str:
 # config sections of a part that is never the model trained: the data preprocessor, the vocoder that turns a TTS
 # model's spectrograms into audio, the tokenizer, the EMA copy, the loss, a distillation teacher, a GAN's discriminator
 _ROLE_PATH = re.compile(r"(^|[._])(\w*preprocessor|vocoder|tokenizer|ema|loss|criterion|teacher|discriminator|net_d)([._]|$)")
+#: an option by which one run starts from another's weights (a chain of stages, not a sweep of runs)
+_CONTINUES = re.compile(r"--?[\w-]*(restore|resume|ckpt|checkpoint|pretrain|init[-_]from|load|weights|finetune_from)[\w-]*[= ]",
+                        re.I)
+
+
 def _sum_stages(ex, md) -> None:
     """A script that runs its training program several times in a row (pre-train, then fine-tune stages, each
     restoring the last): the job's length is the stages' lengths together when every stage states it with the
@@ -561,7 +574,11 @@ def _sum_stages(ex, md) -> None:
     key = src[len("argv --"):].split()[0]
     opt = re.compile(r"(?:^|\s)--?" + re.escape(key).replace("_", "[-_]") + r"(?:=|\s+)(\d+)(?:\s|$)")
     values = [opt.search(x) for x in stages]
-    if all(values):
+    if all(values) and not any(_CONTINUES.search(x) for x in stages[1:]) and \
+            len({m.group(1) for m in values}) == 1:
+        # no run restores another's weights: independent runs of one sweep (horizons, seeds), each this long
+        md.sources["iterations"] = f"{src} (each of the script's {len(stages)} independent runs: none restores another)"
+    elif all(values):
         md.iterations = sum(int(m.group(1)) for m in values)
         md.sources["iterations"] = f"{src} (summed over the script's {len(stages)} stages: " + \
             " + ".join(m.group(1) for m in values) + ")"
@@ -649,6 +666,17 @@ _TRANSLATION_KEYS = re.compile(r"^(lambda_cyc|lambda_cycle|lambda_rec|num_domain
 def _translation_setup(ranked) -> bool:
     """The options say image-to-image translation: at least two domain / cycle / direction / label-map settings."""
     return len({_last(k) for k, v, p, s in ranked if p >= P_DEFAULT and _TRANSLATION_KEYS.match(_last(k).lower())}) >= 2
+
+
+def _sizes_data(ex, key: str) -> bool:
+    """The entry hands this step option to a function that builds or loads the data (`create_dataset(...,
+    args.num_steps, ...)`, `load_replay_buffer(args.num_steps)`) and to nothing else: a data size, not the run's length."""
+    text = getattr(ex, "files", {}).get(getattr(ex, "entry", None) or "") or ""
+    uses = [m for m in re.finditer(rf"\b(?:args|opt|config|cfg|FLAGS)\.{re.escape(key)}\b", text)]
+    if not uses:
+        return False
+    data_call = re.compile(r"\b\w*(?:create|make|build|load|get)_?\w*(?:data|dataset|buffer|replay)\w*\s*\([^()]*$", re.I)
+    return all(data_call.search(text[max(0, m.start() - 200):m.start()].split("\n")[-1]) for m in uses)
 
 
 def _loop_bound(ex, ranked):
@@ -916,6 +944,8 @@ def _device_count(v) -> int | None:
     items = v if isinstance(v, (list, tuple)) else re.split(r"[\s,]+", str(v).strip().strip("()[]").strip()) \
         if isinstance(v, str) else []  # (`GPUS: (0,1,2,3)`: a YAML string of a tuple)
     items = [str(x).strip() for x in items if str(x).strip()]
+    if len(items) == 1 and (r := re.fullmatch(r"(\d+)-(\d+)", items[0])) and int(r.group(1)) < int(r.group(2)):
+        return int(r.group(2)) - int(r.group(1)) + 1  # a range of device ids (`--gpus 0-7`: eight devices)
     if len(items) == 1 and re.fullmatch(r"\d+", items[0]):
         return int(items[0]) or None
     if items and all(re.fullmatch(r"(cuda:|gpu:)?\d+", x, re.I) for x in items):
@@ -961,7 +991,7 @@ def _cpu_device(ranked) -> str | None:
         lk = _last(k)
         if lk in _CPU_FLAGS and v is True and p >= P_DEFAULT and "." not in k:  # not profiler.cpu: True
             return s
-        if lk in ("cuda", "use_cuda") and v is False and p >= P_DEFAULT and "." not in k:
+        if lk in ("cuda", "use_cuda", "use_gpu") and v is False and p >= P_DEFAULT and "." not in k:
             return s + " (a --cuda flag left off: the script runs on the CPU unless asked)"
     for k, v, p, s in ranked:
         if _last(k) in ("device", "accelerator") and p >= P_CODE and k.count(".") <= 1 and isinstance(v, str):

@@ -7,9 +7,18 @@ import shlex
 
 
 
+_BARE_LAUNCHER_THEN_SCRIPT = re.compile(
+    r"(?m)^(\s*(?:python3?\s+-m\s+torch\.distributed\.(?:launch|run)|torchrun|accelerate\s+launch|deepspeed)"
+    r"(?:\s+--?[\w.-]+(?:[= ](?!\S*\.py\b)[^\s-]\S*)?)*)[ \t]*\n(?=\s*\S+\.py\b)")
+
+
 def _join_continuations(text: str) -> str:
     """Lines ending in a backslash joined with the next, except a comment line: the shell does not continue
-    a comment (`# python train.py \\` above the live command is not part of it)."""
+    a comment (`# python train.py \\` above the live command is not part of it). A launcher line that names
+    no script, followed by a line that starts with one, is one command whose backslash a document dropped
+    (`torch.distributed.launch --nproc_per_node=8` / `train.py ...`): a launcher alone cannot run."""
+    if "\n" in text:
+        text = _BARE_LAUNCHER_THEN_SCRIPT.sub(r"\1 ", text)
     if "\\" not in text:
         return text
     out, buf = [], ""
@@ -47,6 +56,11 @@ def _expand(s: str, env: dict[str, str], pos: list[str], keep_unset: bool = Fals
     # ${ARGS[@]} / ${ARGS[*]}: a bash array's words (stored as its words joined by spaces)
     s = re.sub(r'"?\$\{([A-Za-z_][A-Za-z0-9_]*)\[[@*]\]\}"?', lambda m: env.get(m.group(1), ""), s)
     s = re.sub(r'"?\$\{@:(\d+)\}"?', lambda m: shlex.join(pos[int(m.group(1)) - 1:]), s)
+    for _ in range(3):  # a default that is itself a variable's (`${GPUS_PER_NODE:-${MAX_GPUS:-8}}`): inner first
+        inner = re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*|\d+)(?::?-([^{}$]*))?\}(?=[^{]*\})", repl, s) if "${" in s else s
+        if inner == s:
+            break
+        s = inner
     return re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*|\d+|@)(?::?-([^}]*))?\}|\$\{(\d+)\}|\$([A-Za-z_][A-Za-z0-9_]*|\d|@)",
                   repl, s)
 

@@ -129,7 +129,8 @@ DATASET_RULES: tuple[tuple[str, str], ...] = (
     (r"(^|-)lsun($|-)", "lsun"),
     (r"(^|-)caltech-?(101|256)($|-)", "caltech\\2"),
     (r"(^|-)food-?101($|-)", "food101"),
-    (r"(^|-)(oxford-?)?flowers-?102($|-)", "flowers102"),
+    # Oxford's 102-category flowers under the name its authors publish it by (flowers102 is the torchvision class)
+    (r"(^|-)(oxford-?)?flowers-?102($|-)|(^|-)oxford-?flowers($|-)", "oxford-flowers"),
     (r"(^|-)(oxford-?(iiit-?)?pets?|pets-?37)($|-)", "oxford-pets"),
     (r"(^|-)cub-?200(-?2011)?($|-)", "cub200"),
     (r"(^|-)stanford-?cars($|-)", "stanford-cars"),
@@ -205,7 +206,13 @@ DATASET_RULES: tuple[tuple[str, str], ...] = (
     (r"wmt-?16", "wmt16-en-de"),
     (r"cnn-?dailymail", "cnn-dailymail"),
     (r"librispeech", "librispeech"),
-    (r"ml-?1m|movielens", "movielens-1m"),
+    # GroupLens's MovieLens releases by size; the short codes (ml-100k, ml-1m, ...) are GroupLens's own file names
+    (r"(^|-)(ml|movielens)-?(100k|1m|10m|20m|25m|32m)($|-)", "movielens-\\3"),
+    (r"(^|-)ml-?1m|movielens", "movielens-1m"),
+    # the influenza-like-illness series of the long-horizon forecasting benchmarks (file national_illness.csv)
+    (r"(^|-)national-?illness($|-)|^ili$", "ili"),
+    # QM9 and its splits (a half, a subset for conditioning) are one dataset
+    (r"(^|-)qm-?9($|-)", "qm9"),
     (r"breakout", "atari-breakout"),
     # simulator environments by their gym ids: Atari's NoFrameskip games, PyBullet's and MuJoCo's bodies
     (r"^([a-z]+)noframeskip-v\d+$", "atari-\\1"),
@@ -260,7 +267,7 @@ DATASET_TASK = {
     "text8": "language-modeling", "bookcorpus": "language-modeling", "multi30k": "translation",
     "fashion-mnist": "image-classification", "kmnist": "image-classification", "emnist": "image-classification",
     "tiny-imagenet": "image-classification", "svhn": "image-classification", "places365": "image-classification",
-    "food101": "image-classification", "flowers102": "image-classification", "oxford-pets": "image-classification",
+    "food101": "image-classification", "oxford-flowers": "image-classification", "oxford-pets": "image-classification",
     "cub200": "image-classification", "stanford-cars": "image-classification", "inaturalist": "image-classification",
     "caltech101": "image-classification", "caltech256": "image-classification",
     "cora": "node-classification", "citeseer": "node-classification", "pubmed": "node-classification",
