@@ -50,7 +50,7 @@ building what the option names (`models.__dict__[args.arch]()`, `_selects_networ
 network with options the name lacks (`--depth 28`); for a per-device scope presumed from a bare option or read from a
 config, code that never handles several processes or devices (`_PARALLEL`), or a config key that says per device. `python benchmarks/schedmate_first_sight.py
 calibrate` refits the table and prints the leave-one-batch-out estimate of fresh first-sight performance (batches
-18-29, floor 0.85: 50.5 % answered, 4.4 % confidently wrong; the confirmations are code mechanisms the first-sight
+18-29, floor 0.85: 51.4 % answered, 4.2 % confidently wrong; the confirmations are code mechanisms the first-sight
 records cannot replay, so they are not in that estimate).
 
 Corroboration (features.schedmate_text.identity, `corroborate_task` here): a model answer that starts with the
@@ -92,16 +92,17 @@ FIRST_SIGHT_COUNTS: dict[tuple[str, str], tuple[int, int]] = {
     ('batch_scope', 'config'): (62, 53), ('batch_scope', 'default'): (2, 2),
     ('batch_scope', 'default/presumed'): (57, 52), ('batch_scope', 'mechanism/global'): (1, 0),
     ('batch_scope', 'name'): (17, 4), ('batch_size', 'argument'): (75, 71), ('batch_size', 'code'): (1, 1),
-    ('batch_size', 'config'): (65, 64), ('batch_size', 'default'): (68, 62), ('dataset', 'argument/known'): (79, 70),
-    ('dataset', 'argument/unknown'): (30, 26), ('dataset', 'code/known'): (14, 11),
-    ('dataset', 'config/known'): (32, 19), ('dataset', 'default/known'): (15, 10),
-    ('dataset', 'default/unknown'): (7, 2), ('dataset', 'name/known'): (1, 1), ('dataset', 'name/unknown'): (16, 5),
+    ('batch_size', 'config'): (65, 64), ('batch_size', 'default'): (68, 62), ('dataset', 'argument/known'): (82, 70),
+    ('dataset', 'argument/unknown'): (27, 26), ('dataset', 'code/known'): (14, 11),
+    ('dataset', 'config/known'): (32, 19), ('dataset', 'default/known'): (18, 11),
+    ('dataset', 'default/unknown'): (4, 1), ('dataset', 'name/known'): (1, 1), ('dataset', 'name/unknown'): (16, 5),
     ('gpus', 'argument'): (28, 25), ('gpus', 'assumed'): (164, 143), ('gpus', 'code'): (1, 1),
     ('gpus', 'config'): (7, 6), ('gpus', 'default'): (6, 3), ('gpus', 'launcher'): (80, 78),
     ('iteration_unit', 'argument'): (79, 78), ('iteration_unit', 'code'): (1, 1),
     ('iteration_unit', 'config'): (70, 66), ('iteration_unit', 'default'): (94, 89),
     ('iterations', 'argument'): (79, 72), ('iterations', 'code'): (1, 0), ('iterations', 'config'): (70, 66),
-    ('iterations', 'default'): (94, 78), ('model', 'argument/known'): (45, 32), ('model', 'argument/size'): (4, 0),
+    ('iterations', 'default'): (13, 4), ('iterations', 'default/argparse'): (81, 74),
+    ('model', 'argument/known'): (45, 32), ('model', 'argument/size'): (4, 0),
     ('model', 'argument/unknown'): (45, 31), ('model', 'class/known'): (4, 1), ('model', 'class/unknown'): (70, 10),
     ('model', 'code/known'): (1, 0), ('model', 'code/unknown'): (1, 0), ('model', 'config/known'): (16, 2),
     ('model', 'config/unknown'): (36, 14), ('model', 'default/known'): (15, 14),
