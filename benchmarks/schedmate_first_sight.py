@@ -37,12 +37,14 @@ RECORDS = ROOT / "benchmarks" / "realsets" / "first_sight_commands.json"
 #: a new user met on them is cbd93ac's; batch 26 likewise at bb9b796, batches 27-28 at 1e70be6 (the code of 73b59ac with
 #: one fix: a README search that looped for ever on an absolute entry path, found when batch 27 first ran; no answer had
 #: been read); batch 29 at b3445f8 (its labels on top of cb3ef4f, the code after the round that followed 27-28 and the
-#: calibration refit over 18-28). A batch's commit must hold its labels (checked).
+#: calibration refit over 18-28); batches 30 and 31 at the commits that added their labels (the code of d6f6468; the
+#: round after it was merged before either was scored again). A batch's commit must hold its labels (checked).
 FIRST_SIGHT_COMMITS = {18: "3cc7f91", 19: "0b6e330", 20: "eb17e44", 21: "b0955db", 22: "da4c893", 23: "0d6ca1d",
                        24: "cbd93ac", 25: "cbd93ac", 26: "bb9b796", 27: "1e70be6", 28: "1e70be6",
-                       29: "b3445f8"}
+                       29: "b3445f8", 30: "074dfef", 31: "5b21324"}
 #: batch -> the commit that added its labels, where it differs from the code commit above
-LABEL_COMMITS = {24: "d1acabf", 25: "d1acabf", 26: "1010524", 27: "ec2ecc5", 28: "73b59ac", 29: "b3445f8"}
+LABEL_COMMITS = {24: "d1acabf", 25: "d1acabf", 26: "1010524", 27: "ec2ecc5", 28: "73b59ac", 29: "b3445f8", 30: "074dfef",
+                 31: "5b21324"}
 
 _DUMP = r'''
 import json, sys

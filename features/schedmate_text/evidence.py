@@ -42,7 +42,7 @@ misses: `--model H`, `--backbone_name tiny`, `--net vgg16` around Faster R-CNN).
 Calibration from first sight (`FIRST_SIGHT_COUNTS`, `calibration_cap`): how often each (field, kind) -- models and
 datasets also by the value's shape, a batch scope also by whether anything states it (`argument/presumed`: a bare
 `--batch_size` read as per device because nothing divides it) and by the code's mechanism (`code/global`: a
-DataParallel wrapper, `code/per-device`: a multiplication by the device count) -- was right on command batches 18-29
+DataParallel wrapper, `code/per-device`: a multiplication by the device count) -- was right on command batches 18-31
 with the code each batch first met; a group right less than `CALIBRATION_FLOOR` of the time is capped at
 `CALIBRATED_CAP` (below the threshold), so it answers only where another signal confirms it: the data's usual task or
 the repository's description agreeing with the objective identifiers; for a model named by an argument, the code
@@ -50,7 +50,7 @@ building what the option names (`models.__dict__[args.arch]()`, `_selects_networ
 network with options the name lacks (`--depth 28`); for a per-device scope presumed from a bare option or read from a
 config, code that never handles several processes or devices (`_PARALLEL`), or a config key that says per device. `python benchmarks/schedmate_first_sight.py
 calibrate` refits the table and prints the leave-one-batch-out estimate of fresh first-sight performance (batches
-18-29, floor 0.85: 51.4 % answered, 4.2 % confidently wrong; the confirmations are code mechanisms the first-sight
+18-31, floor 0.85: 50.2 % answered, 4.0 % confidently wrong; the confirmations are code mechanisms the first-sight
 records cannot replay, so they are not in that estimate).
 
 Corroboration (features.schedmate_text.identity, `corroborate_task` here): a model answer that starts with the
@@ -82,36 +82,36 @@ KIND_CONFIDENCE: dict[str, float] = {"argument": 0.95, "launcher": 0.95, "config
                                      "none": 0.0}
 
 #: how often each (field, kind) of evidence was RIGHT at first sight: the Advisor's answers on command batches
-#: 18-29, each run with the code that first met the batch (benchmarks/schedmate_first_sight.py FIRST_SIGHT_COMMITS),
+#: 18-31, each run with the code that first met the batch (benchmarks/schedmate_first_sight.py FIRST_SIGHT_COMMITS),
 #: before anything was tuned for it
 #: (benchmarks/realsets/first_sight_commands.json; `python benchmarks/schedmate_first_sight.py calibrate` refits
 #: and checks this table): (answered, right)
 FIRST_SIGHT_COUNTS: dict[tuple[str, str], tuple[int, int]] = {
-    ('batch_scope', 'argument'): (23, 23), ('batch_scope', 'argument/presumed'): (68, 54),
+    ('batch_scope', 'argument'): (33, 30), ('batch_scope', 'argument/presumed'): (73, 59),
     ('batch_scope', 'code/global'): (22, 14), ('batch_scope', 'code/per-device'): (4, 4),
-    ('batch_scope', 'config'): (62, 53), ('batch_scope', 'default'): (2, 2),
-    ('batch_scope', 'default/presumed'): (57, 52), ('batch_scope', 'mechanism/global'): (1, 0),
-    ('batch_scope', 'name'): (17, 4), ('batch_size', 'argument'): (75, 71), ('batch_size', 'code'): (1, 1),
-    ('batch_size', 'config'): (65, 64), ('batch_size', 'default'): (68, 62), ('dataset', 'argument/known'): (82, 70),
-    ('dataset', 'argument/unknown'): (27, 26), ('dataset', 'code/known'): (14, 11),
-    ('dataset', 'config/known'): (32, 19), ('dataset', 'default/known'): (18, 11),
-    ('dataset', 'default/unknown'): (4, 1), ('dataset', 'name/known'): (1, 1), ('dataset', 'name/unknown'): (16, 5),
-    ('gpus', 'argument'): (28, 25), ('gpus', 'assumed'): (164, 143), ('gpus', 'code'): (1, 1),
-    ('gpus', 'config'): (7, 6), ('gpus', 'default'): (6, 3), ('gpus', 'launcher'): (80, 78),
-    ('iteration_unit', 'argument'): (79, 78), ('iteration_unit', 'code'): (1, 1),
-    ('iteration_unit', 'config'): (70, 66), ('iteration_unit', 'default'): (94, 89),
-    ('iterations', 'argument'): (79, 72), ('iterations', 'code'): (1, 0), ('iterations', 'config'): (70, 66),
-    ('iterations', 'default'): (13, 4), ('iterations', 'default/argparse'): (81, 74),
-    ('model', 'argument/known'): (45, 32), ('model', 'argument/size'): (4, 0),
-    ('model', 'argument/unknown'): (45, 31), ('model', 'class/known'): (4, 1), ('model', 'class/unknown'): (70, 10),
+    ('batch_scope', 'config'): (67, 57), ('batch_scope', 'default'): (5, 5),
+    ('batch_scope', 'default/presumed'): (73, 68), ('batch_scope', 'mechanism/global'): (6, 5),
+    ('batch_scope', 'name'): (17, 4), ('batch_size', 'argument'): (90, 83), ('batch_size', 'code'): (1, 1),
+    ('batch_size', 'config'): (69, 66), ('batch_size', 'default'): (84, 77), ('dataset', 'argument/known'): (92, 79),
+    ('dataset', 'argument/unknown'): (33, 32), ('dataset', 'code/known'): (14, 11),
+    ('dataset', 'config/known'): (36, 21), ('dataset', 'default/known'): (25, 18),
+    ('dataset', 'default/unknown'): (4, 1), ('dataset', 'name/known'): (1, 1), ('dataset', 'name/unknown'): (20, 6),
+    ('gpus', 'argument'): (32, 29), ('gpus', 'assumed'): (187, 165), ('gpus', 'code'): (1, 1),
+    ('gpus', 'config'): (7, 6), ('gpus', 'default'): (6, 3), ('gpus', 'launcher'): (97, 95),
+    ('iteration_unit', 'argument'): (90, 89), ('iteration_unit', 'code'): (1, 1),
+    ('iteration_unit', 'config'): (76, 72), ('iteration_unit', 'default'): (121, 113),
+    ('iterations', 'argument'): (90, 83), ('iterations', 'code'): (1, 0), ('iterations', 'config'): (76, 71),
+    ('iterations', 'default'): (13, 4), ('iterations', 'default/argparse'): (108, 98),
+    ('model', 'argument/known'): (56, 43), ('model', 'argument/size'): (5, 0),
+    ('model', 'argument/unknown'): (55, 37), ('model', 'class/known'): (4, 1), ('model', 'class/unknown'): (81, 11),
     ('model', 'code/known'): (1, 0), ('model', 'code/unknown'): (1, 0), ('model', 'config/known'): (16, 2),
-    ('model', 'config/unknown'): (36, 14), ('model', 'default/known'): (15, 14),
-    ('model', 'default/unknown'): (11, 5), ('model', 'identity/unknown'): (3, 2), ('model', 'name/known'): (12, 12),
-    ('model', 'name/unknown'): (15, 0), ('nodes', 'argument'): (10, 10), ('nodes', 'assumed'): (326, 325),
-    ('nodes', 'config'): (10, 10), ('nodes', 'default'): (4, 4), ('nodes', 'launcher'): (4, 4),
-    ('task', 'code'): (7, 6), ('task', 'description'): (5, 4), ('task', 'entry'): (1, 0),
-    ('task', 'identity'): (5, 0), ('task', 'name'): (63, 41), ('task', 'objective/generic'): (54, 27),
-    ('task', 'objective/specific'): (47, 43), ('task', 'signal'): (60, 50)
+    ('model', 'config/unknown'): (36, 14), ('model', 'default/known'): (18, 17),
+    ('model', 'default/unknown'): (16, 10), ('model', 'identity/unknown'): (3, 2), ('model', 'name/known'): (14, 14),
+    ('model', 'name/unknown'): (19, 0), ('nodes', 'argument'): (11, 11), ('nodes', 'assumed'): (382, 380),
+    ('nodes', 'config'): (10, 10), ('nodes', 'default'): (7, 7), ('nodes', 'launcher'): (5, 5),
+    ('task', 'code'): (7, 6), ('task', 'description'): (15, 11), ('task', 'entry'): (2, 0),
+    ('task', 'identity'): (8, 3), ('task', 'name'): (72, 48), ('task', 'objective/generic'): (55, 27),
+    ('task', 'objective/specific'): (48, 44), ('task', 'signal'): (76, 62)
 }
 #: a kind of evidence right less often than this at first sight (smoothed: (right + 1.6) / (answered + 2), at least
 #: 5 answers) is capped below the threshold: its answers stand only where another signal confirms them. 0.85: the
