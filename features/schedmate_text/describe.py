@@ -14,8 +14,16 @@ from __future__ import annotations
 import re
 from pathlib import PurePosixPath
 
-__all__ = ["DESCRIPTION_TASKS", "repository_description", "task_from_description", "compatible_tasks", "specialisations",
-           "task_phrases", "disagreeing_task_phrase"]
+__all__ = ["DESCRIPTION_TASKS", "README_NAMES", "root_readme", "repository_description", "task_from_description",
+           "compatible_tasks", "specialisations", "task_phrases", "disagreeing_task_phrase"]
+
+#: a folder's README, by the names repositories give it (the first present wins)
+README_NAMES = ("README.md", "readme.md", "Readme.md", "README.rst", "README.txt", "README")
+
+
+def root_readme(files: dict[str, str]) -> tuple[str, str] | None:
+    """(name, text) of the repository's root README that has any text, or None."""
+    return next(((n, files[n]) for n in README_NAMES if files.get(n)), None)
 
 # (pattern over the lower-cased description, task); a more specific phrase is listed before the generic one it
 # contains, and a match is removed from the text before the later patterns are tried ("image-to-image
@@ -121,7 +129,7 @@ def repository_description(files: dict[str, str], entry: str | None = None, prog
     folders.append("")
     readme = ""
     for folder in folders:
-        for name in ("README.md", "readme.md", "Readme.md", "README.rst", "README.txt", "README"):
+        for name in README_NAMES:
             path = f"{folder}/{name}" if folder else name
             if path in files:
                 readme = _first_paragraph(files[path])

@@ -122,6 +122,14 @@ CALIBRATION_FLOOR: float = 0.85
 MIN_ANSWERS: int = 5
 #: the confidence a capped kind keeps (below MIN_CONFIDENCE; a confirmation adds 0.2 and lifts it above)
 CALIBRATED_CAP: float = 0.45
+#: what an independent signal naming the same value adds to an answer's confidence, and the most it lifts it to
+CONFIRMATION_GAIN: float = 0.2
+CONFIRMED_MAX: float = 0.75
+
+
+def confirmed(conf: float) -> float:
+    """The confidence of an answer an independent signal confirms (never lower than it was)."""
+    return max(conf, min(conf + CONFIRMATION_GAIN, CONFIRMED_MAX))
 #: batch scopes read from the code's MECHANISM (kind `mechanism`, groups `mechanism/global` and `mechanism/per-device`;
 #: no first-sight record yet, so the basis is in-sample, over all 458 labelled commands of benchmarks/realsets):
 #: `data-parallel`: DataParallel in a single process (no process group anywhere the entry imports) -> the total, or
@@ -581,7 +589,7 @@ def attach_evidence(md: JobMetadata, ex=None, command: str = "") -> JobMetadata:
         if f == "task":  # two independent signals name one task: each agreeing one adds 0.2 (at most 0.75)
             for agrees in ("(the data agrees)", "(the repository description agrees)"):
                 if agrees in rule:
-                    conf = max(conf, min(conf + 0.2, 0.75))
+                    conf = confirmed(conf)
                     if conf >= MIN_CONFIDENCE and reason and "at first sight" in reason:
                         reason = None  # confirmed
         if f == "task" and "(the repository description says" in rule:
@@ -744,7 +752,7 @@ def corroborate_task(md: JobMetadata, ex=None) -> JobMetadata:
     signals["description"] = cache.get((ex.entry, tuple(getattr(ex, "programs", []))))
     agree = [s for s, t in signals.items() if s != own and t == ev["value"]]
     if agree:
-        ev["confidence"] = round(max(ev["confidence"], min(ev["confidence"] + 0.2, 0.75)), 3)
+        ev["confidence"] = round(confirmed(ev["confidence"]), 3)
         ev["rule"] = rule + f" (the {agree[0]} agrees)"
         ev.pop("note", None)
         md.unknown.pop("task", None)

@@ -97,6 +97,11 @@ def undivided_batches(text: str) -> set[str]:
     return {m.group(1) for m in _UNDIVIDED.finditer(text)} if "batch_size" in text else set()
 
 
+def option_leaf(key: str) -> str:
+    """An option's last name part, as code spells it: `train.batch-size` -> `batch_size`."""
+    return key.rsplit(".", 1)[-1].replace("-", "_").lower()
+
+
 # how the code spreads a batch over devices (issue 41, item 3: the batch's scope from the mechanism, not the name)
 _CODE_LINE = r"(?m)^(?!\s*#)[^\n#]*"  # (a line that is not a comment, up to a trailing comment)
 #: a sampler that gives each process its own shard: one DataLoader per process
@@ -114,7 +119,7 @@ def sampler_per_process(code: str, key: str, processes: bool = False) -> bool:
     `processes`, runs as several processes that each build their own loader: a launcher or a process group) and hands
     the option undivided to its DataLoader (`DataLoader(ds, batch_size=args.batch_size, sampler=...)`), and nothing
     divides it by the process count: the option is the per-device batch."""
-    leaf = key.rsplit(".", 1)[-1].replace("-", "_").lower()
+    leaf = option_leaf(key)
     if not leaf or not (_SAMPLER.search(code) if not processes else _PROCESS_GROUP.search(code)):
         return False
     if leaf in {k.lower() for k in divided_batches(code)} or named_total(code, leaf) or splits_batches(code):
@@ -136,7 +141,7 @@ _NAMED_TOTAL = re.compile(r"(?i)(?:global|total)_?batch_?size\w*['\"]?\s*[,:=]\s
 @lru_cache(maxsize=1024)  # (a repository's code text is one string: its hash is cached)
 def named_total(code: str, key: str) -> bool:
     """The code calls the option itself the global (total) batch."""
-    leaf = key.rsplit(".", 1)[-1].replace("-", "_").lower()
+    leaf = option_leaf(key)
     return any(m.group(1).lower() == leaf for m in _NAMED_TOTAL.finditer(code)) if leaf else False
 
 
@@ -154,7 +159,7 @@ def total_by_code(code: str, key: str) -> str | None:
     """Why the code makes `key` the total over all processes, or None: it divides the option by the process count
     itself (`batch_size // world_size`), or it hands it to detectron2, whose SOLVER.IMS_PER_BATCH /
     `dataloader.train.total_batch_size` is the batch of all workers together."""
-    leaf = key.rsplit(".", 1)[-1].replace("-", "_").lower()
+    leaf = option_leaf(key)
     if not leaf:
         return None
     if leaf in {k.lower() for k in divided_batches(code)}:

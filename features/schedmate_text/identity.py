@@ -20,6 +20,9 @@ from __future__ import annotations
 import re
 from pathlib import PurePosixPath
 
+from features.schedmate_text.describe import _first_paragraph, root_readme
+from features.schedmate_text.vocab import norm
+
 __all__ = ["normalise_identity", "identity_names", "repository_identity", "compact", "GENERIC_NAMES", "ARCHITECTURE_WORDS",
            "apply_identity", "corroborated_identity", "toolbox_reason"]
 
@@ -69,7 +72,7 @@ def normalise_identity(name: str | None) -> str | None:
             break
         s = s2
     s = _YEAR.sub("", s)
-    words = re.sub(r"[^a-z0-9]+", "-", s.lower()).strip("-")
+    words = norm(s)
     if not words or len(compact(words)) < 3 or words in GENERIC_NAMES or compact(words) in GENERIC_NAMES:
         return None
     return words
@@ -81,22 +84,21 @@ _TITLE_NAME = re.compile(r"^\W*([A-Za-z][\w.+-]*?(?:[ -]?v\d+)?)\s*(?::|\s[-â€“â
 
 def _readme_title(files: dict[str, str]) -> str | None:
     """The README's first H1 title's leading name (`# RAFT: Recurrent All-Pairs ...` -> `RAFT`)."""
-    for name in ("README.md", "readme.md", "Readme.md", "README.rst", "README"):
-        text = files.get(name)
-        if not text:
-            continue
-        if name.endswith(".rst"):
-            m = re.search(r"^(\S[^\n]*)\n[=#*]{3,}\s*$", text, re.M)
-            title = m.group(1) if m else None
-        else:
-            m = _H1.search(text[:5000])
-            title = (m.group(1) or m.group(2)) if m else None
-        if not title:
-            return None
-        title = re.sub(r"!\[[^\]]*\]\([^)]*\)|<[^>]+>|\[([^\]]*)\]\([^)]*\)", r"\1", title).strip(" *_`")
-        t = _TITLE_NAME.match(title)
-        return t.group(1) if t else None
-    return None
+    found = root_readme(files)
+    if found is None:
+        return None
+    name, text = found
+    if name.endswith(".rst"):
+        m = re.search(r"^(\S[^\n]*)\n[=#*]{3,}\s*$", text, re.M)
+        title = m.group(1) if m else None
+    else:
+        m = _H1.search(text[:5000])
+        title = (m.group(1) or m.group(2)) if m else None
+    if not title:
+        return None
+    title = re.sub(r"!\[[^\]]*\]\([^)]*\)|<[^>]+>|\[([^\]]*)\]\([^)]*\)", r"\1", title).strip(" *_`")
+    t = _TITLE_NAME.match(title)
+    return t.group(1) if t else None
 
 
 def _package_name(files: dict[str, str]) -> str | None:
@@ -369,8 +371,6 @@ def _sized_command(ex) -> str | None:
 def _refined(name: str, files: dict[str, str], guess: str | None) -> str:
     """The identity with the size a config named after the model states (`cifar10_uvit_small` -> `uvit-small`), or
     with the version the README's first paragraph gives it (`deepspeech` -> `deepspeech2`)."""
-    from features.schedmate_text.vocab import norm
-
     c = compact(name)
     if guess:
         toks = norm(guess).split("-")
@@ -378,9 +378,7 @@ def _refined(name: str, files: dict[str, str], guess: str | None) -> str:
             for j in range(i + 1, min(len(toks), i + 4) + 1):
                 if "".join(toks[i:j]) == c and j < len(toks) and _SIZE_WORD.match(toks[j]):
                     return "-".join(toks[i:j + 1])
-    from features.schedmate_text.describe import _first_paragraph
-
-    readme = next((files[n] for n in ("README.md", "readme.md", "Readme.md", "README.rst", "README") if n in files), "")
+    readme = (root_readme(files) or ("", ""))[1]
     versions = {compact(w) for w in re.findall(r"[A-Za-z][\w.-]*", _first_paragraph(readme))
                 if re.fullmatch(re.escape(c) + r"(?:v?\d{1,2})", compact(w))}
     if len(versions) == 1:
